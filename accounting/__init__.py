@@ -1,0 +1,40 @@
+"""accounting: plugin-based privacy accounting.
+
+Pairs of output distributions, the five privacy curves (PLD, privacy profile,
+trade-off, Rényi DP, zCDP) with converters that say whether they are exact or a
+bound, composition, and an accountant. Mechanisms, converters and auditors come
+from plugins (pluggy, entry-point group ``accounting``).
+"""
+
+from .accountant import ACCOUNTANTS, Accountant
+from .additive import AdditiveNoise
+from .compose import ComposedPair, compose
+from .convert import Converter, convert
+from .curve import Curve, Exactness, Provenance
+from .direction import Bound, Direction
+from .hookspecs import hookimpl
+from .loss import LossPMF
+from .mechanism import Mechanism, Neighbouring
+from .pair import LawPair, Pair, discrete_pair
+from .plugins import PluginError, Registry, default_registry, make_registry
+from .pld import PLD
+from .profile import PrivacyProfile
+from .rdp import RDP
+from .tradeoff import TradeOff
+from .zcdp import ZCDP
+
+__version__ = "0.1.0"
+
+
+def mechanism(name: str, **params):
+    """An instance of the registered mechanism ``name`` with ``params``."""
+    return default_registry().mechanism(name)(**params)
+
+
+__all__ = [
+    "Accountant", "ACCOUNTANTS", "AdditiveNoise", "ComposedPair", "compose", "Converter",
+    "convert", "Curve", "Exactness", "Provenance", "Bound", "Direction", "hookimpl", "LossPMF",
+    "Mechanism", "Neighbouring", "LawPair", "Pair", "discrete_pair", "PluginError", "Registry",
+    "default_registry", "make_registry", "PLD", "PrivacyProfile", "RDP", "TradeOff", "ZCDP",
+    "mechanism",
+]

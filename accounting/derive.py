@@ -1,0 +1,87 @@
+"""Every curve of a pair, from whatever primitives the pair provides.
+
+Dispatch is explicit and always terminates: a closed form of the pair if it has
+one, else a route through curves the pair surely has (its profile, then the PLD).
+
+* profile: the pair's ``_profile`` (and ``_profile_lower``);
+* PLD: connect-the-dots / convex minorant of the profile on a grid;
+* trade-off: the pair's ``_beta`` if any, else the vertices of its PLD;
+* RDP: the pair's ``_cgf`` if any, else the CGF of its PLD;
+* zCDP: the pair's ``_rho`` per direction if any, else the envelope of its RDP.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .curve import Exactness, Provenance
+from .direction import Direction
+from .pld import PLD
+from .profile import FunctionSide, PrivacyProfile
+from .rdp import CGF, RDP
+from .tradeoff import BetaSide, TradeOff
+from .zcdp import ZCDP
+
+__all__ = ["curve_of_pair"]
+
+_PROBE = np.array([0.5])
+
+
+def _exact(step: str) -> Provenance:
+    return Provenance(Exactness.EXACT, (step,))
+
+
+def _profile(pair, **_: Any) -> PrivacyProfile:
+    return PrivacyProfile(FunctionSide(pair._profile), FunctionSide(pair._profile_lower),
+                          provenance=_exact(f"{pair.describe()} profile"))
+
+
+def _pld(pair, **options: Any) -> PLD:
+    from .conversions import profile_to_pld
+    pld = profile_to_pld(_profile(pair), **options)
+    return PLD(pld.upper, pld.lower, provenance=_exact(f"{pair.describe()} pld"))
+
+
+def _tradeoff(pair, **options: Any) -> TradeOff:
+    if pair._beta(_PROBE, Direction.FORWARD) is not None:
+        side = BetaSide(pair._beta, pair._profile)
+        return TradeOff(side, side, provenance=_exact(f"{pair.describe()} trade-off"))
+    return _pld(pair, **options).to(TradeOff, **options)
+
+
+def _rdp(pair, **options: Any) -> RDP:
+    if pair._cgf(_PROBE, Direction.FORWARD) is not None:
+        lower_fn = getattr(pair, "cgf_lower", None)
+        lower = CGF.of(lower_fn) if lower_fn is not None else (
+            CGF.of(pair._cgf) if pair.exact else None)
+        return RDP(CGF.of(pair._cgf), lower, provenance=_exact(f"{pair.describe()} rdp"))
+    return _pld(pair, **options).to(RDP, **options)
+
+
+def _zcdp(pair, **options: Any) -> ZCDP:
+    from .conversions import zcdp_envelope
+    rdp = None
+    rhos = []
+    for d in (Direction.FORWARD, Direction.BACKWARD):
+        rho = pair._rho(d)
+        if rho is None:
+            rdp = rdp or _rdp(pair, **options)
+            rho = zcdp_envelope(lambda t, d=d: rdp.upper(t, d))
+        rhos.append(rho)
+    return ZCDP(tuple(rhos), tuple(rhos) if pair.exact else None,
+                provenance=_exact(f"{pair.describe()} zcdp"))
+
+
+_BUILDERS = {PrivacyProfile: _profile, PLD: _pld, TradeOff: _tradeoff, RDP: _rdp, ZCDP: _zcdp}
+
+
+def curve_of_pair(pair, kind: type, **options: Any):
+    """The curve of ``kind`` for ``pair`` (see the module docstring for the route)."""
+    try:
+        builder = _BUILDERS[kind]
+    except (KeyError, TypeError):
+        names = ", ".join(k.__name__ for k in _BUILDERS)
+        raise ValueError(f"unknown curve kind {kind!r}; expected one of {names}") from None
+    return builder(pair, **options)

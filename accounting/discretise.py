@@ -1,0 +1,260 @@
+"""From a directional privacy profile on a grid to a certified pair of loss PMFs.
+
+Both constructions work in x = e^ε, where every profile δ(x) = sup_S P(S) − x Q(S) is
+convex and decreasing, with δ(0) = 1 and δ(∞) = P(L = +∞). A PMF with atoms on the
+grid ε_i = i·d has a profile that is piecewise affine in x with kinks at the grid, and
+its atom masses are the slope changes: m_i = x_i·(slope right of x_i − slope left).
+
+* Pessimistic, connect-the-dots (Doroshenko, Ghazi, Kamath, Kumar, Manurangsi 2022,
+  "Connect the dots: tighter discrete approximations of privacy loss distributions",
+  PETS, Thm 3.1; REFERENCE §5): the chords through (x_i, δ(x_i)) lie above the convex
+  δ, so the PMF dominates the pair; the mass δ(x_n) goes to +∞.
+* Optimistic, the convex minorant built here: on each interval, the secants of the
+  two neighbouring intervals, extended, lie below δ (convexity). Lowering each grid
+  value by the largest chord-above-support gap G of its two intervals puts every new
+  chord below δ; the left end stays under the chord from (0, 1) with slope −1
+  (δ(x) ≥ 1 − x) and the right end under δ(∞). Whatever small non-convexity the
+  lowering leaves is removed by lowering points onto their neighbours' chords. The
+  result is a convex function ≤ δ with kinks on the grid, hence a PMF dominated by
+  the pair: an optimistic bound whose error is O(d²), like the pessimistic one.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .loss import MAX_GRID_POINTS, LossPMF
+
+__all__ = ["connect_the_dots", "convex_minorant", "profile_support", "grid_indices", "grid_profile"]
+
+ProfileFn = Callable[[np.ndarray], np.ndarray]
+
+
+
+def grid_indices(lo: float, hi: float, step: float) -> np.ndarray:
+    """Integer grid indices covering [lo, hi] with one spare point each side."""
+    i_lo = int(np.floor(lo / step)) - 1
+    i_hi = int(np.ceil(hi / step)) + 1
+    n = i_hi - i_lo + 1
+    if n > MAX_GRID_POINTS:
+        raise ValueError(f"discretisation needs {n} grid points on [{lo:.4g}, {hi:.4g}] at step "
+                         f"{step:g} (max {MAX_GRID_POINTS}); use a larger step")
+    return np.arange(i_lo, i_hi + 1)
+
+
+def profile_support(delta: ProfileFn, tail: float) -> float:
+    """Smallest ε (to 1e-9) with δ(ε) − δ(∞) ≤ tail: where the loss law is cut.
+
+    δ is decreasing, so an expanding bracket and bisection find it.
+    """
+    floor = float(delta(np.array([np.inf]))[0])
+
+    def excess(e: float) -> float:
+        return float(delta(np.array([e]))[0]) - floor
+
+    hi = 1.0
+    while excess(hi) > tail:
+        hi *= 2.0
+        if hi > 1e5:
+            raise ValueError("the privacy profile does not decay: cannot place a grid; "
+                             "the loss law looks unbounded beyond ε = 1e5")
+    lo = hi / 2.0 if hi > 1.0 else -1.0
+    while excess(lo) <= tail:
+        lo = lo * 2.0 if lo < 0 else lo - 1.0
+        if lo < -1e5:
+            return lo
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if excess(mid) > tail:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-9 * max(1.0, abs(hi)):
+            break
+    return hi
+
+
+def grid_profile(indices: np.ndarray, step: float, delta: ProfileFn,
+                 reverse: ProfileFn) -> tuple[np.ndarray, np.ndarray]:
+    """Values of δ on the grid in two exact representations, each accurate on its side.
+
+    The complement identity δ_{P‖Q}(ε) = 1 − e^ε + e^ε·δ_{Q‖P}(−ε) (take complements
+    of the set S in sup_S P(S) − e^ε Q(S)) lets the far-left values, which are 1 − e^ε
+    plus something tiny, be carried as δ̃(ε) = e^ε·δ_{Q‖P}(−ε) without cancellation.
+    Returns (δ, δ̃) with δ = 1 − e^ε + δ̃; use δ̃ for ε < 0 and δ for ε ≥ 0.
+    """
+    eps = indices * step
+    if eps[-1] > 700 or eps[0] < -700:
+        raise ValueError("privacy losses beyond ±700 cannot be discretised in float64")
+    x = np.exp(eps)
+    left = eps < 0
+    d = np.empty_like(eps)
+    dt = np.empty_like(eps)
+    if (~left).any():
+        d[~left] = delta(eps[~left])
+        dt[~left] = d[~left] - 1.0 + x[~left]
+    if left.any():
+        dt[left] = x[left] * reverse(-eps[left])
+        d[left] = (1.0 - x[left]) + dt[left]
+    return d, dt
+
+
+def _masses(v: np.ndarray, step: float, anchor: float) -> np.ndarray:
+    """Slope changes (times x_i) of the piecewise-affine-in-x function with values v on
+    the grid, through (x=0, anchor) on the left and flat right of the last point.
+
+    Linear in v; affine functions of x have zero interior mass, so the same stencil
+    applies to δ (anchor 1) and to δ̃ = δ − 1 + x (anchor 0).
+    """
+    em1 = np.expm1(step)
+    m = np.empty_like(v)
+    if v.size == 1:
+        m[0] = anchor - v[0]
+        return m
+    dv = np.diff(v)
+    m[0] = (anchor - v[0]) + dv[0] / em1
+    m[1:-1] = (dv[1:] - np.exp(step) * dv[:-1]) / em1
+    m[-1] = -np.exp(step) * dv[-1] / em1
+    return m
+
+
+def _profile_masses(indices: np.ndarray, step: float, d: np.ndarray,
+                    dt: np.ndarray) -> np.ndarray:
+    left = indices * step < 0
+    return np.where(left, _masses(dt, step, 0.0), _masses(d, step, 1.0))
+
+
+def connect_the_dots(indices: np.ndarray, step: float, d: np.ndarray,
+                     dt: np.ndarray) -> LossPMF:
+    """Pessimistic PMF whose profile interpolates the grid values in e^ε.
+
+    ``d``, ``dt`` from ``grid_profile``: values of the true profile (or of an upper
+    bound on it that is itself a profile).
+    """
+    m = _profile_masses(indices, step, d, dt)
+    # Negative masses can only come from roundoff in a convex profile; raising them to
+    # zero raises δ below that atom, so the PMF stays pessimistic.
+    m = np.maximum(m, 0.0)
+    return LossPMF.on_grid(step, int(indices[0]), m, inf_mass=float(max(d[-1], 0.0)))
+
+
+def _gaps(v: np.ndarray, step: float, left_support: tuple[float, float],
+          right_support: float) -> np.ndarray:
+    """For each interval, the largest height of the chord above the two secant supports.
+
+    In the local coordinate u = x/x_i ∈ [1, e^d] of interval i: the chord through the
+    end values, the secant of interval i−1 extended right, and that of interval i+1
+    extended left (both below a convex function there). ``left_support`` gives
+    (value at x_0, slope in x_0-units) of a support line for the first interval,
+    ``right_support`` a constant lower bound for the last.
+    """
+    e = np.exp(step)
+    em1 = np.expm1(step)
+    chord = np.diff(v) / em1
+    a1 = np.empty_like(chord)
+    a1[1:] = chord[:-1] * e
+    a1[0] = left_support[1]
+    a2 = np.empty_like(chord)
+    a2[:-1] = chord[1:] / e
+    a2[-1] = 0.0
+    s1 = v[:-1].copy()
+    s1[0] = left_support[0]
+    s2 = v[1:].copy()
+    s2[-1] = right_support
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = (s2 - a2 * e - s1 + a1) / (a1 - a2)
+    u = np.where(np.isfinite(u), np.clip(u, 1.0, e), 1.0)
+    above1 = (v[:-1] - s1) + (chord - a1) * (u - 1.0)
+    above2 = (v[1:] - s2) + (chord - a2) * (u - e)   # chord minus support 2, at u
+    return np.maximum(np.minimum(above1, above2), 0.0)
+
+
+def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndarray,
+                    inf_floor: float = 0.0, max_passes: int = 20) -> LossPMF:
+    """Optimistic PMF: a convex, grid-kinked profile g = δ − λ below the convex δ.
+
+    ``d``, ``dt`` from ``grid_profile`` must be values of a genuine profile (exact, or
+    of a pair that the true pair dominates); ``inf_floor`` a lower bound on its mass
+    at +∞. The lowering λ is worked with directly, so no O(1) values are subtracted.
+    Any negative mass left after that is raised to zero and its size added
+    to the PMF's slack, which keeps the lower bound valid.
+    """
+    n = d.size
+    left = indices * step < 0
+    x0 = float(np.exp(indices[0] * step))
+    if n < 3:
+        lam = np.maximum(d - inf_floor, 0.0)
+        m = np.maximum(_masses(d - lam, step, 1.0), 0.0)
+        return LossPMF.on_grid(step, int(indices[0]), m, inf_mass=float(d[-1] - lam[-1]))
+    gaps = np.where(left[:-1],
+                    _gaps(dt, step, (0.0, 0.0), inf_floor - 1.0 + np.exp(indices[-1] * step)),
+                    _gaps(d, step, (1.0 - x0, -x0), inf_floor))
+    lam = np.empty(n)
+    lam[1:-1] = np.maximum(gaps[:-1], gaps[1:])
+    lam[0] = max(gaps[0], dt[0])            # g_0 ≤ 1 − x_0, i.e. δ̃_0 − λ_0 ≤ 0
+    lam[-1] = max(gaps[-1], d[-1] - inf_floor)
+    base = _profile_masses(indices, step, d, dt)
+    em1 = np.expm1(step)
+    e = np.exp(step)
+    gain = np.full(n, (1.0 + e) / em1)      # ∂m_i/∂λ_i
+    gain[0] = 1.0 + 1.0 / em1
+    gain[-1] = e / em1
+    def negative(lam):
+        lowered = _masses(lam, step, 0.0)
+        m = base - lowered
+        # below this size a negative mass is roundoff of the subtraction: booked as slack
+        tol = 1e-12 * (np.abs(base) + np.abs(lowered)) + 1e-300
+        return m, m < -tol
+
+    for _ in range(max_passes):
+        m, bad = negative(lam)
+        if not bad.any():
+            break
+        lam = lam + np.where(bad, -m / gain, 0.0)
+    # What the local passes leave is a wave running into a tail (the end constraints
+    # make kinks there): take the lower convex hull of a widening end window instead.
+    width = 64
+    for _ in range(6):
+        m, bad_mask = negative(lam)
+        bad = np.flatnonzero(bad_mask)
+        if bad.size == 0:
+            break
+        right, left_bad = bad[~left[bad]], bad[left[bad]]
+        if right.size:
+            j0 = max(int(np.argmin(left)) if left.any() and not left.all() else 0,
+                     int(right.min()) - width)
+            xs = np.exp((indices[j0:] - indices[j0]) * step)
+            ys = d[j0:] - lam[j0:]
+            xs = np.append(xs, xs[-1] * 1e9)  # flat beyond the last point
+            ys = np.append(ys, ys[-1])
+            lam[j0:] = d[j0:] - _lower_hull(xs, ys)[:-1]
+        if left_bad.size:
+            j1 = min(int(np.flatnonzero(left)[-1]), int(left_bad.max()) + width)
+            xs = np.concatenate([[0.0], np.exp(indices[:j1 + 1] * step)])
+            ys = np.concatenate([[0.0], dt[:j1 + 1] - lam[:j1 + 1]])  # anchor (0, 1) in δ̃ terms
+            lam[:j1 + 1] = dt[:j1 + 1] - _lower_hull(xs, ys)[1:]
+        width *= 8
+    # A profile is never negative; max(g, 0) of a convex g is convex and still ≤ δ.
+    lam = np.where(left, lam, np.minimum(lam, d))
+    m = base - _masses(lam, step, 0.0)
+    slack = float(-m[m < 0].sum())
+    m = np.maximum(m, 0.0)
+    return LossPMF.on_grid(step, int(indices[0]), m, inf_mass=float(max(d[-1] - lam[-1], 0.0)),
+                           slack=slack)
+
+
+def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Values at x of the lower convex hull of the points (x_i, y_i), x increasing
+    (Andrew's monotone chain); the end points are kept."""
+    hull: list[int] = []
+    for i in range(x.size):
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            if (y[b] - y[a]) * (x[i] - x[a]) >= (y[i] - y[a]) * (x[b] - x[a]):
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    return np.minimum(np.interp(x, x[hull], y[hull]), y)

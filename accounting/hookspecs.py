@@ -1,0 +1,41 @@
+"""Hook specifications of the ``accounting`` plugin system (pluggy project "accounting").
+
+A plugin is any module or object with functions named like these hooks, marked with
+``@hookimpl``, registered through the entry-point group ``accounting`` (built-in
+plugins too) or at run time with ``Registry.register_plugin``. Each hook receives a
+``register`` callback; the host, not the plugin, resolves collisions and names the
+offending plugin in its error.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+__all__ = ["hookspec", "hookimpl", "PROJECT"]
+
+PROJECT = "accounting"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def accounting_register_mechanisms(register):
+    """Contribute mechanisms: ``register(cls)`` for each ``Mechanism`` subclass.
+
+    The class's ``name`` (a lower-case identifier) is how users and the command line
+    refer to it; it must be unique across all plugins.
+    """
+
+
+@hookspec
+def accounting_register_converters(register):
+    """Contribute converters: ``register(source, target, func, exactness, name)``.
+
+    ``func(curve, **options)`` returns a curve of kind ``target``; ``exactness`` is an
+    ``Exactness`` saying whether the edge is exact or an upper or lower bound.
+    """
+
+
+@hookspec
+def accounting_register_auditors(register):
+    """Contribute auditors: ``register(name, auditor)`` with a callable auditor."""

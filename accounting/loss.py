@@ -1,0 +1,345 @@
+"""The law of one directional privacy loss with finitely many finite atoms.
+
+``LossPMF`` holds the law of L = log dP/dQ under P: atoms l_i with P-masses p_i and a
+mass at +∞ (P has mass where Q has none). The Q-masses are implied, q_i = p_i e^{−l_i},
+and Q's atom at −∞ is 1 − Σ q_i. Every query is exact for the law it holds:
+
+* profile (hockey-stick divergence), REFERENCE §3:
+  δ(ε) = E_P[(1 − e^{ε−L})₊] + P(L = +∞) = Σ_{l_i>ε} p_i − e^ε Σ_{l_i>ε} p_i e^{−l_i} + p_∞;
+* its inverse ε(δ), solved exactly between atoms (δ is affine in e^ε there);
+* the CGF K(t) = log E_P[e^{tL}] (Mironov 2017, Def. 3 with α = 1 + t);
+* the vertices of the trade-off function T(P, Q) (Dong, Roth, Su 2019, Def. 2.1):
+  the Neyman–Pearson test rejects P for the smallest losses first.
+
+A PMF on the grid {i·step} additionally composes by convolution (``compose``) and
+self-composes by an FFT power (``self_compose``). ``slack`` is an absolute
+allowance on δ that a *lower* bound subtracts (see ``self_compose``): the exact δ of
+the composed law lies in [δ_pmf − slack, δ_pmf] for an optimistic PMF.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import attrs
+import numpy as np
+import scipy.fft
+import scipy.signal
+
+from .validation import check_array, check_count
+
+__all__ = ["LossPMF", "MAX_GRID_POINTS"]
+
+#: Largest grid a PMF may occupy; beyond it the caller must coarsen the grid.
+MAX_GRID_POINTS = 1 << 25
+
+#: Mass below which an entry of a composed PMF is dropped (tails are accounted for).
+_TRUNCATION = 1e-30
+
+
+def _as_masses(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a, dtype=float)
+    a.setflags(write=False)
+    return a
+
+
+@attrs.frozen(eq=False)
+class LossPMF:
+    """Atoms of a privacy-loss law under P, sorted, plus the mass at +∞.
+
+    ``step``/``offset`` are set when the atoms are the grid points
+    (offset + i)·step, which composition requires.
+    """
+
+    losses: np.ndarray = attrs.field(converter=_as_masses)
+    masses: np.ndarray = attrs.field(converter=_as_masses)
+    inf_mass: float = attrs.field(default=0.0, converter=float)
+    slack: float = attrs.field(default=0.0, converter=float)
+    step: Optional[float] = None
+    offset: Optional[int] = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.losses.shape != self.masses.shape or self.losses.ndim != 1:
+            raise ValueError("losses and masses must be 1-d arrays of the same length")
+        if np.any(~np.isfinite(self.losses)):
+            raise ValueError("losses must be finite; put infinite losses in inf_mass")
+        if np.any(np.diff(self.losses) <= 0):
+            raise ValueError("losses must be strictly increasing")
+        if np.any(self.masses < 0) or not np.all(np.isfinite(self.masses)):
+            raise ValueError("masses must be finite and non-negative")
+        if not (0.0 <= self.inf_mass <= 1.0 + 1e-9):
+            raise ValueError(f"inf_mass must be in [0, 1], got {self.inf_mass}")
+        total = float(self.masses.sum()) + self.inf_mass
+        if total > 1.0 + 1e-6:
+            raise ValueError(f"total mass must be at most 1, got {total}")
+
+    # ----------------------------------------------------------------- builders
+    @classmethod
+    def on_grid(cls, step: float, offset: int, masses: np.ndarray, inf_mass: float = 0.0,
+                slack: float = 0.0) -> "LossPMF":
+        """A PMF on the grid (offset + i)·step, trimmed of zero mass at both ends."""
+        masses = np.asarray(masses, dtype=float)
+        nz = np.flatnonzero(masses > 0)
+        if nz.size == 0:
+            masses, lo = np.zeros(1), 0
+        else:
+            lo, hi = nz[0], nz[-1] + 1
+            masses = masses[lo:hi]
+        offset = int(offset) + int(lo)
+        losses = (offset + np.arange(masses.size)) * step
+        return cls(losses, masses, inf_mass, slack, float(step), offset)
+
+    @classmethod
+    def from_atoms(cls, losses: np.ndarray, masses: np.ndarray, inf_mass: float = 0.0) -> "LossPMF":
+        """A PMF from unsorted atoms; equal losses are merged, zero masses dropped."""
+        losses = np.asarray(losses, dtype=float)
+        masses = np.asarray(masses, dtype=float)
+        keep = masses > 0
+        uniq, inv = np.unique(losses[keep], return_inverse=True)
+        merged = np.bincount(inv, weights=masses[keep], minlength=uniq.size)
+        return cls(uniq, merged, inf_mass)
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def total_mass(self) -> float:
+        return float(self.masses.sum()) + self.inf_mass
+
+    def _tail_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """S_j = Σ_{i≥j} p_i and log U_j = log Σ_{i≥j} p_i e^{−l_i}, with a sentinel."""
+        p = self.masses
+        s = np.append(np.cumsum(p[::-1])[::-1], 0.0)
+        with np.errstate(divide="ignore"):
+            logw = np.log(p) - self.losses
+        logu = np.append(np.logaddexp.accumulate(logw[::-1])[::-1], -np.inf)
+        return s, logu
+
+    def delta(self, eps: "np.ndarray | float") -> np.ndarray:
+        """δ(ε) for an array of ε (±∞ allowed), minus ``slack`` (never below 0)."""
+        eps = np.asarray(eps, dtype=float)
+        s, logu = self._tail_sums()
+        j = np.searchsorted(self.losses, eps, side="right")
+        with np.errstate(invalid="ignore", over="ignore"):
+            inner = s[j] - np.exp(np.where(np.isfinite(eps), eps, 0.0) + logu[j])
+        inner = np.where(eps == np.inf, 0.0, inner)
+        inner = np.where(eps == -np.inf, s[0], inner)
+        return np.maximum(inner + self.inf_mass - self.slack, 0.0)
+
+    def epsilon(self, delta: "np.ndarray | float") -> np.ndarray:
+        """Smallest ε ≥ 0 with δ(ε) ≤ delta; +∞ where delta is below the mass at +∞."""
+        delta = np.asarray(delta, dtype=float)
+        target = delta + self.slack - self.inf_mass  # what the finite atoms may contribute
+        if self.masses.size == 0:
+            return np.where(target < 0, np.inf, 0.0)
+        s, logu = self._tail_sums()
+        l = self.losses
+        # δ at the atoms (finite part): δ_j = S_{j+1} − e^{l_j} U_{j+1}, decreasing in j.
+        with np.errstate(over="ignore"):
+            at_atoms = np.maximum(s[1:] - np.exp(l + logu[1:]), 0.0)
+        # first atom whose δ is already ≤ target; the answer lies in [l_{j-1}, l_j],
+        # where δ(ε) = S_j − e^ε U_j.
+        j = np.searchsorted(-at_atoms, -target, side="left")
+        j = np.minimum(j, l.size - 1) if l.size else j
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cand = np.log(np.maximum(s[j] - target, 0.0)) - logu[j]
+        left = np.where(j > 0, l[np.maximum(j - 1, 0)], -np.inf) if l.size else -np.inf
+        right = l[j] if l.size else np.inf
+        out = np.clip(np.nan_to_num(cand, nan=-np.inf), left, right)
+        out = np.where(target < 0, np.inf, out)
+        return np.maximum(out, 0.0)
+
+    def cgf(self, t: "np.ndarray | float") -> np.ndarray:
+        """K(t) = log E_P[e^{tL}]; +∞ for t > 0 when there is mass at +∞."""
+        t = np.asarray(t, dtype=float)
+        with np.errstate(divide="ignore"):
+            logp = np.log(self.masses)
+        vals = np.array([np.logaddexp.reduce(logp + tt * self.losses) if self.masses.size
+                         else -np.inf for tt in np.ravel(t)])
+        vals = vals.reshape(t.shape)
+        if self.inf_mass > 0:
+            vals = np.where(t > 0, np.inf, vals)
+            vals = np.where(t == 0, np.logaddexp(vals, np.log(self.inf_mass)), vals)
+        return vals
+
+    def mean(self) -> float:
+        """E_P[L] (the KL divergence D(P‖Q)); +∞ with mass at +∞."""
+        if self.inf_mass > 0:
+            return np.inf
+        return float(np.dot(self.masses, self.losses) / max(self.masses.sum(), 1e-300))
+
+    def tradeoff_vertices(self) -> tuple[np.ndarray, np.ndarray]:
+        """Vertices of T(P, Q) as (1 − α_j, β_j), both decreasing in j.
+
+        The Neyman–Pearson tests reject P on the atoms with the smallest losses
+        first (Q's atom at −∞ at no cost in α): after rejecting everything up to
+        atom j, 1 − α_j = P(L > l_j) and β_j = Q(L > l_j). Keeping the complement
+        of α avoids cancelling O(1) numbers in the tails. The atom at +∞ (P only)
+        is rejected last and buys nothing.
+        """
+        p = self.masses
+        with np.errstate(over="ignore"):
+            q = p * np.exp(-self.losses)
+        s = np.cumsum(p[::-1])[::-1]
+        u = np.cumsum(q[::-1])[::-1]
+        alpha_c = np.concatenate([s, [0.0]]) + self.inf_mass
+        beta = np.concatenate([u, [0.0]])
+        alpha_c = np.append(alpha_c, 0.0)
+        beta = np.append(beta, 0.0)
+        return alpha_c, np.minimum(beta, 1.0)
+
+    # -------------------------------------------------------------- composition
+    def _require_grid(self, other: Optional["LossPMF"] = None) -> None:
+        if self.step is None or (other is not None and other.step is None):
+            raise ValueError("composition needs PMFs on a grid; discretise first")
+        if other is not None and not np.isclose(self.step, other.step, rtol=1e-12, atol=0):
+            raise ValueError(f"cannot compose PMFs with grid steps {self.step} and {other.step}; "
+                             "discretise both with the same step")
+
+    def compose(self, other: "LossPMF", *, pessimistic: bool = True) -> "LossPMF":
+        """The law of L₁ + L₂ (independent): linear convolution, losses add.
+
+        Masses at +∞ combine as 1 − (1 − m₁)(1 − m₂); slacks add (δ is 1-Lipschitz in
+        total variation and convolution does not expand it).
+        """
+        self._require_grid(other)
+        n = self.masses.size + other.masses.size - 1
+        if n > MAX_GRID_POINTS:
+            raise ValueError(f"composed PMF needs {n} grid points (max {MAX_GRID_POINTS}); "
+                             "use a coarser step")
+        a, b = self.masses, other.masses
+        if min(a.size, b.size) > 64:
+            masses = scipy.signal.fftconvolve(a, b)
+            err = _fft_roundoff(n, 1, float(np.linalg.norm(a) + np.linalg.norm(b)),
+                                float(np.linalg.norm(masses)))
+        else:
+            masses = np.convolve(a, b)
+            err = 2.0 * min(a.size, b.size) * _U  # sums of non-negative products
+        inf = -np.expm1(np.log1p(-self.inf_mass) + np.log1p(-other.inf_mass))
+        return _settle(self.step, self.offset + other.offset, masses, inf,
+                       self.slack + other.slack, err, pessimistic)
+
+    def self_compose(self, count: int, *, pessimistic: bool = True,
+                     tail: float = 1e-18) -> "LossPMF":
+        """The law of the sum of ``count`` independent copies, by one FFT power.
+
+        The window [lo, hi] of the sum is chosen by Chernoff bounds on the discrete
+        law, P(S > hi) ≤ exp(k·K(t) − t·hi) and P(S < lo) ≤ exp(k·K(−t) + t·lo), so the
+        circular (aliased) convolution differs from the linear one by at most the
+        two bounds' sum w in total variation. A pessimistic PMF adds w to its mass at
+        +∞; an optimistic one adds w to its slack. Both keep the bracket certified.
+        """
+        count = check_count("count", count)
+        self._require_grid()
+        if count == 1:
+            return self
+        fin = float(self.masses.sum())
+        inf = -np.expm1(count * np.log1p(-self.inf_mass))
+        if fin <= 0:
+            return LossPMF.on_grid(self.step, 0, np.zeros(1), inf, self.slack * count)
+        lo_idx, hi_idx, wrapped = _chernoff_window(self, count, tail)
+        size = hi_idx - lo_idx + 1
+        if size > MAX_GRID_POINTS:
+            raise ValueError(f"{count}-fold composition needs {size} grid points "
+                             f"(max {MAX_GRID_POINTS}); use a coarser step")
+        n = scipy.fft.next_fast_len(size, real=True)
+        idx = (self.offset + np.arange(self.masses.size)) % n
+        folded = np.bincount(idx, weights=self.masses, minlength=n)
+        spec = scipy.fft.rfft(folded)
+        # Raise to the power in polar form: accurate phases for large counts.
+        mag = np.abs(spec)
+        with np.errstate(divide="ignore"):
+            powered = np.exp(count * np.log(mag)) * np.exp(1j * count * np.angle(spec))
+        circ = scipy.fft.irfft(powered, n)
+        window = np.arange(lo_idx, hi_idx + 1)
+        err = _fft_roundoff(n, count, float(np.linalg.norm(folded)), float(np.linalg.norm(circ)))
+        return _settle(self.step, lo_idx, circ[window % n], inf, self.slack * count,
+                       err + wrapped, pessimistic)
+
+
+#: Unit roundoff of float64.
+_U = np.finfo(float).eps / 2
+
+
+def _fft_roundoff(n: int, power: int, norm_in: float, norm_out: float) -> float:
+    """A bound on the ℓ1 error of an FFT convolution / power, in δ units.
+
+    Forward FFT: ‖ẑ − z‖₂ ≤ γ‖z‖₂ = γ√n‖x‖₂ with γ = 5·log₂(n)·u (Higham, Accuracy
+    and Stability of Numerical Algorithms, 2nd ed., Thm 24.2, constants rounded up).
+    z ↦ z^k with |z| ≤ 1 multiplies coefficient errors by at most k, and its own
+    polar evaluation adds ≤ 7ku|z|. The inverse FFT divides the ℓ2 error by √n and
+    adds γ‖r‖₂; the ℓ1 error, which bounds the change of any δ(ε), is at most √n
+    times the ℓ2 error. ``norm_in`` is ‖x‖₂ (for a product, the sum of both norms),
+    ``norm_out`` the computed ‖r‖₂ (padded by the error it may carry).
+    """
+    gamma = 5.0 * np.log2(max(n, 2)) * _U
+    l2_in = power * (gamma + 7.0 * _U) * norm_in * (1.0 + gamma)
+    l2 = l2_in + gamma * (norm_out + l2_in)
+    return 1.01 * np.sqrt(n) * l2
+
+
+def _settle(step: float, offset: int, raw: np.ndarray, inf_mass: float, slack: float,
+            err: float, pessimistic: bool) -> "LossPMF":
+    """Turn a computed (roundoff-carrying) composition into a certified PMF.
+
+    ``err`` bounds how far any δ(ε) of ``raw`` may be from the exact composition.
+    Negative entries are roundoff: zeroing them only adds mass. A pessimistic PMF
+    absorbs ``err`` into its mass at +∞ (which raises every δ by exactly that); an
+    optimistic one into its slack, together with the mass zeroing added.
+    """
+    neg = float(-raw[raw < 0].sum())
+    masses = np.maximum(raw, 0.0)
+    if pessimistic:
+        inf_mass = min(1.0, inf_mass + err)
+    else:
+        slack = slack + err + neg
+    return _truncate(step, offset, masses, inf_mass, slack, pessimistic)
+
+
+def _chernoff_window(pmf: LossPMF, count: int, tail: float) -> tuple[int, int, float]:
+    """Grid indices [lo, hi] holding the count-fold sum up to ``tail`` mass each side."""
+    ts = np.geomspace(1e-3, 200.0, 80)
+    kp = pmf.cgf(ts)  # finite part only: cgf ignores +∞ for t<0 and is +∞ for t>0 if any
+    if pmf.inf_mass > 0:
+        finite = LossPMF(pmf.losses, pmf.masses)
+        kp = finite.cgf(ts)
+    else:
+        finite = pmf
+    km = finite.cgf(-ts)
+    log_tail = np.log(tail)
+    his = (count * kp - log_tail) / ts
+    los = (log_tail - count * km) / ts
+    l_min, l_max = pmf.losses[0], pmf.losses[-1]
+    hi = min(np.min(his), count * l_max)
+    lo = max(np.max(los), count * l_min)
+    hi_idx = int(np.ceil(hi / pmf.step - 1e-9))
+    lo_idx = int(np.floor(lo / pmf.step + 1e-9))
+    # the aliased mass: the Chernoff bounds at the (rounded) window edges
+    hi_eff, lo_eff = hi_idx * pmf.step, lo_idx * pmf.step
+    w_hi = 0.0 if hi_eff >= count * l_max else float(np.exp(np.min(count * kp - ts * hi_eff)))
+    w_lo = 0.0 if lo_eff <= count * l_min else float(np.exp(np.min(count * km + ts * lo_eff)))
+    return lo_idx, hi_idx, w_hi + w_lo
+
+
+def _truncate(step: float, offset: int, masses: np.ndarray, inf_mass: float, slack: float,
+              pessimistic: bool) -> LossPMF:
+    """Drop tails of mass < _TRUNCATION each, soundly.
+
+    Pessimistic: the right tail goes to +∞ and the left tail is rounded up onto the
+    first kept point. Optimistic: the right tail is rounded down onto the last kept
+    point and the left tail goes to −∞ (dropped): both only lower every loss.
+    """
+    c = np.cumsum(masses)
+    total = c[-1] if c.size else 0.0
+    lo = int(np.searchsorted(c, _TRUNCATION, side="right"))
+    rc = total - c  # mass strictly right of each index
+    hi = int(np.searchsorted(-rc, -_TRUNCATION, side="left"))  # first index with tail ≤ trunc
+    lo = min(lo, masses.size - 1)
+    hi = max(hi, lo)
+    left = float(c[lo - 1]) if lo > 0 else 0.0
+    right = float(rc[hi])
+    kept = masses[lo:hi + 1].copy()
+    if pessimistic:
+        kept[0] += left
+        inf_mass = min(1.0, inf_mass + right)
+    else:
+        kept[-1] += right
+    return LossPMF.on_grid(step, offset + lo, kept, inf_mass, slack)

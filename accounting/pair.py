@@ -1,0 +1,143 @@
+"""Ordered pairs (P, Q) of output distributions: the object every curve derives from.
+
+A pair answers both directions (``Direction.FORWARD`` = P‖Q, ``BACKWARD`` = Q‖P). In
+the spirit of ``scipy.stats.rv_continuous``, a subclass supplies the primitives it
+knows and inherits the rest:
+
+* ``_profile(eps, direction)`` (required): the directional privacy profile δ(ε),
+  vectorised, with ε = ±∞ allowed (δ(−∞) = 1, δ(+∞) = mass at +∞). Either exact, or
+  (``exact = False``) an upper bound that is itself the profile of a pair dominating
+  (P, Q); then ``_profile_lower`` gives the profile of a pair (P, Q) dominates.
+* ``_cgf(t, direction)`` (optional): K(t) = log E[e^{tL}] in closed form or by
+  quadrature; without it RDP comes from the PLD.
+* ``_beta(alpha, direction)`` (optional): the trade-off function in closed form.
+* ``_rho(direction)`` (optional): the exact zCDP parameter ρ* = sup_t K(t)/(t(t+1)).
+* ``_self_compose(count)`` (optional): a closed-form pair for the count-fold product
+  (for example Gaussians: μ ↦ μ√count).
+
+Every curve then follows from ``accounting.derive`` (``pair.curve(Kind)``).
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Optional
+
+import attrs
+import numpy as np
+
+from .direction import Direction, as_direction
+from .loss import LossPMF
+from .validation import check_array
+
+__all__ = ["Pair", "LawPair", "discrete_pair"]
+
+
+class Pair(abc.ABC):
+    """One ordered pair (P, Q). Subclasses implement ``_profile`` at least."""
+
+    #: whether ``_profile`` is exact (else it is an upper bound, ``_profile_lower`` a lower)
+    exact: bool = True
+
+    # ------------------------------------------------------------ primitives
+    @abc.abstractmethod
+    def _profile(self, eps: np.ndarray, direction: Direction) -> np.ndarray:
+        """δ_direction(ε) for an array of ε (±∞ allowed)."""
+
+    def _profile_lower(self, eps: np.ndarray, direction: Direction) -> np.ndarray:
+        return self._profile(eps, direction)
+
+    def _cgf(self, t: np.ndarray, direction: Direction) -> Optional[np.ndarray]:
+        return None
+
+    def _beta(self, alpha: np.ndarray, direction: Direction) -> Optional[np.ndarray]:
+        return None
+
+    def _rho(self, direction: Direction) -> Optional[float]:
+        return None
+
+    def _self_compose(self, count: int) -> Optional["Pair"]:
+        return None
+
+    # ----------------------------------------------------------- public API
+    def profile(self, eps: "np.ndarray | float", direction: "Direction | str" = "max",
+                bound: str = "upper") -> np.ndarray:
+        """δ(ε) in one direction or the max of both; ``bound='lower'`` for non-exact pairs."""
+        eps = check_array("eps", eps, allow_inf=True)
+        fn = self._profile if bound == "upper" else self._profile_lower
+        return np.max([fn(eps, d) for d in as_direction(direction).components], axis=0)
+
+    def curve(self, kind: type, **options):
+        """This pair's curve of the given kind (``PLD``, ``PrivacyProfile``, …)."""
+        from .derive import curve_of_pair  # derive imports the curve modules
+        return curve_of_pair(self, kind, **options)
+
+    def self_compose(self, count: int) -> "Pair":
+        """The count-fold product pair, in closed form where the pair has one."""
+        from .compose import ComposedPair
+        closed = self._self_compose(count)
+        return closed if closed is not None else ComposedPair(((self, count),))
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+def _law(losses: np.ndarray, masses: np.ndarray, inf_mass: float) -> LossPMF:
+    return LossPMF.from_atoms(losses, masses, inf_mass)
+
+
+@attrs.frozen(eq=False)
+class LawPair(Pair):
+    """A pair given by its directional loss laws: exact if upper and lower coincide.
+
+    ``upper`` and ``lower`` are (forward, backward) ``LossPMF``s; the upper laws must
+    belong to pairs dominating (P, Q) in each direction, the lower to dominated ones.
+    """
+
+    upper: tuple[LossPMF, LossPMF]
+    lower: tuple[LossPMF, LossPMF]
+    label: str = "LawPair"
+
+    @property
+    def exact(self) -> bool:  # type: ignore[override]
+        return self.upper is self.lower
+
+    def _law(self, direction: Direction, side: str) -> LossPMF:
+        laws = self.upper if side == "upper" else self.lower
+        return laws[0] if direction is Direction.FORWARD else laws[1]
+
+    def _profile(self, eps, direction):
+        return self._law(direction, "upper").delta(eps)
+
+    def _profile_lower(self, eps, direction):
+        return self._law(direction, "lower").delta(eps)
+
+    def _cgf(self, t, direction):
+        return self._law(direction, "upper").cgf(t)
+
+    def cgf_lower(self, t, direction):
+        return self._law(direction, "lower").cgf(t)
+
+    def describe(self) -> str:
+        return self.label
+
+
+def discrete_pair(p: "np.ndarray", q: "np.ndarray", label: str = "discrete") -> LawPair:
+    """The exact pair of two distributions on a finite set (probability vectors).
+
+    Forward law: atoms log(p_i/q_i) with P-mass p_i, mass at +∞ = Σ_{q_i=0} p_i;
+    backward: atoms log(q_i/p_i) with Q-mass q_i, mass at +∞ = Σ_{p_i=0} q_i.
+    """
+    p = check_array("p", p, lo=0.0, hi=1.0)
+    q = check_array("q", q, lo=0.0, hi=1.0)
+    if p.shape != q.shape or p.ndim != 1:
+        raise ValueError("p and q must be 1-d probability vectors of the same length")
+    for name, v in (("p", p), ("q", q)):
+        if abs(v.sum() - 1.0) > 1e-9:
+            raise ValueError(f"{name} must sum to 1, got {v.sum()!r}")
+    both = (p > 0) & (q > 0)
+    with np.errstate(divide="ignore"):
+        loss = np.log(p[both]) - np.log(q[both])
+    fwd = _law(loss, p[both], float(p[(q == 0) & (p > 0)].sum()))
+    bwd = _law(-loss, q[both], float(q[(p == 0) & (q > 0)].sum()))
+    return LawPair((fwd, bwd), (fwd, bwd), label)

@@ -1,0 +1,72 @@
+"""The Laplace mechanism, with closed-form profile and Rényi curve.
+
+M(D) = f(D) + Lap(0, b), sensitivity Δ (ℓ1). With e = Δ/b the loss lies in [−e, e]
+and the pair (Lap(Δ, b), Lap(0, b)) is symmetric.
+
+* profile (REFERENCE §4): δ(ε) = 1 − exp((ε − e)/2) for |ε| ≤ e, 0 above, 1 − e^ε below;
+* RDP (Mironov 2017, Table II), in the stable form
+  D_α = e + log1p((α − 1)·expm1(e(1 − 2α))/(2α − 1))/(α − 1);
+* ρ* = e + e^{−e} − 1, the KL divergence: the sup of K(t)/(t(t+1)) sits at t → 0
+  (unifying-accounting paper, §6 / REFERENCE §6).
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from accounting.additive import AdditiveNoise
+from accounting.hookspecs import hookimpl
+from accounting.mechanism import positive
+from accounting.pair import Pair
+from accounting.validation import check_positive
+
+__all__ = ["Laplace", "LaplacePair"]
+
+
+@attrs.frozen
+class LaplacePair(Pair):
+    """(Lap(e, 1), Lap(0, 1)) with e = Δ/b."""
+
+    e: float = attrs.field(validator=lambda i, a, v: check_positive("e", v))
+
+    def _profile(self, eps, direction):
+        eps = np.asarray(eps, dtype=float)
+        e = self.e
+        with np.errstate(over="ignore"):
+            mid = -np.expm1((np.clip(eps, -e, e) - e) / 2.0)
+            below = -np.expm1(np.minimum(eps, 0.0))
+        return np.where(eps >= e, 0.0, np.where(eps <= -e, below, mid))
+
+    def _cgf(self, t, direction):
+        t = np.asarray(t, dtype=float)
+        a = 1.0 + t
+        return t * self.e + np.log1p(t * np.expm1(self.e * (1.0 - 2.0 * a)) / (2.0 * a - 1.0))
+
+    def _rho(self, direction):
+        return self.e + np.expm1(-self.e)
+
+    def describe(self) -> str:
+        return f"Laplace(Δ/b={self.e:g})"
+
+
+@attrs.frozen
+class Laplace(AdditiveNoise):
+    """Laplace noise with scale ``b`` (density e^{−|x|/b}/(2b)); Δ is the ℓ1 sensitivity."""
+
+    name = "laplace"
+    b: float = attrs.field(validator=positive)
+
+    def log_density(self, x):
+        return -np.abs(np.asarray(x, dtype=float)) / self.b
+
+    def scale(self) -> float:
+        return self.b
+
+    def pair(self) -> LaplacePair:
+        return LaplacePair(self.sensitivity / self.b)
+
+
+@hookimpl
+def accounting_register_mechanisms(register):
+    register(Laplace)
