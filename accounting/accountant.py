@@ -79,8 +79,9 @@ class Accountant:
 
     def _profile(self, accountant: str) -> "PLD | PrivacyProfile":
         kind = _kind(accountant)
-        curve = self.curve(kind)
-        return curve if kind is PLD else curve.to(PrivacyProfile)
+        if kind is PLD:  # the sound side only: the optimistic one is not needed here
+            return self.curve(PLD, lower=False)
+        return self.curve(kind).to(PrivacyProfile)
 
     def epsilon(self, delta, accountant: str = "pld"):
         """ε(δ), max over directions, an upper bound; vectorised over δ."""

@@ -36,28 +36,32 @@ def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
                        ranges: Optional[dict] = None):
     """(forward, backward) PMFs from a two-directional profile function."""
     if ranges is None:
-        ranges = {d: profile_support(lambda e, d=d: delta(e, d), tail) for d in (_FWD, _BWD)}
+        ranges = {d: profile_support(lambda e, d=d: delta(e, d), tail, step / 4) for d in (_FWD, _BWD)}
     laws = []
     for d in (_FWD, _BWD):
         rev = d.reverse()
         idx = grid_indices(-ranges[rev], ranges[d], step)
-        vals, vals_t = grid_profile(idx, step, lambda e: delta(e, d), lambda e: delta(e, rev))
+        fd, fr = (lambda e: delta(e, d)), (lambda e: delta(e, rev))
+        vals, vals_t = grid_profile(idx, step, fd, fr)
         if lower:
             floor = float(delta(np.array([np.inf]), d)[0])
-            laws.append(convex_minorant(idx, step, vals, vals_t, inf_floor=floor))
+            eta = 1e-3 * step
+            near = (grid_profile(idx, step, fd, fr, -eta), grid_profile(idx, step, fd, fr, eta), eta)
+            laws.append(convex_minorant(idx, step, vals, vals_t, inf_floor=floor, near=near))
         else:
             laws.append(connect_the_dots(idx, step, vals, vals_t))
     return tuple(laws), ranges
 
 
 def profile_to_pld(profile: PrivacyProfile, step: Optional[float] = None,
-                   tail: float = DEFAULT_TAIL, **_: object) -> PLD:
+                   tail: float = DEFAULT_TAIL, lower: bool = True, **_: object) -> PLD:
     """Connect-the-dots PLD (upper) and convex-minorant PLD (lower) of a profile.
 
     The grid of each direction spans [−e_rev, e_dir], where e_d is the ε at which
     δ_d has fallen to ``tail`` above its value at +∞; the mass beyond goes to +∞
     (upper) or is lost (lower). ``step`` defaults to the grid of a profile that came
-    from a PLD, else ``DEFAULT_STEP``.
+    from a PLD, else ``DEFAULT_STEP``. ``lower=False`` skips the optimistic side
+    (half the work when only the sound upper bound is wanted).
     """
     if step is None:
         laws = getattr(profile.upper, "laws", None)
@@ -65,10 +69,11 @@ def profile_to_pld(profile: PrivacyProfile, step: Optional[float] = None,
     step = check_positive("step", step)
     tail = check_real("tail", tail, lo=0.0, hi=1e-3, lo_open=True)
     upper, ranges = _laws_from_profile(profile.upper.delta, step, tail, lower=False)
-    lower = None
-    if profile.lower is not None:
-        lower, _ = _laws_from_profile(profile.lower.delta, step, tail, lower=True, ranges=ranges)
-    return PLD(upper, lower)
+    lower_laws = None
+    if lower and profile.lower is not None:
+        lower_laws, _ = _laws_from_profile(profile.lower.delta, step, tail, lower=True,
+                                           ranges=ranges)
+    return PLD(upper, lower_laws)
 
 
 def _pld_to_profile(pld: PLD, **_: object) -> PrivacyProfile:

@@ -44,8 +44,8 @@ def grid_indices(lo: float, hi: float, step: float) -> np.ndarray:
     return np.arange(i_lo, i_hi + 1)
 
 
-def profile_support(delta: ProfileFn, tail: float) -> float:
-    """Smallest ε (to 1e-9) with δ(ε) − δ(∞) ≤ tail: where the loss law is cut.
+def profile_support(delta: ProfileFn, tail: float, resolution: float = 1e-6) -> float:
+    """Smallest ε (to ``resolution``) with δ(ε) − δ(∞) ≤ tail: where the law is cut.
 
     δ is decreasing, so an expanding bracket and bisection find it.
     """
@@ -71,25 +71,27 @@ def profile_support(delta: ProfileFn, tail: float) -> float:
             lo = mid
         else:
             hi = mid
-        if hi - lo < 1e-9 * max(1.0, abs(hi)):
+        if hi - lo < resolution:
             break
     return hi
 
 
 def grid_profile(indices: np.ndarray, step: float, delta: ProfileFn,
-                 reverse: ProfileFn) -> tuple[np.ndarray, np.ndarray]:
+                 reverse: ProfileFn, shift: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Values of δ on the grid in two exact representations, each accurate on its side.
 
     The complement identity δ_{P‖Q}(ε) = 1 − e^ε + e^ε·δ_{Q‖P}(−ε) (take complements
     of the set S in sup_S P(S) − e^ε Q(S)) lets the far-left values, which are 1 − e^ε
     plus something tiny, be carried as δ̃(ε) = e^ε·δ_{Q‖P}(−ε) without cancellation.
-    Returns (δ, δ̃) with δ = 1 − e^ε + δ̃; use δ̃ for ε < 0 and δ for ε ≥ 0.
+    Returns (δ, δ̃) with δ = 1 − e^ε + δ̃; use δ̃ for ε < 0 and δ for ε ≥ 0. With
+    ``shift`` the values are taken at the grid points + shift, in the representation
+    of the grid point itself.
     """
-    eps = indices * step
+    left = indices * step < 0
+    eps = indices * step + shift
     if eps[-1] > 700 or eps[0] < -700:
         raise ValueError("privacy losses beyond ±700 cannot be discretised in float64")
     x = np.exp(eps)
-    left = eps < 0
     d = np.empty_like(eps)
     dt = np.empty_like(eps)
     if (~left).any():
@@ -140,44 +142,74 @@ def connect_the_dots(indices: np.ndarray, step: float, d: np.ndarray,
     return LossPMF.on_grid(step, int(indices[0]), m, inf_mass=float(max(d[-1], 0.0)))
 
 
-def _gaps(v: np.ndarray, step: float, left_support: tuple[float, float],
-          right_support: float) -> np.ndarray:
-    """For each interval, the largest height of the chord above the two secant supports.
+def _gaps(v: np.ndarray, step: float, x: np.ndarray, floor: float, tilde: bool,
+          near: "tuple | None" = None) -> np.ndarray:
+    """For each interval, the largest height of the chord above a set of support lines.
 
-    In the local coordinate u = x/x_i ∈ [1, e^d] of interval i: the chord through the
-    end values, the secant of interval i−1 extended right, and that of interval i+1
-    extended left (both below a convex function there). ``left_support`` gives
-    (value at x_0, slope in x_0-units) of a support line for the first interval,
-    ``right_support`` a constant lower bound for the last.
+    In the local coordinate u = x/x_i ∈ [1, e^d] of interval i, every line below the
+    convex profile on the interval bounds how far the chord can rise above it:
+    G_i = max_u [chord(u) − max_k line_k(u)] (a concave function of u, so the max is
+    at an end or where two lines cross). The lines:
+
+    * secants extended beyond their own interval (below a convex function there):
+      with ``near`` = (v(ε − η), v(ε + η), η) those over [ε_i − η, ε_i] and
+      [ε_{i+1}, ε_{i+1} + η], close to the tangents; else those of intervals i±1;
+    * the global bounds δ ≥ δ(∞) = ``floor`` and δ ≥ 1 − x, in the representation of
+      ``v`` (δ̃ = δ − 1 + x when ``tilde``).
     """
     e = np.exp(step)
     em1 = np.expm1(step)
+    n = v.size - 1
     chord = np.diff(v) / em1
-    a1 = np.empty_like(chord)
-    a1[1:] = chord[:-1] * e
-    a1[0] = left_support[1]
-    a2 = np.empty_like(chord)
-    a2[:-1] = chord[1:] / e
-    a2[-1] = 0.0
-    s1 = v[:-1].copy()
-    s1[0] = left_support[0]
-    s2 = v[1:].copy()
-    s2[-1] = right_support
-    with np.errstate(divide="ignore", invalid="ignore"):
-        u = (s2 - a2 * e - s1 + a1) / (a1 - a2)
-    u = np.where(np.isfinite(u), np.clip(u, 1.0, e), 1.0)
-    above1 = (v[:-1] - s1) + (chord - a1) * (u - 1.0)
-    above2 = (v[1:] - s2) + (chord - a2) * (u - e)   # chord minus support 2, at u
-    return np.maximum(np.minimum(above1, above2), 0.0)
+    xi = x[:-1]
+    # each line as (v_i − value at u=1, slope), so chord − line = b + (chord − a)(u − 1)
+    lines = []
+    if near is not None:
+        v_minus, v_plus, eta = near
+        a1 = (v[:-1] - v_minus[:-1]) / -np.expm1(-eta)
+        a2 = (v_plus[1:] - v[1:]) / (e * np.expm1(eta))
+        lines.append((np.zeros(n), a1))
+        lines.append(((v[:-1] - v[1:]) + a2 * em1, a2))
+    else:
+        a1 = np.concatenate([[np.nan], chord[:-1] * e])
+        a2 = np.concatenate([chord[1:] / e, [np.nan]])
+        lines.append((np.zeros(n), a1))
+        lines.append(((v[:-1] - v[1:]) + a2 * em1, a2))
+    if tilde:   # δ̃ ≥ 0 and δ̃ ≥ x − 1 + floor
+        lines.append((v[:-1].copy(), np.zeros(n)))
+        lines.append((v[:-1] - (xi - 1.0 + floor), xi))
+    else:       # δ ≥ floor and δ ≥ 1 − x
+        lines.append((v[:-1] - floor, np.zeros(n)))
+        lines.append((v[:-1] - (1.0 - xi), -xi))
+    b = np.array([ln[0] for ln in lines])
+    a = np.array([ln[1] for ln in lines])
+    valid = np.isfinite(a) & np.isfinite(b)
+    b = np.where(valid, b, np.inf)      # a missing line never binds
+    a = np.where(valid, a, chord)
+    cands = [np.ones(n), np.full(n, e)]
+    k = len(lines)
+    for i in range(k):
+        for j in range(i + 1, k):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                u = 1.0 + (b[i] - b[j]) / (a[j] - a[i])
+            cands.append(np.where(np.isfinite(u), np.clip(u, 1.0, e), 1.0))
+    best = np.zeros(n)
+    for u in cands:
+        above = np.min(b + (chord - a) * (u - 1.0), axis=0)   # chord − envelope at u
+        best = np.maximum(best, above)
+    return best
 
 
 def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndarray,
-                    inf_floor: float = 0.0, max_passes: int = 20) -> LossPMF:
+                    inf_floor: float = 0.0, near: "tuple | None" = None,
+                    max_passes: int = 20) -> LossPMF:
     """Optimistic PMF: a convex, grid-kinked profile g = δ − λ below the convex δ.
 
     ``d``, ``dt`` from ``grid_profile`` must be values of a genuine profile (exact, or
     of a pair that the true pair dominates); ``inf_floor`` a lower bound on its mass
-    at +∞. The lowering λ is worked with directly, so no O(1) values are subtracted.
+    at +∞. ``near`` = ((δ, δ̃) at ε − η, (δ, δ̃) at ε + η, η), from ``grid_profile``
+    with ``shift``, gives near-tangent supports (much tighter where the loss law is
+    concentrated on a few grid cells). The lowering λ is worked with directly, so no O(1) values are subtracted.
     Any negative mass left after that is raised to zero and its size added
     to the PMF's slack, which keeps the lower bound valid.
     """
@@ -188,9 +220,13 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
         lam = np.maximum(d - inf_floor, 0.0)
         m = np.maximum(_masses(d - lam, step, 1.0), 0.0)
         return LossPMF.on_grid(step, int(indices[0]), m, inf_mass=float(d[-1] - lam[-1]))
-    gaps = np.where(left[:-1],
-                    _gaps(dt, step, (0.0, 0.0), inf_floor - 1.0 + np.exp(indices[-1] * step)),
-                    _gaps(d, step, (1.0 - x0, -x0), inf_floor))
+    near_t = near_d = None
+    if near is not None:
+        (dm, dtm), (dp, dtp), eta = near
+        near_d, near_t = (dm, dp, eta), (dtm, dtp, eta)
+    x = np.exp(indices * step)
+    gaps = np.where(left[:-1], _gaps(dt, step, x, inf_floor, True, near_t),
+                    _gaps(d, step, x, inf_floor, False, near_d))
     lam = np.empty(n)
     lam[1:-1] = np.maximum(gaps[:-1], gaps[1:])
     lam[0] = max(gaps[0], dt[0])            # g_0 ≤ 1 − x_0, i.e. δ̃_0 − λ_0 ≤ 0
@@ -214,28 +250,25 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
             break
         lam = lam + np.where(bad, -m / gain, 0.0)
     # What the local passes leave is a wave running into a tail (the end constraints
-    # make kinks there): take the lower convex hull of a widening end window instead.
-    width = 64
-    for _ in range(6):
-        m, bad_mask = negative(lam)
-        bad = np.flatnonzero(bad_mask)
-        if bad.size == 0:
-            break
-        right, left_bad = bad[~left[bad]], bad[left[bad]]
-        if right.size:
-            j0 = max(int(np.argmin(left)) if left.any() and not left.all() else 0,
-                     int(right.min()) - width)
+    # make kinks there): take the lower convex hull of each side that still has one,
+    # the left side (ε < 0) in the δ̃ representation with its anchor (0, 0), the right
+    # side in the δ representation, flat beyond its last point. The point where the
+    # sides meet is an end point of both hulls, so it is kept.
+    m, bad_mask = negative(lam)
+    if bad_mask.any():
+        j = int(np.argmin(left)) if left.any() and not left.all() else (n if left.all() else 0)
+        if bad_mask[j:].any() and j < n:
+            j0 = max(j - 1, 0)
             xs = np.exp((indices[j0:] - indices[j0]) * step)
             ys = d[j0:] - lam[j0:]
-            xs = np.append(xs, xs[-1] * 1e9)  # flat beyond the last point
+            xs = np.append(xs, xs[-1] * 1e9)
             ys = np.append(ys, ys[-1])
             lam[j0:] = d[j0:] - _lower_hull(xs, ys)[:-1]
-        if left_bad.size:
-            j1 = min(int(np.flatnonzero(left)[-1]), int(left_bad.max()) + width)
+        if bad_mask[:j].any():
+            j1 = min(j, n - 1)
             xs = np.concatenate([[0.0], np.exp(indices[:j1 + 1] * step)])
-            ys = np.concatenate([[0.0], dt[:j1 + 1] - lam[:j1 + 1]])  # anchor (0, 1) in δ̃ terms
+            ys = np.concatenate([[0.0], dt[:j1 + 1] - lam[:j1 + 1]])
             lam[:j1 + 1] = dt[:j1 + 1] - _lower_hull(xs, ys)[1:]
-        width *= 8
     # A profile is never negative; max(g, 0) of a convex g is convex and still ≤ δ.
     lam = np.where(left, lam, np.minimum(lam, d))
     m = base - _masses(lam, step, 0.0)

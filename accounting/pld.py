@@ -23,7 +23,7 @@ from .validation import check_array, check_count
 __all__ = ["PLD", "DEFAULT_STEP", "DEFAULT_TAIL"]
 
 #: Default grid step of the privacy loss: ε errors of order step² per composition.
-DEFAULT_STEP = 1e-4
+DEFAULT_STEP = 2e-4
 #: Default tail mass cut per direction when discretising a pair (sent to +∞).
 DEFAULT_TAIL = 1e-20
 

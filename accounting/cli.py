@@ -1,0 +1,590 @@
+"""The ``accounting`` command line.
+
+::
+
+    accounting                        # the main job: DP-SGD under every accountant
+    accounting run [--json] …         # the same (alias: demo)
+    accounting mechanisms [--json]    # registered mechanisms, converters, plugin errors
+    accounting epsilon MECHANISM --PARAM VALUE … [--compose K] --delta D [D …]
+    accounting delta   MECHANISM --PARAM VALUE … [--compose K] --epsilon E [E …]
+    accounting epsilon --workload FILE.toml [--delta D …]
+    accounting delta   --workload FILE.toml [--epsilon E …]
+
+Common options: ``--accountant pld|rdp|zcdp|all`` (default all), ``--step S`` (PLD
+grid step), ``--json``. A mechanism's parameters are its attrs fields
+(``Registry.mechanism(name).parameters()``), offered as ``--name VALUE``.
+
+Every answer is an upper bound, the max over both neighbouring directions; the PLD
+line also shows the certified bracket [optimistic, pessimistic]. Bad input (an
+out-of-range or non-numeric value, an unknown mechanism or parameter, a malformed
+workload file) prints one line ``accounting: error: …`` on stderr and exits with
+status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+import tomllib
+import warnings
+from typing import Any, Optional, Sequence
+
+import attrs
+import numpy as np
+
+from . import __version__
+from .accountant import ACCOUNTANTS
+from .pld import DEFAULT_STEP, PLD
+from .plugins import PluginError, Registry, default_registry
+from .profile import PrivacyProfile
+from .validation import check_array, check_positive
+from .workload import (ACCOUNTANT_CHOICES, Workload, WorkloadError, default_workload,
+                       load_workload, make_use, parameter_kind)
+from .zcdp import ZCDP
+
+__all__ = ["main", "CLIError"]
+
+PROG = "accounting"
+#: exit status for bad input (argparse's convention)
+EXIT_USAGE = 2
+#: exit status for an unexpected internal error
+EXIT_INTERNAL = 1
+
+_SUBCOMMANDS = ("run", "demo", "mechanisms", "epsilon", "delta")
+#: α at which the main job reports the trade-off function
+_ALPHAS = (0.001, 0.01, 0.1)
+#: α at which the equivalent Gaussian-DP μ is solved
+_GDP_ALPHA = 0.01
+
+_ZCDP_NOTE = ("zCDP cannot see amplification by subsampling: ρ* of a Poisson-subsampled "
+              "Gaussian is 1/(2σ²) whatever q (the sup of K(t)/(t(t+1)) is its t → ∞ limit), "
+              "so its ε here is that of the full-batch mechanism — sound but useless.")
+
+
+class CLIError(Exception):
+    """Bad command-line usage; printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with errors raised (to be printed as one line), not printed with usage,
+    and without abbreviations (``--s`` must not silently mean ``--step``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):  # type: ignore[override]
+        raise CLIError(f"{message} (see '{self.prog} --help')")
+
+
+# ------------------------------------------------------------------- parsers
+def _query_options(p: argparse.ArgumentParser, query: str) -> None:
+    """Options shared by ``epsilon``, ``delta`` and ``run``."""
+    if query == "epsilon":
+        p.add_argument("--delta", type=float, nargs="+", metavar="D",
+                       help="target δ in (0, 1); several values allowed")
+    else:
+        p.add_argument("--epsilon", type=float, nargs="+", metavar="E",
+                       help="ε at which to report δ; several values allowed")
+    p.add_argument("--accountant", choices=ACCOUNTANT_CHOICES, default=None,
+                   help="representation to account under (default: all, or the workload's)")
+    p.add_argument("--step", type=float, default=None, metavar="S",
+                   help=f"PLD grid step of the privacy loss (default {DEFAULT_STEP:g})")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _build_parser() -> _Parser:
+    top = _Parser(prog=PROG, description=(
+        "Privacy accounting from the command line: ε(δ) or δ(ε) of a composition under the "
+        "PLD, RDP and zCDP accountants. Without a subcommand, runs the built-in DP-SGD job."),
+        epilog="examples:\n"
+               "  accounting\n"
+               "  accounting mechanisms\n"
+               "  accounting epsilon gaussian --sigma 1.0 --compose 100 --delta 1e-5\n"
+               "  accounting delta laplace --b 2 --compose 10 --epsilon 1 2 --accountant rdp\n"
+               "  accounting epsilon --workload job.toml --delta 1e-5 --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = top.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", aliases=["demo"], help="the main job (default): DP-SGD, "
+                         "q = 256/60000, σ = 1.1, 14062 steps, δ = 1e-5",
+                         description="Account for a workload (by default the built-in DP-SGD "
+                                     "job) under every accountant, with timings and a "
+                                     "trade-off summary.")
+    run.add_argument("--workload", metavar="FILE", help="a TOML workload instead of the "
+                     "built-in one")
+    _query_options(run, "epsilon")
+
+    mech = sub.add_parser("mechanisms", help="list registered mechanisms, converters and "
+                          "plugin errors")
+    mech.add_argument("--json", action="store_true", help="print one JSON object")
+
+    for query, what in (("epsilon", "ε(δ)"), ("delta", "δ(ε)")):
+        p = sub.add_parser(query, add_help=False, help=f"{what} of a mechanism or a workload",
+                           description=f"{what} of MECHANISM composed --compose times, or of "
+                                       f"a TOML --workload. Mechanism parameters are given "
+                                       f"as --NAME VALUE (see 'accounting mechanisms').")
+        _query_mode_options(p, query)
+    return top
+
+
+def _query_mode_options(p: argparse.ArgumentParser, query: str) -> None:
+    p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
+    p.add_argument("mechanism", nargs="?", metavar="MECHANISM",
+                   help="a registered mechanism (see 'accounting mechanisms')")
+    p.add_argument("--workload", metavar="FILE", help="a TOML workload file instead of "
+                   "MECHANISM")
+    p.add_argument("--compose", type=int, default=None, metavar="K",
+                   help="number of independent uses of MECHANISM (default 1)")
+    _query_options(p, query)
+
+
+def _param_parser(prog: str, cls: type, *, help_parent: Optional[argparse.ArgumentParser] = None,
+                  query: Optional[str] = None) -> _Parser:
+    """A parser of ``--NAME VALUE`` for each parameter of mechanism class ``cls``.
+
+    With ``help_parent`` the generic query options are included (for ``--help``)."""
+    p = _Parser(prog=prog, add_help=False, description=(cls.__doc__ or "").strip() or None,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    if help_parent is not None:
+        _query_mode_options(p, query)
+    group = p.add_argument_group(f"parameters of {cls.name}")
+    for attr in sorted(cls.parameters().values(), key=lambda a: a.kw_only):
+        kind = parameter_kind(attr)
+        required = attr.default is attrs.NOTHING
+        default = "required" if required else f"default {_default_text(attr.default)}"
+        names = [f"--{n}" for n in _option_names(attr.name)]
+        kw: dict[str, Any] = {"dest": f"param_{attr.name}", "metavar": kind.upper(),
+                              "default": None, "help": default}
+        if kind == "int":
+            kw["type"] = int
+        elif kind == "float":
+            kw["type"] = float
+        elif kind == "bool":
+            kw["type"] = _parse_bool
+        elif kind == "neighbouring":
+            kw["metavar"] = "{add_remove,replace_one}"
+        group.add_argument(*names, **kw)
+    return p
+
+
+#: options of ``epsilon``/``delta`` themselves: a mechanism parameter of one of these
+#: names is offered as ``--param-NAME`` instead of ``--NAME``
+_RESERVED = frozenset({"h", "help", "workload", "compose", "delta", "epsilon", "accountant",
+                       "step", "json", "version"})
+
+
+def _option_names(param: str) -> list[str]:
+    """Command-line spellings of a parameter: ``NAME`` (and ``NA-ME`` for ``NA_ME``),
+    or ``param-NAME`` where ``NAME`` is one of the command's own options."""
+    base = f"param-{param}" if param.replace("-", "_") in _RESERVED or param in _RESERVED \
+        else param
+    names = [base]
+    if "_" in base:
+        names.append(base.replace("_", "-"))
+    return names
+
+
+def _parse_bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+_parse_bool.__name__ = "boolean"  # argparse names the type in its message
+
+
+def _default_text(value: Any) -> str:
+    if isinstance(value, attrs.Factory):  # type: ignore[arg-type]
+        return "(computed)"
+    if hasattr(value, "value") and not isinstance(value, (int, float)):
+        return str(value.value)
+    return repr(value) if isinstance(value, str) else f"{value}"
+
+
+# ---------------------------------------------------------------- formatting
+def _num(x: float, digits: int = 8) -> str:
+    x = float(x)
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.{digits}g}"
+
+
+def _json_num(x: Any) -> Any:
+    """A float for JSON; ±∞ as the strings "inf"/"-inf" (JSON has no infinity)."""
+    x = float(x)
+    if math.isfinite(x):
+        return x
+    return "inf" if x > 0 else ("-inf" if x < 0 else "nan")
+
+
+def _seconds(t: float) -> str:
+    return f"{t:.2f} s" if t < 100 else f"{t:.0f} s"
+
+
+# ---------------------------------------------------------------- evaluation
+def _accountant_names(choice: Optional[str], workload: Workload) -> list[str]:
+    choice = choice or workload.accountant_name or "all"
+    return list(ACCOUNTANTS) if choice == "all" else [choice]
+
+
+def _evaluate(workload: Workload, query: str, values: np.ndarray, names: list[str],
+              step: float) -> tuple[Any, dict[str, dict]]:
+    """Run ``query`` ("epsilon" or "delta") at ``values`` under each accountant."""
+    acct = workload.accountant(step)
+    results: dict[str, dict] = {}
+    for name in names:
+        t0 = time.perf_counter()
+        res: dict[str, Any] = {}
+        if query == "epsilon":
+            res["epsilon"] = np.atleast_1d(acct.epsilon(values, accountant=name))
+            if name == "pld":
+                lo, hi = acct.epsilon_interval(values)
+                res["interval"] = np.stack([np.atleast_1d(lo), np.atleast_1d(hi)], axis=1)
+        else:
+            res["delta"] = np.atleast_1d(acct.delta(values, accountant=name))
+            if name == "pld":
+                lo, hi = acct.curve(PLD).delta_interval(values)
+                res["interval"] = np.stack([np.atleast_1d(lo), np.atleast_1d(hi)], axis=1)
+        curve = acct.curve(ACCOUNTANTS[name])
+        shown = curve if name == "pld" else curve.to(PrivacyProfile)
+        res["provenance"] = str(shown.provenance)
+        if isinstance(curve, ZCDP):
+            res["rho"] = curve.rho()
+        res["seconds"] = time.perf_counter() - t0
+        results[name] = res
+    return acct, results
+
+
+def _results_json(results: dict[str, dict]) -> dict:
+    out = {}
+    for name, res in results.items():
+        item: dict[str, Any] = {}
+        for key, val in res.items():
+            if key in ("epsilon", "delta"):
+                item[key] = [_json_num(v) for v in val]
+            elif key == "interval":
+                item[key] = [[_json_num(a), _json_num(b)] for a, b in val]
+            elif key == "rho":
+                item[key] = _json_num(val)
+            else:
+                item[key] = val
+        out[name] = item
+    return out
+
+
+def _results_table(query: str, values: np.ndarray, results: dict[str, dict]) -> list[str]:
+    given, answer = ("δ", "ε") if query == "epsilon" else ("ε", "δ")
+    rows = [("accountant", given, answer, "certified interval", "time")]
+    for name, res in results.items():
+        for i, v in enumerate(values):
+            a = res[query][i]
+            interval = ""
+            if "interval" in res:
+                lo, hi = res["interval"][i]
+                interval = f"[{_num(lo)}, {_num(hi)}]"
+            extra = f"  (ρ = {_num(res['rho'], 6)})" if "rho" in res and i == 0 else ""
+            rows.append((name, _num(v, 6), _num(a) + extra, interval, _seconds(res["seconds"])))
+    widths = [max(len(r[k]) for r in rows) for k in range(5)]
+    lines = []
+    for r in rows:
+        cells = [r[0].ljust(widths[0]), r[1].rjust(widths[1]), r[2].ljust(widths[2]),
+                 r[3].ljust(widths[3]), r[4].rjust(widths[4])]
+        lines.append("  " + "  ".join(cells).rstrip())
+    return lines
+
+
+def _provenance_lines(results: dict[str, dict]) -> list[str]:
+    return [f"  {name}: {res['provenance']}" for name, res in results.items()]
+
+
+# ------------------------------------------------------------------ commands
+def _cmd_mechanisms(ns: argparse.Namespace, registry: Registry) -> int:
+    mechs = []
+    for name in sorted(registry.mechanisms):
+        cls = registry.mechanisms[name]
+        doc = (cls.__doc__ or "").strip().splitlines()
+        params = []
+        for a in sorted(cls.parameters().values(), key=lambda a: a.kw_only):
+            required = a.default is attrs.NOTHING
+            params.append({"name": a.name, "type": parameter_kind(a), "required": required,
+                           "default": None if required else _json_default(a.default)})
+        mechs.append({"name": name, "plugin": registry.mechanism_sources.get(name, "?"),
+                      "class": f"{cls.__module__}.{cls.__qualname__}",
+                      "doc": doc[0] if doc else "", "parameters": params})
+    convs = [{"name": c.name, "source": c.source.__name__, "target": c.target.__name__,
+              "exactness": c.exactness.value, "plugin": c.plugin} for c in registry.converters]
+    auditors = [{"name": n, "plugin": p} for n, p in sorted(registry.auditor_sources.items())]
+    errors = [str(e) for e in registry.errors]
+    if ns.json:
+        print(json.dumps({"mechanisms": mechs, "converters": convs, "auditors": auditors,
+                          "errors": errors}, indent=2, ensure_ascii=False))
+        return 0
+    print(f"mechanisms ({len(mechs)}):")
+    for m in mechs:
+        print(f"  {m['name']}  [plugin {m['plugin']}]")
+        if m["doc"]:
+            print(f"      {m['doc']}")
+        ps = ", ".join(f"--{_option_names(p['name'])[0]} {p['type'].upper()}" + (" (required)" if p["required"]
+                       else f" = {p['default']}") for p in m["parameters"])
+        print(f"      parameters: {ps}")
+    print(f"converters ({len(convs)}):")
+    w = max((len(c["name"]) for c in convs), default=0)
+    for c in convs:
+        edge = f"{c['source']} → {c['target']}"
+        print(f"  {c['name'].ljust(w)}  {edge.ljust(28)}  {c['exactness'].ljust(11)}  "
+              f"[plugin {c['plugin']}]")
+    print(f"auditors ({len(auditors)}):" + ("" if auditors else " none"))
+    for a in auditors:
+        print(f"  {a['name']}  [plugin {a['plugin']}]")
+    print(f"plugin errors ({len(errors)}):" + ("" if errors else " none"))
+    for e in errors:
+        print(f"  {e}")
+    return 0
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "value") and not isinstance(value, (int, float)):
+        return value.value
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    return repr(value)
+
+
+def _query_values(query: str, given: Optional[list[float]], workload: Workload,
+                  default: Optional[tuple[float, ...]] = None) -> np.ndarray:
+    values = given if given is not None else (workload.delta if query == "epsilon"
+                                              else workload.epsilon)
+    if values is None:
+        values = default
+    if values is None:
+        flag = "--delta D" if query == "epsilon" else "--epsilon E"
+        raise CLIError(f"no {'δ' if query == 'epsilon' else 'ε'} given: pass {flag}"
+                       + (" or set it in the workload file" if workload.source != "command line"
+                          else ""))
+    if query == "epsilon":
+        return check_array("delta", list(values), lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    return check_array("epsilon", list(values), allow_inf=True)
+
+
+def _step(ns_step: Optional[float], workload: Workload) -> float:
+    step = ns_step if ns_step is not None else workload.step
+    return check_positive("step", step if step is not None else DEFAULT_STEP)
+
+
+def _cmd_query(query: str, ns: argparse.Namespace, extras: list[str], registry: Registry,
+               top: _Parser) -> int:
+    prog = f"{PROG} {query}"
+    if ns.help:
+        cls = registry.mechanism(ns.mechanism) if ns.mechanism else None
+        if cls is None:
+            p = _Parser(prog=prog, add_help=False, description=(
+                f"{'ε(δ)' if query == 'epsilon' else 'δ(ε)'} of MECHANISM or of a --workload. "
+                f"Give MECHANISM to see its parameters: {', '.join(sorted(registry.mechanisms))}."))
+            _query_mode_options(p, query)
+        else:
+            p = _param_parser(f"{prog} {ns.mechanism}", cls, help_parent=top, query=query)
+        p.print_help()
+        return 0
+    if ns.workload and ns.mechanism:
+        raise CLIError("give either MECHANISM or --workload FILE, not both")
+    if ns.workload:
+        if extras:
+            raise CLIError(f"unrecognized arguments: {' '.join(extras)} (mechanism parameters "
+                           f"belong in the workload file)")
+        if ns.compose is not None:
+            raise CLIError("--compose applies to a single MECHANISM; set count in the workload")
+        workload = load_workload(ns.workload, registry)
+        header = f"workload {workload.source}: {workload.describe()}"
+    elif ns.mechanism:
+        cls = registry.mechanism(ns.mechanism)
+        pp = _param_parser(f"{prog} {ns.mechanism}", cls)
+        pns, rest = pp.parse_known_args(extras)
+        if rest:
+            names = ", ".join(f"--{_option_names(a.name)[0]}" for a in
+                              sorted(cls.parameters().values(), key=lambda a: a.kw_only))
+            bad = next((r for r in rest if r.startswith("-")), rest[0])
+            what = "unknown parameter" if bad.startswith("-") else "unexpected argument"
+            raise CLIError(f"{ns.mechanism}: {what} {bad!r} (its parameters: {names})")
+        params = {k[len("param_"):]: v for k, v in vars(pns).items() if v is not None}
+        missing = [a.name for a in cls.parameters().values()
+                   if a.default is attrs.NOTHING and a.name not in params]
+        if missing:
+            raise CLIError(f"{ns.mechanism}: missing parameter "
+                           + ", ".join(f"--{_option_names(m)[0]}" for m in missing))
+        count = 1 if ns.compose is None else ns.compose
+        use = make_use(registry, ns.mechanism, params, count)
+        workload = Workload((use,), source="command line")
+        header = use.describe()
+    else:
+        raise CLIError(f"give a MECHANISM (one of {', '.join(sorted(registry.mechanisms))}) "
+                       f"or --workload FILE")
+    values = _query_values(query, getattr(ns, query == "epsilon" and "delta" or "epsilon"),
+                           workload)
+    step = _step(ns.step, workload)
+    names = _accountant_names(ns.accountant, workload)
+    _, results = _evaluate(workload, query, values, names, step)
+    if ns.json:
+        payload: dict[str, Any] = {"query": query}
+        if ns.mechanism:
+            only = workload.uses[0].as_dict()
+            payload.update(mechanism=only["name"], params=only["params"], count=only["count"])
+        payload["workload"] = workload.as_dict()
+        payload["delta" if query == "epsilon" else "epsilon"] = [_json_num(v) for v in values]
+        payload["step"] = step
+        payload["bound"] = "upper bound, max over neighbouring directions"
+        payload["results"] = _results_json(results)
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        return 0
+    what = "ε(δ)" if query == "epsilon" else "δ(ε)"
+    print(header)
+    print(f"{what}: upper bounds, max over both neighbouring directions (PLD step {step:g})")
+    print("\n".join(_results_table(query, values, results)))
+    print("provenance:")
+    print("\n".join(_provenance_lines(results)))
+    return 0
+
+
+def _gdp_mu(alpha: float, beta: float) -> float:
+    """μ with G_μ(α) = β, G_μ(α) = Φ(Φ⁻¹(1 − α) − μ) (Dong, Roth, Su 2019, Def. 2.7)."""
+    from scipy.special import ndtri
+    if beta >= 1.0 - alpha:
+        return 0.0
+    if beta <= 0.0:
+        return math.inf
+    return float(max(ndtri(1.0 - alpha) - ndtri(beta), 0.0))
+
+
+def _cmd_run(ns: argparse.Namespace, registry: Registry) -> int:
+    t_start = time.perf_counter()
+    if ns.workload:
+        workload = load_workload(ns.workload, registry)
+    else:
+        workload = default_workload(registry)
+    values = _query_values("epsilon", ns.delta, workload, default=(1e-5,))
+    step = _step(ns.step, workload)
+    names = _accountant_names(ns.accountant, workload)
+    acct, results = _evaluate(workload, "epsilon", values, names, step)
+
+    t0 = time.perf_counter()
+    tradeoff = acct.tradeoff()
+    alphas = np.array(_ALPHAS)
+    betas = np.atleast_1d(tradeoff.beta(alphas))
+    beta_gdp = float(np.atleast_1d(tradeoff.beta(np.array([_GDP_ALPHA])))[0])
+    mu = _gdp_mu(_GDP_ALPHA, beta_gdp)
+    t_tradeoff = time.perf_counter() - t0
+    subsampled = any(u.name.startswith("subsampled") for u in workload.uses)
+    total = time.perf_counter() - t_start
+
+    if ns.json:
+        payload = {
+            "query": "epsilon",
+            "workload": workload.as_dict(),
+            "delta": [_json_num(v) for v in values],
+            "step": step,
+            "bound": "upper bound, max over neighbouring directions",
+            "results": _results_json(results),
+            "tradeoff": {
+                "alpha": list(_ALPHAS), "beta": [_json_num(b) for b in betas],
+                "provenance": str(tradeoff.provenance),
+                "gdp_mu": _json_num(mu), "gdp_alpha": _GDP_ALPHA,
+                "gdp_note": "summary, not a bound: μ with G_μ(α) = β at one α",
+                "seconds": t_tradeoff,
+            },
+            "seconds": total,
+        }
+        if "zcdp" in results and subsampled:
+            payload["notes"] = [_ZCDP_NOTE]
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        return 0
+
+    title = workload.description or workload.describe()
+    print(f"{PROG} {__version__}: {title}")
+    print(f"  workload: {workload.describe()}  ({workload.source})")
+    print(f"  ε(δ): upper bounds, max over add/remove (PLD step {step:g}; the PLD interval is "
+          f"its certified bracket)")
+    print("\n".join(_results_table("epsilon", values, results)))
+    if "zcdp" in results and subsampled:
+        print(f"  note: {_ZCDP_NOTE}")
+    print(f"  trade-off (f-DP) of the composed PLD, min over directions ({_seconds(t_tradeoff)}):")
+    print("    " + "   ".join(f"β(α={a:g}) = {_num(b, 6)}" for a, b in zip(_ALPHAS, betas)))
+    print(f"    summary, not a bound: ≈ μ-GDP with μ = {_num(mu, 4)} (G_μ(α) = β at "
+          f"α = {_GDP_ALPHA:g})")
+    print(f"  total {_seconds(total)}")
+    return 0
+
+
+# ---------------------------------------------------------------------- main
+def _one_line(exc: BaseException) -> str:
+    msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    msg = " ".join(str(msg).split())
+    return msg or type(exc).__name__
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"{PROG}: warning: {_one_line(Exception(str(message)))}", file=sys.stderr)
+
+
+def _normalise_argv(argv: list[str]) -> list[str]:
+    """No subcommand (nothing, or options only) means ``run``."""
+    if not argv:
+        return ["run"]
+    first = argv[0]
+    if first.startswith("-") and first not in ("-h", "--help", "--version"):
+        return ["run", *argv]
+    return argv
+
+
+def _dispatch(argv: list[str]) -> int:
+    top = _build_parser()
+    ns, extras = top.parse_known_args(_normalise_argv(argv))
+    command = ns.command
+    if command in ("epsilon", "delta"):
+        registry = default_registry()
+        return _cmd_query(command, ns, extras, registry, top)
+    if extras:
+        raise CLIError(f"unrecognized arguments: {' '.join(extras)} (see '{PROG} --help')")
+    registry = default_registry()
+    if command == "mechanisms":
+        return _cmd_mechanisms(ns, registry)
+    return _cmd_run(ns, registry)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = os.environ.get("ACCOUNTING_DEBUG", "") not in ("", "0")
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        try:
+            return _dispatch(argv)
+        except SystemExit as exc:  # --help / --version
+            code = exc.code
+            return code if isinstance(code, int) else (0 if code is None else EXIT_USAGE)
+        except (CLIError, WorkloadError, ValueError, TypeError, KeyError, OSError,
+                tomllib.TOMLDecodeError, PluginError, ArithmeticError) as exc:
+            if debug:
+                raise
+            print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            print(f"{PROG}: interrupted", file=sys.stderr)
+            return 130
+        except Exception as exc:  # a bug: still one line, with a way to see the traceback
+            if debug:
+                raise
+            print(f"{PROG}: internal error: {type(exc).__name__}: {_one_line(exc)} "
+                  f"(set ACCOUNTING_DEBUG=1 for the traceback)", file=sys.stderr)
+            return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,324 @@
+"""Workloads: a heterogeneous composition of registered mechanisms, from TOML or code.
+
+A workload file lists the mechanisms used, each with its parameters and how many
+times it runs; optional top-level keys supply defaults for the query::
+
+    description = "DP-SGD, then a few Laplace counts"   # optional
+    delta = 1e-5              # or a list; default δ for ``accounting epsilon``
+    epsilon = [1.0, 2.0]      # default ε for ``accounting delta``
+    accountant = "pld"        # "pld", "rdp", "zcdp" or "all"
+    step = 1e-4               # PLD grid step
+
+    [[mechanism]]
+    name = "subsampled_gaussian"   # a registered mechanism (``accounting mechanisms``)
+    q = 0.004266
+    sigma = 1.1
+    count = 14062                  # optional, default 1
+
+    [[mechanism]]
+    name = "laplace"
+    b = 2.0
+    count = 10
+
+Every key is checked: an unknown key, a missing ``name``, an unknown mechanism, a
+parameter of the wrong type or out of range, or a ``count`` that is not a positive
+integer raises ``WorkloadError`` (a ``ValueError``) whose one-line message names
+the file, the entry and the problem. ``Workload.accountant()`` builds the
+``Accountant`` that composes every entry.
+"""
+
+from __future__ import annotations
+
+import numbers
+import tomllib
+from typing import Any, Mapping, Optional
+
+import attrs
+import numpy as np
+
+from .accountant import ACCOUNTANTS, Accountant
+from .mechanism import Mechanism, Neighbouring, as_neighbouring
+from .pld import DEFAULT_STEP
+from .plugins import Registry, default_registry
+from .validation import check_array, check_positive
+
+__all__ = [
+    "Workload", "Use", "WorkloadError", "load_workload", "parse_workload", "workload_from_dict",
+    "make_use", "parameter_kind", "coerce_parameter", "default_workload",
+    "DEFAULT_WORKLOAD_TOML", "ACCOUNTANT_CHOICES",
+]
+
+#: what ``accountant =`` (and ``--accountant``) may name
+ACCOUNTANT_CHOICES = (*ACCOUNTANTS, "all")
+
+_TOP_KEYS = ("mechanism", "description", "delta", "epsilon", "accountant", "step")
+_ENTRY_KEYS = ("name", "count")
+
+#: The built-in main job: DP-SGD on MNIST-sized data (60,000 examples, batches of
+#: 256 by Poisson sampling, noise multiplier 1.1, 60 epochs = 14,062 steps).
+DEFAULT_WORKLOAD_TOML = """\
+description = "DP-SGD: Poisson-subsampled Gaussian, q = 256/60000, sigma = 1.1, 14062 steps"
+delta = 1e-5
+
+[[mechanism]]
+name = "subsampled_gaussian"
+q = 0.004266666666666667   # 256 / 60000
+sigma = 1.1                # noise multiplier (clipping norm = sensitivity = 1)
+count = 14062
+"""
+
+
+class WorkloadError(ValueError):
+    """A workload that cannot be used; the message names its source and the problem."""
+
+
+# ------------------------------------------------------------------ parameters
+def parameter_kind(attribute: attrs.Attribute) -> str:
+    """How a mechanism parameter is written: ``"float"``, ``"int"``, ``"bool"``,
+    ``"str"`` or ``"neighbouring"`` (from the attrs annotation, which may be a string
+    under ``from __future__ import annotations``)."""
+    t = attribute.type
+    name = t if isinstance(t, str) else getattr(t, "__name__", "")
+    if attribute.name == "neighbouring" or t is Neighbouring or name == "Neighbouring":
+        return "neighbouring"
+    if t is bool or name == "bool":
+        return "bool"
+    if t is int or name == "int":
+        return "int"
+    if t is str or name == "str":
+        return "str"
+    return "float"
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "boolean", str: "string", int: "integer", float: "number"}.get(
+        type(value), type(value).__name__)
+
+
+def coerce_parameter(attribute: attrs.Attribute, value: Any) -> Any:
+    """``value`` (from TOML or already parsed from the command line) as the parameter's
+    type; a ``TypeError`` naming the parameter if it has the wrong type. Range checks
+    are the mechanism's own (its attrs validators)."""
+    kind = parameter_kind(attribute)
+    name = attribute.name
+    if kind == "neighbouring":
+        if not isinstance(value, (str, Neighbouring)):
+            raise TypeError(f"{name} must be 'add_remove' or 'replace_one', got {_type_name(value)} "
+                            f"{value!r}")
+        return as_neighbouring(value)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be true or false, got {_type_name(value)} {value!r}")
+        return value
+    if kind == "str":
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a string, got {_type_name(value)} {value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {_type_name(value)} {value!r}")
+    if kind == "int":
+        if not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be an integer, got {value!r}")
+        return int(value)
+    return float(value)
+
+
+# -------------------------------------------------------------------- entries
+@attrs.frozen
+class Use:
+    """One line of a workload: mechanism ``name`` with ``params``, run ``count`` times."""
+
+    name: str
+    params: tuple[tuple[str, Any], ...]
+    count: int
+    mechanism: Mechanism = attrs.field(eq=False)
+
+    def describe(self) -> str:
+        """``name(p=v, …) × count`` with the parameters as given."""
+        args = ", ".join(f"{k}={_show(v)}" for k, v in self.params)
+        return f"{self.name}({args})" + (f" × {self.count}" if self.count != 1 else "")
+
+    def as_dict(self) -> dict:
+        """Name, every parameter (defaults included) and count, JSON-ready."""
+        values = {a.name: _plain(getattr(self.mechanism, a.name))
+                  for a in _ordered(type(self.mechanism).parameters())}
+        return {"name": self.name, "params": values, "count": self.count}
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, Neighbouring):
+        return value.value
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    return str(value)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Neighbouring):
+        return value.value
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    return value
+
+
+def _ordered(params: Mapping[str, attrs.Attribute]) -> list[attrs.Attribute]:
+    """A mechanism's own parameters first, then the shared keyword-only ones."""
+    return sorted(params.values(), key=lambda a: a.kw_only)
+
+
+def make_use(registry: Registry, name: Any, params: Mapping[str, Any], count: Any = 1) -> Use:
+    """Validate ``params`` against mechanism ``name`` and construct it.
+
+    Raises ``ValueError`` (unknown mechanism or parameter, value out of range) or
+    ``TypeError`` (wrong type) with a message naming the mechanism."""
+    cls = registry.mechanism(name)
+    known = cls.parameters()
+    kwargs = {}
+    for key, value in params.items():
+        if key not in known:
+            names = ", ".join(a.name for a in _ordered(known))
+            raise ValueError(f"{name}: unknown parameter {key!r} (its parameters: {names})")
+        try:
+            kwargs[key] = coerce_parameter(known[key], value)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{name}: {exc}") from None
+    missing = [a.name for a in _ordered(known)
+               if a.default is attrs.NOTHING and a.name not in kwargs]
+    if missing:
+        raise ValueError(f"{name}: missing parameter{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(missing)}")
+    if isinstance(count, bool) or not isinstance(count, numbers.Integral):
+        raise TypeError(f"{name}: count must be a positive integer, got {count!r}")
+    if count < 1:
+        raise ValueError(f"{name}: count must be a positive integer, got {count}")
+    try:
+        mech = cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{name}: {exc}") from None
+    return Use(name, tuple(params.items()), int(count), mech)
+
+
+# ------------------------------------------------------------------- workload
+@attrs.frozen
+class Workload:
+    """Mechanisms to compose, and the defaults a workload file may set for a query."""
+
+    uses: tuple[Use, ...]
+    source: str = "<workload>"
+    description: str = ""
+    delta: Optional[tuple[float, ...]] = None
+    epsilon: Optional[tuple[float, ...]] = None
+    accountant_name: Optional[str] = None
+    step: Optional[float] = None
+
+    def accountant(self, step: Optional[float] = None) -> Accountant:
+        """A fresh ``Accountant`` composing every use (``step``: the PLD grid step)."""
+        step = step if step is not None else (self.step if self.step is not None else DEFAULT_STEP)
+        acct = Accountant(step=step)
+        for use in self.uses:
+            acct.compose(use.mechanism, use.count)
+        return acct
+
+    def describe(self) -> str:
+        return " ⊗ ".join(u.describe() for u in self.uses)
+
+    def as_dict(self) -> dict:
+        out = {"source": self.source, "mechanisms": [u.as_dict() for u in self.uses]}
+        if self.description:
+            out["description"] = self.description
+        return out
+
+
+def _values(source: str, key: str, value: Any, **limits: Any) -> tuple[float, ...]:
+    items = value if isinstance(value, list) else [value]
+    if not items or any(isinstance(v, bool) or not isinstance(v, numbers.Real) for v in items):
+        raise WorkloadError(f"{source}: {key} must be a number or a list of numbers, got {value!r}")
+    try:
+        arr = check_array(key, [float(v) for v in items], **limits)
+    except (TypeError, ValueError) as exc:
+        raise WorkloadError(f"{source}: {exc}") from None
+    return tuple(float(v) for v in arr)
+
+
+def workload_from_dict(data: Mapping[str, Any], source: str = "<workload>",
+                       registry: Optional[Registry] = None) -> Workload:
+    """A workload from the parsed TOML table ``data`` (see the module docstring)."""
+    registry = registry or default_registry()
+    unknown = [k for k in data if k not in _TOP_KEYS]
+    if unknown:
+        raise WorkloadError(f"{source}: unknown top-level key {unknown[0]!r} "
+                            f"(allowed: {', '.join(_TOP_KEYS)})")
+    entries = data.get("mechanism")
+    if entries is None:
+        raise WorkloadError(f"{source}: no [[mechanism]] entries")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise WorkloadError(f"{source}: 'mechanism' must be an array of tables ([[mechanism]])")
+    if not entries:
+        raise WorkloadError(f"{source}: no [[mechanism]] entries")
+    uses = []
+    for i, entry in enumerate(entries, start=1):
+        where = f"{source}: mechanism #{i}"
+        if "name" not in entry:
+            raise WorkloadError(f"{where}: missing 'name'")
+        name = entry["name"]
+        if not isinstance(name, str):
+            raise WorkloadError(f"{where}: name must be a string, got {name!r}")
+        params = {k: v for k, v in entry.items() if k not in _ENTRY_KEYS}
+        try:
+            uses.append(make_use(registry, name, params, entry.get("count", 1)))
+        except (TypeError, ValueError) as exc:
+            raise WorkloadError(f"{where}: {exc}") from None
+
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise WorkloadError(f"{source}: description must be a string")
+    delta = epsilon = step = name = None
+    if "delta" in data:
+        delta = _values(source, "delta", data["delta"], lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    if "epsilon" in data:
+        epsilon = _values(source, "epsilon", data["epsilon"], allow_inf=True)
+    if "accountant" in data:
+        name = data["accountant"]
+        if not isinstance(name, str) or name.lower() not in ACCOUNTANT_CHOICES:
+            raise WorkloadError(f"{source}: accountant must be one of "
+                                f"{', '.join(ACCOUNTANT_CHOICES)}, got {name!r}")
+        name = name.lower()
+    if "step" in data:
+        try:
+            if isinstance(data["step"], bool):
+                raise TypeError(f"step must be a real number, got {data['step']!r}")
+            step = check_positive("step", data["step"])
+        except (TypeError, ValueError) as exc:
+            raise WorkloadError(f"{source}: {exc}") from None
+    return Workload(tuple(uses), source, description, delta, epsilon, name, step)
+
+
+def parse_workload(text: str, source: str = "<workload>",
+                   registry: Optional[Registry] = None) -> Workload:
+    """A workload from TOML text."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise WorkloadError(f"{source}: invalid TOML: {exc}") from None
+    return workload_from_dict(data, source, registry)
+
+
+def load_workload(path: "str | object", registry: Optional[Registry] = None) -> Workload:
+    """A workload from a TOML file."""
+    source = str(path)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise WorkloadError(f"{source}: cannot read workload file "
+                            f"({exc.strerror or type(exc).__name__})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise WorkloadError(f"{source}: not a UTF-8 text file") from None
+    return parse_workload(text, source, registry)
+
+
+def default_workload(registry: Optional[Registry] = None) -> Workload:
+    """The built-in main job (DP-SGD; see ``DEFAULT_WORKLOAD_TOML``)."""
+    return parse_workload(DEFAULT_WORKLOAD_TOML, "built-in DP-SGD workload", registry)
