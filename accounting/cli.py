@@ -28,6 +28,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 import time
 import tomllib
 import warnings
@@ -182,8 +183,7 @@ _RESERVED = frozenset({"h", "help", "workload", "compose", "delta", "epsilon", "
 def _option_names(param: str) -> list[str]:
     """Command-line spellings of a parameter: ``NAME`` (and ``NA-ME`` for ``NA_ME``),
     or ``param-NAME`` where ``NAME`` is one of the command's own options."""
-    base = f"param-{param}" if param.replace("-", "_") in _RESERVED or param in _RESERVED \
-        else param
+    base = f"param-{param}" if param in _RESERVED else param
     names = [base]
     if "_" in base:
         names.append(base.replace("_", "-"))
@@ -333,8 +333,9 @@ def _cmd_mechanisms(ns: argparse.Namespace, registry: Registry) -> int:
         print(f"  {m['name']}  [plugin {m['plugin']}]")
         if m["doc"]:
             print(f"      {m['doc']}")
-        ps = ", ".join(f"--{_option_names(p['name'])[0]} {p['type'].upper()}" + (" (required)" if p["required"]
-                       else f" = {p['default']}") for p in m["parameters"])
+        ps = ", ".join(f"--{_option_names(p['name'])[0]} {p['type'].upper()}"
+                       + (" (required)" if p["required"] else f" = {p['default']}")
+                       for p in m["parameters"])
         print(f"      parameters: {ps}")
     print(f"converters ({len(convs)}):")
     w = max((len(c["name"]) for c in convs), default=0)
@@ -513,7 +514,8 @@ def _cmd_run(ns: argparse.Namespace, registry: Registry) -> int:
           f"its certified bracket)")
     print("\n".join(_results_table("epsilon", values, results)))
     if "zcdp" in results and subsampled:
-        print(f"  note: {_ZCDP_NOTE}")
+        print(textwrap.fill(_ZCDP_NOTE, width=96, initial_indent="  note: ",
+                            subsequent_indent="        "))
     print(f"  trade-off (f-DP) of the composed PLD, min over directions ({_seconds(t_tradeoff)}):")
     print("    " + "   ".join(f"β(α={a:g}) = {_num(b, 6)}" for a, b in zip(_ALPHAS, betas)))
     print(f"    summary, not a bound: ≈ μ-GDP with μ = {_num(mu, 4)} (G_μ(α) = β at "
@@ -575,6 +577,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 raise
             print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
             return EXIT_USAGE
+        except BrokenPipeError:  # e.g. `accounting mechanisms --json | head`
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+            except (OSError, ValueError, AttributeError):
+                pass
+            return EXIT_INTERNAL
         except KeyboardInterrupt:
             print(f"{PROG}: interrupted", file=sys.stderr)
             return 130

@@ -16,7 +16,7 @@ import numpy as np
 
 from .direction import Direction
 from .pair import Pair
-from .pld import PLD
+from .pld import PLD, compose_plds
 from .profile import PrivacyProfile
 from .rdp import RDP
 from .tradeoff import TradeOff
@@ -58,7 +58,9 @@ class ComposedPair(Pair):
         return False  # its profile comes from a discretised PLD
 
     def curve(self, kind: type, **options: Any):
-        if kind in (PLD, RDP, ZCDP):
+        if kind is PLD:
+            return compose_plds([(p.curve(PLD, **options), c) for p, c in self.components])
+        if kind in (RDP, ZCDP):
             parts = [p.curve(kind, **options).self_compose(c) if c > 1 else p.curve(kind, **options)
                      for p, c in self.components]
             return compose(*parts)

@@ -102,7 +102,7 @@ def _pld_to_rdp(pld: PLD, **_: object) -> RDP:
 
 # -------------------------------------------------------------- RDP → profile
 #: orders searched before local refinement: t = α − 1 from 1e-4 to 1e5
-_T_GRID = np.geomspace(1e-4, 1e5, 721)
+_T_GRID = np.geomspace(1e-4, 1e5, 181)
 
 
 def _improved_log_delta(k: np.ndarray, t: np.ndarray, eps: np.ndarray) -> np.ndarray:
@@ -132,7 +132,7 @@ def _minimise_over_t(objective: Callable[[np.ndarray, np.ndarray], np.ndarray],
     hi = np.log(_T_GRID[np.minimum(j + 1, _T_GRID.size - 1)])
     g = (np.sqrt(5.0) - 1.0) / 2.0
     idx = np.arange(n)[:, None]
-    for _ in range(60):
+    for _ in range(40):
         a = hi - g * (hi - lo)
         b = lo + g * (hi - lo)
         fa = objective(np.exp(a)[:, None], idx)[:, 0]
@@ -190,7 +190,7 @@ def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray]) -> float:
     to E[L] = KL, and t → ∞); the best cell is refined by golden section. The sup of
     a smooth ratio is found to about 1e-10 relative.
     """
-    ts = np.geomspace(1e-6, 1e6, 1201)
+    ts = np.geomspace(1e-6, 1e6, 241)
     r = cgf(ts) / (ts * (ts + 1.0))
     r = np.where(np.isnan(r), -np.inf, r)
     j = int(np.argmax(r))
@@ -199,7 +199,7 @@ def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray]) -> float:
     lo, hi = np.log(ts[max(j - 1, 0)]), np.log(ts[min(j + 1, ts.size - 1)])
     best = r[j]
     g = (np.sqrt(5.0) - 1.0) / 2.0
-    for _ in range(80):
+    for _ in range(50):
         a, b = hi - g * (hi - lo), lo + g * (hi - lo)
         ta, tb = np.exp(np.array([a, b]))
         fa, fb = cgf(np.array([ta, tb])) / (np.array([ta, tb]) * (np.array([ta, tb]) + 1.0))

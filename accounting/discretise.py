@@ -47,33 +47,26 @@ def grid_indices(lo: float, hi: float, step: float) -> np.ndarray:
 def profile_support(delta: ProfileFn, tail: float, resolution: float = 1e-6) -> float:
     """Smallest ε (to ``resolution``) with δ(ε) − δ(∞) ≤ tail: where the law is cut.
 
-    δ is decreasing, so an expanding bracket and bisection find it.
+    δ is non-increasing, so a vectorised scan over ±2^k brackets the crossing and
+    a few vectorised refinements narrow it (a handful of profile calls in all).
     """
     floor = float(delta(np.array([np.inf]))[0])
-
-    def excess(e: float) -> float:
-        return float(delta(np.array([e]))[0]) - floor
-
-    hi = 1.0
-    while excess(hi) > tail:
-        hi *= 2.0
-        if hi > 1e5:
-            raise ValueError("the privacy profile does not decay: cannot place a grid; "
-                             "the loss law looks unbounded beyond ε = 1e5")
-    lo = hi / 2.0 if hi > 1.0 else -1.0
-    while excess(lo) <= tail:
-        lo = lo * 2.0 if lo < 0 else lo - 1.0
-        if lo < -1e5:
-            return lo
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if excess(mid) > tail:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < resolution:
-            break
-    return hi
+    powers = 2.0 ** np.arange(-12, 18)
+    scan = np.concatenate([-powers[::-1], [0.0], powers])
+    above = delta(scan) - floor > tail
+    if above[-1]:
+        raise ValueError("the privacy profile does not decay: cannot place a grid; "
+                         "the loss law looks unbounded beyond ε = 1e5")
+    if not above.any():
+        return float(scan[0])
+    j = int(np.flatnonzero(above)[-1])       # last point above: the crossing is after it
+    lo, hi = scan[j], scan[j + 1]
+    while hi - lo > resolution:
+        pts = np.linspace(lo, hi, 65)
+        above = delta(pts) - floor > tail
+        k = int(np.flatnonzero(above)[-1]) if above.any() else 0
+        lo, hi = pts[k], pts[min(k + 1, 64)]
+    return float(hi)
 
 
 def grid_profile(indices: np.ndarray, step: float, delta: ProfileFn,
@@ -191,7 +184,7 @@ def _gaps(v: np.ndarray, step: float, x: np.ndarray, floor: float, tilde: bool,
     for i in range(k):
         for j in range(i + 1, k):
             with np.errstate(divide="ignore", invalid="ignore"):
-                u = 1.0 + (b[i] - b[j]) / (a[j] - a[i])
+                u = 1.0 + (b[i] - b[j]) / (a[i] - a[j])
             cands.append(np.where(np.isfinite(u), np.clip(u, 1.0, e), 1.0))
     best = np.zeros(n)
     for u in cands:

@@ -28,7 +28,7 @@ import scipy.signal
 
 from .validation import check_array, check_count
 
-__all__ = ["LossPMF", "MAX_GRID_POINTS"]
+__all__ = ["LossPMF", "MAX_GRID_POINTS", "compose_pmfs"]
 
 #: Largest grid a PMF may occupy; beyond it the caller must coarsen the grid.
 MAX_GRID_POINTS = 1 << 25
@@ -219,40 +219,61 @@ class LossPMF:
 
     def self_compose(self, count: int, *, pessimistic: bool = True,
                      tail: float = 1e-18) -> "LossPMF":
-        """The law of the sum of ``count`` independent copies, by one FFT power.
-
-        The window [lo, hi] of the sum is chosen by Chernoff bounds on the discrete
-        law, P(S > hi) ≤ exp(k·K(t) − t·hi) and P(S < lo) ≤ exp(k·K(−t) + t·lo), so the
-        circular (aliased) convolution differs from the linear one by at most the
-        two bounds' sum w in total variation. A pessimistic PMF adds w to its mass at
-        +∞; an optimistic one adds w to its slack. Both keep the bracket certified.
-        """
+        """The law of the sum of ``count`` independent copies (see ``compose_pmfs``)."""
         count = check_count("count", count)
-        self._require_grid()
         if count == 1:
             return self
-        fin = float(self.masses.sum())
-        inf = -np.expm1(count * np.log1p(-self.inf_mass))
-        if fin <= 0:
-            return LossPMF.on_grid(self.step, 0, np.zeros(1), inf, self.slack * count)
-        lo_idx, hi_idx, wrapped = _chernoff_window(self, count, tail)
-        size = hi_idx - lo_idx + 1
-        if size > MAX_GRID_POINTS:
-            raise ValueError(f"{count}-fold composition needs {size} grid points "
-                             f"(max {MAX_GRID_POINTS}); use a coarser step")
-        n = scipy.fft.next_fast_len(size, real=True)
-        idx = (self.offset + np.arange(self.masses.size)) % n
-        folded = np.bincount(idx, weights=self.masses, minlength=n)
+        return compose_pmfs([(self, count)], pessimistic=pessimistic, tail=tail)
+
+
+def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True,
+                 tail: float = 1e-18) -> LossPMF:
+    """The law of Σ_i (sum of c_i copies of L_i), independent, by one inverse FFT.
+
+    Each PMF is folded onto one circular grid of size n and transformed once; the
+    spectra are raised to their counts and multiplied in polar form (accurate phases
+    for large counts), so a heterogeneous composition of many distinct mechanisms
+    costs one FFT each and no per-pair convolution. The window [lo, hi] of the sum
+    is chosen by Chernoff bounds with the summed CGF K(t) = Σ c_i K_i(t):
+    P(S > hi) ≤ exp(K(t) − t·hi), P(S < lo) ≤ exp(K(−t) + t·lo), so the circular
+    (aliased) result differs from the linear convolution by at most the two bounds'
+    sum w in total variation. A pessimistic PMF adds w and the roundoff bound to its
+    mass at +∞; an optimistic one adds them to its slack. Both keep the bracket
+    certified.
+    """
+    if not items:
+        raise ValueError("compose_pmfs needs at least one PMF")
+    items = [(p, check_count("count", c)) for p, c in items]
+    first = items[0][0]
+    for p, _ in items:
+        first._require_grid(p)
+    step = first.step
+    log_keep = sum(c * np.log1p(-p.inf_mass) for p, c in items)
+    inf = -np.expm1(log_keep)
+    slack = sum(c * p.slack for p, c in items)
+    if any(p.masses.sum() <= 0 for p, _ in items):
+        return LossPMF.on_grid(step, 0, np.zeros(1), inf, slack)
+    lo_idx, hi_idx, wrapped = _chernoff_window(items, tail)
+    size = hi_idx - lo_idx + 1
+    if size > MAX_GRID_POINTS:
+        raise ValueError(f"the composition needs {size} grid points (max {MAX_GRID_POINTS}); "
+                         "use a coarser step")
+    n = scipy.fft.next_fast_len(size, real=True)
+    log_mag = 0.0
+    phase = 0.0
+    l2_in = 0.0
+    for p, c in items:
+        idx = (p.offset + np.arange(p.masses.size)) % n
+        folded = np.bincount(idx, weights=p.masses, minlength=n)
         spec = scipy.fft.rfft(folded)
-        # Raise to the power in polar form: accurate phases for large counts.
-        mag = np.abs(spec)
         with np.errstate(divide="ignore"):
-            powered = np.exp(count * np.log(mag)) * np.exp(1j * count * np.angle(spec))
-        circ = scipy.fft.irfft(powered, n)
-        window = np.arange(lo_idx, hi_idx + 1)
-        err = _fft_roundoff(n, count, float(_norm(folded)), float(_norm(circ)))
-        return _settle(self.step, lo_idx, circ[window % n], inf, self.slack * count,
-                       err + wrapped, pessimistic)
+            log_mag = log_mag + c * np.log(np.abs(spec))
+        phase = phase + c * np.angle(spec)
+        l2_in += c * _norm(folded)
+    circ = scipy.fft.irfft(np.exp(log_mag) * np.exp(1j * phase), n)
+    window = np.arange(lo_idx, hi_idx + 1)
+    err = _fft_roundoff(n, 1, l2_in, _norm(circ))
+    return _settle(step, lo_idx, circ[window % n], inf, slack, err + wrapped, pessimistic)
 
 
 def _norm(a: np.ndarray) -> float:
@@ -272,8 +293,9 @@ def _fft_roundoff(n: int, power: int, norm_in: float, norm_out: float) -> float:
     z ↦ z^k with |z| ≤ 1 multiplies coefficient errors by at most k, and its own
     polar evaluation adds ≤ 7ku|z|. The inverse FFT divides the ℓ2 error by √n and
     adds γ‖r‖₂; the ℓ1 error, which bounds the change of any δ(ε), is at most √n
-    times the ℓ2 error. ``norm_in`` is ‖x‖₂ (for a product, the sum of both norms),
-    ``norm_out`` the computed ‖r‖₂ (padded by the error it may carry).
+    times the ℓ2 error. ``norm_in`` is Σ_i c_i‖x_i‖₂ over the transformed inputs
+    raised to powers c_i (errors of a product of |z| ≤ 1 factors add), ``norm_out``
+    the computed ‖r‖₂ (padded by the error it may carry).
     """
     gamma = 5.0 * np.log2(max(n, 2)) * _U
     l2_in = power * (gamma + 7.0 * _U) * norm_in * (1.0 + gamma)
@@ -299,29 +321,35 @@ def _settle(step: float, offset: int, raw: np.ndarray, inf_mass: float, slack: f
     return _truncate(step, offset, masses, inf_mass, slack, pessimistic)
 
 
-def _chernoff_window(pmf: LossPMF, count: int, tail: float) -> tuple[int, int, float]:
-    """Grid indices [lo, hi] holding the count-fold sum up to ``tail`` mass each side.
+def _chernoff_window(items: "list[tuple[LossPMF, int]]", tail: float) -> tuple[int, int, float]:
+    """Grid indices [lo, hi] holding the composed sum up to ``tail`` mass each side.
 
-    Chernoff: P(S > hi) ≤ exp(k·K(t) − t·hi) and P(S < lo) ≤ exp(k·K(−t) + t·lo) for
-    every t > 0, with K the CGF of the finite part (the mass at +∞ is handled apart).
-    Returns the window and the mass that may fall outside it (and so alias).
+    Chernoff: P(S > hi) ≤ exp(K(t) − t·hi) and P(S < lo) ≤ exp(K(−t) + t·lo) for every
+    t > 0, with K = Σ c_i K_i the CGF of the finite parts (masses at +∞ are handled
+    apart). Returns the window and the mass that may fall outside it (and so alias).
     """
-    ts = np.geomspace(1e-2, 1e2, 17)
-    l, p = pmf.losses, pmf.masses
-    l_min, l_max = l[0], l[-1]
-    # K(±t) = ±t·l_ref + log Σ p e^{±t(l − l_ref)}, shifted so no term overflows
-    with np.errstate(divide="ignore"):
-        kp = ts * l_max + np.log((np.exp(ts[:, None] * (l - l_max)[None, :]) * p).sum(axis=1))
-        km = -ts * l_min + np.log((np.exp(-ts[:, None] * (l - l_min)[None, :]) * p).sum(axis=1))
+    ts = np.geomspace(1e-2, 1e2, 11)
+    kp = np.zeros(ts.size)
+    km = np.zeros(ts.size)
+    s_min = s_max = 0.0
+    for pmf, c in items:
+        l, p = pmf.losses, pmf.masses
+        l_min, l_max = l[0], l[-1]
+        # K(±t) = ±t·l_ref + log Σ p e^{±t(l − l_ref)}, shifted so no term overflows
+        with np.errstate(divide="ignore"):
+            kp += c * (ts * l_max + np.log((np.exp(ts[:, None] * (l - l_max)[None, :]) * p).sum(axis=1)))
+            km += c * (-ts * l_min + np.log((np.exp(-ts[:, None] * (l - l_min)[None, :]) * p).sum(axis=1)))
+        s_min += c * l_min
+        s_max += c * l_max
+    step = items[0][0].step
     log_tail = np.log(tail)
-    hi = min(np.min((count * kp - log_tail) / ts), count * l_max)
-    lo = max(np.max((log_tail - count * km) / ts), count * l_min)
-    hi_idx = int(np.ceil(hi / pmf.step - 1e-9))
-    lo_idx = int(np.floor(lo / pmf.step + 1e-9))
-    # the aliased mass: the Chernoff bounds at the (rounded) window edges
-    hi_eff, lo_eff = hi_idx * pmf.step, lo_idx * pmf.step
-    w_hi = 0.0 if hi_eff >= count * l_max else float(np.exp(np.min(count * kp - ts * hi_eff)))
-    w_lo = 0.0 if lo_eff <= count * l_min else float(np.exp(np.min(count * km + ts * lo_eff)))
+    hi = min(np.min((kp - log_tail) / ts), s_max)
+    lo = max(np.max((log_tail - km) / ts), s_min)
+    hi_idx = int(np.ceil(hi / step - 1e-9))
+    lo_idx = int(np.floor(lo / step + 1e-9))
+    hi_eff, lo_eff = hi_idx * step, lo_idx * step
+    w_hi = 0.0 if hi_eff >= s_max - 0.5 * step else float(np.exp(np.min(kp - ts * hi_eff)))
+    w_lo = 0.0 if lo_eff <= s_min + 0.5 * step else float(np.exp(np.min(km + ts * lo_eff)))
     return lo_idx, hi_idx, w_hi + w_lo
 
 

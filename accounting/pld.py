@@ -17,10 +17,10 @@ import numpy as np
 
 from .curve import Curve, Provenance, directional_max
 from .direction import Bound, Direction, as_bound, as_direction
-from .loss import LossPMF
+from .loss import LossPMF, compose_pmfs
 from .validation import check_array, check_count
 
-__all__ = ["PLD", "DEFAULT_STEP", "DEFAULT_TAIL"]
+__all__ = ["PLD", "DEFAULT_STEP", "DEFAULT_TAIL", "compose_plds"]
 
 #: Default grid step of the privacy loss: ε errors of order step² per composition.
 DEFAULT_STEP = 2e-4
@@ -89,12 +89,7 @@ class PLD(Curve):
 
     def self_compose(self, count: int) -> "PLD":
         """The PLD of ``count`` independent copies (one FFT power per law)."""
-        count = check_count("count", count)
-        upper = tuple(a.self_compose(count, pessimistic=True) for a in self.upper)
-        lower = None
-        if self.lower is not None:
-            lower = tuple(a.self_compose(count, pessimistic=False) for a in self.lower)
-        return PLD(upper, lower, provenance=self.provenance)
+        return compose_plds([(self, check_count("count", count))])
 
     def __add__(self, other: "PLD") -> "PLD":
         return self.compose(other)
@@ -104,3 +99,39 @@ class PLD(Curve):
 
     __rmul__ = __mul__
 
+
+
+def compose_plds(items: "list[tuple[PLD, int]]") -> PLD:
+    """The PLD of a heterogeneous composition: each PLD repeated its count times.
+
+    Each distinct PLD is self-composed by one FFT power on its own window
+    (``loss.compose_pmfs``), then the results are combined pairwise in a balanced
+    tree of linear FFT convolutions, so n distinct mechanisms cost n small FFT
+    powers and about log₂ n rounds of full-size convolutions.
+    """
+    if not items:
+        raise ValueError("compose_plds needs at least one PLD")
+    for pld, _ in items:
+        if not isinstance(pld, PLD):
+            raise TypeError(f"expected PLDs, got {type(pld).__name__}")
+    items = [(pld, check_count("count", c)) for pld, c in items]
+    if len(items) == 1 and items[0][1] == 1:
+        return items[0][0]
+
+    def side(get, pessimistic):
+        powered = [compose_pmfs([(get(pld), c)], pessimistic=pessimistic) if c > 1 else get(pld)
+                   for pld, c in items]
+        while len(powered) > 1:
+            paired = [a.compose(b, pessimistic=pessimistic)
+                      for a, b in zip(powered[0::2], powered[1::2])]
+            powered = paired + ([powered[-1]] if len(powered) % 2 else [])
+        return powered[0]
+
+    upper = tuple(side(lambda pld, d=d: pld.upper[d], True) for d in (0, 1))
+    lower = None
+    if all(pld.lower is not None for pld, _ in items):
+        lower = tuple(side(lambda pld, d=d: pld.lower[d], False) for d in (0, 1))
+    prov = items[0][0].provenance
+    for pld, _ in items[1:]:
+        prov = prov.join(pld.provenance)
+    return PLD(upper, lower, provenance=prov)
