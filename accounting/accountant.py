@@ -79,8 +79,10 @@ class Accountant:
 
     def _profile(self, accountant: str) -> "PLD | PrivacyProfile":
         kind = _kind(accountant)
-        if kind is PLD:  # the sound side only: the optimistic one is not needed here
-            return self.curve(PLD, lower=False)
+        if kind is PLD:
+            # the sound side alone costs half; reuse a full PLD if one is cached
+            full = self._cache.get((PLD, (("step", self.step),)))
+            return full if full is not None else self.curve(PLD, lower=False)
         return self.curve(kind).to(PrivacyProfile)
 
     def epsilon(self, delta, accountant: str = "pld"):
