@@ -145,14 +145,14 @@ def _query_mode_options(p: argparse.ArgumentParser, query: str) -> None:
     _query_options(p, query)
 
 
-def _param_parser(prog: str, cls: type, *, help_parent: Optional[argparse.ArgumentParser] = None,
-                  query: Optional[str] = None) -> _Parser:
+def _param_parser(prog: str, cls: type, *, query: Optional[str] = None) -> _Parser:
     """A parser of ``--NAME VALUE`` for each parameter of mechanism class ``cls``.
 
-    With ``help_parent`` the generic query options are included (for ``--help``)."""
+    With ``query`` ("epsilon" or "delta") the command's own options are included too
+    (for ``--help``)."""
     p = _Parser(prog=prog, add_help=False, description=(cls.__doc__ or "").strip() or None,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    if help_parent is not None:
+    if query is not None:
         _query_mode_options(p, query)
     group = p.add_argument_group(f"parameters of {cls.name}")
     for attr in sorted(cls.parameters().values(), key=lambda a: a.kw_only):
@@ -381,8 +381,8 @@ def _step(ns_step: Optional[float], workload: Workload) -> float:
     return check_positive("step", step if step is not None else DEFAULT_STEP)
 
 
-def _cmd_query(query: str, ns: argparse.Namespace, extras: list[str], registry: Registry,
-               top: _Parser) -> int:
+def _cmd_query(query: str, ns: argparse.Namespace, extras: list[str],
+               registry: Registry) -> int:
     prog = f"{PROG} {query}"
     if ns.help:
         cls = registry.mechanism(ns.mechanism) if ns.mechanism else None
@@ -392,7 +392,7 @@ def _cmd_query(query: str, ns: argparse.Namespace, extras: list[str], registry: 
                 f"Give MECHANISM to see its parameters: {', '.join(sorted(registry.mechanisms))}."))
             _query_mode_options(p, query)
         else:
-            p = _param_parser(f"{prog} {ns.mechanism}", cls, help_parent=top, query=query)
+            p = _param_parser(f"{prog} {ns.mechanism}", cls, query=query)
         p.print_help()
         return 0
     if ns.workload and ns.mechanism:
@@ -428,8 +428,7 @@ def _cmd_query(query: str, ns: argparse.Namespace, extras: list[str], registry: 
     else:
         raise CLIError(f"give a MECHANISM (one of {', '.join(sorted(registry.mechanisms))}) "
                        f"or --workload FILE")
-    values = _query_values(query, getattr(ns, query == "epsilon" and "delta" or "epsilon"),
-                           workload)
+    values = _query_values(query, ns.delta if query == "epsilon" else ns.epsilon, workload)
     step = _step(ns.step, workload)
     names = _accountant_names(ns.accountant, workload)
     _, results = _evaluate(workload, query, values, names, step)
@@ -551,7 +550,7 @@ def _dispatch(argv: list[str]) -> int:
     command = ns.command
     if command in ("epsilon", "delta"):
         registry = default_registry()
-        return _cmd_query(command, ns, extras, registry, top)
+        return _cmd_query(command, ns, extras, registry)
     if extras:
         raise CLIError(f"unrecognized arguments: {' '.join(extras)} (see '{PROG} --help')")
     registry = default_registry()

@@ -103,8 +103,8 @@ def coerce_parameter(attribute: attrs.Attribute, value: Any) -> Any:
     name = attribute.name
     if kind == "neighbouring":
         if not isinstance(value, (str, Neighbouring)):
-            raise TypeError(f"{name} must be 'add_remove' or 'replace_one', got {_type_name(value)} "
-                            f"{value!r}")
+            raise TypeError(f"{name} must be 'add_remove' or 'replace_one', "
+                            f"got {_type_name(value)} {value!r}")
         return as_neighbouring(value)
     if kind == "bool":
         if not isinstance(value, bool):
