@@ -13,7 +13,7 @@ import attrs
 import numpy as np
 
 from accounting.hookspecs import hookimpl
-from accounting.mechanism import Mechanism, Neighbouring
+from accounting.mechanism import Mechanism, Neighbouring, as_neighbouring
 from accounting.pair import LawPair, discrete_pair
 from accounting.validation import check_probability
 
@@ -37,7 +37,8 @@ class RandomizedResponse(Mechanism):
 
     name = "randomized_response"
     p: float = attrs.field(validator=_p_validator)
-    neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True)
+    neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
+                                             converter=as_neighbouring)
 
     def __attrs_post_init__(self):
         if self.sensitivity != 1:

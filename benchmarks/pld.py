@@ -1,0 +1,145 @@
+"""PLD accountant benchmark: ours against dp_accounting and prv_accountant, one process.
+
+Workloads (issue 3):
+  (a) DP-SGD: Poisson-subsampled Gaussian, q = 256/60000, σ = 1.1, 14062 steps, δ = 1e-5
+  (b) q = 0.01, σ = 1.0, 1000 steps, δ = 1e-5
+  (c) 100 distinct σ (0.8 … 2.0) × 1000 steps each at q = 0.01, δ = 1e-5
+  (d) δ at 1000 values of ε for workload (a)
+
+Prints ε (with our certified interval), wall times, and our time / their time.
+Run:  pip install -e ".[bench]" && python benchmarks/pld.py [--quick]
+The anchors are optional: a missing one is reported and skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import accounting as ac
+
+try:
+    from dp_accounting import dp_event
+    from dp_accounting.pld import pld_privacy_accountant
+except ImportError:  # pragma: no cover - optional anchor
+    dp_event = None
+try:
+    import prv_accountant
+except ImportError:  # pragma: no cover - optional anchor
+    prv_accountant = None
+
+
+def timed(fn, repeat=1):
+    best, out = np.inf, None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return out, best
+
+
+def ours_epsilon(workload, delta, step=None):
+    acct = ac.Accountant() if step is None else ac.Accountant(step=step)
+    for q, sigma, count in workload:
+        acct.compose(ac.mechanism("subsampled_gaussian", q=q, sigma=sigma), count)
+    return float(acct.epsilon(delta))
+
+
+def ours_interval(workload, delta, step=None):
+    acct = ac.Accountant() if step is None else ac.Accountant(step=step)
+    for q, sigma, count in workload:
+        acct.compose(ac.mechanism("subsampled_gaussian", q=q, sigma=sigma), count)
+    lo, hi = acct.epsilon_interval(delta)
+    return float(lo), float(hi)
+
+
+def dpa_accountant(workload, grid):
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=grid)
+    for q, sigma, count in workload:
+        acc.compose(dp_event.SelfComposedDpEvent(
+            dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), count))
+    return acc
+
+
+def prv(workload, delta, eps_error=0.01):
+    mechs = [prv_accountant.PoissonSubsampledGaussianMechanism(noise_multiplier=s, sampling_probability=q)
+             for q, s, _ in workload]
+    counts = [c for _, _, c in workload]
+    acc = prv_accountant.PRVAccountant(prvs=mechs, max_self_compositions=counts,
+                                       eps_error=eps_error, delta_error=delta / 1000)
+    return acc, counts
+
+
+def row(name, eps, seconds, ours_seconds=None):
+    ratio = f"{ours_seconds / seconds:7.3f}" if ours_seconds is not None and seconds > 0 else "      -"
+    e = eps if isinstance(eps, str) else f"{eps:.5f}"
+    print(f"  {name:<44} {e:>26}  {seconds:9.3f} s   ours/theirs {ratio}")
+
+
+def epsilon_workload(label, workload, delta, repeat):
+    print(f"\n{label}")
+    e_up, t_up = timed(lambda: ours_epsilon(workload, delta), repeat)
+    (lo, hi), t_iv = timed(lambda: ours_interval(workload, delta), repeat)
+    row("ours: upper ε (default step)", e_up, t_up)
+    row("ours: certified [lower, upper]", f"[{lo:.5f}, {hi:.5f}]", t_iv)
+    print(f"  {'':<44} width {100 * (hi - lo) / hi:.3f}% of upper")
+    if dp_event is not None:
+        for grid in (1e-3, 1e-4):
+            e, t = timed(lambda: dpa_accountant(workload, grid).get_epsilon(delta), repeat)
+            row(f"dp_accounting PLD (connect-dots), grid {grid:g}", e, t, t_up)
+    else:
+        print("  dp_accounting not installed: skipped")
+    if prv_accountant is not None:
+        def run():
+            acc, counts = prv(workload, delta)
+            return acc.compute_epsilon(delta=delta, num_self_compositions=counts)
+        (e_lo, e_est, e_hi), t = timed(run, repeat)
+        row("prv_accountant (eps_error 0.01)", f"[{e_lo:.5f}, {e_hi:.5f}]", t, t_up)
+    else:
+        print("  prv_accountant not installed: skipped")
+
+
+def delta_sweep(workload, repeat):
+    print("\n(d) δ at 1000 values of ε, workload (a)")
+    eps = np.linspace(0.5, 5.0, 1000)
+
+    def ours():
+        acct = ac.Accountant()
+        for q, sigma, count in workload:
+            acct.compose(ac.mechanism("subsampled_gaussian", q=q, sigma=sigma), count)
+        return acct.delta(eps)
+    d_ours, t_ours = timed(ours, repeat)
+    row("ours: δ(ε) vectorised", f"δ(1.0) = {np.interp(1.0, eps, d_ours):.4e}", t_ours)
+    if dp_event is not None:
+        def dpa():
+            acc = dpa_accountant(workload, 1e-4)
+            return np.array([acc.get_delta(float(e)) for e in eps])
+        d, t = timed(dpa)
+        row("dp_accounting grid 1e-4, 1000 get_delta", f"δ(1.0) = {np.interp(1.0, eps, d):.4e}", t, t_ours)
+    if prv_accountant is not None:
+        def prv_run():
+            acc, counts = prv(workload, 1e-5)
+            return np.array([acc.compute_delta(epsilon=float(e), num_self_compositions=counts)[1]
+                             for e in eps])
+        d, t = timed(prv_run)
+        row("prv_accountant, 1000 compute_delta", f"δ(1.0) = {np.interp(1.0, eps, d):.4e}", t, t_ours)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="skip workload (c), the slow one for the anchors")
+    ap.add_argument("--repeat", type=int, default=3, help="best of this many runs for the fast cases")
+    args = ap.parse_args()
+    dpsgd = [(256 / 60000, 1.1, 14062)]
+    epsilon_workload("(a) DP-SGD q=256/60000, σ=1.1, 14062 steps, δ=1e-5", dpsgd, 1e-5, args.repeat)
+    epsilon_workload("(b) q=0.01, σ=1.0, 1000 steps, δ=1e-5", [(0.01, 1.0, 1000)], 1e-5, args.repeat)
+    if not args.quick:
+        hetero = [(0.01, float(s), 1000) for s in np.linspace(0.8, 2.0, 100)]
+        epsilon_workload("(c) 100 distinct σ × 1000 steps at q=0.01, δ=1e-5", hetero, 1e-5, 1)
+    delta_sweep(dpsgd, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
