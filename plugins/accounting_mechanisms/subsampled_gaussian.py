@@ -25,45 +25,32 @@ import numpy as np
 from accounting.direction import Direction
 from accounting.hookspecs import hookimpl
 from accounting.mechanism import Mechanism, positive
-from accounting.pair import Pair
-from accounting.validation import check_positive, check_probability
+from accounting.validation import check_positive
 
 from . import subsampled_gaussian_rdp as _rdp
-from .gaussian import gaussian_delta
+from .gaussian import GaussianPair
+from .subsampling import PoissonSubsampledPair, check_rate
 
 __all__ = ["SubsampledGaussian", "SubsampledGaussianPair"]
 
 
-def _q_validator(instance, attribute, value):
-    check_probability("q", value, hi_open=False)
-
-
 @attrs.frozen
-class SubsampledGaussianPair(Pair):
-    """((1 − q)N(0, σ²) + qN(Δ, σ²), N(0, σ²)) with noise multiplier z = σ/Δ."""
+class SubsampledGaussianPair(PoissonSubsampledPair):
+    """((1 − q)N(0, σ²) + qN(Δ, σ²), N(0, σ²)) with noise multiplier z = σ/Δ: the
+    generic subsampled profile of the Gaussian pair, plus the exact Rényi curve."""
 
-    q: float = attrs.field(validator=_q_validator)
-    z: float = attrs.field(validator=lambda i, a, v: check_positive("z", v))
+    def __attrs_post_init__(self):
+        if not isinstance(self.base, GaussianPair):
+            raise TypeError(f"base must be a GaussianPair, got {type(self.base).__name__}")
 
-    def _profile(self, eps, direction):
-        eps = np.asarray(eps, dtype=float)
-        q, mu = self.q, 1.0 / self.z
-        if direction is Direction.FORWARD:
-            cut = np.log1p(-q) if q < 1 else -np.inf
-            e = np.maximum(eps, cut + 1e-300) if q < 1 else eps
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                arg = np.log1p(np.expm1(np.where(np.isfinite(e), e, 0.0)) / q)
-                val = q * gaussian_delta(mu, np.where(np.isfinite(e), arg, e))
-                below = -np.expm1(np.minimum(eps, 0.0))
-            return np.where(eps <= cut, below, val)
-        cut = -np.log1p(-q) if q < 1 else np.inf
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            e = np.where(np.isfinite(eps), eps, 0.0)
-            arg = np.log1p(np.expm1(-e) / q)
-            factor = -np.expm1(e + np.log1p(-q)) if q < 1 else np.ones_like(e)
-            val = factor * gaussian_delta(mu, -arg)
-        val = np.where(eps == -np.inf, 1.0, val)
-        return np.where(eps >= cut, 0.0, np.maximum(val, 0.0))
+    @classmethod
+    def of(cls, q: float, z: float) -> "SubsampledGaussianPair":
+        """The pair for sampling rate q and noise multiplier z = σ/Δ."""
+        return cls(GaussianPair(1.0 / check_positive("z", z)), q)
+
+    @property
+    def z(self) -> float:
+        return 1.0 / self.base.mu
 
     def _cgf(self, t, direction):
         t = np.asarray(t, dtype=float)
@@ -91,11 +78,11 @@ class SubsampledGaussian(Mechanism):
     """
 
     name = "subsampled_gaussian"
-    q: float = attrs.field(validator=_q_validator)
+    q: float = attrs.field(validator=check_rate)
     sigma: float = attrs.field(validator=positive)
 
     def pair(self) -> SubsampledGaussianPair:
-        return SubsampledGaussianPair(float(self.q), self.sigma / self.sensitivity)
+        return SubsampledGaussianPair.of(float(self.q), self.sigma / self.sensitivity)
 
 
 @hookimpl
