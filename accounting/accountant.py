@@ -26,7 +26,7 @@ from .pld import DEFAULT_STEP, PLD
 from .profile import PrivacyProfile
 from .rdp import RDP
 from .tradeoff import TradeOff
-from .validation import check_count, check_positive
+from .validation import check_count, check_positive, check_real
 from .zcdp import ZCDP
 
 __all__ = ["Accountant", "ACCOUNTANTS"]
@@ -93,9 +93,25 @@ class Accountant:
         """δ(ε), max over directions, an upper bound; vectorised over ε."""
         return self._profile(accountant).delta(epsilon)
 
-    def epsilon_interval(self, delta):
-        """Certified (lower, upper) ε(δ) from the PLD."""
-        return self.curve(PLD).epsilon_interval(delta)
+    def epsilon_interval(self, delta, rtol: Optional[float] = None):
+        """Certified (lower, upper) ε(δ) from the PLD.
+
+        With ``rtol`` the grid is refined (step halved, at most 8 times) until
+        upper − lower ≤ rtol·upper for every δ; the bracket stays certified at every
+        step, so the answer meets the stated accuracy or says (ValueError) that the
+        grid limit was reached first.
+        """
+        if rtol is None:
+            return self.curve(PLD).epsilon_interval(delta)
+        rtol = check_real("rtol", rtol, lo=0.0, hi=1.0, lo_open=True)
+        step = self.step
+        for _ in range(9):
+            lo, hi = self.curve(PLD, step=step).epsilon_interval(delta)
+            if np.all(hi - lo <= rtol * hi):
+                return lo, hi
+            step /= 2.0
+        raise ValueError(f"rtol={rtol:g} not reached down to step={2 * step:g}; "
+                         f"bracket [{np.min(lo):.6g}, {np.max(hi):.6g}]")
 
     def tradeoff(self) -> TradeOff:
         return self.curve(PLD).to(TradeOff)

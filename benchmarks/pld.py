@@ -72,10 +72,10 @@ def prv(workload, delta, eps_error=0.01):
     return acc, counts
 
 
-def row(name, eps, seconds, ours_seconds=None):
+def row(name, eps, seconds, ours_seconds=None):  # noqa: D103
     ratio = f"{ours_seconds / seconds:7.3f}" if ours_seconds is not None and seconds > 0 else "      -"
     e = eps if isinstance(eps, str) else f"{eps:.5f}"
-    print(f"  {name:<44} {e:>26}  {seconds:9.3f} s   ours/theirs {ratio}")
+    print(f"  {name:<44} {e:>26}  {seconds:9.3f} s   ours/theirs {ratio}", flush=True)
 
 
 def epsilon_workload(label, workload, delta, repeat):
