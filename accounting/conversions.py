@@ -204,6 +204,12 @@ def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray]) -> float:
     j = int(np.argmax(r))
     if not np.isfinite(r[j]):
         return float(r[j])
+    if j == 0 and r[0] > r[1]:
+        # The sup is the t → 0 limit, K'(0) = E[L] (the KL divergence), approached from
+        # below; K convex with K(0) = 0 makes K(t)/t ≥ K'(0) for every t > 0, so K(t₀)/t₀
+        # at the smallest t₀ bounds it from above (by about t₀·Var[L]/2).
+        t0 = ts[0]
+        return float(max(r[0], cgf(np.array([t0]))[0] / t0))
     lo, hi = np.log(ts[max(j - 1, 0)]), np.log(ts[min(j + 1, ts.size - 1)])
     best = r[j]
     g = (np.sqrt(5.0) - 1.0) / 2.0

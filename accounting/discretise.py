@@ -129,8 +129,16 @@ def connect_the_dots(indices: np.ndarray, step: float, d: np.ndarray,
     bound on it that is itself a profile).
     """
     m = _profile_masses(indices, step, d, dt)
-    # Negative masses can only come from roundoff in a convex profile; raising them to
-    # zero raises δ below that atom, so the PMF stays pessimistic.
+    bad = m < -1e-12 * np.abs(m).max()
+    if bad.any():
+        # Values of a bound that is not itself convex (an RDP conversion, say): their
+        # lower convex hull is still ≥ the convex true profile at every grid point,
+        # hence its chords are too, and it is convex.
+        left = indices * step < 0
+        d, dt = _hull_sides(indices, step, left, d, dt, bad)
+        m = _profile_masses(indices, step, d, dt)
+    # What is left negative is roundoff; raising it to zero raises δ below that atom,
+    # so the PMF stays pessimistic.
     m = np.maximum(m, 0.0)
     return LossPMF.on_grid(step, int(indices[0]), m, inf_mass=float(max(d[-1], 0.0)))
 
@@ -149,6 +157,8 @@ def _gaps(v: np.ndarray, step: float, x: np.ndarray, floor: float, tilde: bool,
       [ε_{i+1}, ε_{i+1} + η], close to the tangents; else those of intervals i±1;
     * the global bounds δ ≥ δ(∞) = ``floor`` and δ ≥ 1 − x, in the representation of
       ``v`` (δ̃ = δ − 1 + x when ``tilde``).
+
+    Also returns, per interval, the slopes of the supports through its two ends.
     """
     e = np.exp(step)
     em1 = np.expm1(step)
@@ -190,7 +200,9 @@ def _gaps(v: np.ndarray, step: float, x: np.ndarray, floor: float, tilde: bool,
     for u in cands:
         above = np.min(b + (chord - a) * (u - 1.0), axis=0)   # chord − envelope at u
         best = np.maximum(best, above)
-    return best
+    # slopes (u-units) of supports through each interval's ends, for ``_clamp``
+    end_slopes = (np.where(np.isfinite(a1), a1, chord), np.where(np.isfinite(a2), a2, chord))
+    return best, end_slopes
 
 
 def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndarray,
@@ -218,8 +230,10 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
         (dm, dtm), (dp, dtp), eta = near
         near_d, near_t = (dm, dp, eta), (dtm, dtp, eta)
     x = np.exp(indices * step)
-    gaps = np.where(left[:-1], _gaps(dt, step, x, inf_floor, True, near_t),
-                    _gaps(d, step, x, inf_floor, False, near_d))
+    gaps_t, (a1_t, a2_t) = _gaps(dt, step, x, inf_floor, True, near_t)
+    gaps_d, (a1_d, a2_d) = _gaps(d, step, x, inf_floor, False, near_d)
+    gaps = np.where(left[:-1], gaps_t, gaps_d)
+    ends = (np.where(left[:-1], a1_t, a1_d), np.where(left[:-1], a2_t, a2_d))
     lam = np.empty(n)
     lam[1:-1] = np.maximum(gaps[:-1], gaps[1:])
     lam[0] = max(gaps[0], dt[0])            # g_0 ≤ 1 − x_0, i.e. δ̃_0 − λ_0 ≤ 0
@@ -243,32 +257,92 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
             break
         lam = lam + np.where(bad, -m / gain, 0.0)
     # What the local passes leave is a wave running into a tail (the end constraints
-    # make kinks there): take the lower convex hull of each side that still has one,
-    # the left side (ε < 0) in the δ̃ representation with its anchor (0, 0), the right
-    # side in the δ representation, flat beyond its last point. The point where the
-    # sides meet is an end point of both hulls, so it is kept.
+    # make kinks there): take the lower convex hull of each side that still has one.
+    # Keep it a profile (≥ 0, ≥ 1 − x), then convex: the hull only lowers points
+    # and a hull of non-negative points stays non-negative.
+    lam = _clamp(lam, np.where(left, dt, d), left, step, ends)
     m, bad_mask = negative(lam)
     if bad_mask.any():
-        j = int(np.argmin(left)) if left.any() and not left.all() else (n if left.all() else 0)
-        if bad_mask[j:].any() and j < n:
-            j0 = max(j - 1, 0)
-            xs = np.exp((indices[j0:] - indices[j0]) * step)
-            ys = d[j0:] - lam[j0:]
-            xs = np.append(xs, xs[-1] * 1e9)
-            ys = np.append(ys, ys[-1])
-            lam[j0:] = d[j0:] - _lower_hull(xs, ys)[:-1]
-        if bad_mask[:j].any():
-            j1 = min(j, n - 1)
-            xs = np.concatenate([[0.0], np.exp(indices[:j1 + 1] * step)])
-            ys = np.concatenate([[0.0], dt[:j1 + 1] - lam[:j1 + 1]])
-            lam[:j1 + 1] = dt[:j1 + 1] - _lower_hull(xs, ys)[1:]
-    # A profile is never negative; max(g, 0) of a convex g is convex and still ≤ δ.
-    lam = np.where(left, lam, np.minimum(lam, d))
+        g, gt = _hull_sides(indices, step, left, d - lam, dt - lam, bad_mask)
+        lam = np.where(left, dt - gt, d - g)
     m = base - _masses(lam, step, 0.0)
+    # Roundoff-sized negative masses are zeroed, which can only raise δ: by at most
+    # their total, booked as slack. The mass that adds is taken back from the lowest
+    # losses (lowering δ, fine for a lower bound) so the law still sums to one.
     slack = float(-m[m < 0].sum())
     m = np.maximum(m, 0.0)
-    return LossPMF.on_grid(step, int(indices[0]), m, inf_mass=float(max(d[-1] - lam[-1], 0.0)),
-                           slack=slack)
+    inf_mass = float(max(d[-1] - lam[-1], 0.0))
+    excess = m.sum() + inf_mass - 1.0
+    if excess > 0:
+        taken = np.minimum(m, np.maximum(excess - (np.cumsum(m) - m), 0.0))
+        m = m - taken
+    return LossPMF.on_grid(step, int(indices[0]), m, inf_mass=inf_mass, slack=slack)
+
+
+def _hull_sides(indices: np.ndarray, step: float, left: np.ndarray, g: np.ndarray,
+                gt: np.ndarray, bad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lower convex hull of the whole profile in x = e^ε, through the anchor (0, 1),
+    flat beyond the last point (Andrew's monotone chain).
+
+    Convexity tests are affine-invariant, so each is made in the representation that
+    is accurate where its points lie: δ̃ (anchor 0) when all three are left of ε = 0,
+    δ otherwise; the hull is then interpolated in the same way. Returns the new values
+    in both forms (δ̃ = δ − 1 + e^ε)."""
+    x = np.exp(indices * step)
+    xs = np.concatenate([[0.0], x, [x[-1] * 1e9]])
+    yd = np.concatenate([[1.0], g, [g[-1]]])
+    yt = np.concatenate([[0.0], gt, [np.inf]])
+    lf = np.concatenate([[True], left, [False]])
+    hull: list[int] = []
+    for i in range(xs.size):
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            y = yt if lf[i] else yd          # a, b lie left of i: all left iff i is
+            if (y[b] - y[a]) * (xs[i] - xs[a]) >= (y[i] - y[a]) * (xs[b] - xs[a]):
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    h = np.array(hull)
+    new_g = np.minimum(np.interp(xs, xs[h], yd[h]), yd)[1:-1]
+    hl = h[lf[h]]
+    new_gt = gt.copy()
+    if hl.size:
+        # left points: interpolate δ̃ between left vertices (and the first right one)
+        nxt = h[~lf[h]][:1]
+        hv = np.concatenate([hl, nxt])
+        yv = np.concatenate([yt[hl], yd[nxt] - 1.0 + xs[nxt]])
+        new_gt = np.where(left, np.minimum(np.interp(xs, xs[hv], yv), np.append(yt[:-1], 0))[1:-1],
+                          new_g - 1.0 + x)
+    new_g = np.where(left, new_gt + 1.0 - x, new_g)
+    return new_g, new_gt
+
+
+def _clamp(lam: np.ndarray, v: np.ndarray, left: np.ndarray, step: float,
+           ends: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Keep the minorant a profile: g = v − λ ≥ 0 (δ ≥ 0 on the right, δ ≥ 1 − x on
+    the left), without letting a chord rise above δ.
+
+    Where g would be negative it is raised to 0. A chord ending at such a point is
+    below the support through the interval's other end if that support is ≥ 0 there
+    and ≥ the neighbour's value at its own end: so the neighbour is lowered to
+    v_k − v_i ∓ a·(e^d − 1), a the slope (u-units) of the support through point i. The
+    loop stops when nothing is negative (it moves inward only while δ is ≈ 0).
+    """
+    a1, a2 = ends
+    em1 = np.expm1(step)
+    n = v.size
+    lam = lam.copy()
+    for _ in range(n):
+        neg = np.flatnonzero(v - lam < 0)
+        if neg.size == 0:
+            break
+        lam[neg] = v[neg]
+        k = neg[neg >= 1] - 1            # interval (k, k+1): lower point k
+        lam[k] = np.maximum(lam[k], v[k] - v[k + 1] + a2[k] * em1)
+        k = neg[neg <= n - 2]            # interval (k, k+1): lower point k+1
+        lam[k + 1] = np.maximum(lam[k + 1], v[k + 1] - v[k] - a1[k] * em1)
+    return lam
 
 
 def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:

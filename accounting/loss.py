@@ -25,12 +25,12 @@ import attrs
 import numpy as np
 import scipy.fft
 
-from .validation import check_array, check_count
+from .validation import check_count, check_real
 
 __all__ = ["LossPMF", "MAX_GRID_POINTS", "compose_pmfs"]
 
 #: Largest grid a PMF may occupy; beyond it the caller must coarsen the grid.
-MAX_GRID_POINTS = 1 << 25
+MAX_GRID_POINTS = 1 << 23
 
 #: Mass below which an entry of a composed PMF is dropped (tails are accounted for).
 _TRUNCATION = 1e-30
@@ -243,6 +243,7 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
     """
     if not items:
         raise ValueError("compose_pmfs needs at least one PMF")
+    tail = check_real("tail", tail, lo=0.0, hi=1e-3, lo_open=True)
     items = [(p, check_count("count", c)) for p, c in items]
     first = items[0][0]
     for p, _ in items:
@@ -274,7 +275,11 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
         inf = min(1.0, inf + wrapped)
     else:
         slack += bulk + wrapped
-    return _truncate(step, lo_idx, masses, inf, slack, pessimistic)
+    # Entries below the roundoff floor are noise; at very negative losses their implied
+    # Q-masses p·e^{−l} would be large. Pessimistic: round that left tail up onto the
+    # first trustworthy loss (raising losses is always pessimistic, for δ and for the
+    # trade-off alike); optimistic: drop it.
+    return _truncate(step, lo_idx, masses, inf, slack, pessimistic, floor=bulk)
 
 
 class _SummedCGF:
@@ -398,8 +403,8 @@ def _settle(step: float, offset: int, raw: np.ndarray, inf_mass: float, slack: f
 
 
 def _truncate(step: float, offset: int, masses: np.ndarray, inf_mass: float, slack: float,
-              pessimistic: bool) -> LossPMF:
-    """Drop tails of mass < _TRUNCATION each, soundly.
+              pessimistic: bool, floor: float = 0.0) -> LossPMF:
+    """Drop tails of mass < _TRUNCATION each (the left one up to ``floor``), soundly.
 
     Pessimistic: the right tail goes to +∞ and the left tail is rounded up onto the
     first kept point. Optimistic: the right tail is rounded down onto the last kept
@@ -407,7 +412,7 @@ def _truncate(step: float, offset: int, masses: np.ndarray, inf_mass: float, sla
     """
     c = np.cumsum(masses)
     total = c[-1] if c.size else 0.0
-    lo = int(np.searchsorted(c, _TRUNCATION, side="right"))
+    lo = int(np.searchsorted(c, max(_TRUNCATION, floor), side="right"))
     rc = total - c  # mass strictly right of each index
     hi = int(np.searchsorted(-rc, -_TRUNCATION, side="left"))  # first index with tail ≤ trunc
     lo = min(lo, masses.size - 1)

@@ -88,8 +88,8 @@ def _check_range(name: str, arr: np.ndarray, lo: float, hi: float,
     bad_lo = (arr <= lo) if lo_open else (arr < lo)
     bad_hi = (arr >= hi) if hi_open else (arr > hi)
     if np.any(bad_lo) or np.any(bad_hi):
-        left = "(" if lo_open else "["
-        right = ")" if hi_open else "]"
+        left = "(" if lo_open or lo == -np.inf else "["
+        right = ")" if hi_open or hi == np.inf else "]"
         bad = arr[bad_lo | bad_hi] if arr.ndim else arr
         shown = float(np.ravel(bad)[0])
         raise ValueError(f"{name} must be in {left}{lo:g}, {hi:g}{right}, got {shown:g}")
