@@ -39,12 +39,21 @@ class Converter:
         if not isinstance(out, self.target):
             raise TypeError(f"converter {self.name} ({self.plugin}) returned "
                             f"{type(out).__name__}, not {self.target.__name__}")
+        if self.exactness is Exactness.LOWER:
+            # what a lower-bound edge computes is only a lower side; `Curve._side`
+            # refuses upper-side (default) queries on a curve whose label is LOWER
+            out = attrs.evolve(out, lower=out.upper)
         return attrs.evolve(out, provenance=curve.provenance.then(self.name, self.exactness))
 
 
 def find_path(converters: list[Converter], source: type, target: type,
-              start: Exactness = Exactness.EXACT) -> Optional[list[Converter]]:
-    """Cheapest valid path from ``source`` to ``target`` (Dijkstra over (kind, label))."""
+              start: Exactness = Exactness.EXACT,
+              allow_lower: bool = False) -> Optional[list[Converter]]:
+    """Cheapest valid path from ``source`` to ``target`` (Dijkstra over (kind, label)).
+
+    Lower-bound edges are taken only with ``allow_lower``: by default a conversion
+    never trades a sound answer for an optimistic one.
+    """
     if source is target:
         return []
     counter = itertools.count()
@@ -60,6 +69,8 @@ def find_path(converters: list[Converter], source: type, target: type,
         for edge in converters:
             if not issubclass(kind, edge.source):
                 continue
+            if edge.exactness is Exactness.LOWER and not allow_lower:
+                continue
             combined = label.then(edge.exactness)
             if combined is None:
                 continue
@@ -70,8 +81,9 @@ def find_path(converters: list[Converter], source: type, target: type,
 
 
 def convert(curve: Curve, target: type, *, registry: Optional["Registry"] = None,
-            **options: Any) -> Curve:
-    """Convert ``curve`` to the kind ``target`` along the best registered path."""
+            allow_lower: bool = False, **options: Any) -> Curve:
+    """Convert ``curve`` to the kind ``target`` along the best registered path
+    (lower-bound edges only with ``allow_lower``)."""
     if not isinstance(curve, Curve):
         raise TypeError(f"expected a curve, got {type(curve).__name__}")
     if not (isinstance(target, type) and issubclass(target, Curve)):
@@ -81,7 +93,8 @@ def convert(curve: Curve, target: type, *, registry: Optional["Registry"] = None
     if registry is None:
         from .plugins import default_registry
         registry = default_registry()
-    path = find_path(registry.converters, type(curve), target, curve.provenance.exactness)
+    path = find_path(registry.converters, type(curve), target, curve.provenance.exactness,
+                     allow_lower or curve.provenance.exactness is Exactness.LOWER)
     if path is None:
         raise ValueError(f"no converter path from {type(curve).__name__} to {target.__name__} "
                          f"(starting from a {curve.provenance.exactness.value})")

@@ -79,16 +79,20 @@ class Curve:
 
     def _side(self, bound: "Bound | str") -> Any:
         b = as_bound(bound)
+        if b is Bound.UPPER and self.provenance.exactness is Exactness.LOWER:
+            raise ValueError(f"this {type(self).__name__} came from a lower-bound conversion "
+                             f"({self.provenance}); only bound='lower' queries are meaningful")
         side = getattr(self, b.value)
         if side is None:
             raise ValueError(f"this {type(self).__name__} has no {b.value} side "
                              f"(it came from a one-sided bound: {self.provenance})")
         return side
 
-    def to(self, kind: type, *, registry=None, **options) -> "Curve":
-        """Convert to another curve kind along the best registered path."""
+    def to(self, kind: type, *, registry=None, allow_lower: bool = False, **options) -> "Curve":
+        """Convert to another curve kind along the best registered path; lower-bound
+        converters are used only with ``allow_lower``."""
         from .convert import convert
-        return convert(self, kind, registry=registry, **options)
+        return convert(self, kind, registry=registry, allow_lower=allow_lower, **options)
 
     @property
     def is_exact(self) -> bool:
