@@ -8,6 +8,7 @@ trade-off, PLD → RDP. Lossy edges: RDP → zCDP (the envelope ρ*), RDP → pr
 
 from __future__ import annotations
 
+import warnings
 from typing import Callable, Optional
 
 import numpy as np
@@ -187,8 +188,8 @@ def _rdp_to_profile(rdp: RDP, **_: object) -> PrivacyProfile:
 def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray]) -> float:
     """ρ* = sup_{t>0} K(t)/(t(t+1)) (REFERENCE §6), numerically.
 
-    A log grid over t ∈ [1e-6, 1e4] (extended to 1e7 when the ratio still rises at
-    its top) covers both limits (t → 0, where the ratio tends to E[L] = KL, and large
+    A log grid over t ∈ [1e-6, 1e4] (extended to 1e5 when the ratio still rises at
+    its top; +∞ with a warning if it still rises there) covers both limits (t → 0, where the ratio tends to E[L] = KL, and large
     t); the best cell is refined by golden section. The sup of a smooth ratio is
     found to about 1e-10 relative; a sup reached only as t → ∞ is approached from
     below, so pairs with such a sup (the subsampled Gaussian) supply ρ in closed form.
@@ -196,11 +197,19 @@ def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray]) -> float:
     ts = np.geomspace(1e-6, 1e4, 161)
     r = cgf(ts) / (ts * (ts + 1.0))
     r = np.where(np.isnan(r), -np.inf, r)
-    if np.argmax(r) >= ts.size - 3:  # still rising at the top: follow it further out
-        more = np.geomspace(1e4, 1e7, 61)[1:]
+    if np.argmax(r) >= ts.size - 3:  # still rising at the top: follow it one decade out
+        more = np.geomspace(1e4, 1e5, 11)[1:]
         ts = np.concatenate([ts, more])
         r = np.concatenate([r, cgf(more) / (more * (more + 1.0))])
         r = np.where(np.isnan(r), -np.inf, r)
+        if np.argmax(r) >= ts.size - 2:
+            # A sup reached only as t → ∞ cannot be certified from finite orders;
+            # a value from below would under-report, so say so and return +∞.
+            warnings.warn("zCDP envelope still rising at t = 1e5: its sup is the t → ∞ "
+                          "limit, which finite orders only approach from below; returning "
+                          "+inf (a pair with such a curve should supply ρ in closed form)",
+                          RuntimeWarning, stacklevel=3)
+            return np.inf
     j = int(np.argmax(r))
     if not np.isfinite(r[j]):
         return float(r[j])

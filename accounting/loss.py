@@ -286,24 +286,16 @@ class _SummedCGF:
     """K(θ) = Σ c_i K_i(θ) of the finite parts on a θ grid, for the Chernoff window."""
 
     def __init__(self, items):
-        self.thetas = np.concatenate([-np.geomspace(1e2, 1e-2, 13), [0.0], np.geomspace(1e-2, 1e2, 25)])
+        self.thetas = np.concatenate([-np.geomspace(1e2, 1e-2, 9), [0.0], np.geomspace(1e-2, 1e2, 17)])
         k = np.zeros(self.thetas.size)
         self.s_min = self.s_max = 0.0
         pos = self.thetas >= 0
         for pmf, c in items:
             l, p = pmf.losses, pmf.masses
-            # Bins of 16 atoms, each moved to its largest loss for θ > 0 and its
-            # smallest for θ < 0: an upper bound on K(θ) at 1/16 of the cost, which
-            # only widens the window (still a valid Chernoff bound).
-            pad = (-l.size) % 16
-            pb = np.concatenate([p, np.zeros(pad)]).reshape(-1, 16).sum(axis=1)
-            hi_l = np.concatenate([l, np.full(pad, l[-1])]).reshape(-1, 16).max(axis=1)
-            lo_l = np.concatenate([l, np.full(pad, l[-1])]).reshape(-1, 16).min(axis=1)
-            lb = np.where(pos[:, None], hi_l[None, :], lo_l[None, :])
             ref = np.where(pos, l[-1], l[0])
             with np.errstate(divide="ignore"):
                 k += c * (self.thetas * ref + np.log(
-                    (np.exp(self.thetas[:, None] * (lb - ref[:, None])) * pb).sum(axis=1)))
+                    (np.exp(self.thetas[:, None] * (l[None, :] - ref[:, None])) * p).sum(axis=1)))
             self.s_min += c * l[0]
             self.s_max += c * l[-1]
         self.k = k

@@ -1,0 +1,204 @@
+"""The Gaussian mechanism: every curve against the closed forms (REFERENCE §1, §4)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import accounting
+from accounting import PLD, RDP, ZCDP, Exactness, PrivacyProfile, TradeOff
+
+from closed_forms import gaussian_beta, gaussian_delta, gaussian_epsilon
+
+STEP = 1e-3
+SIGMAS = (0.5, 1.0, 2.0, 5.0)
+COUNTS = (1, 10, 100)
+DELTAS = (1e-3, 1e-5, 1e-8, 1e-10)
+
+
+@pytest.fixture(scope="module")
+def plds():
+    """PLDs of the Gaussian with Δ = 1 at step 1e-3, built once."""
+    return {s: accounting.mechanism("gaussian", sigma=s).curve(PLD, step=STEP) for s in SIGMAS}
+
+
+@pytest.fixture(scope="module")
+def dense():
+    """For each σ: a dense ε grid off the PLD grid (out to δ ~ 1e-40) and the exact δ there."""
+    out = {}
+    for s in SIGMAS:
+        mu = 1.0 / s
+        eps = np.linspace(-3.0, mu / 2 + 13.5 * mu + 0.5, 2001) + 0.37 * STEP
+        out[s] = (eps, gaussian_delta(mu, eps))
+    return out
+
+
+# ------------------------------------------------------------------------- PLD
+@pytest.mark.parametrize("sigma", SIGMAS)
+def test_pld_upper_side_dominates_balle_wang(plds, dense, sigma):
+    eps, exact = dense[sigma]
+    up = plds[sigma].delta(eps)
+    assert np.all(up >= exact * (1 - 1e-12) - 1e-300)
+    for d in ("forward", "backward"):
+        assert np.all(plds[sigma].delta(eps, d) >= exact * (1 - 1e-12) - 1e-300)
+
+
+@pytest.mark.parametrize("sigma", SIGMAS)
+def test_pld_lower_side_is_below_balle_wang(plds, dense, sigma):
+    eps, exact = dense[sigma]
+    for d in ("forward", "backward"):
+        lo = plds[sigma].delta(eps, d, bound="lower")
+        assert np.all(lo <= exact * (1 + 1e-12) + 1e-300)
+
+
+@pytest.mark.parametrize("sigma", SIGMAS)
+def test_pld_discretisation_gap_is_small(plds, dense, sigma):
+    eps, exact = dense[sigma]
+    lo, up = plds[sigma].delta_interval(eps)
+    big = exact > 1e-8
+    assert np.max((up - lo)[big] / exact[big]) < 1e-3
+
+
+def test_pld_is_symmetric(plds):
+    eps = np.linspace(-2, 6, 81)
+    pld = plds[1.0]
+    np.testing.assert_allclose(pld.delta(eps, "forward"), pld.delta(eps, "backward"), atol=1e-15)
+
+
+# ------------------------------------------------------------------ other curves
+@given(st.floats(0.1, 20.0), st.floats(0.1, 5.0))
+def test_rdp_and_rho_closed_forms(sigma, sens):
+    mech = accounting.mechanism("gaussian", sigma=sigma, sensitivity=sens)
+    alphas = np.array([1.0001, 1.5, 2.0, 3.3, 10.0, 100.0, 1e4])
+    want = alphas * sens ** 2 / (2 * sigma ** 2)
+    rdp = mech.curve(RDP)
+    for d in ("forward", "backward", "max"):
+        np.testing.assert_allclose(rdp.rdp(alphas, d), want, rtol=1e-12)
+        np.testing.assert_allclose(rdp.rdp(alphas, d, bound="lower"), want, rtol=1e-12)
+    assert mech.curve(ZCDP).rho() == pytest.approx(sens ** 2 / (2 * sigma ** 2), rel=1e-12)
+
+
+@pytest.mark.parametrize("sigma,sens", [(1.0, 1.0), (0.5, 1.0), (4.0, 2.0)])
+def test_tradeoff_is_g_mu(sigma, sens):
+    mech = accounting.mechanism("gaussian", sigma=sigma, sensitivity=sens)
+    a = np.linspace(0, 1, 1001)
+    to = mech.curve(TradeOff)
+    np.testing.assert_allclose(to.beta(a), gaussian_beta(sens / sigma, a), rtol=1e-12, atol=1e-300)
+    assert to.provenance.path == (f"Gaussian(μ={sens / sigma:g}) trade-off",)
+
+
+def test_profile_closed_form_and_sensitivity_scaling():
+    a = accounting.mechanism("gaussian", sigma=2.0, sensitivity=2.0).curve(PrivacyProfile)
+    b = accounting.mechanism("gaussian", sigma=1.0).curve(PrivacyProfile)
+    eps = np.linspace(-3, 9, 61)
+    np.testing.assert_allclose(a.delta(eps), b.delta(eps), rtol=1e-14)
+    np.testing.assert_allclose(a.delta(eps), gaussian_delta(1.0, eps), rtol=1e-9, atol=1e-300)
+
+
+# ------------------------------------------------------------------ composition
+@pytest.mark.parametrize("sigma,k", [(1.0, 10), (2.0, 100), (5.0, 25)])
+def test_k_gaussians_are_one_gaussian_on_every_curve(plds, sigma, k):
+    one = accounting.mechanism("gaussian", sigma=sigma)
+    merged = accounting.mechanism("gaussian", sigma=sigma / np.sqrt(k))
+    mu_k = np.sqrt(k) / sigma
+    # PLD: the k-fold FFT power against the PLD of σ/√k; both bracket the exact δ
+    composed = plds[sigma].self_compose(k)
+    direct = merged.curve(PLD, step=STEP)
+    eps = np.linspace(-2, mu_k ** 2 / 2 + 6 * mu_k, 401) + 0.37 * STEP
+    exact = gaussian_delta(mu_k, eps)
+    for pld in (composed, direct):
+        lo, up = pld.delta_interval(eps)
+        assert np.all(up >= exact * (1 - 1e-12) - 1e-300)
+        assert np.all(lo <= exact * (1 + 1e-12) + 1e-300)
+    big = exact > 1e-8
+    np.testing.assert_allclose(composed.delta(eps)[big], direct.delta(eps)[big], rtol=2e-3)
+    # profiles: the pair's closed-form self-composition is the Gaussian with μ√k
+    pair_k = one.pair().self_compose(k)
+    np.testing.assert_allclose(pair_k.curve(PrivacyProfile).delta(eps),
+                               merged.curve(PrivacyProfile).delta(eps), rtol=1e-12, atol=1e-300)
+    # trade-off: the composed PLD's against G_{μ√k} (α < 1e-6: see the xfails below)
+    a = np.linspace(1e-6, 1, 401)
+    to = composed.to(TradeOff)
+    g = gaussian_beta(mu_k, a)
+    assert np.all(to.beta(a) <= g + 1e-12) and np.all(to.beta(a, bound="lower") >= g - 1e-12)
+    np.testing.assert_allclose(to.beta(a), g, atol=5e-4)
+    # RDP and zCDP compose by addition
+    alphas = np.array([1.5, 2.0, 8.0, 64.0])
+    np.testing.assert_allclose(one.curve(RDP).self_compose(k).rdp(alphas),
+                               merged.curve(RDP).rdp(alphas), rtol=1e-12)
+    assert one.curve(ZCDP).self_compose(k).rho() == pytest.approx(merged.curve(ZCDP).rho(),
+                                                                    rel=1e-12)
+
+
+@pytest.mark.xfail(reason="BUG: PLD → TradeOff (accounting/tradeoff.py VertexSide.from_laws) "
+                          "uses the Q-masses implied by a composed forward law, q = p·e^{−l}; the "
+                          "FFT noise (~1e-21) of the P-masses at very negative losses is multiplied "
+                          "by e^{−l} ≈ e^{28}, so the sound side over-states β at tiny α: "
+                          "σ = 2, k = 100: β_upper − G_5 = 9.2e-4 at α ≈ 2.6e-12 (at 435b998; "
+                          "2.6e-3 before the left-tail roundoff floor of 37c4c3b)",
+                   strict=True)
+def test_composed_upper_tradeoff_is_sound_at_tiny_alpha(plds):
+    to = plds[2.0].self_compose(100).to(TradeOff)
+    a = np.geomspace(1e-12, 1e-6, 200)
+    assert np.all(to.beta(a) <= gaussian_beta(5.0, a) + 1e-12)
+
+
+@pytest.mark.xfail(reason="BUG: accounting/loss.py compose_pmfs chooses the window of a composed "
+                          "law from P-tails only and drops what lies left of it, although its "
+                          "Q-mass is e^{−l} times larger; VertexSide reads the missing Q-mass as a "
+                          "Q-only atom, so the lower (optimistic) trade-off at α = 0 is "
+                          "ΣQ < G_μ(0) = 1: 0.971 for σ = 2, k = 100 and 1.3e-39 for σ = 0.5, "
+                          "k = 100 (at 435b998)", strict=True)
+def test_composed_lower_tradeoff_at_alpha_zero(plds):
+    for sigma, k in ((2.0, 100), (0.5, 100)):
+        to = plds[sigma].self_compose(k).to(TradeOff)
+        assert to.beta(0.0, bound="lower") >= 1.0 - 1e-12
+
+
+@pytest.mark.parametrize("sigma", SIGMAS)
+def test_pld_epsilon_brackets_the_exact_epsilon(plds, sigma):
+    """ε from the composed PLD, over σ × k × δ: upper never below, lower never above."""
+    for k in COUNTS:
+        pld = plds[sigma] if k == 1 else plds[sigma].self_compose(k)
+        mu = np.sqrt(k) / sigma
+        lo, up = pld.epsilon_interval(np.array(DELTAS))
+        for i, delta in enumerate(DELTAS):
+            exact = gaussian_epsilon(mu, delta)
+            assert up[i] >= exact, (sigma, k, delta)
+            assert lo[i] <= exact, (sigma, k, delta)
+            if delta >= 1e-8:
+                assert up[i] - exact < 1e-3 * max(1.0, exact)
+
+
+def test_accountant_agrees_with_the_composed_pld(plds):
+    acc = accounting.Accountant(step=STEP).compose(accounting.mechanism("gaussian", sigma=2.0),
+                                                   count=10)
+    lo, up = plds[2.0].self_compose(10).epsilon_interval(1e-5)
+    got = float(acc.epsilon(1e-5))
+    assert got == pytest.approx(float(up), abs=1e-5)
+    assert lo <= got
+    assert got >= gaussian_epsilon(np.sqrt(10) / 2, 1e-5)
+
+
+def test_provenance_of_the_closed_forms(gaussian1):
+    for kind in (PLD, PrivacyProfile, TradeOff, RDP, ZCDP):
+        curve = gaussian1.curve(kind, step=STEP) if kind is PLD else gaussian1.curve(kind)
+        assert curve.provenance.exactness is Exactness.EXACT
+        assert curve.provenance.path[0].startswith("Gaussian(μ=1)")
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(reason="BUG (accuracy): the optimistic PLD gets looser as the grid gets finer "
+                          "for a wide loss law: σ = 0.1 (μ = 10) at step 5e-4 the convex minorant "
+                          "leaves 1.5e-11 of negative mass (9.9e-10 at the default step 2e-4), "
+                          "booked as slack, so ε_lower(1e-8) is 2.7e-3 below the exact ε (0.16 at "
+                          "step 2e-4, e.g. Accountant().epsilon_interval(1e-8) for 100 uses of "
+                          "σ = 1) while step 1e-3 gives 7.8e-6", strict=True)
+def test_lower_epsilon_does_not_degrade_on_a_finer_grid():
+    mech = accounting.mechanism("gaussian", sigma=0.1)
+    exact = gaussian_epsilon(10.0, 1e-8)
+    coarse, _ = mech.curve(PLD, step=1e-3).epsilon_interval(1e-8)
+    fine, _ = mech.curve(PLD, step=5e-4).epsilon_interval(1e-8)
+    assert exact - coarse < 1e-4
+    assert exact - fine < 1e-4

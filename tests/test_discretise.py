@@ -1,0 +1,165 @@
+"""From a profile on a grid to certified loss PMFs: connect-the-dots and the minorant."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from accounting.discretise import (connect_the_dots, convex_minorant, grid_indices, grid_profile,
+                                   profile_support)
+from accounting.loss import MAX_GRID_POINTS
+
+from closed_forms import gaussian_delta, laplace_delta
+
+
+def _gauss(e, mu=1.0):
+    """Balle–Wang δ(ε) in float64 via scipy (fast enough to be called on whole grids)."""
+    e = np.asarray(e, float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = norm.cdf(mu / 2 - e / mu) - np.exp(e) * norm.cdf(-mu / 2 - e / mu)
+    return np.where(e == np.inf, 0.0, np.where(e == -np.inf, 1.0, np.maximum(v, 0.0)))
+
+
+def _rr(e, p=0.75):
+    """δ of ((p, 1−p), (1−p, p)) from the two-point distributions: kinks at ±log(p/(1−p))."""
+    e = np.asarray(e, float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = np.exp(e)
+        v = np.maximum(p - x * (1 - p), 0) + np.maximum(1 - p - x * p, 0)
+    return np.where(e == np.inf, 0.0, np.where(e == -np.inf, 1.0, v))
+
+
+def _laplace(e, scale=1.0):
+    e = np.asarray(e, float)
+    return np.where(e == -np.inf, 1.0, laplace_delta(scale, np.where(np.isfinite(e), e, 1e3)))
+
+
+def _grid(f, lo, hi, step):
+    idx = grid_indices(lo, hi, step)
+    d, dt = grid_profile(idx, step, f, f)   # all three test pairs are symmetric
+    return idx, d, dt
+
+
+# ---------------------------------------------------------------------- grid, support
+def test_grid_indices_cover_the_range_with_a_spare_point():
+    idx = grid_indices(-0.25, 1.0, 0.1)
+    assert idx[0] * 0.1 < -0.25 - 0.05 and idx[-1] * 0.1 > 1.0 + 0.05
+    np.testing.assert_array_equal(np.diff(idx), 1)
+
+
+def test_grid_indices_refuse_huge_grids():
+    with pytest.raises(ValueError, match="larger step"):
+        grid_indices(-1.0, 1.0, 2.0 / MAX_GRID_POINTS)
+
+
+def test_profile_support_finds_the_tail_cut():
+    tail = 1e-12
+    e = profile_support(_gauss, tail, 1e-8)
+    assert _gauss(e) <= tail
+    assert _gauss(e - 1e-6) > tail
+    # independent: brentq-free check with the 40-digit closed form
+    assert gaussian_delta(1.0, e - 1e-6) > tail >= gaussian_delta(1.0, e) * (1 - 1e-9)
+
+
+def test_profile_support_rejects_a_profile_that_does_not_decay():
+    flat = lambda e: np.where(np.asarray(e) == np.inf, 0.0, 0.5)  # noqa: E731
+    with pytest.raises(ValueError, match="does not decay"):
+        profile_support(flat, 1e-20)
+
+
+def test_grid_profile_uses_the_complement_identity():
+    step = 0.01
+    idx = grid_indices(-3, 3, step)
+    d, dt = grid_profile(idx, step, _gauss, _gauss)
+    eps = idx * step
+    np.testing.assert_allclose(d, 1 - np.exp(eps) + dt, atol=1e-14)
+    left = eps < 0
+    # δ(ε) = 1 − e^ε + e^ε δ_rev(−ε): carried exactly as δ̃ on the left
+    np.testing.assert_allclose(dt[left], np.exp(eps[left]) * gaussian_delta(1.0, -eps[left]),
+                               rtol=1e-12)
+    np.testing.assert_allclose(d[~left], gaussian_delta(1.0, eps[~left]), rtol=1e-12, atol=1e-300)
+
+
+def test_grid_profile_refuses_losses_beyond_700():
+    with pytest.raises(ValueError, match="700"):
+        grid_profile(np.arange(0, 800), 1.0, _gauss, _gauss)
+
+
+# --------------------------------------------------------------------- connect the dots
+def test_connect_the_dots_masses_follow_the_reference_formula():
+    """REFERENCE §5 (Doroshenko et al. 2022): masses from the grid values of δ."""
+    step = 0.01
+    idx = np.arange(0, 121)                      # ε = 0 … 1.2, Laplace with Δ/b = 1
+    eps = idx * step
+    dl = laplace_delta(1.0, eps)
+    d, dt = dl, dl - 1 + np.exp(eps)
+    pmf = connect_the_dots(idx, step, d, dt)
+    e_d = np.exp(step)
+    want = np.empty_like(dl)
+    want[0] = (1 - dl[0]) + (dl[1] - dl[0]) / (e_d - 1)
+    want[1:-1] = ((dl[2:] - dl[1:-1]) - e_d * (dl[1:-1] - dl[:-2])) / (e_d - 1)
+    want[-1] = (dl[-1] - dl[-2]) / (np.exp(-step) - 1)
+    got = np.zeros_like(want)
+    got[pmf.offset - idx[0]: pmf.offset - idx[0] + pmf.masses.size] = pmf.masses
+    np.testing.assert_allclose(got, np.maximum(want, 0.0), atol=1e-13)
+    assert pmf.inf_mass == pytest.approx(dl[-1])
+
+
+@pytest.mark.parametrize("name,f,lo,hi", [
+    ("gaussian", _gauss, -8.0, 8.0),
+    ("laplace", _laplace, -1.0, 1.0),
+    ("randomized response", _rr, -1.2, 1.2),
+])
+def test_connect_the_dots_interpolates_and_dominates(name, f, lo, hi):
+    step = 0.01
+    idx, d, dt = _grid(f, lo, hi, step)
+    pmf = connect_the_dots(idx, step, d, dt)
+    grid = idx * step
+    on = grid[(grid > lo) & (grid < hi)]
+    np.testing.assert_allclose(pmf.delta(on), f(on), rtol=1e-11, atol=1e-15)  # through the dots
+    off = (idx[:-1] + 0.37) * step                                            # between them
+    exact = f(off)
+    assert np.all(pmf.delta(off) >= exact * (1 - 1e-12) - 1e-300)
+    assert pmf.total_mass <= 1 + 1e-12
+
+
+def test_connect_the_dots_is_exact_for_losses_on_the_grid():
+    # randomized response with loss ±0.5 = ±50 grid steps: the chords are the profile
+    p = np.exp(0.5) / (1 + np.exp(0.5))
+    f = lambda e: _rr(e, p)  # noqa: E731
+    step = 0.01
+    idx, d, dt = _grid(f, -0.6, 0.6, step)
+    pmf = connect_the_dots(idx, step, d, dt)
+    e = np.linspace(-0.9, 0.9, 997)
+    np.testing.assert_allclose(pmf.delta(e), f(e), atol=1e-14)
+    np.testing.assert_allclose(pmf.losses[pmf.masses > 1e-12], [-0.5, 0.5], atol=1e-12)
+
+
+# ------------------------------------------------------------------ convex minorant
+def test_convex_minorant_is_below_a_smooth_profile():
+    step = 0.01
+    idx, d, dt = _grid(_gauss, -8.0, 8.0, step)
+    pmf = convex_minorant(idx, step, d, dt, inf_floor=0.0)
+    off = (idx[:-1] + 0.37) * step
+    assert np.all(pmf.delta(off) <= _gauss(off) + 1e-15)
+
+
+def test_convex_minorant_is_close_on_the_grid():
+    step = 0.01
+    idx, d, dt = _grid(_gauss, -8.0, 8.0, step)
+    pmf = convex_minorant(idx, step, d, dt, inf_floor=0.0)
+    grid = idx * step
+    gap = _gauss(grid) - pmf.delta(grid)
+    assert np.all(gap >= -1e-15)
+    assert np.max(gap) < 10 * step ** 2          # O(d²) lowering
+    assert pmf.total_mass <= 1 + 1e-9
+
+
+def test_convex_minorant_handles_a_kink_inside_a_cell():
+    step = 0.01
+    idx, d, dt = _grid(_rr, -1.2, 1.2, step)
+    pmf = convex_minorant(idx, step, d, dt, inf_floor=0.0)
+    off = (idx[:-1] + 0.37) * step
+    assert np.all(pmf.delta(off) <= _rr(off) + 1e-15)
+    assert pmf.total_mass <= 1 + 1e-9
