@@ -185,6 +185,14 @@ class LossPMF:
         beta = np.append(beta, 0.0)
         return alpha_c, np.minimum(beta, 1.0)
 
+    def tradeoff_slopes(self) -> np.ndarray:
+        """−dβ/dα along the segments between the vertices of ``tradeoff_vertices``: the
+        likelihood ratio e^{−l_j} of the atom each segment rejects (0 for the atom at
+        +∞), exact and non-increasing — unlike differences of cumulative sums, which
+        are noise where the masses are roundoff-sized."""
+        with np.errstate(over="ignore"):
+            return np.concatenate([np.exp(-self.losses), [0.0]])
+
     # -------------------------------------------------------------- composition
     def _require_grid(self, other: Optional["LossPMF"] = None) -> None:
         if self.step is None or (other is not None and other.step is None):

@@ -38,10 +38,13 @@ class VertexSide:
 
     forward: tuple[np.ndarray, np.ndarray]
     backward: tuple[np.ndarray, np.ndarray]
+    #: exact segment slopes (−dβ/dα) per direction, when the vertices come from a law
+    slopes: Optional[tuple[np.ndarray, np.ndarray]] = None
 
     @classmethod
     def from_laws(cls, laws: tuple[LossPMF, LossPMF]) -> "VertexSide":
-        return cls(laws[0].tradeoff_vertices(), laws[1].tradeoff_vertices())
+        return cls(laws[0].tradeoff_vertices(), laws[1].tradeoff_vertices(),
+                   (laws[0].tradeoff_slopes(), laws[1].tradeoff_slopes()))
 
     def _vertices(self, direction: Direction):
         return self.forward if direction is Direction.FORWARD else self.backward
@@ -56,11 +59,14 @@ class VertexSide:
         slope −Δβ/Δα crosses e^{−ε}, found by binary search (slopes are monotone)."""
         alpha_c, beta = self._vertices(direction)
         eps = np.asarray(eps, dtype=float)
-        da = alpha_c[:-1] - alpha_c[1:]
-        db = beta[:-1] - beta[1:]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(da > 0, db / da, np.inf)  # = e^{−l} of the atom: non-increasing
-        ratio = np.minimum.accumulate(ratio)
+        if self.slopes is not None:
+            ratio = self.slopes[0] if direction is Direction.FORWARD else self.slopes[1]
+        else:
+            da = alpha_c[:-1] - alpha_c[1:]
+            db = beta[:-1] - beta[1:]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(da > 0, db / da, np.inf)  # = e^{−l} of the atom
+            ratio = np.minimum.accumulate(ratio)
         with np.errstate(over="ignore"):
             xinv = np.exp(-eps)
         # move to the next vertex while its gain per unit α beats the cost: db·x < da

@@ -127,14 +127,6 @@ def test_round_trip_keeps_delta_on_a_five_point_pair(five_point_pld, direction):
     assert np.max(up - exact) < 5e-4                     # one grid cell around each atom
 
 
-@pytest.mark.xfail(reason=("BUG: accounting/tradeoff.py VertexSide.delta finds the maximising vertex by a "
-                          "binary search over slopes db/da computed as differences of cumulative "
-                          "sums; for roundoff-size masses (the optimistic laws of a finite pair "
-                          "carry ~1e-14 masses between atoms) those slopes are noise, "
-                          "np.minimum.accumulate propagates a spuriously small one, and the "
-                          "search stops at the wrong vertex: lower-side δ(0) = 0.19999 instead of "
-                          "0.24995 (forward), δ_bwd(0.61) = 0 instead of 0.116 after the round "
-                          "trip. The slopes are known exactly (e^{−l_j})"), strict=True)
 @pytest.mark.parametrize("direction", ["forward", "backward"])
 def test_round_trip_keeps_the_lower_side_on_a_five_point_pair(five_point_pld, direction):
     from conftest import P5, Q5
@@ -142,7 +134,9 @@ def test_round_trip_keeps_the_lower_side_on_a_five_point_pair(five_point_pld, di
     *_, back = _round_trip(five_point_pld)
     eps = np.linspace(-1.5, 1.5, 301) + 0.37 * STEP
     exact = discrete_delta(p, q, eps)
-    assert np.max(exact - back.delta(eps, direction, bound="lower")) < 5e-4
+    # the lower side was discretised twice (PLD, then again after the round trip): an
+    # off-grid atom can be rounded down by up to a cell each time
+    assert np.max(exact - back.delta(eps, direction, bound="lower")) < 1e-3
 
 
 # --------------------------------------------------------------- path finding

@@ -12,18 +12,13 @@ import accounting
 from accounting import RDP, ZCDP, Exactness, compose, discrete_pair
 from accounting.conversions import zcdp_envelope
 
+from strategies import finite_pairs
 from closed_forms import (discrete_rdp, gaussian_epsilon, improved_rdp_epsilon, laplace_rdp,
                           mironov_rdp_epsilon)
 
 ALPHAS = np.array([1.01, 1.5, 2.0, 2.5, 3.0, 4.75, 8.0, 16.0, 32.5, 64.0, 100.0, 1000.0])
 
 
-@st.composite
-def finite_pairs(draw):
-    n = draw(st.integers(2, 5))
-    p = np.array(draw(st.lists(st.floats(0.05, 1.0), min_size=n, max_size=n)))
-    q = np.array(draw(st.lists(st.floats(0.05, 1.0), min_size=n, max_size=n)))
-    return p / p.sum(), q / q.sum()
 
 
 # ------------------------------------------------------------------------ RDP

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from strategies import finite_pairs
 import pytest
 from hypothesis import given, strategies as st
 
@@ -68,14 +69,6 @@ def test_vertex_conjugate_matches_the_upper_law(five_point_pld):
         np.testing.assert_allclose(prof.delta(eps, d), five_point_pld.delta(eps, d), atol=1e-12)
 
 
-@pytest.mark.xfail(reason=("BUG: accounting/tradeoff.py VertexSide.delta finds the maximising vertex by a "
-                          "binary search over slopes db/da computed as differences of cumulative "
-                          "sums; for roundoff-size masses (the optimistic laws of a finite pair "
-                          "carry ~1e-14 masses between atoms) those slopes are noise, "
-                          "np.minimum.accumulate propagates a spuriously small one, and the "
-                          "search stops at the wrong vertex: lower-side δ(0) = 0.19999 instead of "
-                          "0.24995 (forward), δ_bwd(0.61) = 0 instead of 0.116 after the round "
-                          "trip. The slopes are known exactly (e^{−l_j})"), strict=True)
 def test_vertex_conjugate_matches_the_lower_law(five_point_pld):
     prof = five_point_pld.to(TradeOff).to(PrivacyProfile)
     eps = np.linspace(-1.5, 1.5, 121) + 3.7e-4
@@ -94,12 +87,6 @@ def test_asymmetric_directions_are_inverse_functions(subsampled_pld):
     np.testing.assert_array_equal(to.beta(a), np.minimum(fwd, to.beta(a, "backward")))
 
 
-@st.composite
-def finite_pairs(draw):
-    n = draw(st.integers(2, 5))
-    p = np.array(draw(st.lists(st.floats(0.05, 1.0), min_size=n, max_size=n)))
-    q = np.array(draw(st.lists(st.floats(0.05, 1.0), min_size=n, max_size=n)))
-    return p / p.sum(), q / q.sum()
 
 
 @given(finite_pairs())
