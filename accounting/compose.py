@@ -12,9 +12,7 @@ import functools
 from typing import Any, Iterable
 
 import attrs
-import numpy as np
 
-from .direction import Direction
 from .pair import Pair
 from .pld import PLD, compose_plds
 from .profile import PrivacyProfile

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import attrs
 
-from .curve import Curve, Exactness, Provenance
+from .curve import Curve, Exactness
 
 if TYPE_CHECKING:
     from .plugins import Registry

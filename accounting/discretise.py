@@ -135,7 +135,7 @@ def connect_the_dots(indices: np.ndarray, step: float, d: np.ndarray,
         # lower convex hull is still ≥ the convex true profile at every grid point,
         # hence its chords are too, and it is convex.
         left = indices * step < 0
-        d, dt = _hull_sides(indices, step, left, d, dt, bad)
+        d, dt = _convex_hull(indices, step, left, d, dt)
         m = _profile_masses(indices, step, d, dt)
     # What is left negative is roundoff; raising it to zero raises δ below that atom,
     # so the PMF stays pessimistic.
@@ -220,7 +220,6 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
     """
     n = d.size
     left = indices * step < 0
-    x0 = float(np.exp(indices[0] * step))
     if n < 3:
         lam = np.maximum(d - inf_floor, 0.0)
         m = np.maximum(_masses(d - lam, step, 1.0), 0.0)
@@ -257,13 +256,13 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
             break
         lam = lam + np.where(bad, -m / gain, 0.0)
     # What the local passes leave is a wave running into a tail (the end constraints
-    # make kinks there): take the lower convex hull of each side that still has one.
+    # make kinks there): take the lower convex hull.
     # Keep it a profile (≥ 0, ≥ 1 − x), then convex: the hull only lowers points
     # and a hull of non-negative points stays non-negative.
     lam = _clamp(lam, np.where(left, dt, d), left, step, ends)
     m, bad_mask = negative(lam)
     if bad_mask.any():
-        g, gt = _hull_sides(indices, step, left, d - lam, dt - lam, bad_mask)
+        g, gt = _convex_hull(indices, step, left, d - lam, dt - lam)
         lam = np.where(left, dt - gt, d - g)
     m = base - _masses(lam, step, 0.0)
     # Roundoff-sized negative masses are zeroed, which can only raise δ: by at most
@@ -279,8 +278,8 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
     return LossPMF.on_grid(step, int(indices[0]), m, inf_mass=inf_mass, slack=slack)
 
 
-def _hull_sides(indices: np.ndarray, step: float, left: np.ndarray, g: np.ndarray,
-                gt: np.ndarray, bad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _convex_hull(indices: np.ndarray, step: float, left: np.ndarray, g: np.ndarray,
+                 gt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Lower convex hull of the whole profile in x = e^ε, through the anchor (0, 1),
     flat beyond the last point (Andrew's monotone chain).
 
@@ -343,18 +342,3 @@ def _clamp(lam: np.ndarray, v: np.ndarray, left: np.ndarray, step: float,
         k = neg[neg <= n - 2]            # interval (k, k+1): lower point k+1
         lam[k + 1] = np.maximum(lam[k + 1], v[k + 1] - v[k] - a1[k] * em1)
     return lam
-
-
-def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Values at x of the lower convex hull of the points (x_i, y_i), x increasing
-    (Andrew's monotone chain); the end points are kept."""
-    hull: list[int] = []
-    for i in range(x.size):
-        while len(hull) >= 2:
-            a, b = hull[-2], hull[-1]
-            if (y[b] - y[a]) * (x[i] - x[a]) >= (y[i] - y[a]) * (x[b] - x[a]):
-                hull.pop()
-            else:
-                break
-        hull.append(i)
-    return np.minimum(np.interp(x, x[hull], y[hull]), y)

@@ -16,7 +16,7 @@ import attrs
 import numpy as np
 
 from .curve import Curve, Provenance, directional_max
-from .direction import Bound, Direction, as_bound, as_direction
+from .direction import Bound, Direction, as_direction
 from .loss import LossPMF, compose_pmfs
 from .validation import check_array, check_count
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Optional
 
 import attrs
-import numpy as np
 
 from .curve import Curve, Provenance
 from .direction import Bound, Direction, as_direction

@@ -18,7 +18,6 @@ import numpy as np
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from accounting.additive import AdditiveNoise
-from accounting.direction import Direction
 from accounting.hookspecs import hookimpl
 from accounting.mechanism import positive
 from accounting.pair import Pair
