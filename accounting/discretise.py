@@ -214,9 +214,11 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
     of a pair that the true pair dominates); ``inf_floor`` a lower bound on its mass
     at +∞. ``near`` = ((δ, δ̃) at ε − η, (δ, δ̃) at ε + η, η), from ``grid_profile``
     with ``shift``, gives near-tangent supports (much tighter where the loss law is
-    concentrated on a few grid cells). The lowering λ is worked with directly, so no O(1) values are subtracted.
-    Any negative mass left after that is raised to zero and its size added
-    to the PMF's slack, which keeps the lower bound valid.
+    concentrated on a few grid cells). The lowering λ is worked with directly, so no
+    O(1) values are subtracted. Steps: λ from the gaps; local passes that lower a
+    point onto its neighbours' chord where its mass is negative; ``_clamp`` (a
+    profile is ≥ 0 and ≥ 1 − x); the lower convex hull if anything is still concave.
+    Roundoff-sized negative masses left are zeroed and booked as slack.
     """
     n = d.size
     left = indices * step < 0
@@ -243,6 +245,7 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
     gain = np.full(n, (1.0 + e) / em1)      # ∂m_i/∂λ_i
     gain[0] = 1.0 + 1.0 / em1
     gain[-1] = e / em1
+
     def negative(lam):
         lowered = _masses(lam, step, 0.0)
         m = base - lowered
@@ -255,10 +258,9 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
         if not bad.any():
             break
         lam = lam + np.where(bad, -m / gain, 0.0)
-    # What the local passes leave is a wave running into a tail (the end constraints
-    # make kinks there): take the lower convex hull.
-    # Keep it a profile (≥ 0, ≥ 1 − x), then convex: the hull only lowers points
-    # and a hull of non-negative points stays non-negative.
+    # Keep it a profile, then convex: what the local passes leave is a wave running
+    # into a tail (the end constraints make kinks there), which the hull removes; the
+    # hull only lowers points, and a hull of non-negative points stays non-negative.
     lam = _clamp(lam, np.where(left, dt, d), left, step, ends)
     m, bad_mask = negative(lam)
     if bad_mask.any():
