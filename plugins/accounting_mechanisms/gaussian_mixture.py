@@ -1,0 +1,180 @@
+"""Gaussian-mixture noise: density Σ_k w_k N(m_k, s_k²).
+
+A mixture is not a Gaussian: its loss is not linear in the output, so the Rényi curve
+bends away from its zCDP envelope. The unifying-accounting paper (002, §4.1, §5.1)
+finds the information gap of order s² for small shifts s, and up to 45% less noise
+variance when calibrating against the full RDP curve rather than zCDP.
+
+One component is the Gaussian pair in closed form; more use the generic numerics of
+``accounting.additive`` on the noise centred at its mean (the pair (Δ + Z, Z) does
+not depend on where Z is centred, and the numerics place their grid around 0).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Optional
+
+import attrs
+import numpy as np
+
+from accounting.additive import AdditiveNoise, continuous_noise_pair
+from accounting.hookspecs import hookimpl
+from accounting.pair import LawPair, Pair
+
+from .gaussian import GaussianPair
+
+__all__ = ["GaussianMixture"]
+
+#: how far the weights may sum from 1 before they are rejected (then normalised exactly)
+WEIGHT_TOLERANCE = 1e-9
+
+
+def _float_tuple(name: str):
+    """attrs converter: a non-empty sequence of real numbers → tuple of floats."""
+    def convert(value: Any) -> tuple[float, ...]:
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            raise TypeError(f"{name} must be a sequence of real numbers, "
+                            f"got {type(value).__name__} ({value!r})")
+        items = tuple(value)
+        for i, v in enumerate(items):
+            if isinstance(v, bool) or not isinstance(v, (numbers.Real, np.floating, np.integer)):
+                raise TypeError(f"{name}[{i}] must be a real number, "
+                                f"got {type(v).__name__} ({v!r})")
+        return tuple(float(v) for v in items)
+    return convert
+
+
+def _finite(instance, attribute, value) -> None:
+    if len(value) == 0:
+        raise ValueError(f"{attribute.name} must have at least one entry")
+    for i, v in enumerate(value):
+        if math.isnan(v):
+            raise ValueError(f"{attribute.name}[{i}] must be a number, got NaN")
+        if math.isinf(v):
+            raise ValueError(f"{attribute.name}[{i}] must be finite, got {v}")
+
+
+def _all_positive(instance, attribute, value) -> None:
+    _finite(instance, attribute, value)
+    for i, v in enumerate(value):
+        if v <= 0:
+            raise ValueError(f"{attribute.name}[{i}] must be > 0, got {v:g}")
+
+
+@attrs.frozen
+class GaussianMixture(AdditiveNoise):
+    """Gaussian-mixture noise Z ~ Σ_k w_k N(m_k, s_k²).
+
+    Density: f(x) = Σ_k w_k/(s_k√(2π)) · exp(−(x − m_k)²/(2 s_k²)) on ℝ (log-space sum).
+
+    Parameters (sequences of the same length K ≥ 1, stored as tuples of floats):
+    ``weights`` w_k > 0 summing to 1 within 1e-9 (then normalised exactly);
+    ``means`` m_k, finite; ``scales`` s_k > 0, finite, standard deviations in the
+    units of Δ. ``scale()`` is the mixture's standard deviation,
+    √(Σ w_k (s_k² + (m_k − m̄)²)) with m̄ = Σ w_k m_k.
+
+    Neighbouring relation: M(D) = f(D) + Z with Δ the sensitivity of f under the
+    relation in use (add/remove or replace-one; ``neighbouring`` only records which).
+    The dominating pair is (Δ + Z, Z) for both; its forward direction P‖Q is *remove*,
+    its backward direction Q‖P *add*. The two coincide when the mixture is symmetric
+    about a point; otherwise they differ and every query reports each or their max.
+
+    Accuracy. One component: the Gaussian plugin's closed forms (exact). Several:
+    the generic numerics of ``accounting.additive`` on the centred noise — a certified
+    bracket of PLD/profile/trade-off from cell laws on 2^14 sinh-spaced cells (gap of
+    order (cell width × loss slope)²), and the Rényi curve by log-space Simpson
+    quadrature, ~1e−9 relative (measured ≤ 1e−12 against scipy quad; a numerical
+    value, not a certified bound). When all components share one scale s, ρ* =
+    Δ²/(2s²) in closed form (its sup is the t → ∞ limit, which the numerical envelope
+    cannot certify; see ``_EqualScalesMixturePair``); otherwise ρ* is the numerical
+    envelope (+∞ with a warning if it still rises at t = 1e5). The grid is placed by
+    the mixture's standard deviation: components much narrower than it (s_k ≪ std)
+    get coarse cells and a wider bracket.
+    """
+
+    name = "gaussian_mixture"
+    weights: tuple = attrs.field(converter=_float_tuple("weights"), validator=_all_positive)
+    means: tuple = attrs.field(converter=_float_tuple("means"), validator=_finite)
+    scales: tuple = attrs.field(converter=_float_tuple("scales"), validator=_all_positive)
+
+    def __attrs_post_init__(self) -> None:
+        k = len(self.weights)
+        if len(self.means) != k or len(self.scales) != k:
+            raise ValueError(f"weights, means and scales must have the same length, got "
+                             f"{k}, {len(self.means)} and {len(self.scales)}")
+        total = math.fsum(self.weights)
+        if abs(total - 1.0) > WEIGHT_TOLERANCE:
+            raise ValueError(f"weights must sum to 1 (within {WEIGHT_TOLERANCE:g}), got {total!r}")
+        object.__setattr__(self, "weights", tuple(w / total for w in self.weights))
+
+    # ------------------------------------------------------------------ noise
+    def _log_density(self, x, shift: float = 0.0) -> np.ndarray:
+        # one pass of np.logaddexp per component: several times faster than
+        # scipy's logsumexp over a trailing axis, and the quadratures call this often
+        x = np.asarray(x, dtype=float) + shift
+        out = None
+        for w, m, s in zip(self.weights, self.means, self.scales):
+            z = (x - m) / s
+            term = (math.log(w) - math.log(s)) - 0.5 * z * z
+            out = term if out is None else np.logaddexp(out, term)
+        return out
+
+    def log_density(self, x):
+        """log f(x) up to the constant −½ log 2π (vectorised)."""
+        return self._log_density(x)
+
+    def mean(self) -> float:
+        return math.fsum(w * m for w, m in zip(self.weights, self.means))
+
+    def scale(self) -> float:
+        """The mixture's standard deviation (places the numerical grid)."""
+        mbar = self.mean()
+        return math.sqrt(math.fsum(w * (s * s + (m - mbar) ** 2)
+                                   for w, m, s in zip(self.weights, self.means, self.scales)))
+
+    # ------------------------------------------------------------------- pair
+    def generic_pair(self) -> Pair:
+        """The pair by the generic numerics, on the noise centred at its mean."""
+        mbar = self.mean()
+        return continuous_noise_pair(lambda x: self._log_density(x, mbar), self.sensitivity,
+                                     self.scale(), label=self.name)
+
+    def pair(self) -> Pair:
+        if len(self.weights) == 1:
+            return GaussianPair(self.sensitivity / self.scales[0])
+        pair = self.generic_pair()
+        if len(set(self.scales)) == 1:
+            # ρ* in closed form: the numerical envelope cannot certify a sup at t → ∞
+            rho = self.sensitivity ** 2 / (2.0 * self.scales[0] ** 2)
+            return _EqualScalesMixturePair(pair.upper, pair.lower, pair.label, inner=pair, rho=rho)
+        return pair
+
+
+@attrs.frozen(eq=False)
+class _EqualScalesMixturePair(LawPair):
+    """The generic pair of a mixture whose components share one scale s, with
+    ρ* = Δ²/(2s²) in both directions. Upper bound: (P, Q) is a post-processing of
+    (N(Δ, s²), N(0, s²)) (add an independent draw of the component mean), so
+    D_α ≤ αΔ²/(2s²). Attained as t → ∞: for x → +∞ the component of largest mean
+    dominates p and q, L(x) = Δ(x − m_max)/s² − Δ²/(2s²) + o(1), and restricting
+    E_P[e^{tL}] to such x gives K(t) ≥ log w_max + t(t + 1)Δ²/(2s²) − o(1) (backward:
+    x → −∞ and the smallest mean)."""
+
+    inner: Optional[Pair] = None
+    rho: float = 0.0
+
+    def _cgf(self, t, direction):
+        return self.inner._cgf(t, direction)
+
+    def cgf_lower(self, t, direction):
+        return self.inner.cgf_lower(t, direction)
+
+    def _rho(self, direction):
+        return self.rho
+
+
+@hookimpl
+def accounting_register_mechanisms(register):
+    register(GaussianMixture)
