@@ -294,7 +294,7 @@ class _SummedCGF:
     """K(θ) = Σ c_i K_i(θ) of the finite parts on a θ grid, for the Chernoff window."""
 
     def __init__(self, items):
-        self.thetas = np.concatenate([-np.geomspace(1e2, 1e-2, 9), [0.0], np.geomspace(1e-2, 1e2, 17)])
+        self.thetas = np.concatenate([-np.geomspace(1e2, 1e-2, 5), [0.0], np.geomspace(1e-2, 1e2, 9)])
         k = np.zeros(self.thetas.size)
         self.s_min = self.s_max = 0.0
         pos = self.thetas >= 0
