@@ -41,7 +41,7 @@ from scipy.special import logsumexp
 from .loss import LossPMF
 from .mechanism import Mechanism
 from .direction import Direction
-from .pair import LawPair, Pair, discrete_pair
+from .pair import LawPair, Pair
 
 __all__ = ["AdditiveNoise", "continuous_noise_pair", "integer_noise_pair"]
 
@@ -223,6 +223,13 @@ def integer_noise_pair(logf, sensitivity: float, *, label: str = "integer noise"
     k_hi = int(_extent(logf, 1.0, peak, 1.0, 1e7)) + delta
     k = np.arange(k_lo, k_hi + 1)
     lq, lp = logf(k), logf(k - delta)
-    q = np.exp(lq - logsumexp(lq))
-    p = np.exp(lp - logsumexp(lp))
-    return discrete_pair(p / p.sum(), q / q.sum(), label)
+    lq, lp = lq - logsumexp(lq), lp - logsumexp(lp)
+    # Losses from the log-pmfs, not from masses that may underflow: a point where one
+    # mass underflows to 0 is not a point where that distribution has no mass.
+    both = np.isfinite(lq) & np.isfinite(lp)
+    only_p = np.isfinite(lp) & ~np.isfinite(lq)
+    only_q = np.isfinite(lq) & ~np.isfinite(lp)
+    loss = lp[both] - lq[both]
+    fwd = LossPMF.from_atoms(loss, np.exp(lp[both]), float(np.exp(lp[only_p]).sum()))
+    bwd = LossPMF.from_atoms(-loss, np.exp(lq[both]), float(np.exp(lq[only_q]).sum()))
+    return LawPair((fwd, bwd), (fwd, bwd), label)
