@@ -70,10 +70,10 @@ class Accountant:
 
     def curve(self, kind: type, **options: Any):
         """The composed curve of ``kind`` (cached until the next ``compose``)."""
+        if kind is PLD:
+            options.setdefault("step", self.step)
         key = (kind, tuple(sorted(options.items())))
         if key not in self._cache:
-            if kind is PLD:
-                options.setdefault("step", self.step)
             self._cache[key] = self.pair().curve(kind, **options)
         return self._cache[key]
 
