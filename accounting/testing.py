@@ -1,0 +1,192 @@
+"""A reusable contract test suite for mechanism plugins.
+
+A plugin author checks their mechanism against the relations every mechanism must
+satisfy (both directions present, the PLD bracket ordered and consistent with the
+profile, Rényi curve monotone and dominated by zCDP, the trade-off function consistent
+with the profile, parameters validated) by subclassing ``MechanismContract`` in a
+pytest module::
+
+    from accounting.testing import MechanismContract
+
+    class TestMyNoise(MechanismContract):
+        mechanism = MyNoise(sigma=2.0)          # an instance
+        bad_parameters = [dict(sigma=-1.0), dict(sigma=float("nan"))]   # each must raise ValueError/TypeError
+        step = 1e-3                              # PLD grid for the checks (optional)
+
+pytest collects the inherited ``test_*`` methods of ``TestMyNoise`` (the base class
+itself is not collected: its name does not start with ``Test``). Curves are built
+once per subclass and cached, so the whole contract takes a few seconds at
+``step = 1e-3``. Each check uses plain ``assert`` with numpy; a failure names the
+direction and the point where the relation breaks.
+
+Class attributes:
+
+* ``mechanism``: the ``Mechanism`` instance under test (required);
+* ``bad_parameters``: dicts of parameter overrides, each of which must make
+  ``type(mechanism)(**{**current, **bad})`` raise ``ValueError`` or ``TypeError``
+  (the test is skipped when the list is empty);
+* ``step``: the PLD grid step used by the checks (default ``1e-3``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+import numpy as np
+
+from .mechanism import Mechanism
+from .pld import PLD
+from .profile import PrivacyProfile
+from .rdp import RDP
+from .tradeoff import TradeOff
+from .zcdp import ZCDP
+
+__all__ = ["MechanismContract"]
+
+_DIRECTIONS = ("forward", "backward")
+#: ε grid of the profile and PLD checks
+EPS_GRID = np.linspace(-2.0, 5.0, 141)
+#: δ values of the ε(δ) bracket check
+DELTAS = np.array([1e-3, 1e-6])
+#: fractional Rényi orders of the monotonicity check
+ALPHA_GRID = np.geomspace(1.1, 64.0, 30)
+#: Rényi orders of the PLD-vs-RDP and zCDP checks
+ALPHAS = np.array([1.5, 2.0, 4.0])
+#: type-I error grid of the trade-off checks
+TYPE_I_GRID = np.linspace(0.0, 1.0, 4001)
+
+
+class MechanismContract:
+    """Base class of a mechanism's contract tests; subclass it with ``Test…``."""
+
+    mechanism: ClassVar[Mechanism | None] = None
+    bad_parameters: ClassVar[list] = []
+    step: ClassVar[float] = 1e-3
+
+    # ------------------------------------------------------------ helpers
+    def _mech(self) -> Mechanism:
+        mech = type(self).mechanism
+        assert isinstance(mech, Mechanism), (
+            f"{type(self).__name__}.mechanism must be a Mechanism instance, got {mech!r}")
+        return mech
+
+    def _curve(self, kind: type) -> Any:
+        """The mechanism's curve of ``kind`` at ``step``, cached on the subclass."""
+        cls = type(self)
+        cache = cls.__dict__.get("_contract_cache")
+        if cache is None or cache[0] is not cls.mechanism:
+            cache = (cls.mechanism, {})
+            cls._contract_cache = cache
+        curves = cache[1]
+        if kind not in curves:
+            curves[kind] = self._mech().curve(kind, step=cls.step)
+        return curves[kind]
+
+    # ------------------------------------------------------------ profile
+    def test_profile_both_directions(self):
+        prof = self._curve(PrivacyProfile)
+        for d in _DIRECTIONS:
+            delta = np.asarray(prof.delta(EPS_GRID, d), dtype=float)
+            assert delta.shape == EPS_GRID.shape, f"{d}: δ(ε) has shape {delta.shape}"
+            assert np.all(np.isfinite(delta)), f"{d}: δ(ε) not finite at ε={EPS_GRID[~np.isfinite(delta)]}"
+            assert np.all((delta >= 0.0) & (delta <= 1.0)), (
+                f"{d}: δ(ε) outside [0, 1]: min {delta.min()!r}, max {delta.max()!r}")
+            rises = np.diff(delta) > 1e-12
+            assert not rises.any(), f"{d}: δ(ε) increases after ε={EPS_GRID[:-1][rises]}"
+            at_minus_inf = float(np.asarray(prof.delta(-np.inf, d)))
+            assert abs(at_minus_inf - 1.0) <= 1e-12, f"{d}: δ(−∞) = {at_minus_inf!r}, expected 1"
+
+    # ---------------------------------------------------------------- PLD
+    def test_pld_bracket_delta(self):
+        pld = self._curve(PLD)
+        prof = self._curve(PrivacyProfile)
+        for d in _DIRECTIONS:
+            up = pld.delta(EPS_GRID, d, "upper")
+            lo = pld.delta(EPS_GRID, d, "lower")
+            bad = up < lo - 1e-12
+            assert not bad.any(), (f"{d}: PLD upper δ < lower δ at ε={EPS_GRID[bad]} "
+                                   f"(upper {up[bad]}, lower {lo[bad]})")
+            ref = prof.delta(EPS_GRID, d, "upper")
+            bad = lo > ref + 1e-9
+            assert not bad.any(), (f"{d}: PLD lower δ exceeds the profile upper δ at "
+                                   f"ε={EPS_GRID[bad]} (PLD {lo[bad]}, profile {ref[bad]})")
+
+    def test_pld_bracket_epsilon(self):
+        pld = self._curve(PLD)
+        for d in (*_DIRECTIONS, "max"):
+            lo, up = pld.epsilon_interval(DELTAS, d)
+            assert not np.any(np.isnan(lo) | np.isnan(up)), f"{d}: ε(δ) is NaN: {lo}, {up}"
+            assert np.all(lo <= up), f"{d}: PLD ε lower {lo} > upper {up} at δ={DELTAS}"
+
+    # ---------------------------------------------------------------- RDP
+    def test_rdp_monotone_in_order(self):
+        rdp = self._curve(RDP)
+        for d in _DIRECTIONS:
+            div = rdp.rdp(ALPHA_GRID, d)
+            assert not np.any(np.isnan(div)), f"{d}: D_α is NaN at α={ALPHA_GRID[np.isnan(div)]}"
+            assert np.all(div >= -1e-12), f"{d}: D_α negative: {div[div < -1e-12]}"
+            finite = np.isfinite(div)
+            # once infinite, stays infinite
+            assert np.all(np.diff(finite.astype(int)) <= 0), f"{d}: D_α infinite below a finite order"
+            f = div[finite]
+            falls = np.diff(f) < -1e-9 * np.maximum(np.abs(f[:-1]), 1e-12)
+            assert not falls.any(), (f"{d}: D_α decreases in α after "
+                                     f"α={ALPHA_GRID[finite][:-1][falls]}")
+
+    def test_rdp_dominates_pld_lower(self):
+        rdp = self._curve(RDP)
+        from_pld = self._curve(PLD).to(RDP)
+        for d in _DIRECTIONS:
+            mine = rdp.rdp(ALPHAS, d)
+            low = from_pld.rdp(ALPHAS, d, "lower")
+            bad = low > mine * (1.0 + 1e-6) + 1e-12
+            assert not bad.any(), (f"{d}: RDP of the PLD's lower side {low[bad]} exceeds the "
+                                   f"mechanism's RDP {mine[bad]} at α={ALPHAS[bad]}")
+
+    # --------------------------------------------------------------- zCDP
+    def test_zcdp_envelope_dominates_rdp(self):
+        z = self._curve(ZCDP)
+        rdp = self._curve(RDP)
+        for d in _DIRECTIONS:
+            rho = z.rho(d)
+            assert rho >= 0.0 and not np.isnan(rho), f"{d}: ρ = {rho!r}"
+            div = rdp.rdp(ALPHAS, d)
+            bad = rho * ALPHAS < div * (1.0 - 1e-9)
+            assert not bad.any(), (f"{d}: ρα = {rho * ALPHAS[bad]} below D_α = {div[bad]} "
+                                   f"at α={ALPHAS[bad]}")
+
+    # ----------------------------------------------------------- trade-off
+    def test_tradeoff_function(self):
+        to = self._curve(TradeOff)
+        for d in _DIRECTIONS:
+            beta = to.beta(TYPE_I_GRID, d)
+            assert np.all(np.isfinite(beta)), f"{d}: β(α) not finite"
+            assert np.all((beta >= -1e-12) & (beta <= 1.0 + 1e-12)), (
+                f"{d}: β(α) outside [0, 1]: min {beta.min()!r}, max {beta.max()!r}")
+            rises = np.diff(beta) > 1e-12
+            assert not rises.any(), f"{d}: β(α) increases after α={TYPE_I_GRID[:-1][rises]}"
+
+    def test_tradeoff_total_variation(self):
+        """δ(0) = TV(P, Q) = 1 − min_α (α + β(α)) (forward direction)."""
+        to = self._curve(TradeOff)
+        prof = self._curve(PrivacyProfile)
+        beta = to.beta(TYPE_I_GRID, "forward")
+        tv_tradeoff = 1.0 - float(np.min(TYPE_I_GRID + beta))
+        tv_profile = float(np.asarray(prof.delta(0.0, "forward")))
+        assert abs(tv_tradeoff - tv_profile) <= 1e-3, (
+            f"total variation: 1 − min(α + β) = {tv_tradeoff!r} but δ(0) = {tv_profile!r}")
+
+    # ---------------------------------------------------------- parameters
+    def test_parameters_validated(self):
+        import pytest
+
+        if not self.bad_parameters:
+            pytest.skip("no bad_parameters given")
+        mech = self._mech()
+        current = attrs.asdict(mech, recurse=False)
+        init = {name for name in type(mech).parameters()}
+        current = {k: v for k, v in current.items() if k in init}
+        for bad in self.bad_parameters:
+            with pytest.raises((ValueError, TypeError)):
+                type(mech)(**{**current, **bad})
