@@ -43,7 +43,7 @@ from .mechanism import Mechanism
 from .direction import Direction
 from .pair import LawPair, Pair
 
-__all__ = ["AdditiveNoise", "continuous_noise_pair", "integer_noise_pair"]
+__all__ = ["AdditiveNoise", "continuous_noise_pair", "integer_noise_pair", "log_integral"]
 
 _DROP = 745.0          # nats below the peak where the support is cut: beyond, every
                        # cell mass underflows float64 (< 1e-300 per unit scale)
@@ -140,6 +140,10 @@ class _NoisePair(LawPair):
     def cgf_lower(self, t, direction):
         return self._cgf(t, direction)
 
+    def noise_density(self):
+        """(log-density, Δ, grid width, support span): the pair is (Z + Δ, Z)."""
+        return self.logf, self.delta, self.width, self.span
+
     def _log_moment(self, t: float, direction: Direction) -> float:
         """log ∫ p^{1+t} q^{−t} (forward) or q^{1+t} p^{−t} (backward), normalised."""
         if t == 0.0:
@@ -152,14 +156,14 @@ class _NoisePair(LawPair):
             return np.where(np.isnan(v), -np.inf, v)
         lo, hi = self.span
         reach = (abs(a) + abs(b)) * (abs(self.delta) + (hi - lo))
-        return (_log_integral(h, lo - reach, hi + reach, self.width, self.delta)
-                - _log_integral(self.logf, lo, hi, self.width, self.delta))
+        return (log_integral(h, lo - reach, hi + reach, self.width, self.delta)
+                - log_integral(self.logf, lo, hi, self.width, self.delta))
 
 
 _GL16_X, _GL16_W = np.polynomial.legendre.leggauss(16)
 
 
-def _log_integral(h, lo: float, hi: float, width: float, delta: float,
+def log_integral(h, lo: float, hi: float, width: float, delta: float,
                   panels: int = 1024, drop: float = 80.0) -> float:
     """log ∫ e^{h(x)} dx for a unimodal-ish log-integrand, in log space.
 

@@ -63,6 +63,10 @@ class GaussianPair(Pair):
     def _self_compose(self, count):
         return GaussianPair(self.mu * np.sqrt(count))
 
+    def noise_density(self):
+        """(N(μ, 1), N(0, 1)) as additive noise: (log-density, Δ, width, span)."""
+        return (lambda x: -0.5 * np.square(x)), self.mu, 1.0, (-40.0, 40.0 + self.mu)
+
     def describe(self) -> str:
         return f"Gaussian(μ={self.mu:g})"
 

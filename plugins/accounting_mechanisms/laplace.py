@@ -46,6 +46,10 @@ class LaplacePair(Pair):
     def _rho(self, direction):
         return self.e + np.expm1(-self.e)
 
+    def noise_density(self):
+        """(Lap(e, 1), Lap(0, 1)) as additive noise: (log-density, Δ, width, span)."""
+        return (lambda x: -np.abs(x)), self.e, 1.0, (-800.0, 800.0 + self.e)
+
     def describe(self) -> str:
         return f"Laplace(Δ/b={self.e:g})"
 
