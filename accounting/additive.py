@@ -62,15 +62,20 @@ class AdditiveNoise(Mechanism):
     def log_density(self, x: np.ndarray) -> np.ndarray:
         """Log-density of the noise at x (up to an additive constant)."""
 
-    def scale(self) -> float:
+    #: whether the noise is symmetric about a point (then the pair's two directions
+    #: coincide, which sampling without replacement needs for its Rényi curve)
+    symmetric_noise: ClassVar[bool] = False
+
+    def noise_width(self) -> float:
         """A typical width of the noise, to place the numerical grid (default 1)."""
         return 1.0
 
     def pair(self) -> Pair:
         if self.domain == "integer":
-            return integer_noise_pair(self.log_density, self.sensitivity, label=self.name)
-        return continuous_noise_pair(self.log_density, self.sensitivity, self.scale(),
-                                     label=self.name)
+            return integer_noise_pair(self.log_density, self.sensitivity, label=self.name,
+                                      symmetric=self.symmetric_noise)
+        return continuous_noise_pair(self.log_density, self.sensitivity, self.noise_width(),
+                                     label=self.name, symmetric=self.symmetric_noise)
 
 
 def _extent(logf, start: float, peak: float, direction: float, limit: float) -> float:
@@ -84,7 +89,8 @@ def _extent(logf, start: float, peak: float, direction: float, limit: float) -> 
 
 
 def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
-                          cells: int = _CELLS, label: str = "additive noise") -> LawPair:
+                          cells: int = _CELLS, label: str = "additive noise",
+                          symmetric: bool = False) -> LawPair:
     """The bracketed pair (Z + Δ, Z) for noise with log-density ``logf`` on ℝ."""
     delta = float(sensitivity)
     probe = np.linspace(-10 * scale, 10 * scale, 2001)
@@ -120,7 +126,7 @@ def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
     fwd_u, fwd_l = _cell_laws(log_pc, log_qc, a, b)
     bwd_u, bwd_l = _cell_laws(log_qc, log_pc, -b, -a)
     return _NoisePair((fwd_u, bwd_u), (fwd_l, bwd_l), label, logf=logf, delta=delta,
-                      span=(lo, hi), width=width)
+                      span=(lo, hi), width=width, symmetric=symmetric)
 
 
 @attrs.frozen(eq=False)
@@ -216,7 +222,8 @@ def _cell_laws(log_pc, log_qc, a, b) -> tuple[LossPMF, LossPMF]:
     return upper, lower
 
 
-def integer_noise_pair(logf, sensitivity: float, *, label: str = "integer noise") -> LawPair:
+def integer_noise_pair(logf, sensitivity: float, *, label: str = "integer noise",
+                       symmetric: bool = False) -> LawPair:
     """The exact pair (Z + Δ, Z) for noise with log-pmf ``logf`` on ℤ, Δ an integer."""
     if float(sensitivity) != int(sensitivity):
         raise ValueError(f"{label}: sensitivity must be an integer for noise on the integers, "
@@ -236,4 +243,4 @@ def integer_noise_pair(logf, sensitivity: float, *, label: str = "integer noise"
     loss = lp[both] - lq[both]
     fwd = LossPMF.from_atoms(loss, np.exp(lp[both]), float(np.exp(lp[only_p]).sum()))
     bwd = LossPMF.from_atoms(-loss, np.exp(lq[both]), float(np.exp(lq[only_q]).sum()))
-    return LawPair((fwd, bwd), (fwd, bwd), label)
+    return LawPair((fwd, bwd), (fwd, bwd), label, symmetric=symmetric)

@@ -53,10 +53,16 @@ def _tradeoff(pair, **options: Any) -> TradeOff:
 
 def _rdp(pair, **options: Any) -> RDP:
     if pair._cgf(_PROBE, Direction.FORWARD) is not None:
+        exactness = pair.cgf_exactness()
+        lower = None
         lower_fn = getattr(pair, "cgf_lower", None)
-        lower = CGF.of(lower_fn) if lower_fn is not None else (
-            CGF.of(pair._cgf) if pair.exact else None)
-        return RDP(CGF.of(pair._cgf), lower, provenance=_exact(f"{pair.describe()} rdp"))
+        if lower_fn is not None:
+            if lower_fn(_PROBE, Direction.FORWARD) is not None:
+                lower = CGF.of(lower_fn)
+        elif pair.exact and exactness is Exactness.EXACT:
+            lower = CGF.of(pair._cgf)
+        return RDP(CGF.of(pair._cgf), lower, provenance=Provenance(
+            exactness, (f"{pair.describe()} rdp",)))
     return _pld(pair, **options).to(RDP, **options)
 
 
@@ -70,8 +76,9 @@ def _zcdp(pair, **options: Any) -> ZCDP:
             rdp = rdp or _rdp(pair, **options)
             rho = zcdp_envelope(lambda t, d=d: rdp.upper(t, d))
         rhos.append(rho)
-    return ZCDP(tuple(rhos), tuple(rhos) if pair.exact else None,
-                provenance=_exact(f"{pair.describe()} zcdp"))
+    exact = pair.exact and (rdp is None or rdp.provenance.exactness is Exactness.EXACT)
+    return ZCDP(tuple(rhos), tuple(rhos) if exact else None, provenance=Provenance(
+        Exactness.EXACT if exact else Exactness.UPPER, (f"{pair.describe()} zcdp",)))
 
 
 _BUILDERS = {PrivacyProfile: _profile, PLD: _pld, TradeOff: _tradeoff, RDP: _rdp, ZCDP: _zcdp}

@@ -11,6 +11,8 @@ knows and inherits the rest:
 * ``_cgf(t, direction)`` (optional): K(t) = log E[e^{tL}] in closed form or by
   quadrature; without it RDP comes from the PLD.
 * ``_beta(alpha, direction)`` (optional): the trade-off function in closed form.
+  ``cgf_exactness()`` says whether it is exact or an upper bound; an optional
+  ``cgf_lower(t, direction)`` gives a lower curve (``None`` if there is none).
 * ``_rho(direction)`` (optional): the exact zCDP parameter ρ* = sup_t K(t)/(t(t+1)).
 * ``_self_compose(count)`` (optional): a closed-form pair for the count-fold product
   (for example Gaussians: μ ↦ μ√count).
@@ -26,6 +28,7 @@ from typing import Optional
 import attrs
 import numpy as np
 
+from .curve import Exactness
 from .direction import Direction, as_direction
 from .loss import LossPMF
 from .validation import check_array
@@ -38,6 +41,8 @@ class Pair(abc.ABC):
 
     #: whether ``_profile`` is exact (else it is an upper bound, ``_profile_lower`` a lower)
     exact: bool = True
+    #: whether Q‖P is P‖Q up to a relabelling of outcomes (both directions coincide)
+    symmetric: bool = False
 
     # ------------------------------------------------------------ primitives
     @abc.abstractmethod
@@ -58,6 +63,10 @@ class Pair(abc.ABC):
 
     def _self_compose(self, count: int) -> Optional["Pair"]:
         return None
+
+    def cgf_exactness(self) -> Exactness:
+        """What ``_cgf`` is: exact (the default) or an upper bound (``Exactness.UPPER``)."""
+        return Exactness.EXACT
 
     # ----------------------------------------------------------- public API
     def profile(self, eps: "np.ndarray | float", direction: "Direction | str" = "max",
@@ -97,6 +106,7 @@ class LawPair(Pair):
     upper: tuple[LossPMF, LossPMF]
     lower: tuple[LossPMF, LossPMF]
     label: str = "LawPair"
+    symmetric: bool = attrs.field(default=False, kw_only=True)
 
     @property
     def exact(self) -> bool:  # type: ignore[override]

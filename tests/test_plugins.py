@@ -38,7 +38,7 @@ class MyNoise(AdditiveNoise):
         x = np.asarray(x, dtype=float)
         return -x ** 2 / (2 * self.s ** 2)
 
-    def scale(self) -> float:
+    def noise_width(self) -> float:
         return self.s
 
 

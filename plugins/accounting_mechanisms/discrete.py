@@ -255,6 +255,8 @@ def dgauss_delta(sigma: float, delta: int, eps: np.ndarray, *, method: str = "au
 class DiscreteGaussianPair(Pair):
     """(Δ + Y, Y) with Y ~ N_ℤ(0, σ²) and integer Δ ≥ 1; symmetric."""
 
+    symmetric = True
+
     sigma: float = attrs.field(validator=lambda i, a, v: check_positive("sigma", v))
     delta: int = attrs.field(default=1, validator=lambda i, a, v: check_count("delta", v))
 
@@ -297,7 +299,7 @@ class DiscreteGaussian(AdditiveNoise):
     def log_density(self, x):
         return -0.5 * (np.asarray(x, dtype=float) / self.sigma) ** 2
 
-    def scale(self) -> float:
+    def noise_width(self) -> float:
         return self.sigma
 
     def pair(self) -> DiscreteGaussianPair:
@@ -362,6 +364,8 @@ def _atom_cgf(losses: np.ndarray, logp: np.ndarray, t: np.ndarray) -> np.ndarray
 @attrs.frozen
 class DiscreteLaplacePair(Pair):
     """(Δ + Y, Y) with Y discrete Laplace, pmf tanh(a/2)e^{−a|x|}; symmetric."""
+
+    symmetric = True
 
     a: float = attrs.field(validator=lambda i, a, v: check_positive("a", v))
     delta: int = attrs.field(default=1, validator=lambda i, a, v: check_count("delta", v))
@@ -460,7 +464,7 @@ class DiscreteLaplace(AdditiveNoise):
     def log_density(self, x):
         return -self.a * np.abs(np.asarray(x, dtype=float))
 
-    def scale(self) -> float:
+    def noise_width(self) -> float:
         return 1.0 / self.a
 
     def pair(self) -> DiscreteLaplacePair:

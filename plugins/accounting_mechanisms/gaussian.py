@@ -44,6 +44,8 @@ def gaussian_delta(mu: float, eps: np.ndarray) -> np.ndarray:
 class GaussianPair(Pair):
     """(N(μ, 1), N(0, 1)): the canonical μ-GDP pair."""
 
+    symmetric = True
+
     mu: float = attrs.field(validator=lambda i, a, v: check_positive("mu", v))
 
     def _profile(self, eps, direction):
@@ -84,7 +86,7 @@ class Gaussian(AdditiveNoise):
     def log_density(self, x):
         return -0.5 * (np.asarray(x, dtype=float) / self.sigma) ** 2
 
-    def scale(self) -> float:
+    def noise_width(self) -> float:
         return self.sigma
 
     def pair(self) -> GaussianPair:

@@ -72,7 +72,7 @@ class GaussianMixture(AdditiveNoise):
     Parameters (sequences of the same length K ≥ 1, stored as tuples of floats):
     ``weights`` w_k > 0 summing to 1 within 1e-9 (then normalised exactly);
     ``means`` m_k, finite; ``scales`` s_k > 0, finite, standard deviations in the
-    units of Δ. ``scale()`` is the mixture's standard deviation,
+    units of Δ. ``noise_width()`` is the mixture's standard deviation,
     √(Σ w_k (s_k² + (m_k − m̄)²)) with m̄ = Σ w_k m_k.
 
     Neighbouring relation: M(D) = f(D) + Z with Δ the sensitivity of f under the
@@ -125,10 +125,19 @@ class GaussianMixture(AdditiveNoise):
         """log f(x) up to the constant −½ log 2π (vectorised)."""
         return self._log_density(x)
 
+    def is_symmetric(self) -> bool:
+        """Whether the noise is symmetric about its mean (then both directions coincide):
+        the components, reflected about the mean, are the same multiset."""
+        mbar = self.mean()
+        comps = sorted(zip(self.weights, (m - mbar for m in self.means), self.scales))
+        mirror = sorted(zip(self.weights, (mbar - m for m in self.means), self.scales))
+        return all(math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
+                   for x, y in zip(comps, mirror) for a, b in zip(x, y))
+
     def mean(self) -> float:
         return math.fsum(w * m for w, m in zip(self.weights, self.means))
 
-    def scale(self) -> float:
+    def noise_width(self) -> float:
         """The mixture's standard deviation (places the numerical grid)."""
         mbar = self.mean()
         return math.sqrt(math.fsum(w * (s * s + (m - mbar) ** 2)
@@ -139,7 +148,8 @@ class GaussianMixture(AdditiveNoise):
         """The pair by the generic numerics, on the noise centred at its mean."""
         mbar = self.mean()
         return continuous_noise_pair(lambda x: self._log_density(x, mbar), self.sensitivity,
-                                     self.scale(), label=self.name)
+                                     self.noise_width(), label=self.name,
+                                     symmetric=self.is_symmetric())
 
     def pair(self) -> Pair:
         if len(self.weights) == 1:
@@ -148,7 +158,8 @@ class GaussianMixture(AdditiveNoise):
         if len(set(self.scales)) == 1:
             # ρ* in closed form: the numerical envelope cannot certify a sup at t → ∞
             rho = self.sensitivity ** 2 / (2.0 * self.scales[0] ** 2)
-            return _EqualScalesMixturePair(pair.upper, pair.lower, pair.label, inner=pair, rho=rho)
+            return _EqualScalesMixturePair(pair.upper, pair.lower, pair.label, inner=pair, rho=rho,
+                                          symmetric=pair.symmetric)
         return pair
 
 

@@ -70,8 +70,6 @@ class GeneralisedGaussian(AdditiveNoise):
     beta: float = attrs.field(validator=positive)
     scale: float = attrs.field(validator=positive)  # type: ignore[assignment]
 
-    # The field ``scale`` shadows AdditiveNoise.scale() (the grid width the base
-    # class's pair() asks for), so pair() passes the width itself: ``std()``.
     def log_density(self, x):
         with np.errstate(over="ignore"):
             return -np.abs(np.asarray(x, dtype=float) / self.scale) ** self.beta
@@ -83,8 +81,11 @@ class GeneralisedGaussian(AdditiveNoise):
 
     def generic_pair(self) -> Pair:
         """The pair by the generic numerics of ``accounting.additive``, at any β."""
-        return continuous_noise_pair(self.log_density, self.sensitivity, self.std(),
-                                     label=self.name)
+        return continuous_noise_pair(self.log_density, self.sensitivity, self.noise_width(),
+                                     label=self.name, symmetric=True)
+
+    def noise_width(self) -> float:
+        return self.std()
 
     def pair(self) -> Pair:
         if self.beta == 2.0:   # N(0, σ²) with σ = scale/√2

@@ -28,6 +28,8 @@ __all__ = ["Laplace", "LaplacePair"]
 class LaplacePair(Pair):
     """(Lap(e, 1), Lap(0, 1)) with e = Δ/b."""
 
+    symmetric = True
+
     e: float = attrs.field(validator=lambda i, a, v: check_positive("e", v))
 
     def _profile(self, eps, direction):
@@ -64,7 +66,7 @@ class Laplace(AdditiveNoise):
     def log_density(self, x):
         return -np.abs(np.asarray(x, dtype=float)) / self.b
 
-    def scale(self) -> float:
+    def noise_width(self) -> float:
         return self.b
 
     def pair(self) -> LaplacePair:

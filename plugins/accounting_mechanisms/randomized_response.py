@@ -47,7 +47,7 @@ class RandomizedResponse(Mechanism):
     def pair(self) -> LawPair:
         p = float(self.p)
         pair = discrete_pair(np.array([p, 1 - p]), np.array([1 - p, p]), f"RR(p={p:g})")
-        return _RRPair(pair.upper, pair.lower, pair.label, p)
+        return _RRPair(pair.upper, pair.lower, pair.label, p, symmetric=True)
 
 
 @attrs.frozen(eq=False)

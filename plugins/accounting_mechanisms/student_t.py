@@ -61,16 +61,17 @@ class StudentT(AdditiveNoise):
     nu: float = attrs.field(validator=positive)
     scale: float = attrs.field(validator=positive)  # type: ignore[assignment]
 
-    # The field ``scale`` shadows AdditiveNoise.scale() (the grid width the base
-    # class's pair() asks for), so pair() passes it itself.
     def log_density(self, x):
         x = np.asarray(x, dtype=float)
         return -0.5 * (self.nu + 1.0) * np.log1p((x / self.scale) ** 2 / self.nu)
 
     def generic_pair(self) -> Pair:
         """The pair by the generic numerics of ``accounting.additive``."""
-        return continuous_noise_pair(self.log_density, self.sensitivity, float(self.scale),
-                                     label=self.name)
+        return continuous_noise_pair(self.log_density, self.sensitivity, self.noise_width(),
+                                     label=self.name, symmetric=True)
+
+    def noise_width(self) -> float:
+        return float(self.scale)
 
     def pair(self) -> Pair:
         return self.generic_pair()

@@ -13,8 +13,9 @@ written out per direction by taking sup_S of the mixture):
              = 0                                                    above.
 
 Every curve then derives from the profile (PLD by connect-the-dots, trade-off and
-RDP of the PLD). A base with an exact Rényi curve for the mixture (the Gaussian)
-overrides ``_cgf`` in a subclass.
+RDP of the PLD). The Rényi curve comes from the base's own primitives
+(``_cgf``: quadrature, exact sums or a labelled upper bound); a base with an exact
+Rényi curve for the mixture (the Gaussian) overrides ``_cgf`` in a subclass.
 """
 
 from __future__ import annotations
@@ -23,15 +24,19 @@ import attrs
 import numpy as np
 
 from accounting.additive import log_integral
+from accounting.curve import Exactness
 from accounting.direction import Direction
 from accounting.hookspecs import hookimpl
-from accounting.mechanism import Mechanism, positive
-from accounting.pair import Pair
-from accounting.validation import check_probability
+from accounting.mechanism import Mechanism, Neighbouring, as_neighbouring, positive
+from accounting.pair import LawPair, Pair
+from accounting.validation import check_count, check_probability
 
+from . import subsampled_rdp as _rdp
 from .laplace import LaplacePair
 
-__all__ = ["PoissonSubsampledPair", "PoissonSubsampled", "SubsampledLaplace", "check_rate"]
+__all__ = ["PoissonSubsampledPair", "PoissonSubsampled", "WithoutReplacementPair",
+           "SampledWithoutReplacement", "SubsampledLaplace", "check_rate", "poisson_pair",
+           "SPECIALISATIONS"]
 
 
 def check_rate(instance, attribute, value) -> None:
@@ -87,15 +92,44 @@ class PoissonSubsampledPair(Pair):
             return np.where(inside | (eps == -np.inf), np.maximum(val, 0.0), 0.0)
 
     def _cgf(self, t, direction):
-        """K(t) by log-space quadrature when the base is additive noise (Z + Δ, Z):
-        forward log ∫ q·(m/q)^{1+t}, backward log ∫ q·(q/m)^{t}·… = log ∫ m^{−t} q^{1+t},
-        m = (1 − q)·Q + q·P₀ the mixture. Numerical (panels around the integrand's
-        peak, ~1e-10 relative), not a certified bound; other bases: none (RDP then
-        comes from the PLD, +∞ on its upper side)."""
-        view = getattr(self.base, "noise_density", None)
-        if view is None:
+        """K(t) of the mixture pair, by the best route the base allows:
+
+        * additive noise (``noise_density``): log-space quadrature of
+          ∫ m^{1+t} q^{−t} (forward) or ∫ m^{−t} q^{1+t} (backward), m = (1 − q)·Q₀ + q·P₀
+          — numerical (~1e-10 relative, panels around the integrand's peak);
+        * a loss law (``LawPair``): exact finite sums (``subsampled_rdp.law_cgf``);
+        * a base CGF: the binomial bound (forward) and the Taylor / joint-convexity
+          bound (backward) of ``subsampled_rdp`` — upper bounds, see ``cgf_exactness``;
+        * otherwise none (RDP then comes from the PLD, +∞ on its upper side).
+        """
+        route = self._cgf_route()
+        if route is None:
             return None
-        logf, delta, width, (lo, hi) = view()
+        if route == "law":
+            return _rdp.law_cgf(self.base._law(Direction.FORWARD, "upper"), self.q, t, direction)
+        if route == "bound":
+            fwd = lambda s: self.base._cgf(s, Direction.FORWARD)  # noqa: E731
+            if direction is Direction.FORWARD:
+                return _rdp.remove_cgf_bound(fwd, self.q, t)
+            bwd = lambda s: self.base._cgf(s, Direction.BACKWARD)  # noqa: E731
+            return _rdp.add_cgf_bound(fwd, bwd, self.q, t, exact_base=(
+                self.base.exact and self.base.cgf_exactness() is Exactness.EXACT))
+        return self._quadrature_cgf(t, direction)
+
+    def _cgf_route(self):
+        if getattr(self.base, "noise_density", None) is not None:
+            return "quadrature"
+        if isinstance(self.base, LawPair):
+            return "law"
+        if self.base._cgf(np.array([1.0]), Direction.FORWARD) is not None:
+            return "bound"
+        return None
+
+    def cgf_exactness(self) -> Exactness:
+        return Exactness.UPPER if self._cgf_route() == "bound" else Exactness.EXACT
+
+    def _quadrature_cgf(self, t, direction):
+        logf, delta, width, (lo, hi) = self.base.noise_density()
         log_z = log_integral(logf, lo, hi, width, delta)
         lq1 = np.log1p(-self.q) if self.q < 1 else -np.inf
         lq = np.log(self.q)
@@ -115,17 +149,107 @@ class PoissonSubsampledPair(Pair):
         return out.reshape(t.shape)
 
     def cgf_lower(self, t, direction):
-        return self._cgf(t, direction)
+        """A lower Rényi curve where the route gives one: the quadrature's value, or the
+        exact sums over the base's lower law; none for the bound route."""
+        route = self._cgf_route()
+        if route == "law":
+            return _rdp.law_cgf(self.base._law(Direction.FORWARD, "lower"), self.q, t, direction)
+        if route == "quadrature":
+            return self._quadrature_cgf(t, direction)
+        return None
 
     def describe(self) -> str:
         return f"Poisson(q={self.q:g})∘{self.base.describe()}"
 
 
+#: base-pair type → a PoissonSubsampledPair subclass with closed forms for it
+#: (filled by the modules that define them, e.g. the subsampled Gaussian)
+SPECIALISATIONS: dict[type, type] = {}
+
+
+def poisson_pair(base: Pair, q: float) -> PoissonSubsampledPair:
+    """The Poisson-subsampled pair of ``base``, specialised where a closed form exists."""
+    return SPECIALISATIONS.get(type(base), PoissonSubsampledPair)(base, q)
+
+
+@attrs.frozen
+class WithoutReplacementPair(Pair):
+    """Replace-one neighbouring, a batch of fixed size m drawn without replacement from
+    n records (γ = m/n), then a base whose pair (P₀, Q₀) dominates it under replace-one.
+
+    Dominating pair: (γP₀ + (1 − γ)Q₀, Q₀) (Balle, Barthe, Gaboardi 2018, Thm 9 —
+    δ' = γδ at e^{ε'} = 1 + γ(e^ε − 1) — as a pair in Zhu, Dong, Wang 2022, §5), where
+    (P₀, Q₀) must dominate *both* orders of a replaced record, so its profile is the max
+    of the base's two directions. The relation is symmetric, so this one pair
+    dominates every ordered neighbouring pair and both directions report it.
+
+    Rényi curve: when the base is symmetric its forward direction is the max, and the
+    curve is the Poisson-subsampled forward curve at rate γ (exact quadrature, exact
+    sums, or the binomial bound; see ``PoissonSubsampledPair._cgf``). An asymmetric
+    base has none here (RDP then comes from the PLD, +∞ on its upper side).
+    """
+
+    base: Pair = attrs.field(validator=_base_validator)
+    gamma: float = attrs.field(validator=check_rate)
+
+    symmetric = True
+
+    @property
+    def exact(self) -> bool:  # type: ignore[override]
+        return self.base.exact
+
+    @property
+    def _poisson(self) -> PoissonSubsampledPair:
+        return poisson_pair(self.base, self.gamma)
+
+    def _profile(self, eps, direction):
+        return self._poisson._mixed(eps, Direction.FORWARD, self._base_max(self.base._profile))
+
+    def _profile_lower(self, eps, direction):
+        return self._poisson._mixed(eps, Direction.FORWARD,
+                                    self._base_max(self.base._profile_lower))
+
+    @staticmethod
+    def _base_max(fn):
+        return lambda e, _: np.maximum(fn(e, Direction.FORWARD), fn(e, Direction.BACKWARD))
+
+    def _cgf(self, t, direction):
+        if not self.base.symmetric:
+            return None
+        return self._poisson._cgf(t, Direction.FORWARD)
+
+    def cgf_lower(self, t, direction):
+        if not self.base.symmetric:
+            return None
+        return self._poisson.cgf_lower(t, Direction.FORWARD)
+
+    def cgf_exactness(self) -> Exactness:
+        return self._poisson.cgf_exactness()
+
+    def _rho(self, direction):
+        return self._poisson._rho(Direction.FORWARD) if self.base.symmetric else None
+
+    def describe(self) -> str:
+        return f"WOR(γ={self.gamma:g})∘{self.base.describe()}"
+
+
+def _require(relation: Neighbouring, what: str, value: Mechanism) -> None:
+    if value.neighbouring is not relation:
+        other = "sampled_without_replacement" if relation is Neighbouring.ADD_REMOVE \
+            else "poisson_subsampled"
+        raise ValueError(f"{what} is accounted under {relation.value} neighbouring, but "
+                         f"{type(value).__name__} declares {value.neighbouring.value} "
+                         f"(use {other} for that relation)")
+
+
 @attrs.frozen
 class PoissonSubsampled(Mechanism):
-    """Poisson subsampling at rate ``q`` of any ``base`` mechanism (add/remove).
+    """Poisson subsampling at rate ``q`` of any ``base`` mechanism.
 
-    The base's sensitivity is its own; this wrapper's ``sensitivity`` is unused.
+    Neighbouring: add/remove only (the base must declare it too; its sensitivity is
+    that of adding or removing one record). The base's sensitivity is its own; this
+    wrapper's ``sensitivity`` is unused. For replace-one use
+    ``SampledWithoutReplacement``.
     """
 
     name = "poisson_subsampled"
@@ -136,18 +260,66 @@ class PoissonSubsampled(Mechanism):
     def _check_base(self, attribute, value):
         if not isinstance(value, Mechanism):
             raise TypeError(f"base must be a Mechanism, got {type(value).__name__}")
+        _require(Neighbouring.ADD_REMOVE, "Poisson subsampling", value)
+
+    def __attrs_post_init__(self):
+        _require(Neighbouring.ADD_REMOVE, "Poisson subsampling", self)
 
     def pair(self) -> PoissonSubsampledPair:
-        return PoissonSubsampledPair(self.base.pair(), float(self.q))
+        return poisson_pair(self.base.pair(), float(self.q))
+
+
+@attrs.frozen
+class SampledWithoutReplacement(Mechanism):
+    """A batch of ``batch_size`` records drawn uniformly without replacement from a
+    dataset of ``dataset_size``, then ``base`` (replace-one neighbouring).
+
+    Neighbouring: replace-one only — datasets of a fixed size n that differ in one
+    record. The base must declare ``neighbouring="replace_one"`` with its replace-one
+    sensitivity (for a clipped sum that is twice the clipping norm, or the norm of
+    the largest difference of two records' contributions). γ = batch_size /
+    dataset_size; see ``WithoutReplacementPair``.
+    """
+
+    name = "sampled_without_replacement"
+    base: Mechanism = attrs.field()
+    batch_size: int = attrs.field(converter=lambda v: check_count("batch_size", v))
+    dataset_size: int = attrs.field(converter=lambda v: check_count("dataset_size", v))
+    neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
+                                             converter=as_neighbouring)
+
+    @base.validator
+    def _check_base(self, attribute, value):
+        if not isinstance(value, Mechanism):
+            raise TypeError(f"base must be a Mechanism, got {type(value).__name__}")
+        _require(Neighbouring.REPLACE_ONE, "sampling without replacement", value)
+
+    def __attrs_post_init__(self):
+        _require(Neighbouring.REPLACE_ONE, "sampling without replacement", self)
+        if self.batch_size > self.dataset_size:
+            raise ValueError(f"batch_size must be at most dataset_size ({self.dataset_size}), "
+                             f"got {self.batch_size}")
+
+    @property
+    def gamma(self) -> float:
+        return self.batch_size / self.dataset_size
+
+    def pair(self) -> WithoutReplacementPair:
+        return WithoutReplacementPair(self.base.pair(), self.gamma)
 
 
 @attrs.frozen
 class SubsampledLaplace(Mechanism):
-    """Poisson sampling at rate ``q``, then Laplace noise of scale ``b`` (Δ: ℓ1)."""
+    """Poisson sampling at rate ``q``, then Laplace noise of scale ``b`` (Δ: ℓ1).
+
+    Neighbouring: add/remove only (Δ bounds one record's contribution)."""
 
     name = "subsampled_laplace"
     q: float = attrs.field(validator=check_rate)
     b: float = attrs.field(validator=positive)
+
+    def __attrs_post_init__(self):
+        _require(Neighbouring.ADD_REMOVE, "Poisson subsampling", self)
 
     def pair(self) -> PoissonSubsampledPair:
         return PoissonSubsampledPair(LaplacePair(self.sensitivity / self.b), float(self.q))

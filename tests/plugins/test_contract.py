@@ -92,7 +92,7 @@ class LogisticNoise(AdditiveNoise):
         z = np.asarray(x, dtype=float) / self.s
         return -np.abs(z) - 2.0 * np.log1p(np.exp(-np.abs(z)))
 
-    def scale(self) -> float:
+    def noise_width(self) -> float:
         return self.s
 
 

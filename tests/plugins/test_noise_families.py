@@ -497,7 +497,7 @@ def test_mixture_curves_do_not_depend_on_its_location():
 def test_mixture_scale_is_its_standard_deviation():
     mech = Mixture((0.25, 0.75), (-2.0, 1.0), (1.0, 0.5))
     # Var = Σ w (s² + m²) − (Σ w m)² = 0.25·5 + 0.75·1.25 − 0.25² = 2.125
-    assert mech.scale() == pytest.approx(math.sqrt(2.125), rel=1e-15)
+    assert mech.noise_width() == pytest.approx(math.sqrt(2.125), rel=1e-15)
     xs = np.linspace(-5, 5, 11)
     want = np.logaddexp(math.log(0.25) - 0.5 * (xs + 2.0) ** 2,
                         math.log(0.75) - math.log(0.5) - 0.5 * ((xs - 1.0) / 0.5) ** 2)

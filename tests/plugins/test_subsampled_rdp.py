@@ -1,0 +1,217 @@
+"""Rényi curves of subsampled pairs from the base's primitives (``subsampled_rdp``), and
+sampling without replacement under replace-one, checked against exact closed forms,
+direct sums and a brute-force enumeration of the mechanism itself."""
+
+import itertools
+
+import attrs
+import mpmath as mp
+import numpy as np
+import pytest
+
+import accounting
+from accounting import PLD, RDP, Accountant, PrivacyProfile
+from accounting.curve import Exactness
+from accounting.direction import Direction
+from accounting.pair import Pair, discrete_pair
+from accounting_mechanisms import subsampled_gaussian_rdp as exact_sgm
+from accounting_mechanisms.discrete import DiscreteLaplacePair
+from accounting_mechanisms.gaussian import GaussianPair
+from accounting_mechanisms.subsampled_gaussian import SubsampledGaussianPair
+from accounting_mechanisms.subsampling import (PoissonSubsampled, PoissonSubsampledPair,
+                                               SampledWithoutReplacement,
+                                               WithoutReplacementPair)
+
+F, B = Direction.FORWARD, Direction.BACKWARD
+
+
+@attrs.frozen
+class CGFOnly(Pair):
+    """A base that shows only its profile and CGF (no law, no density)."""
+
+    inner: Pair
+
+    def _profile(self, eps, direction):
+        return self.inner._profile(eps, direction)
+
+    def _cgf(self, t, direction):
+        return self.inner._cgf(t, direction)
+
+
+# ------------------------------------------------------------ the bound route
+@pytest.mark.parametrize("q, z", [(0.01, 1.0), (0.1, 0.8), (0.3, 1.5), (0.001, 0.5)])
+def test_binomial_bound_is_exact_at_integer_orders_and_sound_between(q, z):
+    pair = PoissonSubsampledPair(CGFOnly(GaussianPair(1.0 / z)), q)
+    exact = SubsampledGaussianPair.of(q, z)
+    ints = np.array([1.0, 2.0, 4.0, 9.0, 31.0, 100.0])
+    np.testing.assert_allclose(pair._cgf(ints, F), exact._cgf(ints, F), rtol=1e-10)
+    frac = np.array([0.3, 0.5, 1.7, 2.7, 12.5, 600.0, 900.0])   # 600, 900: past the table
+    assert np.all(pair._cgf(frac, F) >= exact._cgf(frac, F) * (1 - 1e-12))
+
+
+@pytest.mark.parametrize("q, z", [(0.01, 1.0), (0.1, 0.8), (0.3, 1.5), (0.001, 0.5),
+                                  (0.01, 3.0)])
+def test_add_direction_bound_is_sound(q, z):
+    pair = PoissonSubsampledPair(CGFOnly(GaussianPair(1.0 / z)), q)
+    t = np.array([0.2, 0.5, 1.0, 2.0, 2.7, 5.0, 9.0, 31.0, 100.0, 400.0])
+    bound = pair._cgf(t, B)
+    exact = SubsampledGaussianPair.of(q, z)._cgf(t, B)
+    assert np.all(bound >= exact * (1 - 1e-12))
+
+
+def test_add_direction_bound_is_tight_for_small_q():
+    # the Taylor bounds carry the exact leading term t(t+1)q²χ²/2
+    q, z = 0.01, 1.0
+    t = np.array([1.0, 2.0, 5.0, 9.0])
+    bound = PoissonSubsampledPair(CGFOnly(GaussianPair(1.0 / z)), q)._cgf(t, B)
+    exact = SubsampledGaussianPair.of(q, z)._cgf(t, B)
+    np.testing.assert_array_less(bound / exact, [1.01, 1.02, 1.06, 1.15])   # measured
+    # … and below the (exact) remove direction there, so the max over directions is exact
+    assert np.all(bound <= SubsampledGaussianPair.of(q, z)._cgf(t, F))
+
+
+def test_bound_route_is_labelled_an_upper_bound_and_has_no_lower_side():
+    pair = PoissonSubsampledPair(CGFOnly(GaussianPair(1.0)), 0.1)
+    rdp = pair.curve(RDP)
+    assert rdp.provenance.exactness is Exactness.UPPER
+    assert rdp.lower is None
+    with pytest.raises(ValueError):
+        rdp.rdp(2.0, bound="lower")
+    assert pair.curve(accounting.ZCDP).lower is None
+
+
+def _dgauss_mixture_cgf(sigma, q, alpha, direction):
+    """Direct sum over ℤ of the subsampled discrete Gaussian's Rényi moment (mpmath)."""
+    mp.mp.dps = 40
+    ks = range(-60 * int(sigma) - 20, 60 * int(sigma) + 22)
+    w = [mp.exp(-mp.mpf(k) ** 2 / (2 * sigma ** 2)) for k in ks]
+    w1 = [mp.exp(-mp.mpf(k - 1) ** 2 / (2 * sigma ** 2)) for k in ks]
+    z = mp.fsum(w)
+    qq = mp.mpf(q)
+    total = mp.mpf(0)
+    for a, b in zip(w, w1):
+        q0, mix = a / z, (1 - qq) * a / z + qq * b / z
+        total += q0 * (mix / q0) ** alpha if direction is F else q0 * (q0 / mix) ** (alpha - 1)
+    return float(mp.log(total))
+
+
+@pytest.mark.parametrize("alpha", [2.0, 5.0])
+def test_subsampled_discrete_gaussian_rdp_is_finite_and_sound(alpha):
+    sigma, q = 2.0, 0.05
+    mech = PoissonSubsampled(accounting.mechanism("discrete_gaussian", sigma=sigma), q)
+    rdp = mech.curve(RDP)
+    t = alpha - 1.0
+    fwd, bwd = rdp.cgf(t, "forward"), rdp.cgf(t, "backward")
+    # forward: the binomial sum is exact at integer orders
+    assert fwd == pytest.approx(_dgauss_mixture_cgf(sigma, q, alpha, F), rel=1e-9)
+    exact_bwd = _dgauss_mixture_cgf(sigma, q, alpha, B)
+    assert exact_bwd <= bwd <= 1.05 * exact_bwd
+    assert np.isfinite(rdp.rdp(1000.0))
+    # the PLD's ε is never below the RDP-free truth: its lower side brackets the RDP's
+    acct = Accountant(step=1e-3).compose(mech, 50)
+    assert acct.epsilon(1e-6, accountant="rdp") >= acct.epsilon(1e-6) * (1 - 1e-9)
+
+
+# ------------------------------------------------------------- the law route
+def test_law_route_is_exact_for_randomized_response():
+    p, q = 0.8, 0.1
+    base = accounting.mechanism("randomized_response", p=p, neighbouring="add_remove")
+    rdp = PoissonSubsampled(base, q).curve(RDP)
+    assert rdp.provenance.exactness is Exactness.EXACT
+    P0, Q0 = np.array([p, 1 - p]), np.array([1 - p, p])
+    P = (1 - q) * Q0 + q * P0
+    for alpha in (1.5, 2.0, 7.3, 200.0):
+        fwd = np.log(np.sum(Q0 * (P / Q0) ** alpha)) / (alpha - 1)
+        bwd = np.log(np.sum(P * (Q0 / P) ** alpha)) / (alpha - 1)
+        assert rdp.rdp(alpha, "forward") == pytest.approx(fwd, rel=1e-12)
+        assert rdp.rdp(alpha, "backward") == pytest.approx(bwd, rel=1e-12)
+
+
+def test_law_route_handles_outcomes_only_one_side_has():
+    # P₀ has an outcome Q₀ lacks: forward D_α = ∞; Q₀ has one P₀ lacks: backward finite
+    base = discrete_pair(np.array([0.5, 0.5, 0.0]), np.array([0.0, 0.5, 0.5]))
+    pair = PoissonSubsampledPair(base, 0.2)
+    assert pair._cgf(np.array([1.0]), F)[0] == np.inf
+    P = np.array([0.1, 0.5, 0.4])          # 0.8·Q₀ + 0.2·P₀
+    Q0 = np.array([0.0, 0.5, 0.5])
+    m = Q0 > 0
+    expected = np.log(np.sum(Q0[m] * (Q0[m] / P[m]) ** 1.0))
+    assert pair._cgf(np.array([1.0]), B)[0] == pytest.approx(expected, rel=1e-12)
+
+
+# ---------------------------------------------- sampling without replacement
+def _brute_force_delta(n, m, a, eps):
+    """sup over datasets D ∈ {0,1}^n and replaced records of δ(ε) of: draw m of n
+    records without replacement, release their sum + discrete Laplace(a) noise."""
+    support = np.arange(-80, 80 + n + 1)
+    log_pmf = lambda k: np.log(np.tanh(a / 2)) - a * np.abs(k)   # noqa: E731
+    subsets = list(itertools.combinations(range(n), m))
+
+    def law(x):
+        return np.mean([np.exp(log_pmf(support - sum(x[j] for j in s))) for s in subsets],
+                       axis=0)
+    worst = np.zeros(len(eps))
+    for x in itertools.product((0, 1), repeat=n):
+        for i in range(n):
+            y = list(x)
+            y[i] = 1 - y[i]
+            p, q = law(x), law(y)
+            d = np.array([np.maximum(p - np.exp(e) * q, 0).sum() for e in eps])
+            worst = np.maximum(worst, d)
+    return worst
+
+
+def test_without_replacement_matches_brute_force_enumeration():
+    n, m, a = 5, 2, 0.7
+    eps = np.array([0.0, 0.1, 0.2, 0.3, 0.5])
+    truth = _brute_force_delta(n, m, a, eps)
+    base = accounting.mechanism("discrete_laplace", a=a, neighbouring="replace_one")
+    mech = SampledWithoutReplacement(base, m, n)
+    ours = mech.pair().profile(eps)
+    # the dominating pair is attained (all other records 0), so equality, not just ≥
+    np.testing.assert_allclose(ours, truth, rtol=1e-10, atol=1e-14)
+    # and its PLD brackets it
+    pld = mech.curve(PLD, step=1e-3)
+    assert np.all(pld.delta(eps) >= truth * (1 - 1e-9))
+
+
+def test_without_replacement_is_the_remove_direction_of_poisson_for_symmetric_bases():
+    gamma, mu = 0.01, 2.0
+    wor = WithoutReplacementPair(GaussianPair(mu), gamma)
+    poisson = SubsampledGaussianPair.of(gamma, 1.0 / mu)
+    eps = np.linspace(-0.5, 4.0, 19)
+    for d in (F, B):
+        np.testing.assert_array_equal(wor._profile(eps, d), poisson._profile(eps, F))
+    alphas = np.array([1.5, 2.0, 8.0, 64.0])
+    np.testing.assert_allclose(wor.curve(RDP).rdp(alphas), exact_sgm.rdp_remove(gamma, 1 / mu,
+                                                                                 alphas),
+                               rtol=1e-12)
+    assert wor.curve(accounting.ZCDP).rho() == pytest.approx(mu ** 2 / 2)
+
+
+def test_without_replacement_of_an_asymmetric_base_takes_the_worse_direction():
+    base = accounting.mechanism("gaussian_mixture", weights=[0.3, 0.7], means=[-1.0, 1.0],
+                                scales=[1.0, 1.0], neighbouring="replace_one")
+    pair = SampledWithoutReplacement(base, 10, 100).pair()
+    inner = base.pair()
+    eps = np.array([0.05, 0.2, 0.5])
+    worst = np.maximum(inner._profile(np.log1p(np.expm1(eps) / 0.1), F),
+                       inner._profile(np.log1p(np.expm1(eps) / 0.1), B))
+    np.testing.assert_allclose(pair._profile(eps, B), 0.1 * worst, rtol=1e-12)
+    assert pair._cgf(np.array([1.0]), F) is None     # no Rényi curve claimed
+
+
+def test_neighbouring_relation_is_enforced():
+    add_remove = accounting.mechanism("gaussian", sigma=1.0)
+    replace_one = accounting.mechanism("gaussian", sigma=1.0, sensitivity=2.0,
+                                       neighbouring="replace_one")
+    with pytest.raises(ValueError, match="sampled_without_replacement"):
+        PoissonSubsampled(replace_one, 0.1)
+    with pytest.raises(ValueError, match="poisson_subsampled"):
+        SampledWithoutReplacement(add_remove, 10, 100)
+    with pytest.raises(ValueError, match="replace_one"):
+        accounting.mechanism("subsampled_gaussian", q=0.1, sigma=1.0, neighbouring="replace_one")
+    with pytest.raises(ValueError, match="batch_size"):
+        SampledWithoutReplacement(replace_one, 200, 100)
+    with pytest.raises(TypeError, match="batch_size"):
+        SampledWithoutReplacement(replace_one, 2.5, 100)
