@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numbers
 import tomllib
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import attrs
 import numpy as np
@@ -75,12 +75,18 @@ class WorkloadError(ValueError):
 # ------------------------------------------------------------------ parameters
 def parameter_kind(attribute: attrs.Attribute) -> str:
     """How a mechanism parameter is written: ``"float"``, ``"int"``, ``"bool"``,
-    ``"str"`` or ``"neighbouring"`` (from the attrs annotation, which may be a string
-    under ``from __future__ import annotations``)."""
+    ``"str"``, ``"neighbouring"``, ``"vector"`` (a sequence of numbers, annotated
+    ``tuple``) or ``"mechanism"`` (another mechanism, e.g. the base of a subsampling
+    wrapper: a table with its ``name`` and parameters) — from the attrs annotation,
+    which may be a string under ``from __future__ import annotations``."""
     t = attribute.type
     name = t if isinstance(t, str) else getattr(t, "__name__", "")
     if attribute.name == "neighbouring" or t is Neighbouring or name == "Neighbouring":
         return "neighbouring"
+    if t is Mechanism or name == "Mechanism":
+        return "mechanism"
+    if t is tuple or name == "tuple" or name.startswith("tuple["):
+        return "vector"
     if t is bool or name == "bool":
         return "bool"
     if t is int or name == "int":
@@ -95,12 +101,33 @@ def _type_name(value: Any) -> str:
         type(value), type(value).__name__)
 
 
-def coerce_parameter(attribute: attrs.Attribute, value: Any) -> Any:
+def coerce_parameter(attribute: attrs.Attribute, value: Any,
+                     registry: Optional[Registry] = None) -> Any:
     """``value`` (from TOML or already parsed from the command line) as the parameter's
     type; a ``TypeError`` naming the parameter if it has the wrong type. Range checks
-    are the mechanism's own (its attrs validators)."""
+    are the mechanism's own (its attrs validators). A ``"mechanism"`` parameter is a
+    table ``{name = "…", <its parameters>}`` built through ``registry``."""
     kind = parameter_kind(attribute)
     name = attribute.name
+    if kind == "mechanism":
+        if isinstance(value, Mechanism):
+            return value
+        if not isinstance(value, Mapping) or "name" not in value:
+            raise TypeError(f"{name} must be a table with the mechanism's name and "
+                            f"parameters, e.g. {{name = \"gaussian\", sigma = 1.0}}, got "
+                            f"{_type_name(value)} {value!r}")
+        inner = dict(value)
+        inner_name = inner.pop("name")
+        return make_use(registry or default_registry(), inner_name, inner).mechanism
+    if kind == "vector":
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) \
+                or not value:
+            raise TypeError(f"{name} must be a non-empty list of numbers, got "
+                            f"{_type_name(value)} {value!r}")
+        for i, v in enumerate(value):
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise TypeError(f"{name}[{i}] must be a number, got {_type_name(v)} {v!r}")
+        return tuple(float(v) for v in value)
     if kind == "neighbouring":
         if not isinstance(value, (str, Neighbouring)):
             raise TypeError(f"{name} must be 'add_remove' or 'replace_one', "
@@ -150,6 +177,11 @@ def _show(value: Any) -> str:
         return value.value
     if isinstance(value, float):
         return f"{value:.10g}"
+    if isinstance(value, Mapping) and "name" in value:
+        args = ", ".join(f"{k}={_show(v)}" for k, v in value.items() if k != "name")
+        return f"{value['name']}({args})"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
     return str(value)
 
 
@@ -158,6 +190,11 @@ def _plain(value: Any) -> Any:
         return value.value
     if isinstance(value, (np.floating, np.integer)):
         return value.item()
+    if isinstance(value, Mechanism):
+        return {"name": value.name, **{a.name: _plain(getattr(value, a.name))
+                                       for a in _ordered(type(value).parameters())}}
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
     return value
 
 
@@ -179,7 +216,7 @@ def make_use(registry: Registry, name: Any, params: Mapping[str, Any], count: An
             names = ", ".join(a.name for a in _ordered(known))
             raise ValueError(f"{name}: unknown parameter {key!r} (its parameters: {names})")
         try:
-            kwargs[key] = coerce_parameter(known[key], value)
+            kwargs[key] = coerce_parameter(known[key], value, registry)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{name}: {exc}") from None
     missing = [a.name for a in _ordered(known)

@@ -179,55 +179,56 @@ class WithoutReplacementPair(Pair):
 
     Dominating pair: (γP₀ + (1 − γ)Q₀, Q₀) (Balle, Barthe, Gaboardi 2018, Thm 9 —
     δ' = γδ at e^{ε'} = 1 + γ(e^ε − 1) — as a pair in Zhu, Dong, Wang 2022, §5), where
-    (P₀, Q₀) must dominate *both* orders of a replaced record, so its profile is the max
-    of the base's two directions. The relation is symmetric, so this one pair
-    dominates every ordered neighbouring pair and both directions report it.
+    (P₀, Q₀) must dominate *both* orders of a replaced record: its profile is the max
+    of the base's two directions, δ₀ = max(δ_{P₀‖Q₀}, δ_{Q₀‖P₀}), a pair that is its own
+    reverse (by the complement identity). Its forward direction dominates every
+    ordered neighbouring pair; the backward direction is that pair's genuine reverse,
+    kept so that the two directions stay one pair (the PLD discretisation and the
+    composition rely on it). The accountant's max over directions is therefore sound,
+    and tight wherever the forward direction is the larger.
 
-    Rényi curve: when the base is symmetric its forward direction is the max, and the
-    curve is the Poisson-subsampled forward curve at rate γ (exact quadrature, exact
-    sums, or the binomial bound; see ``PoissonSubsampledPair._cgf``). An asymmetric
-    base has none here (RDP then comes from the PLD, +∞ on its upper side).
+    With a symmetric base this is the Poisson-subsampled pair at rate γ, Rényi curve
+    included (``PoissonSubsampledPair._cgf``). An asymmetric base has no Rényi curve
+    here (RDP then comes from the PLD, +∞ on its upper side).
     """
 
     base: Pair = attrs.field(validator=_base_validator)
     gamma: float = attrs.field(validator=check_rate)
-
-    symmetric = True
 
     @property
     def exact(self) -> bool:  # type: ignore[override]
         return self.base.exact
 
     @property
+    def symmetric(self) -> bool:  # type: ignore[override]
+        return False
+
+    @property
     def _poisson(self) -> PoissonSubsampledPair:
         return poisson_pair(self.base, self.gamma)
 
     def _profile(self, eps, direction):
-        return self._poisson._mixed(eps, Direction.FORWARD, self._base_max(self.base._profile))
+        return self._poisson._mixed(eps, direction, self._base_max(self.base._profile))
 
     def _profile_lower(self, eps, direction):
-        return self._poisson._mixed(eps, Direction.FORWARD,
-                                    self._base_max(self.base._profile_lower))
+        return self._poisson._mixed(eps, direction, self._base_max(self.base._profile_lower))
 
-    @staticmethod
-    def _base_max(fn):
+    def _base_max(self, fn):
+        if self.base.symmetric:
+            return fn
         return lambda e, _: np.maximum(fn(e, Direction.FORWARD), fn(e, Direction.BACKWARD))
 
     def _cgf(self, t, direction):
-        if not self.base.symmetric:
-            return None
-        return self._poisson._cgf(t, Direction.FORWARD)
+        return self._poisson._cgf(t, direction) if self.base.symmetric else None
 
     def cgf_lower(self, t, direction):
-        if not self.base.symmetric:
-            return None
-        return self._poisson.cgf_lower(t, Direction.FORWARD)
+        return self._poisson.cgf_lower(t, direction) if self.base.symmetric else None
 
     def cgf_exactness(self) -> Exactness:
         return self._poisson.cgf_exactness()
 
     def _rho(self, direction):
-        return self._poisson._rho(Direction.FORWARD) if self.base.symmetric else None
+        return self._poisson._rho(direction) if self.base.symmetric else None
 
     def describe(self) -> str:
         return f"WOR(γ={self.gamma:g})∘{self.base.describe()}"
@@ -327,4 +328,6 @@ class SubsampledLaplace(Mechanism):
 
 @hookimpl
 def accounting_register_mechanisms(register):
+    register(PoissonSubsampled)
+    register(SampledWithoutReplacement)
     register(SubsampledLaplace)

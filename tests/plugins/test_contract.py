@@ -72,6 +72,21 @@ class TestGaussianMixtureContract(MechanismContract):
                       dict(scales=(1.5, 0.0)), dict(weights="ab")]
 
 
+class TestPoissonSubsampledContract(MechanismContract):
+    # a base with a CGF but no density or law: the labelled binomial/Taylor RDP bounds
+    mechanism = _make("poisson_subsampled", base=_make("discrete_gaussian", sigma=2.0), q=0.1)
+    bad_parameters = [dict(q=0.0), dict(q=NAN), dict(base="gaussian"),
+                      dict(base=_make("gaussian", sigma=1.0, neighbouring="replace_one"))]
+
+
+class TestSampledWithoutReplacementContract(MechanismContract):
+    mechanism = _make("sampled_without_replacement",
+                      base=_make("laplace", b=2.0, neighbouring="replace_one"),
+                      batch_size=10, dataset_size=100)
+    bad_parameters = [dict(batch_size=0), dict(batch_size=101), dict(dataset_size=NAN),
+                      dict(base=_make("laplace", b=2.0))]
+
+
 def test_every_builtin_mechanism_has_a_contract_class():
     covered = {cls.mechanism.name for cls in globals().values()
                if isinstance(cls, type) and issubclass(cls, MechanismContract)

@@ -167,26 +167,29 @@ def test_without_replacement_matches_brute_force_enumeration():
     truth = _brute_force_delta(n, m, a, eps)
     base = accounting.mechanism("discrete_laplace", a=a, neighbouring="replace_one")
     mech = SampledWithoutReplacement(base, m, n)
-    ours = mech.pair().profile(eps)
-    # the dominating pair is attained (all other records 0), so equality, not just ≥
-    np.testing.assert_allclose(ours, truth, rtol=1e-10, atol=1e-14)
-    # and its PLD brackets it
+    # the forward direction dominates every ordered pair and is attained (all other
+    # records 0), so it equals the enumeration; the max over directions is sound
+    np.testing.assert_allclose(mech.pair().profile(eps, "forward"), truth, rtol=1e-10,
+                               atol=1e-14)
+    assert np.all(mech.pair().profile(eps) >= truth * (1 - 1e-12))
     pld = mech.curve(PLD, step=1e-3)
     assert np.all(pld.delta(eps) >= truth * (1 - 1e-9))
 
 
-def test_without_replacement_is_the_remove_direction_of_poisson_for_symmetric_bases():
+def test_without_replacement_of_a_symmetric_base_is_the_poisson_pair():
     gamma, mu = 0.01, 2.0
     wor = WithoutReplacementPair(GaussianPair(mu), gamma)
     poisson = SubsampledGaussianPair.of(gamma, 1.0 / mu)
     eps = np.linspace(-0.5, 4.0, 19)
     for d in (F, B):
-        np.testing.assert_array_equal(wor._profile(eps, d), poisson._profile(eps, F))
+        np.testing.assert_array_equal(wor._profile(eps, d), poisson._profile(eps, d))
     alphas = np.array([1.5, 2.0, 8.0, 64.0])
-    np.testing.assert_allclose(wor.curve(RDP).rdp(alphas), exact_sgm.rdp_remove(gamma, 1 / mu,
-                                                                                 alphas),
-                               rtol=1e-12)
-    assert wor.curve(accounting.ZCDP).rho() == pytest.approx(mu ** 2 / 2)
+    rdp = wor.curve(RDP)
+    np.testing.assert_allclose(rdp.rdp(alphas, "forward"),
+                               exact_sgm.rdp_remove(gamma, 1 / mu, alphas), rtol=1e-12)
+    np.testing.assert_allclose(rdp.rdp(alphas, "backward"),
+                               exact_sgm.rdp_add(gamma, 1 / mu, alphas), rtol=1e-12)
+    assert wor.curve(accounting.ZCDP).rho("forward") == pytest.approx(mu ** 2 / 2)
 
 
 def test_without_replacement_of_an_asymmetric_base_takes_the_worse_direction():
@@ -195,9 +198,16 @@ def test_without_replacement_of_an_asymmetric_base_takes_the_worse_direction():
     pair = SampledWithoutReplacement(base, 10, 100).pair()
     inner = base.pair()
     eps = np.array([0.05, 0.2, 0.5])
-    worst = np.maximum(inner._profile(np.log1p(np.expm1(eps) / 0.1), F),
-                       inner._profile(np.log1p(np.expm1(eps) / 0.1), B))
-    np.testing.assert_allclose(pair._profile(eps, B), 0.1 * worst, rtol=1e-12)
+    arg = np.log1p(np.expm1(eps) / 0.1)
+    worst = np.maximum(inner._profile(arg, F), inner._profile(arg, B))
+    assert worst[0] > min(inner._profile(arg, F)[0], inner._profile(arg, B)[0])
+    np.testing.assert_allclose(pair._profile(eps, F), 0.1 * worst, rtol=1e-12)
+    # the symmetrised base is its own reverse, so the pair's directions stay consistent:
+    # δ_{Q‖P}(ε) = 1 − e^ε + e^ε δ_{P‖Q}(−ε)
+    e = np.array([0.01, 0.03, 0.08])
+    np.testing.assert_allclose(pair._profile(e, B),
+                               1 - np.exp(e) + np.exp(e) * pair._profile(-e, F), rtol=1e-9,
+                               atol=1e-14)
     assert pair._cgf(np.array([1.0]), F) is None     # no Rényi curve claimed
 
 
