@@ -7,11 +7,13 @@ one, else a route through curves the pair surely has (its profile, then the PLD)
 * PLD: connect-the-dots / convex minorant of the profile on a grid;
 * trade-off: the pair's ``_beta`` if any, else the vertices of its PLD;
 * RDP: the pair's ``_cgf`` if any, else the CGF of its PLD;
-* zCDP: the pair's ``_rho`` per direction if any, else the envelope of its RDP.
+* zCDP: the pair's ``_rho`` per direction if any, else the envelope of its RDP (or
+  the pair's ``rho_bound`` where that is smaller, e.g. a sup only reached as t → ∞).
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -70,13 +72,21 @@ def _zcdp(pair, **options: Any) -> ZCDP:
     from .conversions import zcdp_envelope
     rdp = None
     rhos = []
+    bounded = False
     for d in (Direction.FORWARD, Direction.BACKWARD):
         rho = pair._rho(d)
         if rho is None:
             rdp = rdp or _rdp(pair, **options)
-            rho = zcdp_envelope(lambda t, d=d: rdp.upper(t, d))
+            bound = pair.rho_bound(d)
+            with warnings.catch_warnings():
+                if bound is not None:   # the envelope's "sup at t → ∞" warning is moot
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                rho = zcdp_envelope(lambda t, d=d: rdp.upper(t, d))
+            if bound is not None and bound < rho:
+                rho, bounded = bound, True
         rhos.append(rho)
-    exact = pair.exact and (rdp is None or rdp.provenance.exactness is Exactness.EXACT)
+    exact = pair.exact and not bounded and (
+        rdp is None or rdp.provenance.exactness is Exactness.EXACT)
     return ZCDP(tuple(rhos), tuple(rhos) if exact else None, provenance=Provenance(
         Exactness.EXACT if exact else Exactness.UPPER, (f"{pair.describe()} zcdp",)))
 

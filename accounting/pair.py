@@ -64,6 +64,10 @@ class Pair(abc.ABC):
     def _self_compose(self, count: int) -> Optional["Pair"]:
         return None
 
+    def rho_bound(self, direction: Direction) -> Optional[float]:
+        """An upper bound on ρ* used when the numerical envelope cannot certify it."""
+        return None
+
     def cgf_exactness(self) -> Exactness:
         """What ``_cgf`` is: exact (the default) or an upper bound (``Exactness.UPPER``)."""
         return Exactness.EXACT

@@ -128,6 +128,12 @@ class PoissonSubsampledPair(Pair):
     def cgf_exactness(self) -> Exactness:
         return Exactness.UPPER if self._cgf_route() == "bound" else Exactness.EXACT
 
+    def rho_bound(self, direction):
+        """ρ* of the base in the same direction: joint convexity gives
+        K(t) ≤ log(1 − q + q e^{K₀(t)}) ≤ K₀(t) ≤ ρ₀ t(t + 1). Equal to ρ* when the
+        base's sup is its t → ∞ limit (Gaussian, discrete Gaussian)."""
+        return self.base._rho(direction)
+
     def _quadrature_cgf(self, t, direction):
         logf, delta, width, (lo, hi) = self.base.noise_density()
         log_z = log_integral(logf, lo, hi, width, delta)
@@ -229,6 +235,9 @@ class WithoutReplacementPair(Pair):
 
     def _rho(self, direction):
         return self._poisson._rho(direction) if self.base.symmetric else None
+
+    def rho_bound(self, direction):
+        return self._poisson.rho_bound(direction) if self.base.symmetric else None
 
     def describe(self) -> str:
         return f"WOR(γ={self.gamma:g})∘{self.base.describe()}"

@@ -225,3 +225,18 @@ def test_neighbouring_relation_is_enforced():
         SampledWithoutReplacement(replace_one, 200, 100)
     with pytest.raises(TypeError, match="batch_size"):
         SampledWithoutReplacement(replace_one, 2.5, 100)
+
+
+def test_subsampled_rho_falls_back_to_the_base_rho_without_a_warning():
+    import warnings
+    sigma = 2.0
+    mech = PoissonSubsampled(accounting.mechanism("discrete_gaussian", sigma=sigma), 0.05)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        z = mech.curve(accounting.ZCDP)
+    # the sup of K(t)/(t(t+1)) is its t → ∞ limit, the base's 1/(2σ²)
+    assert z.rho() == pytest.approx(1 / (2 * sigma ** 2), rel=1e-12)
+    assert z.provenance.exactness is Exactness.UPPER and z.lower is None
+    ts = np.array([10.0, 100.0, 400.0])
+    ratio = mech.curve(RDP).cgf(ts, "forward") / (ts * (ts + 1))
+    assert np.all(ratio <= z.rho()) and ratio[-1] > 0.93 * z.rho()   # gap ~ −log q / t
