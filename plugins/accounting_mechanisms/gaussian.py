@@ -77,7 +77,11 @@ class GaussianPair(Pair):
 class Gaussian(AdditiveNoise):
     """Gaussian noise N(0, σ²); ``sigma`` is the standard deviation (same units as Δ).
 
-    For DP-SGD, σ = noise multiplier × clipping norm and Δ = clipping norm.
+    Δ is the ℓ2 sensitivity of the query under the relation in use: add/remove (the
+    default) or replace-one (``neighbouring`` records which; the pair (N(Δ, σ²),
+    N(0, σ²)) is the same, and symmetric). For DP-SGD under add/remove, σ = noise
+    multiplier × clipping norm and Δ = clipping norm; under replace-one Δ = 2 × clipping
+    norm.
     """
 
     name = "gaussian"

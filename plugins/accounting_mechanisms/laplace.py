@@ -58,7 +58,12 @@ class LaplacePair(Pair):
 
 @attrs.frozen
 class Laplace(AdditiveNoise):
-    """Laplace noise with scale ``b`` (density e^{−|x|/b}/(2b)); Δ is the ℓ1 sensitivity."""
+    """Laplace noise with scale ``b`` (density e^{−|x|/b}/(2b)).
+
+    Δ is the ℓ1 sensitivity of the query under the relation in use: add/remove (the
+    default) or replace-one (``neighbouring`` records which; the pair (Lap(Δ, b),
+    Lap(0, b)) is the same, and symmetric, so both directions coincide).
+    """
 
     name = "laplace"
     b: float = attrs.field(validator=positive)

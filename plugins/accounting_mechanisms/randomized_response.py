@@ -33,7 +33,12 @@ def _p_validator(instance, attribute, value):
 
 @attrs.frozen
 class RandomizedResponse(Mechanism):
-    """Binary randomized response, truthful with probability ``p`` ∈ (0, 1)."""
+    """Binary randomized response, truthful with probability ``p`` ∈ (0, 1).
+
+    Neighbouring: the one record's bit is replaced (replace-one, the default); the
+    sensitivity must be 1. Under add/remove (a record present or absent, its bit
+    answered or a fixed default) the same pair applies.
+    """
 
     name = "randomized_response"
     p: float = attrs.field(validator=_p_validator)
