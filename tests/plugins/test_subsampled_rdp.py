@@ -163,33 +163,53 @@ def _brute_force_delta(n, m, a, eps):
 
 def test_without_replacement_matches_brute_force_enumeration():
     n, m, a = 5, 2, 0.7
-    eps = np.array([0.0, 0.1, 0.2, 0.3, 0.5])
+    eps = np.array([-1.0, -0.6, -0.45, -0.3, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5])
     truth = _brute_force_delta(n, m, a, eps)
     base = accounting.mechanism("discrete_laplace", a=a, neighbouring="replace_one")
     mech = SampledWithoutReplacement(base, m, n)
-    # the forward direction dominates every ordered pair and is attained (all other
-    # records 0), so it equals the enumeration; the max over directions is sound
-    np.testing.assert_allclose(mech.pair().profile(eps, "forward"), truth, rtol=1e-10,
-                               atol=1e-14)
-    assert np.all(mech.pair().profile(eps) >= truth * (1 - 1e-12))
+    # the worst dataset (all other records 0) attains the symmetric dominating profile
+    # at every ε, negative ones included, in both directions
+    for d in ("forward", "backward"):
+        np.testing.assert_allclose(mech.pair().profile(eps, d), truth, rtol=1e-10, atol=1e-14)
+    # whereas the forward direction of (γP₀ + (1 − γ)Q₀, Q₀) alone falls short below 0
+    poisson = PoissonSubsampledPair(base.pair(), m / n)
+    assert poisson._profile(np.array([-0.3]), F)[0] < 0.96 * truth[3]
     pld = mech.curve(PLD, step=1e-3)
     assert np.all(pld.delta(eps) >= truth * (1 - 1e-9))
 
 
-def test_without_replacement_of_a_symmetric_base_is_the_poisson_pair():
+def _symmetric_rdp_by_quadrature(gamma, mu, alpha):
+    """D_α of the symmetric WOR profile from its hockey-stick integral (mpmath):
+    E[X^α] − 1 = ∫₀^∞ α(α−1)(e^{(α−1)ε} + e^{−αε}) δ_fwd(ε) dε."""
+    mp.mp.dps = 30
+    g, a = mp.mpf(gamma), mp.mpf(alpha)
+
+    def delta_gdp(e):
+        return mp.ncdf(mu / 2 - e / mu) - mp.exp(e) * mp.ncdf(-mu / 2 - e / mu)
+
+    def delta_fwd(e):
+        return g * delta_gdp(mp.log(1 + (mp.exp(e) - 1) / g))
+    f = lambda e: a * (a - 1) * (mp.exp((a - 1) * e) + mp.exp(-a * e)) * delta_fwd(e)  # noqa: E731
+    return float(mp.log(1 + mp.quad(f, [0, 1, 5, 20, 60])) / (a - 1))
+
+
+def test_without_replacement_of_a_symmetric_base():
     gamma, mu = 0.01, 2.0
     wor = WithoutReplacementPair(GaussianPair(mu), gamma)
     poisson = SubsampledGaussianPair.of(gamma, 1.0 / mu)
-    eps = np.linspace(-0.5, 4.0, 19)
+    pos, neg = np.linspace(0.0, 4.0, 9), np.linspace(-3.0, -0.25, 12)
     for d in (F, B):
-        np.testing.assert_array_equal(wor._profile(eps, d), poisson._profile(eps, d))
-    alphas = np.array([1.5, 2.0, 8.0, 64.0])
+        # the remove profile for ε ≥ 0, its reverse (the add profile) below
+        np.testing.assert_allclose(wor._profile(pos, d), poisson._profile(pos, F), rtol=1e-12)
+        np.testing.assert_allclose(wor._profile(neg, d), poisson._profile(neg, B), rtol=1e-9)
     rdp = wor.curve(RDP)
-    np.testing.assert_allclose(rdp.rdp(alphas, "forward"),
-                               exact_sgm.rdp_remove(gamma, 1 / mu, alphas), rtol=1e-12)
-    np.testing.assert_allclose(rdp.rdp(alphas, "backward"),
-                               exact_sgm.rdp_add(gamma, 1 / mu, alphas), rtol=1e-12)
-    assert wor.curve(accounting.ZCDP).rho("forward") == pytest.approx(mu ** 2 / 2)
+    assert rdp.provenance.exactness is Exactness.UPPER
+    for alpha in (2.0, 8.0):
+        exact = _symmetric_rdp_by_quadrature(gamma, mu, alpha)
+        ours = float(rdp.rdp(alpha))
+        assert exact <= ours <= 1.6 * exact
+        assert ours >= float(exact_sgm.rdp_remove(gamma, 1 / mu, alpha))
+    assert wor.curve(accounting.ZCDP).rho() <= mu ** 2 / 2 + 1e-15
 
 
 def test_without_replacement_of_an_asymmetric_base_takes_the_worse_direction():
