@@ -107,6 +107,10 @@ def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
     width = max(scale, delta) / 4.0
     u = np.linspace(np.arcsinh((lo - mid) / width), np.arcsinh((hi - mid) / width), cells + 1)
     edges = mid + width * np.sinh(u)
+    # 0 and Δ, where additive-noise densities have their kinks (Laplace, generalised
+    # Gaussian), are cell edges: Gauss–Legendre is exact-to-roundoff only on smooth
+    # pieces, and a cusp of the loss inside a cell would escape its [a, b] range.
+    edges = np.unique(np.concatenate([edges, [k for k in (0.0, delta) if lo < k < hi]]))
     h = np.diff(edges)
     nodes = edges[:-1, None] + 0.5 * h[:, None] * (_GL_X[None, :] + 1.0)
     logw = np.log(0.5 * h)[:, None] + np.log(_GL_W)[None, :]

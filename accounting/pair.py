@@ -114,7 +114,7 @@ class LawPair(Pair):
 
     @property
     def exact(self) -> bool:  # type: ignore[override]
-        return self.upper is self.lower
+        return all(u is l for u, l in zip(self.upper, self.lower))
 
     def _law(self, direction: Direction, side: str) -> LossPMF:
         laws = self.upper if side == "upper" else self.lower

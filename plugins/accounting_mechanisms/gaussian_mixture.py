@@ -84,9 +84,9 @@ class GaussianMixture(AdditiveNoise):
     Accuracy. One component: the Gaussian plugin's closed forms (exact). Several:
     the generic numerics of ``accounting.additive`` on the centred noise — a certified
     bracket of PLD/profile/trade-off from cell laws on 2^14 sinh-spaced cells (gap of
-    order (cell width × loss slope)²), and the Rényi curve by log-space Simpson
-    quadrature, ~1e−9 relative (measured ≤ 1e−12 against scipy quad; a numerical
-    value, not a certified bound). When all components share one scale s, ρ* =
+    order (cell width × loss slope)²), and the Rényi curve by log-space
+    Gauss–Legendre quadrature on sinh-spaced panels, ~1e−11 relative (measured
+    ≤ 1e−12 against scipy quad; a numerical value, not a certified bound). When all components share one scale s, ρ* =
     Δ²/(2s²) in closed form (its sup is the t → ∞ limit, which the numerical envelope
     cannot certify; see ``_EqualScalesMixturePair``); otherwise ρ* is the numerical
     envelope (+∞ with a warning if it still rises at t = 1e5). The grid is placed by
@@ -184,6 +184,9 @@ class _EqualScalesMixturePair(LawPair):
 
     def _rho(self, direction):
         return self.rho
+
+    def noise_density(self):
+        return self.inner.noise_density()
 
 
 @hookimpl

@@ -48,22 +48,16 @@ class GeneralisedGaussian(AdditiveNoise):
 
     Accuracy. β = 1 and β = 2: the closed forms of the Laplace and Gaussian plugins
     (exact). Other β: the generic numerics of ``accounting.additive`` — a certified
-    bracket of PLD/profile/trade-off from cell laws on 2^14 sinh-spaced cells (gap of
-    order (cell width × loss slope)²: 2.5e−4 relative on δ(ε) for the generic pair at
-    β = 2, σ = 1, δ > 1e−10), and the Rényi curve by log-space Simpson quadrature,
-    ~1e−9 relative where the density is smooth (β = 3, 4: 1e−13; β = 1.5, whose second
-    derivative is singular at 0: 5e−8). Known limits of those numerics, recorded as
-    strict xfails in tests/plugins/test_noise_families.py:
-
-    * β ≤ 1 (a kink or cusp at 0 and Δ, inside a cell): the Rényi quadrature is off
-      by ~5e−4 at β = 1 and by percents below (β = 0.7: −0.75% at α = 20, β = 0.5:
-      +116% at α = 1.5), both signs; the cell masses carry a ~1e−9 Gauss–Legendre
-      error; and for β < 1 the cells miss the cusp of the loss at Δ, so the upper
-      side is not certified near the largest loss (β = 0.5: largest atom 0.9875 for
-      a true maximum of 1). Prefer β ≥ 1.5 with the generic numerics, or the PLD;
-    * β > 2: the loss is unbounded and grows fast — PLDs are slow (β = 4: 12 s at
-      step 1e−3) and the RDP → (ε, δ) conversion raises IndexError (the quadrature
-      fails at orders t ≥ 1.5e4, where the log-integrand reaches 1e18).
+    bracket of PLD/profile/trade-off from cell laws on 2^14 sinh-spaced cells with the
+    kinks 0 and Δ as cell edges (gap of order (cell width × loss slope)²: 2.5e−4
+    relative on δ(ε) for the generic pair at β = 2, σ = 1, δ > 1e−10; certified for
+    β ≤ 1 too, the cusps of the loss being cell edges), and the Rényi curve by
+    log-space Gauss–Legendre quadrature on sinh-spaced panels with 0 and Δ as panel
+    edges: ~1e−9 relative or better where the density is smooth (β = 1.5 matches
+    mpmath to 1e−10); below β = 1 the cusps cost accuracy (β = 0.5: 1.3e−6 low at
+    α = 1.5, 2e−5 low at α = 20) — a numerical value, not a certified bound; prefer
+    the PLD there. β > 2: the loss is unbounded and grows fast, so PLDs are slow
+    (β = 4: about 12 s at step 1e−3).
     """
 
     name = "generalised_gaussian"

@@ -43,18 +43,13 @@ class StudentT(AdditiveNoise):
     Accuracy: the generic numerics of ``accounting.additive`` — a certified bracket of
     PLD/profile/trade-off from cell laws on 2^14 sinh-spaced cells (gap of order
     (cell width × loss slope)²; measured ≤ 3.4e-5 relative on δ(ε) for ν ∈ {1, 3, 10}),
-    and the Rényi curve by log-space Simpson quadrature, ~1e-9 relative (measured 3e-13
-    at ν = 10; a numerical value, not a certified bound). Known limits of those
-    numerics with heavy tails (tests/plugins/test_noise_families.py, strict xfails):
-
-    * the Rényi quadrature is wrong for ν ≲ 8 — its uniform Simpson grid spans the
-      whole e^{−60} window of a polynomial tail (±1e6 and more) and misses the bulk:
-      ν = 3, α = 2 gives 6.23 for 0.5516, ν = 6 is 33% low, and the RDP accountant of
-      ν = 3 reports ε(1e−3) = 0. Use the PLD (or the profile) for ν ≲ 8;
-    * the line is cut at 1e12·scale when the density has not fallen by e^{−745}
-      there (every ν below about 55) and the rest renormalised: harmless down to
-      ν = 1 (6e−13 of mass beyond), but for ν = 0.5 (6e−7 beyond) the optimistic side
-      of the bracket is no longer below the exact δ.
+    and the Rényi curve by log-space Gauss–Legendre quadrature on sinh-spaced panels
+    around the integrand's peak, ≤ 1e-11 relative against scipy for ν = 3–10 (a
+    numerical value, not a certified bound). Known limit (a strict xfail in
+    tests/plugins/test_noise_families.py): the line is cut at 1e12·scale when the
+    density has not fallen by e^{−745} there (every ν below about 55) and the rest
+    renormalised — harmless down to ν = 1 (6e−13 of mass beyond), but for ν = 0.5
+    (6e−7 beyond) the optimistic side of the bracket is no longer below the exact δ.
     """
 
     name = "student_t"

@@ -257,16 +257,15 @@ def test_generic_beta_2_tradeoff_brackets_g_mu(gauss_generic):
         assert np.max(lo - up) < 5e-7                 # measured 1.3e-7
 
 
-def test_generic_beta_1_profile_brackets_laplace_within_cell_quadrature_error(laplace_generic):
-    """The bracket holds up to the Gauss–Legendre error of the cells holding the kinks at
-    0 and Δ (measured 1.1e-6 relative, 1.3e-11 absolute; see the xfail below)."""
+def test_generic_beta_1_profile_brackets_laplace(laplace_generic):
+    """The bracket holds to roundoff: the kinks at 0 and Δ are cell edges."""
     pair, _ = laplace_generic
     eps = np.linspace(-1.2, 1.2, 2001) + 0.37 * STEP
     exact = laplace_delta(1.0, eps)
     for d in ("forward", "backward"):
         up, lo = pair.profile(eps, d), pair.profile(eps, d, bound="lower")
-        assert np.all(up >= exact * (1 - 5e-6) - 1e-10)
-        assert np.all(lo <= exact * (1 + 5e-6) + 1e-10)
+        assert np.all(up >= exact * (1 - 1e-12) - 1e-15)
+        assert np.all(lo <= exact * (1 + 1e-12) + 1e-15)
         # near ε = Δ/b, δ → 0 linearly while the cell at Δ keeps its width: measured
         # 1.1e-7 absolute, 3.9e-5 relative where δ > 1e-4 (2.2e-4 at δ = 1.5e-5)
         assert np.max(up - lo) < 3e-7
@@ -274,13 +273,6 @@ def test_generic_beta_1_profile_brackets_laplace_within_cell_quadrature_error(la
         assert np.max((up - lo)[big] / exact[big]) < 1e-4
 
 
-@pytest.mark.xfail(reason="BUG: accounting/additive.py continuous_noise_pair integrates each "
-                          "cell's P- and Q-mass by 8-point Gauss–Legendre, which is inexact on a "
-                          "cell holding a kink of the density (Laplace/generalised Gaussian at 0 "
-                          "and Δ are not cell edges), so the 'certified' bracket is off: b = 1, "
-                          "lower δ above the exact by 1.3e-11 (1.1e-6 relative) near |ε| = Δ/b; "
-                          "b = 0.5, upper δ below it by 7.8e-10 (5.6e-7 relative). Fix: put 0 and Δ "
-                          "(or plugin-declared breakpoints) on the cell edges", strict=True)
 @pytest.mark.parametrize("b", [0.5, 1.0])
 def test_generic_beta_1_profile_bracket_is_certified(b):
     pair = GG(beta=1.0, scale=b).generic_pair()
@@ -346,11 +338,6 @@ def test_generic_depends_on_sensitivity_over_scale_only():
     np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
-@pytest.mark.xfail(reason="BUG (soundness): accounting/additive.py continuous_noise_pair takes a "
-                          "cell's loss range from its ends and Gauss nodes only; for β < 1 the "
-                          "loss |x|^β − |x−Δ|^β has cusps at 0 and Δ inside cells, so the "
-                          "pessimistic law misses its maximum (β = 0.5: largest atom 0.98751 for "
-                          "the true max loss 1) and δ_upper(0.99) = 0 < δ(0.99)", strict=True)
 def test_generic_cusp_at_beta_below_1_is_covered():
     pair = GG(beta=0.5, scale=1.0).pair()
     exact = gg_delta_quad(0.5, 0.99)
