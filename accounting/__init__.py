@@ -8,10 +8,14 @@ from plugins (pluggy, entry-point group ``accounting``).
 
 from .accountant import ACCOUNTANTS, Accountant
 from .additive import AdditiveNoise
+from .calibrate import Calibration, Term, calibrate, calibrate_dpsgd, calibrate_workload
 from .compose import ComposedPair, compose
 from .convert import Converter, convert
 from .curve import Curve, Exactness, Provenance
 from .direction import Bound, Direction
+from .gap import (AllocationGap, CompositionGap, InformationGap, LocalExpansion, LossCumulants,
+                  allocation_gap, calibrated_family, composition_gap, information_gap,
+                  loss_cumulants)
 from .hookspecs import hookimpl
 from .loss import LossPMF
 from .mechanism import Mechanism, Neighbouring
@@ -32,9 +36,12 @@ def mechanism(name: str, **params):
 
 
 __all__ = [
-    "Accountant", "ACCOUNTANTS", "AdditiveNoise", "ComposedPair", "compose", "Converter",
+    "Accountant", "ACCOUNTANTS", "AdditiveNoise", "Calibration", "Term", "calibrate",
+    "calibrate_dpsgd", "calibrate_workload", "ComposedPair", "compose", "Converter",
     "convert", "Curve", "Exactness", "Provenance", "Bound", "Direction", "hookimpl", "LossPMF",
     "Mechanism", "Neighbouring", "LawPair", "Pair", "discrete_pair", "PluginError", "Registry",
     "default_registry", "make_registry", "PLD", "PrivacyProfile", "RDP", "TradeOff", "ZCDP",
-    "mechanism",
+    "mechanism", "information_gap", "composition_gap", "allocation_gap", "calibrated_family",
+    "loss_cumulants", "InformationGap", "CompositionGap", "AllocationGap", "LocalExpansion",
+    "LossCumulants",
 ]

@@ -25,7 +25,7 @@ from .tradeoff import TradeOff, VertexSide
 from .validation import check_positive, check_real
 from .zcdp import ZCDP
 
-__all__ = ["profile_to_pld", "rdp_delta", "rdp_epsilon", "zcdp_envelope"]
+__all__ = ["envelope_sup", "profile_to_pld", "rdp_delta", "rdp_epsilon", "zcdp_envelope"]
 
 _FWD, _BWD = Direction.FORWARD, Direction.BACKWARD
 
@@ -186,13 +186,28 @@ def _rdp_to_profile(rdp: RDP, **_: object) -> PrivacyProfile:
 
 # ------------------------------------------------------------------ RDP ⇄ zCDP
 def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray]) -> float:
-    """ρ* = sup_{t>0} K(t)/(t(t+1)) (REFERENCE §6), numerically.
+    """ρ* = sup_{t>0} K(t)/(t(t+1)) (REFERENCE §6), numerically (see ``envelope_sup``);
+    +∞ with a ``RuntimeWarning`` when the sup is the t → ∞ limit."""
+    rho, t_star = envelope_sup(cgf)
+    if t_star == np.inf:
+        # A sup reached only as t → ∞ cannot be certified from finite orders;
+        # a value from below would under-report, so say so and return +∞.
+        warnings.warn("zCDP envelope still rising at t = 1e5: its sup is the t → ∞ "
+                      "limit, which finite orders only approach from below; returning "
+                      "+inf (a pair with such a curve should supply ρ in closed form)",
+                      RuntimeWarning, stacklevel=3)
+    return rho
+
+
+def envelope_sup(cgf: Callable[[np.ndarray], np.ndarray]) -> tuple[float, float]:
+    """(ρ*, t*): ρ* = sup_{t>0} K(t)/(t(t+1)) (REFERENCE §6) and where it is reached.
 
     A log grid over t ∈ [1e-6, 1e4] (extended to 1e5 when the ratio still rises at
-    its top; +∞ with a warning if it still rises there) covers both limits (t → 0, where the ratio tends to E[L] = KL, and large
+    its top) covers both limits (t → 0, where the ratio tends to E[L] = KL, and large
     t); the best cell is refined by golden section. The sup of a smooth ratio is
-    found to about 1e-10 relative; a sup reached only as t → ∞ is approached from
-    below, so pairs with such a sup (the subsampled Gaussian) supply ρ in closed form.
+    found to about 1e-10 relative; t* = 0 when it is the t → 0 limit. A sup reached
+    only as t → ∞ is approached from below and cannot be certified: then (+∞, +∞),
+    so pairs with such a sup (the subsampled Gaussian) supply ρ in closed form.
     """
     ts = np.geomspace(1e-6, 1e4, 161)
     r = cgf(ts) / (ts * (ts + 1.0))
@@ -203,35 +218,38 @@ def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray]) -> float:
         r = np.concatenate([r, cgf(more) / (more * (more + 1.0))])
         r = np.where(np.isnan(r), -np.inf, r)
         if np.argmax(r) >= ts.size - 2:
-            # A sup reached only as t → ∞ cannot be certified from finite orders;
-            # a value from below would under-report, so say so and return +∞.
-            warnings.warn("zCDP envelope still rising at t = 1e5: its sup is the t → ∞ "
-                          "limit, which finite orders only approach from below; returning "
-                          "+inf (a pair with such a curve should supply ρ in closed form)",
-                          RuntimeWarning, stacklevel=3)
-            return np.inf
+            return np.inf, np.inf
     j = int(np.argmax(r))
     if not np.isfinite(r[j]):
-        return float(r[j])
+        return float(r[j]), float(ts[j])
     if j == 0 and r[0] > r[1]:
         # The sup is the t → 0 limit, K'(0) = E[L] (the KL divergence), approached from
         # below; K convex with K(0) = 0 makes K(t)/t ≥ K'(0) for every t > 0, so K(t₀)/t₀
         # at the smallest t₀ bounds it from above (by about t₀·Var[L]/2).
         t0 = ts[0]
-        return float(max(r[0], cgf(np.array([t0]))[0] / t0))
+        return float(max(r[0], cgf(np.array([t0]))[0] / t0)), 0.0
+    if ts[j] <= 1e-4 and r.max() - r[np.isfinite(r)].min() > 1e-12 * abs(r[j]):
+        # A maximum among the first orders of a ratio that is not constant (a Gaussian's
+        # is, to roundoff), where a quadrature K(t) ~ t·E[L] carries roundoff of
+        # ~1e-16/t relative, is that same t → 0 limit seen through noise.
+        # K(t)/t is non-decreasing (convexity), so K(t')/t' at the next order t' bounds
+        # the ratio on all of (0, t'] from above (by about t'·Var[L]/2).
+        tn = ts[j + 1]
+        return float(max(r[j], cgf(np.array([tn]))[0] / tn)), 0.0
     lo, hi = np.log(ts[max(j - 1, 0)]), np.log(ts[min(j + 1, ts.size - 1)])
-    best = r[j]
+    best, t_best = r[j], ts[j]
     g = (np.sqrt(5.0) - 1.0) / 2.0
     for _ in range(50):
         a, b = hi - g * (hi - lo), lo + g * (hi - lo)
         ta, tb = np.exp(np.array([a, b]))
         fa, fb = cgf(np.array([ta, tb])) / (np.array([ta, tb]) * (np.array([ta, tb]) + 1.0))
-        best = max(best, fa, fb)
+        if max(fa, fb) > best:
+            best, t_best = (fa, ta) if fa >= fb else (fb, tb)
         if fa > fb:
             hi = b
         else:
             lo = a
-    return float(best)
+    return float(best), float(t_best)
 
 
 def _rdp_to_zcdp(rdp: RDP, **_: object) -> ZCDP:

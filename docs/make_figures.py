@@ -1,0 +1,83 @@
+"""Draw the figures of docs/information-gap.md into docs/img/ (needs the ``plot`` extra).
+
+    python docs/make_figures.py
+
+Each figure is a PNG under 150 KB; the numbers come from ``accounting.gap``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+import accounting  # noqa: E402
+from accounting.gap import calibrated_family, information_gap  # noqa: E402
+from accounting.plot import (  # noqa: E402
+    plot_allocation,
+    plot_gap,
+    plot_gap_vs_parameter,
+    plot_gap_vs_shift,
+)
+
+OUT = Path(__file__).resolve().parent / "img"
+
+
+def mixture(sigma: float, s: float = 1.0):
+    return accounting.mechanism("gaussian_mixture", weights=(0.5, 0.5), means=(-sigma, sigma),
+                                scales=(sigma, sigma), sensitivity=s)
+
+
+def save(fig, name: str) -> None:
+    fig.tight_layout()
+    path = OUT / name
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    size = path.stat().st_size
+    assert size < 150_000, f"{name} is {size} bytes"
+    print(f"{path.relative_to(OUT.parent.parent)}: {size / 1024:.0f} KB")
+
+
+def main() -> None:
+    OUT.mkdir(exist_ok=True)
+    t = np.geomspace(1e-2, 20.0, 60)
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    plot_gap(information_gap(accounting.mechanism("laplace", b=1.0), t), ax, label="Laplace b = 1")
+    plot_gap(information_gap(mixture(1.0), t, "forward"), ax, label="mixture σ = 1")
+    plot_gap(information_gap(accounting.mechanism("gaussian", sigma=1.2), t), ax,
+             label="Gaussian σ = 1.2")
+    ax.set_ylim(0, 12)
+    save(fig, "gap-rdp-vs-zcdp.png")
+
+    fig, ax = plt.subplots(figsize=(5.0, 3.6))
+    s = np.geomspace(1e-3, 1e-1, 9)
+    for label, make, direction in (("Gaussian mixture", lambda x: mixture(1.0, x), "forward"),
+                                   ("Laplace", lambda x: accounting.mechanism(
+                                       "laplace", b=1.0, sensitivity=x), "max")):
+        gaps = [float(information_gap(make(x), 1.0, direction, local=False).gap) for x in s]
+        plot_gap_vs_shift(s, gaps, ax, label=label)
+    ax.set_title("Γ(1) against the shift", fontsize="medium")
+    save(fig, "gap-vs-shift.png")
+
+    fig, ax = plt.subplots(figsize=(5.0, 3.6))
+    plot_gap_vs_parameter(lambda q: accounting.mechanism("subsampled_gaussian", q=q, sigma=1.0),
+                          np.geomspace(1e-3, 1.0, 13), t=(1.0, 5.0, 20.0), ax=ax,
+                          xlabel="sampling rate q (σ = 1)")
+    save(fig, "gap-subsampled.png")
+
+    fig, ax = plt.subplots(figsize=(5.0, 3.6))
+    laplace = calibrated_family(lambda b: accounting.mechanism("laplace", b=b), 1e-3, 1e3)
+    plot_allocation({"Laplace": laplace,
+                     "mixture": lambda rho: mixture(1.0 / math.sqrt(2.0 * rho))}, 0.5, 8, ax,
+                    t=np.linspace(0.1, 3.0, 24))
+    save(fig, "gap-allocation.png")
+
+
+if __name__ == "__main__":
+    main()

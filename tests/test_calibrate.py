@@ -1,0 +1,315 @@
+"""Calibration (``accounting.calibrate``) and the ACS variance study (``accounting.study``).
+
+Reference values: closed forms of ``closed_forms`` (analytic Gaussian, the improved RDP
+conversion and the CKS zCDP conversion, minimised independently of the library), a
+Fisher information by scipy quadrature, and the figures of the unifying-accounting
+paper (002, §5.1, Fig. 8): variance ratios RDP/zCDP of 1 (Gaussian), 0.989–0.997
+(Laplace) and 0.552–0.557 (Gaussian mixture), ΔMSE 16.170–16.205 and 652.3–2115.7,
+for d = 330…1060 queries at (ε, δ) = (3, 1e-5).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from closed_forms import cks_zcdp_epsilon, gaussian_epsilon, improved_rdp_epsilon
+from scipy import integrate, optimize
+from scipy.stats import norm
+
+import accounting
+from accounting import Accountant
+from accounting.calibrate import (
+    Calibration,
+    Term,
+    calibrate,
+    calibrate_dpsgd,
+    calibrate_workload,
+)
+from accounting.study import (
+    ACS_TARGET,
+    compare_variance,
+    noise_variance,
+    paper_mixture,
+    variance_table,
+)
+
+EPS, DELTA = ACS_TARGET
+RTOL = 1e-9
+
+
+@pytest.fixture(scope="module")
+def acs():
+    """The study at the ends of the paper's range, d = 330 and 1060, keyed (family, d)."""
+    rows = variance_table(ds=(330, 1060), rtol=RTOL)
+    return {(r.family, r.d): r for r in rows}
+
+
+def gaussian_sigma_exact(k: int, eps: float, delta: float) -> float:
+    """σ with exact ε(δ) = eps for k uses of N(0, σ²): the analytic Gaussian of
+    Balle & Wang 2018 at μ = √k/σ, solved for μ."""
+    mu = optimize.brentq(lambda m: gaussian_epsilon(m, delta) - eps, 1e-3, 50.0, xtol=1e-14)
+    return math.sqrt(k) / mu
+
+
+# ---------------------------------------------------------- the result record
+def test_result_is_feasible_end_of_a_narrow_bracket():
+    c = calibrate("laplace", "b", epsilon=1.0, delta=1e-6, count=20, accountant="rdp",
+                  rtol=1e-7)
+    assert isinstance(c, Calibration)
+    assert c.parameter == "b" and c.accountant == "rdp" and c.target == 1.0
+    lo, hi = c.bracket
+    assert hi == c.value and lo < hi <= lo * (1 + 1.01e-7)
+    assert c.epsilon <= 1.0
+    # the library's own RDP accountant (global search over α) agrees at both ends
+    at = lambda b: float(Accountant().compose(accounting.mechanism("laplace", b=b), 20)
+                         .epsilon(1e-6, accountant="rdp"))
+    assert at(hi) <= 1.0 < at(lo)
+    assert math.isclose(at(hi), c.epsilon, rel_tol=1e-9)
+    assert c.order > 1 and c.evaluations >= 3
+    assert c.uses[0][1] == 20 and c.uses[0][0].b == c.value
+
+
+def test_rdp_gaussian_matches_improved_conversion_closed_form():
+    k = 330
+    c = calibrate("gaussian", "sigma", epsilon=EPS, delta=DELTA, count=k, accountant="rdp",
+                  rtol=RTOL)
+    eps_at = lambda s: improved_rdp_epsilon(lambda a: a * k / (2 * s * s), DELTA)
+    assert eps_at(c.value) <= EPS + 1e-9
+    assert eps_at(c.bracket[0]) > EPS - 1e-9
+    assert math.isclose(eps_at(c.value), EPS, abs_tol=1e-7)
+
+
+def test_zcdp_laplace_matches_cks_conversion_of_kl():
+    """ρ* of Laplace is its KL, e + e^{−e} − 1 (REFERENCE §6); d uses compose to d·ρ*,
+    and the CKS conversion (Cor. 13) of that ρ meets the target."""
+    d = 330
+    c = calibrate("laplace", "b", epsilon=EPS, delta=DELTA, count=d, accountant="zcdp",
+                  rtol=RTOL)
+    rho = lambda b: d * (1 / b + math.expm1(-1 / b))
+    assert cks_zcdp_epsilon(rho(c.value), DELTA) <= EPS + 1e-8
+    assert math.isclose(cks_zcdp_epsilon(rho(c.value), DELTA), EPS, abs_tol=1e-6)
+
+
+# --------------------------------------------------- Gaussian: RDP = zCDP
+@pytest.mark.parametrize("k", [330, 1060])
+def test_gaussian_rdp_and_zcdp_calibrations_coincide(k):
+    r = calibrate("gaussian", "sigma", epsilon=EPS, delta=DELTA, count=k, accountant="rdp")
+    z = calibrate("gaussian", "sigma", epsilon=EPS, delta=DELTA, count=k, accountant="zcdp")
+    assert r.value ** 2 / z.value ** 2 == pytest.approx(1.0, abs=1e-6)
+
+
+def test_gaussian_variance_ratio_is_one(acs):
+    for d in (330, 1060):
+        row = acs["gaussian", d]
+        assert row.ratio == pytest.approx(1.0, abs=1e-6)
+        assert row.zcdp_variance == pytest.approx(row.zcdp.value ** 2, rel=1e-9)
+
+
+# ------------------------------------------------ RDP never needs more noise
+def test_rdp_never_needs_more_noise_than_zcdp(acs):
+    for (family, d), row in acs.items():
+        assert row.rdp.value <= row.zcdp.value * (1 + 1e-9), (family, d)
+        assert row.ratio <= 1 + 1e-8, (family, d)
+    for d in (1, 10, 100):
+        r = calibrate("laplace", "b", epsilon=1.0, delta=1e-6, count=d, accountant="rdp")
+        z = calibrate("laplace", "b", epsilon=1.0, delta=1e-6, count=d, accountant="zcdp")
+        assert r.value < z.value
+    # a heterogeneous workload sharing one multiplier: Gaussians and Laplace counts
+    terms = [Term("gaussian", "sigma", count=50), Term("laplace", "b", count=10,
+                                                        multiplier=0.5)]
+    r = calibrate_workload(terms, epsilon=2.0, delta=1e-5, accountant="rdp")
+    z = calibrate_workload(terms, epsilon=2.0, delta=1e-5, accountant="zcdp")
+    assert r.value < z.value
+    # DP-SGD: zCDP cannot see subsampling, RDP can
+    r = calibrate_dpsgd(0.05, 200, epsilon=2.0, delta=1e-5, accountant="rdp", rtol=1e-4)
+    z = calibrate_dpsgd(0.05, 200, epsilon=2.0, delta=1e-5, accountant="zcdp", rtol=1e-4,
+                        start=r.value)
+    assert r.value < 0.5 * z.value
+
+
+# ------------------------------------------------------- the paper's ratios
+def test_laplace_variance_ratio_in_paper_range(acs):
+    lo, hi = acs["laplace", 330], acs["laplace", 1060]
+    assert round(lo.ratio, 3) == 0.989 and round(hi.ratio, 3) == 0.997
+    assert 0.988 < lo.ratio < hi.ratio < 0.997
+    # ΔMSE in ($1000)² per query, Δ = 1: the paper's 16.170–16.205
+    assert lo.mse_difference == pytest.approx(16.170, abs=0.01)
+    assert hi.mse_difference == pytest.approx(16.205, abs=0.01)
+    assert lo.rdp_variance == pytest.approx(2 * lo.rdp.value ** 2, rel=1e-9)
+
+
+def test_gaussian_mixture_ratio_reported(acs):
+    """½N(−s, s²) + ½N(s, s²): the paper's 0.552–0.557 and ΔMSE 652.3–2115.7."""
+    lo, hi = acs["gaussian_mixture", 330], acs["gaussian_mixture", 1060]
+    assert round(lo.ratio, 3) == 0.557 and round(hi.ratio, 3) == 0.552
+    assert lo.mse_difference == pytest.approx(652.3, abs=0.1)
+    assert hi.mse_difference == pytest.approx(2115.7, abs=0.1)
+    # zCDP sees only one component (ρ* = 1/(2s²)): its s is the Gaussian σ, and the
+    # mixture's variance 2s² is twice the Gaussian one
+    for d in (330, 1060):
+        g = acs["gaussian", d]
+        m = acs["gaussian_mixture", d]
+        assert m.zcdp.value == pytest.approx(g.zcdp.value, rel=1e-8)
+        assert m.zcdp_variance == pytest.approx(2 * g.zcdp_variance, rel=1e-8)
+    # many small shifts: the ratio falls towards s²·I, I the location Fisher information
+    w = (0.5, 0.5)
+    f = lambda x: sum(wi * norm.pdf(x, m, 1) for wi, m in zip(w, (-1, 1)))
+    fp = lambda x: sum(wi * norm.pdf(x, m, 1) * (m - x) for wi, m in zip(w, (-1, 1)))
+    fisher = integrate.quad(lambda x: fp(x) ** 2 / f(x), -30, 30, limit=200)[0]
+    assert fisher == pytest.approx(0.5504, abs=1e-4)
+    assert fisher < hi.ratio < lo.ratio
+
+
+# --------------------------------------------------------- PLD soundness
+@pytest.mark.parametrize("k, eps, delta", [(330, 3.0, 1e-5), (10, 1.0, 1e-6)])
+def test_pld_gaussian_matches_analytic_and_is_never_below(k, eps, delta):
+    c = calibrate("gaussian", "sigma", epsilon=eps, delta=delta, count=k, step=1e-4)
+    exact = gaussian_sigma_exact(k, eps, delta)
+    assert c.value >= exact                      # sound: never less noise than needed
+    assert c.value / exact - 1 < 2e-6            # within the grid tolerance and rtol
+    assert gaussian_epsilon(math.sqrt(k) / c.value, delta) <= eps
+
+
+# ---------------------------------------------------------------- DP-SGD
+@pytest.mark.parametrize("accountant", ["pld", "rdp"])
+def test_dpsgd_sigma_is_feasible_and_tight(accountant):
+    q, steps, eps, delta = 0.01, 1000, 1.0, 1e-5
+    c = calibrate_dpsgd(q, steps, epsilon=eps, delta=delta, accountant=accountant)
+
+    def eps_at(sigma):
+        m = accounting.mechanism("subsampled_gaussian", q=q, sigma=sigma)
+        return float(Accountant().compose(m, steps).epsilon(delta, accountant=accountant))
+    assert c.parameter == "sigma" and c.uses[0][0].q == q
+    assert eps_at(c.value) <= eps
+    assert eps_at(c.value * (1 - 1e-3)) > eps
+
+
+def test_dpsgd_pld_needs_less_noise_than_rdp():
+    p = calibrate_dpsgd(0.01, 1000, epsilon=1.0, delta=1e-5)
+    r = calibrate_dpsgd(0.01, 1000, epsilon=1.0, delta=1e-5, accountant="rdp")
+    assert 0.9 * r.value < p.value < r.value
+
+
+# --------------------------------------------------- heterogeneous workloads
+def test_shared_multiplier_workload_matches_single_gaussian():
+    """k₁ Gaussians of σ = x and k₂ of σ = 2x compose to one Gaussian with
+    μ² = (k₁ + k₂/4)/x² (Dong, Roth, Su 2019, Cor. 3.3)."""
+    k1, k2 = 30, 40
+    one = calibrate("gaussian", "sigma", epsilon=1.0, delta=1e-6, accountant="rdp", rtol=RTOL)
+    both = calibrate_workload([Term("gaussian", "sigma", count=k1),
+                               Term("gaussian", "sigma", count=k2, multiplier=2.0)],
+                              epsilon=1.0, delta=1e-6, accountant="rdp", rtol=RTOL)
+    assert both.value == pytest.approx(one.value * math.sqrt(k1 + k2 / 4), rel=1e-7)
+
+
+def test_callable_family_and_class_family():
+    t = Term(paper_mixture, "s", count=5)
+    assert t.label == "s" and t.build(2.0).means == (-2.0, 2.0)
+    cls = accounting.default_registry().mechanism("laplace")
+    a = calibrate(cls, "b", epsilon=1.0, delta=1e-6, count=5, accountant="zcdp")
+    b = calibrate("laplace", "b", epsilon=1.0, delta=1e-6, count=5, accountant="zcdp")
+    assert a.value == b.value
+    # fixed parameters: sensitivity 2 needs twice the scale
+    c = calibrate("laplace", "b", epsilon=1.0, delta=1e-6, count=5, accountant="zcdp",
+                  params={"sensitivity": 2.0}, rtol=RTOL)
+    assert c.value == pytest.approx(2 * b.value, rel=1e-6)
+
+
+# --------------------------------------------------------- noise variance
+def test_noise_variance_closed_forms():
+    m = accounting.mechanism
+    assert noise_variance(m("gaussian", sigma=3.0)) == pytest.approx(9.0, rel=1e-12)
+    assert noise_variance(m("laplace", b=2.0)) == pytest.approx(8.0, rel=1e-12)
+    assert noise_variance(paper_mixture(2.0)) == pytest.approx(8.0, rel=1e-12)
+    mix = m("gaussian_mixture", weights=[0.3, 0.7], means=[1.0, 4.0], scales=[1.0, 2.0])
+    # Σ w(s² + m²) − m̄² = 0.3·2 + 0.7·20 − 3.1²
+    assert noise_variance(mix) == pytest.approx(0.6 + 14.0 - 3.1 ** 2, rel=1e-12)
+    a = 0.5   # discrete Laplace, pmf ∝ e^{−a|k|}: variance 2e^{−a}/(1 − e^{−a})²
+    assert noise_variance(m("discrete_laplace", a=a)) == pytest.approx(
+        2 * math.exp(-a) / (1 - math.exp(-a)) ** 2, rel=1e-12)
+    gg = m("generalised_gaussian", beta=1.5, scale=2.0)   # offers std()
+    assert noise_variance(gg) == pytest.approx(4 * math.gamma(2.0) / math.gamma(2 / 3),
+                                               rel=1e-12)
+
+
+# -------------------------------------------------------------- monotonicity
+def test_non_monotone_family_is_refused():
+    with pytest.raises(ValueError, match="non-increasing in x"):
+        calibrate_workload(Term(lambda x: accounting.mechanism("gaussian", sigma=1 / x)),
+                           epsilon=1.0, delta=1e-5, accountant="rdp")
+
+
+def test_target_met_everywhere_or_nowhere():
+    always = Term(lambda x: accounting.mechanism("gaussian", sigma=max(x, 100.0)))
+    with pytest.raises(ValueError, match="nothing to calibrate"):
+        calibrate_workload(always, epsilon=1.0, delta=1e-5, accountant="rdp", start=200.0)
+    never = Term(lambda x: accounting.mechanism("gaussian", sigma=min(x, 0.5)))
+    with pytest.raises(ValueError, match="no x up to"):
+        calibrate_workload(never, epsilon=1.0, delta=1e-5, accountant="rdp")
+
+
+# ---------------------------------------------------------------- bad input
+GOOD = dict(epsilon=1.0, delta=1e-5, accountant="rdp")
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(epsilon=0.0), ValueError, "epsilon must be in"),
+    (dict(epsilon=float("nan")), ValueError, "epsilon must be a number"),
+    (dict(epsilon="1"), TypeError, "epsilon must be a real number"),
+    (dict(delta=0.0), ValueError, "delta must be in"),
+    (dict(delta=1.0), ValueError, "delta must be in"),
+    (dict(count=0), ValueError, "count must be an integer >= 1"),
+    (dict(count=True), TypeError, "count must be an integer"),
+    (dict(count=2.5), TypeError, "count must be an integer"),
+    (dict(accountant="pdl"), ValueError, "accountant must be one of pld, rdp, zcdp"),
+    (dict(rtol=0.0), ValueError, "rtol must be in"),
+    (dict(rtol=0.5), ValueError, "rtol must be in"),
+    (dict(start=-1.0), ValueError, "start must be in"),
+    (dict(step=0.0), ValueError, "step must be in"),
+])
+def test_bad_arguments(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        calibrate("gaussian", "sigma", **{**GOOD, **kwargs})
+
+
+@pytest.mark.parametrize("family, solve, params, exc, match", [
+    ("gausian", "sigma", None, ValueError, "unknown mechanism 'gausian'"),
+    ("gaussian", "b", None, ValueError, "solve must name a real parameter.*sigma"),
+    ("gaussian", None, None, ValueError, "solve must name"),
+    ("gaussian", "neighbouring", None, ValueError, "solve must name"),
+    ("gaussian", "sigma", {"sigma": 1.0}, ValueError, "parameter being solved"),
+    ("gaussian", "sigma", {"scale": 1.0}, ValueError, "unknown parameter 'scale'"),
+    ("gaussian", "sigma", {"sensitivity": -1.0}, ValueError, "gaussian: sensitivity must be"),
+    (42, "sigma", None, TypeError, "family must be a mechanism name"),
+    (lambda x: 1.0, "x", None, TypeError, "must return a Mechanism"),
+    (paper_mixture, "s", {"s": 1.0}, ValueError, "params apply to a registered"),
+])
+def test_bad_families(family, solve, params, exc, match):
+    with pytest.raises(exc, match=match):
+        calibrate(family, solve, params=params, **GOOD)
+
+
+def test_bad_workloads_and_helpers():
+    with pytest.raises(ValueError, match="terms must not be empty"):
+        calibrate_workload([], **GOOD)
+    with pytest.raises(TypeError, match=r"terms\[1\] must be a Term"):
+        calibrate_workload([Term("gaussian", "sigma"), "laplace"], **GOOD)
+    with pytest.raises(ValueError, match="multiplier must be in"):
+        Term("gaussian", "sigma", multiplier=0.0)
+    with pytest.raises(ValueError, match="q must be in"):
+        calibrate_dpsgd(0.0, 100, epsilon=1.0, delta=1e-5)
+    with pytest.raises(ValueError, match="q must be in"):
+        calibrate_dpsgd(1.5, 100, epsilon=1.0, delta=1e-5)
+    with pytest.raises(ValueError, match="steps must be an integer >= 1"):
+        calibrate_dpsgd(0.1, 0, epsilon=1.0, delta=1e-5)
+    with pytest.raises(TypeError, match="not additive noise"):
+        noise_variance(accounting.mechanism("subsampled_gaussian", q=0.1, sigma=1.0))
+    with pytest.raises(TypeError, match="must be a Mechanism"):
+        noise_variance("gaussian")
+    with pytest.raises(ValueError, match="family must be one of"):
+        compare_variance("cauchy", 10)
+    with pytest.raises(ValueError, match="d must be an integer >= 1"):
+        compare_variance("laplace", 0)
+    with pytest.raises(ValueError, match="s must be in"):
+        paper_mixture(-1.0)
