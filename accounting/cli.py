@@ -9,6 +9,8 @@
     accounting delta   MECHANISM --PARAM VALUE … [--compose K] --epsilon E [E …]
     accounting epsilon --workload FILE.toml [--delta D …]
     accounting delta   --workload FILE.toml [--epsilon E …]
+    accounting audit --x X.npy --y Y.npy --epsilon E --delta D [--auditor NAME]
+    accounting audit --mechanism MODULE:FUNCTION --d0 SPEC --d1 SPEC --n N --epsilon E --delta D
 
 Common options: ``--accountant pld|rdp|zcdp|all`` (default all), ``--step S`` (PLD
 grid step), ``--json``. A mechanism's parameters are its attrs fields
@@ -55,7 +57,7 @@ EXIT_USAGE = 2
 #: exit status for an unexpected internal error
 EXIT_INTERNAL = 1
 
-_SUBCOMMANDS = ("run", "demo", "mechanisms", "epsilon", "delta")
+_SUBCOMMANDS = ("run", "demo", "mechanisms", "epsilon", "delta", "gap", "calibrate", "audit")
 #: α at which the main job reports the trade-off function
 _ALPHAS = (0.001, 0.01, 0.1)
 #: α at which the equivalent Gaussian-DP μ is solved
@@ -131,6 +133,14 @@ def _build_parser() -> _Parser:
                                        f"a TOML --workload. Mechanism parameters are given "
                                        f"as --NAME VALUE (see 'accounting mechanisms').")
         _query_mode_options(p, query)
+    gap = sub.add_parser("gap", add_help=False, help="the information gap between the RDP "
+                         "curve of a mechanism and its zCDP envelope",
+                         description=_GAP_DESCRIPTION)
+    _gap_options(gap)
+    cal = sub.add_parser("calibrate", add_help=False, help="the smallest noise parameter "
+                         "meeting a target (ε, δ)", description=_CALIBRATE_DESCRIPTION)
+    _calibrate_options(cal)
+    _audit_parser(sub)
     return top
 
 
@@ -170,6 +180,10 @@ def _param_parser(prog: str, cls: type, *, query: Optional[str] = None) -> _Pars
             kw["type"] = _parse_bool
         elif kind == "neighbouring":
             kw["metavar"] = "{add_remove,replace_one}"
+        elif kind == "vector":
+            kw.update(type=float, nargs="+", metavar="X")
+        elif kind == "mechanism":
+            kw.update(type=_parse_table, metavar="'{name=\"…\", …}'")
         group.add_argument(*names, **kw)
     return p
 
@@ -200,6 +214,20 @@ def _parse_bool(text: str) -> bool:
 
 
 _parse_bool.__name__ = "boolean"  # argparse names the type in its message
+
+
+def _parse_table(text: str) -> dict:
+    """A TOML inline table, e.g. ``{name = "gaussian", sigma = 1.0}`` (a mechanism)."""
+    try:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        raise ValueError(f"not a TOML inline table: {text!r}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"not a TOML inline table: {text!r}")
+    return value
+
+
+_parse_table.__name__ = "inline table"
 
 
 def _default_text(value: Any) -> str:
@@ -406,23 +434,8 @@ def _cmd_query(query: str, ns: argparse.Namespace, extras: list[str],
         workload = load_workload(ns.workload, registry)
         header = f"workload {workload.source}: {workload.describe()}"
     elif ns.mechanism:
-        cls = registry.mechanism(ns.mechanism)
-        pp = _param_parser(f"{prog} {ns.mechanism}", cls)
-        pns, rest = pp.parse_known_args(extras)
-        if rest:
-            names = ", ".join(f"--{_option_names(a.name)[0]}" for a in
-                              sorted(cls.parameters().values(), key=lambda a: a.kw_only))
-            bad = next((r for r in rest if r.startswith("-")), rest[0])
-            what = "unknown parameter" if bad.startswith("-") else "unexpected argument"
-            raise CLIError(f"{ns.mechanism}: {what} {bad!r} (its parameters: {names})")
-        params = {k[len("param_"):]: v for k, v in vars(pns).items() if v is not None}
-        missing = [a.name for a in cls.parameters().values()
-                   if a.default is attrs.NOTHING and a.name not in params]
-        if missing:
-            raise CLIError(f"{ns.mechanism}: missing parameter "
-                           + ", ".join(f"--{_option_names(m)[0]}" for m in missing))
         count = 1 if ns.compose is None else ns.compose
-        use = make_use(registry, ns.mechanism, params, count)
+        use = _mechanism_use(prog, ns.mechanism, extras, registry, count)
         workload = Workload((use,), source="command line")
         header = use.describe()
     else:
@@ -451,6 +464,253 @@ def _cmd_query(query: str, ns: argparse.Namespace, extras: list[str],
     print("provenance:")
     print("\n".join(_provenance_lines(results)))
     return 0
+
+
+def _mechanism_use(prog: str, name: str, extras: list[str], registry: Registry,
+                   count: int) -> Any:
+    """The mechanism ``name`` from its ``--PARAM VALUE`` options in ``extras``, as a
+    workload ``Use`` run ``count`` times."""
+    cls = registry.mechanism(name)
+    pp = _param_parser(f"{prog} {name}", cls)
+    pns, rest = pp.parse_known_args(extras)
+    if rest:
+        names = ", ".join(f"--{_option_names(a.name)[0]}" for a in
+                          sorted(cls.parameters().values(), key=lambda a: a.kw_only))
+        bad = next((r for r in rest if r.startswith("-")), rest[0])
+        what = "unknown parameter" if bad.startswith("-") else "unexpected argument"
+        raise CLIError(f"{name}: {what} {bad!r} (its parameters: {names})")
+    params = {k[len("param_"):]: v for k, v in vars(pns).items() if v is not None}
+    missing = [a.name for a in cls.parameters().values()
+               if a.default is attrs.NOTHING and a.name not in params]
+    if missing:
+        raise CLIError(f"{name}: missing parameter "
+                       + ", ".join(f"--{_option_names(m)[0]}" for m in missing))
+    return make_use(registry, name, params, count)
+
+
+# ------------------------------------------------------------------------ gap
+_GAP_DESCRIPTION = (
+    "The information gap Γ(t) = ρ*·t(t+1) − K(t) ≥ 0 between the exact Rényi curve of "
+    "MECHANISM (composed --compose times) and its zCDP envelope ρ* = sup K(t)/(t(t+1)), at "
+    "orders t = α − 1 (Su, Yang, Su, Wang, arXiv:2610.02414, §3). Γ(t)/t = ρ*α − D_α. "
+    "Mechanism parameters are given as --NAME VALUE (see 'accounting mechanisms').")
+#: orders reported when --t is not given
+_GAP_T = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0)
+
+
+def _gap_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
+    p.add_argument("mechanism", nargs="?", metavar="MECHANISM",
+                   help="a registered mechanism (see 'accounting mechanisms')")
+    p.add_argument("--t", type=float, nargs="+", metavar="T", dest="orders",
+                   help="orders t = α − 1 > 0 (default: "
+                        + " ".join(f"{v:g}" for v in _GAP_T) + ")")
+    p.add_argument("--compose", type=int, default=None, metavar="N",
+                   help="number of independent copies (default 1): ρ* and Γ scale by N")
+    p.add_argument("--direction", choices=("max", "forward", "backward"), default="max",
+                   help="neighbouring direction (default max: remove or add, the worse)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _where(t_star: float) -> str:
+    if t_star == 0.0:
+        return "sup at t → 0, where K(t)/(t(t+1)) → E[L] (the KL divergence)"
+    if math.isinf(t_star):
+        return "sup the t → ∞ limit"
+    return f"sup at t* = {_num(t_star, 6)}"
+
+
+def _cmd_gap(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
+    from .gap import information_gap
+    from .validation import check_count
+    prog = f"{PROG} gap"
+    if ns.help:
+        cls = registry.mechanism(ns.mechanism) if ns.mechanism else None
+        p = _Parser(prog=prog if cls is None else f"{prog} {ns.mechanism}", add_help=False,
+                    description=_GAP_DESCRIPTION if cls is None else None)
+        _gap_options(p)
+        if cls is not None:
+            _param_parser(f"{prog} {ns.mechanism}", cls).print_help()
+            print()
+        p.print_help()
+        return 0
+    if not ns.mechanism:
+        raise CLIError(f"give a MECHANISM (one of {', '.join(sorted(registry.mechanisms))})")
+    count = check_count("compose", 1 if ns.compose is None else ns.compose)
+    use = _mechanism_use(prog, ns.mechanism, extras, registry, count)
+    orders = check_array("t", list(ns.orders) if ns.orders else list(_GAP_T),
+                         lo=0.0, lo_open=True)
+    target = use.mechanism if count == 1 else use.mechanism.pair().self_compose(count)
+    res = information_gap(target, orders, ns.direction)
+    if ns.json:
+        only = use.as_dict()
+        payload = {"command": "gap", "mechanism": only["name"], "params": only["params"],
+                   "count": count, **res.as_dict(),
+                   "gap_relative": [_json_num(v) for v in res.relative_gap]}
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        return 0
+    print(use.describe())
+    print(f"ρ* = {_num(res.rho, 10)} ({res.method}; {_where(res.t_star)}); direction "
+          f"{res.direction.value}" + (f", attained {res.rho_direction.value}"
+                                      if res.direction.value == "max" else ""))
+    rows = [("t", "α", "K(t)", "ρ*·t(t+1)", "Γ(t)", "Γ(t)/t", "Γ/(ρ*t(t+1))")]
+    for vals in zip(res.t, res.alpha, res.cgf, res.envelope, res.gap, res.gap_per_order,
+                    res.relative_gap):
+        rows.append(tuple(_num(v, 6) if i < 2 else _num(v) for i, v in enumerate(vals)))
+    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
+    for r in rows:
+        print("  " + "  ".join(c.rjust(w) for c, w in zip(r, widths)))
+    if res.local is not None:
+        c, loc = res.local.cumulants, res.local
+        print(f"local expansion ({res.rho_direction.value}; {c.method}):")
+        print(f"  κ₁..κ₄ = {_num(c.k1)}, {_num(c.k2)}, {_num(c.k3)}, {_num(c.k4)}")
+        print(f"  Γ(t) ≈ a·t(t+1) + b₃·t²(t+1) + b₄·t²(t²−1): a = ρ* − κ₁ = {_num(loc.a)}, "
+              f"b₃ = −κ₃/6 = {_num(loc.b3)}, b₄ = −κ₄/24 = {_num(loc.b4)}")
+    return 0
+
+
+# ------------------------------------------------------------------ calibrate
+_CALIBRATE_DESCRIPTION = (
+    "The smallest value of the noise parameter --solve of MECHANISM (its other parameters "
+    "fixed as --NAME VALUE) for which --compose K independent uses meet ε ≤ --epsilon at "
+    "--delta under --accountant (default pld), by Brent's method on a bracket; the answer "
+    "is the feasible end of the final bracket, so its ε never exceeds the target. "
+    "--dpsgd --q Q --steps N: the DP-SGD noise multiplier σ (the Poisson-subsampled "
+    "Gaussian, sensitivity 1). See accounting.calibrate.")
+
+
+def _calibrate_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
+    p.add_argument("mechanism", nargs="?", metavar="MECHANISM",
+                   help="a registered mechanism (see 'accounting mechanisms')")
+    p.add_argument("--solve", metavar="PARAM", help="the real parameter to calibrate "
+                   "(e.g. sigma, b)")
+    p.add_argument("--epsilon", type=float, metavar="E", help="target ε > 0")
+    p.add_argument("--delta", type=float, metavar="D", help="target δ in (0, 1)")
+    p.add_argument("--compose", type=int, default=None, metavar="K",
+                   help="number of independent uses of MECHANISM (default 1)")
+    p.add_argument("--accountant", choices=tuple(ACCOUNTANTS), default="pld",
+                   help="representation to calibrate under (default pld)")
+    p.add_argument("--step", type=float, default=None, metavar="S",
+                   help=f"PLD grid step of the privacy loss (default {DEFAULT_STEP:g})")
+    p.add_argument("--rtol", type=float, default=None, metavar="R",
+                   help="relative width of the final bracket (default 1e-6)")
+    p.add_argument("--dpsgd", action="store_true", help="DP-SGD: calibrate σ of the "
+                   "Poisson-subsampled Gaussian for --q Q and --steps N")
+    p.add_argument("--steps", type=int, default=None, metavar="N",
+                   help="with --dpsgd: the number of training steps")
+    # owned here so that a bare number after it is not taken for MECHANISM; handed back
+    # to the mechanism's own parameters when a MECHANISM is given
+    p.add_argument("--q", type=float, default=None, metavar="Q",
+                   help="with --dpsgd: the Poisson sampling rate in (0, 1]")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _calibrate_params(prog: str, name: str, solve: str, extras: list[str],
+                      registry: Registry) -> dict:
+    """The fixed ``--PARAM VALUE`` options of mechanism ``name``; every required
+    parameter but ``solve`` must be given."""
+    cls = registry.mechanism(name)
+    pns, rest = _param_parser(f"{prog} {name}", cls).parse_known_args(extras)
+    if rest:
+        bad = next((r for r in rest if r.startswith("-")), rest[0])
+        what = "unknown parameter" if bad.startswith("-") else "unexpected argument"
+        raise CLIError(f"{name}: {what} {bad!r} (see '{prog} {name} --help')")
+    params = {k[len("param_"):]: v for k, v in vars(pns).items() if v is not None}
+    if solve in params:
+        raise CLIError(f"{name}: --{_option_names(solve)[0]} is the parameter being solved "
+                       f"for; do not give it")
+    missing = [a.name for a in cls.parameters().values()
+               if a.default is attrs.NOTHING and a.name not in params and a.name != solve]
+    if missing:
+        raise CLIError(f"{name}: missing parameter "
+                       + ", ".join(f"--{_option_names(m)[0]}" for m in missing))
+    return params
+
+
+def _cmd_calibrate(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
+    from .calibrate import DEFAULT_RTOL, Term, calibrate
+    from .validation import check_count
+    prog = f"{PROG} calibrate"
+    if ns.help:
+        cls = registry.mechanism(ns.mechanism) if ns.mechanism else None
+        p = _Parser(prog=prog if cls is None else f"{prog} {ns.mechanism}", add_help=False,
+                    description=_CALIBRATE_DESCRIPTION if cls is None else None)
+        _calibrate_options(p)
+        if cls is not None:
+            _param_parser(f"{prog} {ns.mechanism}", cls).print_help()
+            print()
+        p.print_help()
+        return 0
+    if ns.epsilon is None or ns.delta is None:
+        raise CLIError("calibrate needs a target: --epsilon E and --delta D")
+    if ns.dpsgd:
+        if ns.mechanism or ns.solve or ns.compose is not None:
+            raise CLIError("--dpsgd takes --q Q and --steps N, not MECHANISM, --solve or "
+                           "--compose")
+        if ns.steps is None or ns.q is None:
+            raise CLIError("--dpsgd needs --q Q (the sampling rate) and --steps N")
+        if extras:
+            raise CLIError(f"--dpsgd: unexpected argument {extras[0]!r} (it takes --q Q, "
+                           f"--steps N)")
+        name, solve, params = "subsampled_gaussian", "sigma", {"q": ns.q}
+        count = check_count("steps", ns.steps)
+    else:
+        if ns.steps is not None:
+            raise CLIError("--steps belongs to --dpsgd; give the number of uses as --compose K")
+        if not ns.mechanism:
+            raise CLIError(f"give a MECHANISM (one of {', '.join(sorted(registry.mechanisms))})"
+                           f" or --dpsgd")
+        if not ns.solve:
+            raise CLIError(f"{ns.mechanism}: give the parameter to calibrate as --solve PARAM")
+        name, solve = ns.mechanism, ns.solve
+        Term(name, solve)  # an unknown mechanism or a parameter that cannot be solved for
+        if ns.q is not None:
+            extras = ["--q", repr(ns.q), *extras]
+        params = _calibrate_params(prog, name, solve, extras, registry)
+        count = check_count("compose", 1 if ns.compose is None else ns.compose)
+    step = check_positive("step", ns.step if ns.step is not None else DEFAULT_STEP)
+    rtol = DEFAULT_RTOL if ns.rtol is None else ns.rtol
+    t0 = time.perf_counter()
+    res = calibrate(name, solve, epsilon=ns.epsilon, delta=ns.delta, count=count,
+                    params=params, accountant=ns.accountant, step=step, rtol=rtol)
+    seconds = time.perf_counter() - t0
+    if ns.json:
+        payload: dict[str, Any] = {"command": "calibrate", "mechanism": name,
+                                   "params": params, "solve": solve, "count": count}
+        if ns.dpsgd:
+            payload.update(dpsgd=True, q=params["q"], steps=count)
+        payload.update(epsilon=res.target, delta=res.delta, accountant=res.accountant,
+                       value=res.value, epsilon_achieved=_json_num(res.epsilon),
+                       bracket=[res.bracket[0], res.bracket[1]], rtol=res.rtol,
+                       order=None if res.order is None else res.order,
+                       evaluations=res.evaluations, seconds=seconds,
+                       bound="ε_achieved: upper bound, max over neighbouring directions")
+        if res.accountant == "pld":
+            payload["step"] = step
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        return 0
+    fixed = ", ".join(f"{k}={_show_param(v)}" for k, v in params.items())
+    what = "DP-SGD noise multiplier" if ns.dpsgd else "calibrate"
+    print(f"{what}: {name}({solve}=?{', ' + fixed if fixed else ''}) × {count}, "
+          f"target ε ≤ {_num(res.target)} at δ = {_num(res.delta)} under {res.accountant}"
+          + (f" (PLD step {step:g})" if res.accountant == "pld" else ""))
+    print(f"  {solve} = {_num(res.value, 10)}")
+    alpha = f"; certified at α = {_num(res.order, 6)}" if res.order is not None else ""
+    print(f"  ε = {_num(res.epsilon, 10)} there (upper bound, max over both neighbouring "
+          f"directions{alpha})")
+    print(f"  bracket ({_num(res.bracket[0], 10)}, {_num(res.bracket[1], 10)}]: the smallest "
+          f"feasible {solve} lies inside (rtol {res.rtol:g})")
+    print(f"  {res.evaluations} evaluations, {_seconds(seconds)}")
+    return 0
+
+
+def _show_param(value: Any) -> str:
+    if isinstance(value, float):
+        return _num(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_show_param(v) for v in value) + "]"
+    return str(value)
 
 
 def _gdp_mu(alpha: float, beta: float) -> float:
@@ -523,6 +783,120 @@ def _cmd_run(ns: argparse.Namespace, registry: Registry) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------- audit
+_AUDIT_DESCRIPTION = (
+    "Audit the claim that a mechanism is (ε, δ)-DP from samples of its outputs on two "
+    "neighbouring datasets: --x/--y .npy files of shape (n, d), or a Python callable "
+    "MODULE:FUNCTION (dataset, rng) -> output vector run --n times on --d0 and --d1 (each "
+    "a .npy file or MODULE:ATTRIBUTE). The auditor is looked up in the registry "
+    "(--auditor, default rkrd) and called through the interface documented in "
+    "accounting.hookspecs.accounting_register_auditors.")
+
+
+def _audit_parser(sub: Any) -> None:
+    p = sub.add_parser("audit", help="audit an (ε, δ) claim from samples of a black-box "
+                       "mechanism", description=_AUDIT_DESCRIPTION)
+    p.add_argument("--auditor", default="rkrd", metavar="NAME",
+                   help="a registered auditor (default rkrd)")
+    p.add_argument("--x", metavar="FILE.npy", help="outputs on D, shape (n, d)")
+    p.add_argument("--y", metavar="FILE.npy", help="outputs on D', shape (n, d)")
+    p.add_argument("--mechanism", metavar="MODULE:FUNCTION",
+                   help="a callable (dataset, rng) -> output vector")
+    p.add_argument("--d0", metavar="SPEC", help="dataset D: FILE.npy or MODULE:ATTRIBUTE")
+    p.add_argument("--d1", metavar="SPEC", help="dataset D': FILE.npy or MODULE:ATTRIBUTE")
+    p.add_argument("--n", type=int, metavar="N", help="outputs drawn on each dataset")
+    p.add_argument("--epsilon", type=float, required=True, metavar="E", help="claimed ε")
+    p.add_argument("--delta", type=float, required=True, metavar="D", help="claimed δ")
+    p.add_argument("--alpha", type=float, nargs="+", metavar="A", help="Rényi orders")
+    p.add_argument("--level", type=float, metavar="L", help="level of the test")
+    p.add_argument("--bandwidth", type=float, metavar="H", help="kernel bandwidth")
+    p.add_argument("--seed", type=int, metavar="S", help="seed (printed in the report)")
+    p.add_argument("--reference", metavar="MECHANISM",
+                   help="a registered mechanism to bootstrap against (with --shift)")
+    p.add_argument("--reference-param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a parameter of --reference (repeatable)")
+    p.add_argument("--shift", type=float, nargs="+", metavar="V",
+                   help="f(D) - f(D'), d numbers, for --reference")
+    p.add_argument("--n-boot", type=int, metavar="B", help="bootstrap replicates")
+    p.add_argument("--progress", action="store_true", help="show progress on stderr")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _import_object(spec: str, what: str) -> Any:
+    """``MODULE:NAME`` imported (the current directory is searched first, as by python -m)."""
+    import importlib
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise CLIError(f"{what}: expected MODULE:NAME, got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CLIError(f"{what}: cannot import module {module_name!r} ({exc})") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise CLIError(f"{what}: module {module_name!r} has no attribute {attr!r}") from None
+
+
+def _load_npy(path: str, what: str) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"{what}: cannot read {path!r} as a .npy array ({_one_line(exc)})") from None
+
+
+def _cmd_audit(ns: argparse.Namespace, registry: Registry) -> int:
+    if ns.auditor not in registry.auditors:
+        known = ", ".join(sorted(registry.auditors)) or "none"
+        raise CLIError(f"unknown auditor {ns.auditor!r}; registered: {known}")
+    auditor = registry.auditors[ns.auditor]
+    settings: dict[str, Any] = {k: v for k, v in (
+        ("alphas", ns.alpha and tuple(ns.alpha)), ("level", ns.level),
+        ("bandwidth", ns.bandwidth), ("shift", ns.shift), ("n_boot", ns.n_boot))
+        if v is not None}
+    if ns.progress:
+        settings["progress"] = True
+    if ns.reference:
+        params = {}
+        for item in ns.reference_param:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise CLIError(f"--reference-param: expected KEY=VALUE, got {item!r}")
+            try:
+                params[key] = float(value)
+            except ValueError:
+                params[key] = value
+        settings["reference"] = registry.mechanism(ns.reference)(**params)
+    elif ns.reference_param:
+        raise CLIError("--reference-param needs --reference")
+    by_samples = ns.x is not None or ns.y is not None
+    by_callable = ns.mechanism is not None
+    if by_samples == by_callable:
+        raise CLIError("give either --x FILE --y FILE or --mechanism MODULE:FUNCTION "
+                       "--d0 SPEC --d1 SPEC --n N")
+    if by_samples:
+        if ns.x is None or ns.y is None:
+            raise CLIError("--x and --y go together")
+        x, y = _load_npy(ns.x, "--x"), _load_npy(ns.y, "--y")
+        report = auditor.audit_samples(x, y, epsilon=ns.epsilon, delta=ns.delta,
+                                       seed=ns.seed, **settings)
+    else:
+        if ns.d0 is None or ns.d1 is None or ns.n is None:
+            raise CLIError("--mechanism needs --d0 SPEC, --d1 SPEC and --n N")
+        fn = _import_object(ns.mechanism, "--mechanism")
+        data = [_import_object(s, f"--d{i}") if ":" in s and not os.path.exists(s)
+                else _load_npy(s, f"--d{i}") for i, s in enumerate((ns.d0, ns.d1))]
+        report = auditor.audit_callable(fn, data[0], data[1], n=ns.n, epsilon=ns.epsilon,
+                                        delta=ns.delta, seed=ns.seed, **settings)
+    if ns.json:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(report)
+    return 0
+
+
 # ---------------------------------------------------------------------- main
 def _one_line(exc: BaseException) -> str:
     msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
@@ -551,9 +925,15 @@ def _dispatch(argv: list[str]) -> int:
     if command in ("epsilon", "delta"):
         registry = default_registry()
         return _cmd_query(command, ns, extras, registry)
+    if command == "gap":
+        return _cmd_gap(ns, extras, default_registry())
+    if command == "calibrate":
+        return _cmd_calibrate(ns, extras, default_registry())
     if extras:
         raise CLIError(f"unrecognized arguments: {' '.join(extras)} (see '{PROG} --help')")
     registry = default_registry()
+    if command == "audit":
+        return _cmd_audit(ns, registry)
     if command == "mechanisms":
         return _cmd_mechanisms(ns, registry)
     return _cmd_run(ns, registry)
@@ -570,12 +950,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except SystemExit as exc:  # --help / --version
             code = exc.code
             return code if isinstance(code, int) else (0 if code is None else EXIT_USAGE)
-        except (CLIError, WorkloadError, ValueError, TypeError, KeyError, OSError,
-                tomllib.TOMLDecodeError, PluginError, ArithmeticError) as exc:
-            if debug:
-                raise
-            print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
-            return EXIT_USAGE
         except BrokenPipeError:  # e.g. `accounting mechanisms --json | head`
             try:
                 devnull = os.open(os.devnull, os.O_WRONLY)
@@ -583,6 +957,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             except (OSError, ValueError, AttributeError):
                 pass
             return EXIT_INTERNAL
+        except (CLIError, WorkloadError, ValueError, TypeError, KeyError, OSError,
+                tomllib.TOMLDecodeError, PluginError, ArithmeticError) as exc:
+            if debug:
+                raise
+            print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+            return EXIT_USAGE
         except KeyboardInterrupt:
             print(f"{PROG}: interrupted", file=sys.stderr)
             return 130

@@ -38,4 +38,22 @@ def accounting_register_converters(register):
 
 @hookspec
 def accounting_register_auditors(register):
-    """Contribute auditors: ``register(name, auditor)`` with a callable auditor."""
+    """Contribute auditors: ``register(name, auditor)``; the name must be unique.
+
+    An auditor tests an (ε, δ)-DP claim about a black-box mechanism from its outputs on
+    two neighbouring datasets D, D′. It is an object with two methods:
+
+    * ``audit_samples(x, y, *, epsilon, delta, seed=None, **settings)``: x ~ M(D) and
+      y ~ M(D′) as arrays of shape (n, d);
+    * ``audit_callable(fn, d0, d1, *, n, epsilon, delta, seed=None, **settings)``: draws
+      n outputs ``fn(d0, rng)`` and n outputs ``fn(d1, rng)`` (numpy Generator ``rng``
+      seeded from ``seed``) and audits them.
+
+    Both return a report with ``rejected`` (bool), ``to_dict()`` (JSON-serialisable)
+    and ``__str__`` (a table). Bad input raises ValueError/TypeError naming the
+    parameter; an unsupported setting raises TypeError. ``accounting audit`` passes
+    these settings only when given on its command line: ``alphas`` (tuple of floats),
+    ``level``, ``bandwidth``, ``progress`` (bool, report progress on stderr),
+    ``reference`` (a mechanism instance for a parametric bootstrap), ``shift``
+    (f(D) − f(D′), list of floats) and ``n_boot``.
+    """

@@ -1,0 +1,35 @@
+"""The kernel Rényi (RKRD) auditor plugin of ``accounting``.
+
+Audits a black-box mechanism from samples of its outputs on two neighbouring
+datasets, with the regularized kernel Rényi divergence between covariance operators
+(paper 000, "Auditing differential privacy in high dimensions with the kernel quantum
+Rényi divergence"; REFERENCE §7; docs/auditing.md):
+
+* ``rkrd``, ``rkrd_sweep``: the estimator D̂_{α,λ} (n × n form, symmetric eigensolvers);
+* ``rkrdp_threshold``, ``rkrdp_test``, ``dp_lambda``: the finite-sample RKRDP test and
+  the λ₀ = δe^{−ε} that turns it into an (ε, δ)-DP test;
+* ``epsilon_lower_bound``: a certified ε lower bound (kernel witness, Clopper–Pearson);
+* ``bootstrap_test``: parametric bootstrap against a claimed registered mechanism;
+* ``RKRDAuditor``, ``audit_samples``, ``audit_callable``: the black-box API and its
+  ``AuditReport``; ``plot_sweep`` draws D̂ against λ (matplotlib, optional).
+
+Registered through the entry-point group ``accounting`` (module ``accounting_rkrd.plugin``).
+"""
+
+from .auditor import RKRDAuditor, audit_callable, audit_samples
+from .bootstrap import NOISE_SAMPLERS, BootstrapResult, bootstrap_test, noise_sampler
+from .estimator import RKRDSweep, rkrd, rkrd_direct, rkrd_from_grams, rkrd_sweep
+from .experiments import gaussian_outputs, gaussian_sigma
+from .lower_bound import LowerBound, clopper_pearson_upper, epsilon_lower_bound
+from .plot import plot_sweep
+from .report import AuditReport
+from .threshold import RKRDPTest, Threshold, dp_lambda, rkrdp_test, rkrdp_threshold
+
+__all__ = [
+    "RKRDAuditor", "audit_samples", "audit_callable", "AuditReport",
+    "rkrd", "rkrd_sweep", "rkrd_from_grams", "rkrd_direct", "RKRDSweep",
+    "rkrdp_threshold", "rkrdp_test", "dp_lambda", "Threshold", "RKRDPTest",
+    "epsilon_lower_bound", "clopper_pearson_upper", "LowerBound",
+    "bootstrap_test", "BootstrapResult", "NOISE_SAMPLERS", "noise_sampler",
+    "gaussian_sigma", "gaussian_outputs", "plot_sweep",
+]

@@ -1,0 +1,167 @@
+"""The black-box API of the RKRD auditor: registry entry, report, callable audits, plot."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import accounting
+from accounting_rkrd import (RKRDAuditor, audit_callable, audit_samples,
+                             dp_lambda, gaussian_outputs, gaussian_sigma, rkrd_sweep)
+from accounting_rkrd.lower_bound import lower_bound_from_split, split_samples
+
+
+def _gauss(n=150, d=6, mu=3.0, seed=0):
+    rng = np.random.default_rng(seed)
+    return gaussian_outputs(n, 1.0, mu, d, rng), gaussian_outputs(n, 1.0, 0.0, d, rng)
+
+
+def _strip(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k != "seconds"}
+
+
+def test_registered_under_rkrd():
+    reg = accounting.default_registry()
+    assert isinstance(reg.auditors["rkrd"], RKRDAuditor)
+    assert reg.auditor_sources["rkrd"] == "rkrd"
+
+
+def test_report_numbers_are_those_of_the_parts():
+    x, y = _gauss()
+    rep = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=11)
+    lam0 = dp_lambda(1.0, 1e-3)
+    assert rep.lambda0 == lam0 and rep.alphas == (2.0, 6.0, 12.0)
+    # statistics: D̂ at λ₀ on all samples, median bandwidth
+    direct = rkrd_sweep(x, y, rep.alphas, [lam0]).values[:, 0]
+    np.testing.assert_allclose(rep.statistics, direct, rtol=1e-12)
+    # the vacuous threshold hands the whole level to the lower bound
+    assert rep.threshold_vacuous and rep.level_threshold == 0.0
+    assert rep.level_lower_bound == 0.05 == rep.lower_bound.level
+    # the lower bound is the documented split-sample computation, reproduced by hand
+    ss = np.random.SeedSequence(11).spawn(3)[1]
+    xa, xb, ya, yb = split_samples(x, y, seed=int(ss.generate_state(1)[0]))
+    lb = lower_bound_from_split(xa, ya, xb, yb, delta=1e-3, level=0.05)
+    assert rep.lower_bound == lb
+    assert rep.rejected == (lb.epsilon > 1.0) == rep.rejected_by_lower_bound
+    assert rep.rejected          # μ = 3 is far from (1, 1e-3)-DP
+    # the sweep holds the λ grid and λ₀
+    assert rep.sweep.at(12.0, lam0) == pytest.approx(rep.statistics[2], rel=1e-12)
+
+
+def test_report_json_and_table():
+    x, y = _gauss(seed=1)
+    rep = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=5)
+    doc = json.loads(json.dumps(rep.to_dict()))
+    assert doc["claim"] == {"epsilon": 1.0, "delta": 1e-3}
+    assert doc["decision"] == rep.decision and doc["seed"] == 5
+    assert doc["rkrdp_test"]["threshold"] == ["inf"] * 3 and doc["rkrdp_test"]["vacuous"]
+    assert doc["lower_bound"]["epsilon"] == rep.lower_bound.epsilon
+    assert np.array(doc["sweep"]["values"]).shape == (3, 10)
+    text = str(rep)
+    assert text.splitlines()[0].startswith("RKRD audit of the claim (ε, δ) = (1, 0.001)")
+    assert f"ε ≥ {rep.lower_bound.epsilon:.4f}" in text and "vacuous" in text
+    assert "seed 5" in text
+
+
+def test_seed_reproduces_the_report():
+    x, y = _gauss(seed=2)
+    a = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=3, sweep=False).to_dict()
+    b = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=3, sweep=False).to_dict()
+    assert _strip(a) == _strip(b)
+    c = audit_samples(x, y, epsilon=1.0, delta=1e-3, sweep=False)
+    assert isinstance(c.seed, int) and c.seed >= 0
+
+
+def test_level_is_split_when_the_threshold_is_finite():
+    """δ = 0.5, ε = 0: λ₀ = 0.5 and 100 held-out samples give a finite threshold, so
+    the test gets half the level; equal distributions are not rejected."""
+    x, y = _gauss(mu=0.0, seed=4)
+    rep = audit_samples(x, y, epsilon=0.0, delta=0.5, alphas=(2.0,), seed=1, sweep=False)
+    assert not rep.threshold_vacuous
+    assert rep.level_threshold == rep.level_lower_bound == 0.025
+    assert rep.thresholds[0] > rep.held_out_statistics[0] and not rep.rejected
+    assert rep.sweep is None
+
+
+def test_audit_callable_equals_audit_of_its_draws():
+    sigma = 1.0
+
+    def mechanism(data, rng):
+        return np.asarray(data, float) + rng.normal(0.0, sigma, size=3)
+
+    d0, d1 = [2.0, 0.0, 0.0], [0.0, 0.0, 0.0]
+    rep = audit_callable(mechanism, d0, d1, n=80, epsilon=2.0, delta=1e-2, seed=9,
+                         sweep=False)
+    rng = np.random.default_rng(np.random.SeedSequence(9).spawn(3)[0])
+    x = np.stack([mechanism(d0, rng) for _ in range(80)])
+    y = np.stack([mechanism(d1, rng) for _ in range(80)])
+    again = audit_samples(x, y, epsilon=2.0, delta=1e-2, seed=9, sweep=False)
+    assert _strip(rep.to_dict()) == _strip(again.to_dict())
+
+
+def test_bootstrap_in_the_report_and_progress(capsys):
+    x, y = _gauss(n=60, d=3, mu=2.0, seed=6)
+    ref = accounting.mechanism("gaussian", sigma=1.0)
+    rep = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=1, reference=ref,
+                        shift=[2.0, 0.0, 0.0], n_boot=9, progress=True, sweep=False)
+    assert rep.bootstrap is not None and 0.1 <= rep.bootstrap.p_value <= 1.0
+    assert rep.bootstrap.alpha == 12.0 and rep.bootstrap.lam == rep.lambda0
+    assert "rkrd: bootstrap 9/9" in capsys.readouterr().err
+    assert "parametric bootstrap" in str(rep) and rep.to_dict()["bootstrap"]["n_boot"] == 9
+
+
+@pytest.mark.parametrize("kwargs,exc,match", [
+    (dict(epsilon=-1.0, delta=0.1), ValueError, r"epsilon must be in \[0"),
+    (dict(epsilon=1.0, delta=0.0), ValueError, r"delta must be in \(0, 1\)"),
+    (dict(epsilon=1.0, delta=0.1, colour="red"), TypeError, "unknown audit setting"),
+    (dict(epsilon=1.0, delta=0.1, alphas=(0.5,)), ValueError, r"alpha must be in \[1"),
+    (dict(epsilon=1.0, delta=0.1, reference=accounting.mechanism("gaussian", sigma=1.0)),
+     ValueError, "shift"),
+    (dict(epsilon=1.0, delta=0.1, seed=-3), ValueError, "seed must be an integer >= 0"),
+])
+def test_audit_samples_bad_input(kwargs, exc, match):
+    x, y = _gauss(n=20, d=2, seed=7)
+    with pytest.raises(exc, match=match):
+        audit_samples(x, y, **kwargs)
+
+
+def test_audit_callable_bad_input():
+    with pytest.raises(TypeError, match="fn must be callable"):
+        audit_callable(3, 0, 1, n=10, epsilon=1.0, delta=0.1)
+    with pytest.raises(ValueError, match=r"n must be an integer >= 4"):
+        audit_callable(lambda d, r: [d], 0, 1, n=3, epsilon=1.0, delta=0.1)
+    with pytest.raises(ValueError, match="non-finite output"):
+        audit_callable(lambda d, r: [np.nan], 0, 1, n=10, epsilon=1.0, delta=0.1)
+    with pytest.raises(ValueError, match="same length"):
+        audit_callable(lambda d, r: np.zeros(1 + int(r.random() < 0.5)), 0, 1, n=40,
+                       epsilon=1.0, delta=0.1)
+    with pytest.raises(TypeError, match="vector of real numbers"):
+        audit_callable(lambda d, r: "abc", 0, 1, n=10, epsilon=1.0, delta=0.1)
+
+
+def test_plot_sweep(tmp_path):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    from accounting_rkrd import plot_sweep
+
+    sigma = gaussian_sigma(2.0, 0.2, 10.0)
+    sweeps = []
+    for seed in range(2):
+        rng = np.random.default_rng(seed)
+        x, y = gaussian_outputs(60, sigma, 10.0, rng=rng), gaussian_outputs(60, sigma, 0.0,
+                                                                          rng=rng)
+        sweeps.append(rkrd_sweep(x, y, [2.0, 12.0], [1e-3, 1e-2, 1e-1]))
+    ax = plot_sweep(sweeps, epsilon=2.0, delta=0.2, claim=(1.0, 0.005))
+    lines = ax.get_lines()
+    assert len(lines) == 2 + 4
+    np.testing.assert_allclose(lines[1].get_ydata(), (sweeps[0].values[1] + sweeps[1].values[1])
+                               / 2)
+    assert lines[3].get_xdata()[0] == pytest.approx(dp_lambda(2.0, 0.2))
+    ax.figure.savefig(tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 1000
+    with pytest.raises(ValueError, match="same alphas and lambdas"):
+        plot_sweep([sweeps[0], rkrd_sweep(x, y, [2.0], [1e-3])])
+
