@@ -520,20 +520,27 @@ def _where(t_star: float) -> str:
     return f"sup at t* = {_num(t_star, 6)}"
 
 
+def _mechanism_help(prog: str, mechanism: Optional[str], registry: Registry,
+                    description: str, add_options) -> int:
+    """``--help`` of a subcommand taking MECHANISM: its options, and with a MECHANISM
+    that mechanism's parameters first."""
+    cls = registry.mechanism(mechanism) if mechanism else None
+    p = _Parser(prog=prog if cls is None else f"{prog} {mechanism}", add_help=False,
+                description=description if cls is None else None)
+    add_options(p)
+    if cls is not None:
+        _param_parser(f"{prog} {mechanism}", cls).print_help()
+        print()
+    p.print_help()
+    return 0
+
+
 def _cmd_gap(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     from .gap import information_gap
     from .validation import check_count
     prog = f"{PROG} gap"
     if ns.help:
-        cls = registry.mechanism(ns.mechanism) if ns.mechanism else None
-        p = _Parser(prog=prog if cls is None else f"{prog} {ns.mechanism}", add_help=False,
-                    description=_GAP_DESCRIPTION if cls is None else None)
-        _gap_options(p)
-        if cls is not None:
-            _param_parser(f"{prog} {ns.mechanism}", cls).print_help()
-            print()
-        p.print_help()
-        return 0
+        return _mechanism_help(prog, ns.mechanism, registry, _GAP_DESCRIPTION, _gap_options)
     if not ns.mechanism:
         raise CLIError(f"give a MECHANISM (one of {', '.join(sorted(registry.mechanisms))})")
     count = check_count("compose", 1 if ns.compose is None else ns.compose)
@@ -633,15 +640,7 @@ def _cmd_calibrate(ns: argparse.Namespace, extras: list[str], registry: Registry
     from .validation import check_count
     prog = f"{PROG} calibrate"
     if ns.help:
-        cls = registry.mechanism(ns.mechanism) if ns.mechanism else None
-        p = _Parser(prog=prog if cls is None else f"{prog} {ns.mechanism}", add_help=False,
-                    description=_CALIBRATE_DESCRIPTION if cls is None else None)
-        _calibrate_options(p)
-        if cls is not None:
-            _param_parser(f"{prog} {ns.mechanism}", cls).print_help()
-            print()
-        p.print_help()
-        return 0
+        return _mechanism_help(prog, ns.mechanism, registry, _CALIBRATE_DESCRIPTION, _calibrate_options)
     if ns.epsilon is None or ns.delta is None:
         raise CLIError("calibrate needs a target: --epsilon E and --delta D")
     if ns.dpsgd:

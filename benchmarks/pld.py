@@ -14,9 +14,9 @@ The anchors are optional: a missing one is reported and skipped.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from timing import timed
 
 import accounting as ac
 
@@ -29,15 +29,6 @@ try:
     import prv_accountant
 except ImportError:  # pragma: no cover - optional anchor
     prv_accountant = None
-
-
-def timed(fn, repeat=1):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return out, best
 
 
 def ours_epsilon(workload, delta, step=None):

@@ -15,22 +15,13 @@ OPENBLAS_NUM_THREADS=1 (or the equivalent) for stable timings.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from timing import timed
 
 from accounting_rkrd import gaussian_outputs, gaussian_sigma, rkrd, rkrd_direct, rkrd_sweep
 from accounting_rkrd.experiments import PAPER_ALPHAS, PAPER_LAMBDAS, PAPER_SENSITIVITY
 from accounting_rkrd.kernel import check_samples, rbf_grams
-
-
-def timed(fn, repeat):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return out, best
 
 
 def main() -> None:

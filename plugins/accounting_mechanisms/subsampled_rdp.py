@@ -87,6 +87,14 @@ def law_cgf(law: LossPMF, q: float, t: np.ndarray, direction: Direction) -> np.n
     return np.where(t == 0, 0.0, out)
 
 
+def _joint_convexity(base_cgf: BaseCGF, q: float, t: np.ndarray) -> np.ndarray:
+    """log((1 − q) + q e^{K₀(t)}): E[Y^p] ≤ (1 − q)·1 + q·E[X^p] for a convex power p."""
+    with np.errstate(over="ignore"):
+        k0 = np.asarray(base_cgf(t), dtype=float)
+    lq1 = np.log1p(-q) if q < 1 else -np.inf
+    return np.logaddexp(lq1, np.log(q) + k0)
+
+
 def _binomial_log_moment(order: int, q: float, base_k: np.ndarray) -> float:
     """log Σ_ℓ C(α,ℓ)(1−q)^{α−ℓ} q^ℓ M_ℓ with M₀ = M₁ = 1, M_ℓ = e^{K₀(ℓ−1)}."""
     ell = np.arange(order + 1)
@@ -102,10 +110,8 @@ def remove_cgf_bound(base_forward: BaseCGF, q: float, t: np.ndarray) -> np.ndarr
     """Upper bound on the forward (remove) K(t) from the base's forward CGF K₀."""
     t = np.asarray(t, dtype=float)
     flat = np.ravel(t)
-    with np.errstate(over="ignore"):
-        k0 = np.asarray(base_forward(flat), dtype=float)
+    jensen = _joint_convexity(base_forward, q, flat)
     lq1 = np.log1p(-q) if q < 1 else -np.inf
-    jensen = np.logaddexp(lq1, np.log(q) + k0)
     top = int(min(np.ceil(flat.max(initial=0.0)), MAX_BINOMIAL_ORDER - 1))
     out = jensen.copy()
     if top >= 1:
@@ -163,10 +169,8 @@ def add_cgf_bound(base_forward: BaseCGF, base_backward: BaseCGF, q: float,
     higher ones need signed moments, so only with an exact base CGF)."""
     t = np.asarray(t, dtype=float)
     flat = np.ravel(t)
-    with np.errstate(over="ignore"):
-        kb = np.asarray(base_backward(flat), dtype=float)
+    jensen = _joint_convexity(base_backward, q, flat)
     lq1 = np.log1p(-q) if q < 1 else -np.inf
-    jensen = np.logaddexp(lq1, np.log(q) + kb)
     trivial = -flat * lq1 if q < 1 else np.full(flat.shape, np.inf)
     out = np.minimum(jensen, trivial)
     orders = (1, 2, 3, 4) if exact_base else (1,)
