@@ -43,7 +43,8 @@ from .mechanism import Mechanism
 from .direction import Direction
 from .pair import LawPair, Pair
 
-__all__ = ["AdditiveNoise", "continuous_noise_pair", "integer_noise_pair", "log_integral"]
+__all__ = ["AdditiveNoise", "continuous_noise_pair", "integer_noise_pair", "log_integral",
+           "support_extent"]
 
 _DROP = 745.0          # nats below the peak where the support is cut: beyond, every
                        # cell mass underflows float64 (< 1e-300 per unit scale)
@@ -78,8 +79,9 @@ class AdditiveNoise(Mechanism):
                                      label=self.name, symmetric=self.symmetric_noise)
 
 
-def _extent(logf, start: float, peak: float, direction: float, limit: float) -> float:
-    """Distance from 0 along ``direction`` at which logf has dropped _DROP below peak."""
+def support_extent(logf, start: float, peak: float, direction: float, limit: float) -> float:
+    """Distance from 0 along ``direction`` (doubling from ``start``, at most ``limit``) at
+    which ``logf`` has dropped 745 nats below ``peak``: where float64 masses underflow."""
     s = start
     while s < limit:
         if logf(np.array([direction * s]))[0] < peak - _DROP:
@@ -99,8 +101,8 @@ def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
         raise ValueError(f"{label}: log_density must be finite somewhere near 0 and never NaN")
     peak = float(np.max(lp))
     limit = scale * 1e12
-    lo = -_extent(logf, scale, peak, -1.0, limit)
-    hi = _extent(logf, scale, peak, 1.0, limit) + delta
+    lo = -support_extent(logf, scale, peak, -1.0, limit)
+    hi = support_extent(logf, scale, peak, 1.0, limit) + delta
     # sinh spacing around the middle of the two densities: fine near the bulk,
     # geometric in the tails.
     mid = delta / 2.0
@@ -234,8 +236,8 @@ def integer_noise_pair(logf, sensitivity: float, *, label: str = "integer noise"
                          f"got {sensitivity}")
     delta = int(sensitivity)
     peak = float(np.max(logf(np.arange(-1000, 1001))))
-    k_lo = -int(_extent(logf, 1.0, peak, -1.0, 1e7))
-    k_hi = int(_extent(logf, 1.0, peak, 1.0, 1e7)) + delta
+    k_lo = -int(support_extent(logf, 1.0, peak, -1.0, 1e7))
+    k_hi = int(support_extent(logf, 1.0, peak, 1.0, 1e7)) + delta
     k = np.arange(k_lo, k_hi + 1)
     lq, lp = logf(k), logf(k - delta)
     lq, lp = lq - logsumexp(lq), lp - logsumexp(lp)

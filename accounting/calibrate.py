@@ -46,7 +46,7 @@ import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 
 from .accountant import ACCOUNTANTS, Accountant
-from .conversions import _T_GRID, _improved_eps
+from .conversions import ORDER_GRID, improved_epsilon
 from .direction import Direction
 from .mechanism import Mechanism
 from .pld import DEFAULT_STEP
@@ -65,7 +65,7 @@ DEFAULT_RTOL = 1e-6
 _GROWTH, _MAX_GROWTH, _MAX_STEPS = 1.1, 16.0, 64
 _RANGE = (1e-15, 1e15)
 #: orders searched: the same range as the library's RDP → (ε, δ) conversion
-_LOG_T_MIN, _LOG_T_MAX = math.log(_T_GRID[0]), math.log(_T_GRID[-1])
+_LOG_T_MIN, _LOG_T_MAX = math.log(ORDER_GRID[0]), math.log(ORDER_GRID[-1])
 #: the order window: 9 points, 0.5 apart in log t
 _WINDOW = 0.5 * np.arange(-4, 5)
 _DIRECTIONS = (Direction.FORWARD, Direction.BACKWARD)
@@ -217,7 +217,7 @@ def _best_order(cgf: Callable[[np.ndarray], np.ndarray], log_delta: float,
     def objective(u: np.ndarray) -> np.ndarray:
         t = np.exp(u)
         with np.errstate(over="ignore", invalid="ignore"):
-            val = _improved_eps(np.asarray(cgf(t), dtype=float), t, log_delta)
+            val = improved_epsilon(np.asarray(cgf(t), dtype=float), t, log_delta)
         return np.where(np.isnan(val), np.inf, val)
 
     centre = min(max(log_t0, _LOG_T_MIN), _LOG_T_MAX)

@@ -25,7 +25,8 @@ from .tradeoff import TradeOff, VertexSide
 from .validation import check_positive, check_real
 from .zcdp import ZCDP
 
-__all__ = ["envelope_sup", "profile_to_pld", "rdp_delta", "rdp_epsilon", "zcdp_envelope"]
+__all__ = ["envelope_sup", "profile_to_pld", "rdp_delta", "rdp_epsilon", "zcdp_envelope",
+           "improved_epsilon", "improved_log_delta", "ORDER_GRID"]
 
 _FWD, _BWD = Direction.FORWARD, Direction.BACKWARD
 
@@ -104,17 +105,17 @@ def _pld_to_rdp(pld: PLD, **_: object) -> RDP:
 # -------------------------------------------------------------- RDP → profile
 #: orders searched before local refinement: t = α − 1 from 1e-4 to 2e4 (the best
 #: order for any δ ≥ 1e-300 and ε ≥ 0.05 lies inside)
-_T_GRID = np.geomspace(1e-4, 2e4, 161)
+ORDER_GRID = np.geomspace(1e-4, 2e4, 161)
 
 
-def _improved_log_delta(k: np.ndarray, t: np.ndarray, eps: np.ndarray) -> np.ndarray:
+def improved_log_delta(k: np.ndarray, t: np.ndarray, eps: np.ndarray) -> np.ndarray:
     """log δ = (α−1)(D_α − ε) + (α−1)log(1 − 1/α) − log α at α = 1 + t, D_α = K/t
     (Canonne, Kamath, Steinke 2020, Prop. 12; Asoodeh et al. 2021)."""
     a = 1.0 + t
     return k - t * eps + t * np.log1p(-1.0 / a) - np.log(a)
 
 
-def _improved_eps(k: np.ndarray, t: np.ndarray, log_delta: np.ndarray) -> np.ndarray:
+def improved_epsilon(k: np.ndarray, t: np.ndarray, log_delta: np.ndarray) -> np.ndarray:
     """ε = D_α + log(1 − 1/α) − (log δ + log α)/(α − 1) at α = 1 + t."""
     a = 1.0 + t
     return k / t + np.log1p(-1.0 / a) - (log_delta + np.log(a)) / t
@@ -125,13 +126,13 @@ def _minimise_over_t(objective: Callable[[np.ndarray, np.ndarray], np.ndarray],
     """min over t > 0 of objective(t, index) for n targets at once: grid, then golden
     section on the bracketing grid cell. Every evaluated t gives a valid bound, so
     the minimum found is sound whatever the refinement achieves."""
-    grid = np.broadcast_to(_T_GRID, (n, _T_GRID.size))
+    grid = np.broadcast_to(ORDER_GRID, (n, ORDER_GRID.size))
     vals = objective(grid, np.arange(n)[:, None])
     vals = np.where(np.isnan(vals), np.inf, vals)
     j = np.argmin(vals, axis=1)
     best = vals[np.arange(n), j]
-    lo = np.log(_T_GRID[np.maximum(j - 1, 0)])
-    hi = np.log(_T_GRID[np.minimum(j + 1, _T_GRID.size - 1)])
+    lo = np.log(ORDER_GRID[np.maximum(j - 1, 0)])
+    hi = np.log(ORDER_GRID[np.minimum(j + 1, ORDER_GRID.size - 1)])
     g = (np.sqrt(5.0) - 1.0) / 2.0
     idx = np.arange(n)[:, None]
     for _ in range(40):
@@ -152,11 +153,11 @@ def rdp_delta(cgf: Callable[[np.ndarray], np.ndarray], eps: np.ndarray) -> np.nd
     """δ(ε) ≤ inf_α e^{(α−1)(D_α−ε)}(1 − 1/α)^{α−1}/α, over continuous α > 1."""
     eps = np.asarray(eps, dtype=float)
     flat = np.ravel(eps)
-    kgrid = cgf(_T_GRID)
+    kgrid = cgf(ORDER_GRID)
 
     def objective(t, i):
-        k = kgrid[None, :] if t.shape[-1] == _T_GRID.size else cgf(t)
-        return _improved_log_delta(k, t, flat[i])
+        k = kgrid[None, :] if t.shape[-1] == ORDER_GRID.size else cgf(t)
+        return improved_log_delta(k, t, flat[i])
     out = np.exp(_minimise_over_t(objective, flat.size)) if flat.size else flat
     out = np.where(flat == -np.inf, 1.0, out)
     return np.minimum(out, 1.0).reshape(eps.shape)
@@ -166,11 +167,11 @@ def rdp_epsilon(cgf: Callable[[np.ndarray], np.ndarray], delta: np.ndarray) -> n
     """ε(δ) = inf_α D_α + log(1 − 1/α) − (log δ + log α)/(α − 1), never below 0."""
     delta = np.asarray(delta, dtype=float)
     flat = np.log(np.ravel(delta))
-    kgrid = cgf(_T_GRID)
+    kgrid = cgf(ORDER_GRID)
 
     def objective(t, i):
-        k = kgrid[None, :] if t.shape[-1] == _T_GRID.size else cgf(t)
-        return _improved_eps(k, t, flat[i])
+        k = kgrid[None, :] if t.shape[-1] == ORDER_GRID.size else cgf(t)
+        return improved_epsilon(k, t, flat[i])
     out = _minimise_over_t(objective, flat.size) if flat.size else flat
     return np.maximum(out, 0.0).reshape(delta.shape)
 

@@ -34,7 +34,7 @@ from typing import Optional, Sequence
 import attrs
 import numpy as np
 
-from .additive import AdditiveNoise, _extent, log_integral
+from .additive import AdditiveNoise, support_extent, log_integral
 from .calibrate import DEFAULT_RTOL, Calibration, Term, calibrate_workload
 from .mechanism import Mechanism
 from .plugins import default_registry
@@ -95,8 +95,8 @@ def noise_variance(mechanism: Mechanism) -> float:
     width = float(mechanism.noise_width())
     peak = float(np.max(logf(np.linspace(-10.0 * width, 10.0 * width, 2001))))
     limit = width * 1e12
-    lo = -_extent(logf, width, peak, -1.0, limit)
-    hi = _extent(logf, width, peak, 1.0, limit)
+    lo = -support_extent(logf, width, peak, -1.0, limit)
+    hi = support_extent(logf, width, peak, 1.0, limit)
     if mechanism.domain == "integer":
         k = np.arange(math.floor(lo), math.ceil(hi) + 1, dtype=float)
         lw = logf(k)
