@@ -84,7 +84,7 @@ def _pld_to_profile(pld: PLD, **_: object) -> PrivacyProfile:
 
 def _pld_to_tradeoff(pld: PLD, **_: object) -> TradeOff:
     return TradeOff(VertexSide.from_laws(pld.upper),
-                    VertexSide.from_laws(pld.lower) if pld.lower else None)
+                    VertexSide.from_laws(pld.lower, pessimistic=False) if pld.lower else None)
 
 
 def _profile_to_tradeoff(profile: PrivacyProfile, **options: object) -> TradeOff:

@@ -40,19 +40,36 @@ class VertexSide:
     backward: tuple[np.ndarray, np.ndarray]
     #: exact segment slopes (−dβ/dα) per direction, when the vertices come from a law
     slopes: Optional[tuple[np.ndarray, np.ndarray]] = None
+    #: the vertices' α_j themselves per direction, accurate near α = 0 (from a law)
+    alphas: Optional[tuple[np.ndarray, np.ndarray]] = None
 
     @classmethod
-    def from_laws(cls, laws: tuple[LossPMF, LossPMF]) -> "VertexSide":
+    def from_laws(cls, laws: tuple[LossPMF, LossPMF], *,
+                  pessimistic: bool = True) -> "VertexSide":
+        """The trade-off functions of two directional laws; a pessimistic side first
+        puts the P-mass that roundoff lost back on the top loss (``LossPMF.topped_up``)."""
+        if pessimistic:
+            laws = tuple(law.topped_up() for law in laws)
         return cls(laws[0].tradeoff_vertices(), laws[1].tradeoff_vertices(),
-                   (laws[0].tradeoff_slopes(), laws[1].tradeoff_slopes()))
+                   (laws[0].tradeoff_slopes(), laws[1].tradeoff_slopes()),
+                   (laws[0].tradeoff_alphas(), laws[1].tradeoff_alphas()))
 
     def _vertices(self, direction: Direction):
         return self.forward if direction is Direction.FORWARD else self.backward
 
     def beta(self, alpha, direction):
         alpha_c, beta = self._vertices(direction)
-        # np.interp needs increasing abscissae: α_j = 1 − alpha_c is increasing.
-        return np.interp(1.0 - alpha, alpha_c[::-1], beta[::-1])
+        alpha = np.asarray(alpha, dtype=float)
+        # np.interp needs increasing abscissae: α_j = 1 − alpha_c is increasing. Below
+        # α = ½ interpolate in α itself: 1 − α would round a tiny α by 1e-16, which the
+        # steep start of the curve turns into a visible error in β.
+        out = np.interp(1.0 - alpha, alpha_c[::-1], beta[::-1])
+        if self.alphas is not None:
+            small = alpha < 0.5
+            if small.any():
+                a = self.alphas[0] if direction is Direction.FORWARD else self.alphas[1]
+                out = np.where(small, np.interp(alpha, a, beta), out)
+        return out
 
     def delta(self, eps, direction):
         """sup_j (1 − α_j) − e^ε β_j: the maximising vertex is where the segment
