@@ -143,11 +143,30 @@ class _NoisePair(LawPair):
     delta: float = 1.0
     span: tuple = (0.0, 0.0)
     width: float = 1.0
+    #: log-moments already computed, by (t, direction), and the normaliser: conversions
+    #: evaluate the same orders in both directions and again when refining
+    _memo: dict = attrs.field(factory=dict, init=False, repr=False)
 
     def _cgf(self, t, direction):
         t = np.asarray(t, dtype=float)
-        out = np.array([self._log_moment(float(tt), direction) for tt in np.ravel(t)])
+        if self.symmetric:   # both directions are one curve
+            direction = Direction.FORWARD
+        memo = self._memo
+        out = np.empty(t.size)
+        for i, tt in enumerate(np.ravel(t)):
+            key = (float(tt), direction)
+            if key not in memo:
+                memo[key] = self._log_moment(float(tt), direction)
+            out[i] = memo[key]
+        if len(memo) > 100_000:   # bound the memory of a long-lived pair
+            memo.clear()
         return out.reshape(t.shape)
+
+    def _log_z(self) -> float:
+        if "log_z" not in self._memo:
+            lo, hi = self.span
+            self._memo["log_z"] = log_integral(self.logf, lo, hi, self.width, self.delta)
+        return self._memo["log_z"]
 
     def cgf_lower(self, t, direction):
         return self._cgf(t, direction)
@@ -168,8 +187,7 @@ class _NoisePair(LawPair):
             return np.where(np.isnan(v), -np.inf, v)
         lo, hi = self.span
         reach = (abs(a) + abs(b)) * (abs(self.delta) + (hi - lo))
-        return (log_integral(h, lo - reach, hi + reach, self.width, self.delta)
-                - log_integral(self.logf, lo, hi, self.width, self.delta))
+        return log_integral(h, lo - reach, hi + reach, self.width, self.delta) - self._log_z()
 
 
 _GL16_X, _GL16_W = np.polynomial.legendre.leggauss(16)
