@@ -56,6 +56,8 @@ PROG = "accounting"
 EXIT_USAGE = 2
 #: exit status for an unexpected internal error
 EXIT_INTERNAL = 1
+#: exit status of ``audit --fail-on-reject`` when the claim is rejected
+EXIT_REJECTED = 3
 
 _SUBCOMMANDS = ("run", "demo", "mechanisms", "epsilon", "delta", "gap", "calibrate", "audit")
 #: α at which the main job reports the trade-off function
@@ -818,6 +820,8 @@ def _audit_parser(sub: Any) -> None:
                    help="f(D) - f(D'), d numbers, for --reference")
     p.add_argument("--n-boot", type=int, metavar="B", help="bootstrap replicates")
     p.add_argument("--progress", action="store_true", help="show progress on stderr")
+    p.add_argument("--fail-on-reject", action="store_true",
+                   help=f"exit with status {EXIT_REJECTED} when the claim is rejected (for CI)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -893,7 +897,7 @@ def _cmd_audit(ns: argparse.Namespace, registry: Registry) -> int:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
         print(report)
-    return 0
+    return EXIT_REJECTED if ns.fail_on_reject and report.rejected else 0
 
 
 # ---------------------------------------------------------------------- main

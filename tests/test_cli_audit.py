@@ -55,6 +55,15 @@ def test_audit_npy_text_and_json_agree_with_the_api(capsys, npy):
     assert doc["seed"] == 7 and doc["settings"]["alphas"] == [2.0, 6.0]
 
 
+def test_audit_fail_on_reject_sets_the_exit_status(capsys, npy):
+    args = ["audit", "--x", npy["x"], "--y", npy["y"], "--delta", 0.005, "--seed", 7,
+            "--fail-on-reject"]
+    code, out, _ = run(capsys, *args, "--epsilon", 1)          # a shift of 4σ: rejected
+    assert code == cli.EXIT_REJECTED == 3 and "REJECT" in out
+    code, out, _ = run(capsys, *args, "--epsilon", 20)         # a claim it cannot refute
+    assert code == 0 and "NOT REJECTED" in out
+
+
 def test_audit_callable_module_function(capsys, tmp_path, monkeypatch):
     (tmp_path / "my_mech.py").write_text(textwrap.dedent("""
         import numpy as np
