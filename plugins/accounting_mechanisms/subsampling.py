@@ -126,7 +126,11 @@ class PoissonSubsampledPair(Pair):
         return None
 
     def cgf_exactness(self) -> Exactness:
-        return Exactness.UPPER if self._cgf_route() == "bound" else Exactness.EXACT
+        route = self._cgf_route()
+        # the law route sums over the base's upper law: exact only if that law is
+        if route == "bound" or (route == "law" and not self.base.exact):
+            return Exactness.UPPER
+        return Exactness.EXACT
 
     def rho_bound(self, direction):
         """ρ* of the base in the same direction: joint convexity gives
