@@ -24,12 +24,12 @@ import numpy as np
 
 from accounting.direction import Direction
 from accounting.hookspecs import hookimpl
-from accounting.mechanism import Mechanism, Neighbouring, positive
+from accounting.mechanism import positive
 from accounting.validation import check_positive
 
 from . import subsampled_gaussian_rdp as _rdp
 from .gaussian import GaussianPair
-from .subsampling import SPECIALISATIONS, PoissonSubsampledPair, _require, check_rate
+from .subsampling import SPECIALISATIONS, PoissonMechanism, PoissonSubsampledPair, check_rate
 
 __all__ = ["SubsampledGaussian", "SubsampledGaussianPair"]
 
@@ -74,7 +74,7 @@ SPECIALISATIONS[GaussianPair] = SubsampledGaussianPair
 
 
 @attrs.frozen
-class SubsampledGaussian(Mechanism):
+class SubsampledGaussian(PoissonMechanism):
     """Poisson sampling at rate ``q`` ∈ (0, 1], then Gaussian noise of std ``sigma``.
 
     Neighbouring is add/remove of one record; Δ bounds each record's contribution.
@@ -83,9 +83,6 @@ class SubsampledGaussian(Mechanism):
     name = "subsampled_gaussian"
     q: float = attrs.field(validator=check_rate)
     sigma: float = attrs.field(validator=positive)
-
-    def __attrs_post_init__(self):
-        _require(Neighbouring.ADD_REMOVE, "Poisson subsampling", self)
 
     def pair(self) -> SubsampledGaussianPair:
         return SubsampledGaussianPair.of(float(self.q), self.sigma / self.sensitivity)

@@ -36,7 +36,7 @@ from .laplace import LaplacePair
 
 __all__ = ["PoissonSubsampledPair", "PoissonSubsampled", "WithoutReplacementPair",
            "SampledWithoutReplacement", "SubsampledLaplace", "check_rate", "poisson_pair",
-           "SPECIALISATIONS"]
+           "SPECIALISATIONS", "PoissonMechanism"]
 
 
 def check_rate(instance, attribute, value) -> None:
@@ -280,8 +280,25 @@ def _require(relation: Neighbouring, what: str, value: Mechanism) -> None:
                          f"(use {other} for that relation)")
 
 
+def _base_under(relation: Neighbouring, what: str):
+    """attrs validator of a wrapper's ``base``: a Mechanism declared under ``relation``."""
+    def check(instance, attribute, value) -> None:
+        if not isinstance(value, Mechanism):
+            raise TypeError(f"base must be a Mechanism, got {type(value).__name__}")
+        _require(relation, what, value)
+    return check
+
+
 @attrs.frozen
-class PoissonSubsampled(Mechanism):
+class PoissonMechanism(Mechanism):
+    """Base of the Poisson-subsampled mechanisms: accounted under add/remove only."""
+
+    def __attrs_post_init__(self):
+        _require(Neighbouring.ADD_REMOVE, "Poisson subsampling", self)
+
+
+@attrs.frozen
+class PoissonSubsampled(PoissonMechanism):
     """Poisson subsampling at rate ``q`` of any ``base`` mechanism.
 
     Neighbouring: add/remove only (the base must declare it too; its sensitivity is
@@ -291,17 +308,9 @@ class PoissonSubsampled(Mechanism):
     """
 
     name = "poisson_subsampled"
-    base: Mechanism = attrs.field()
+    base: Mechanism = attrs.field(validator=_base_under(Neighbouring.ADD_REMOVE,
+                                                        "Poisson subsampling"))
     q: float = attrs.field(validator=check_rate)
-
-    @base.validator
-    def _check_base(self, attribute, value):
-        if not isinstance(value, Mechanism):
-            raise TypeError(f"base must be a Mechanism, got {type(value).__name__}")
-        _require(Neighbouring.ADD_REMOVE, "Poisson subsampling", value)
-
-    def __attrs_post_init__(self):
-        _require(Neighbouring.ADD_REMOVE, "Poisson subsampling", self)
 
     def pair(self) -> PoissonSubsampledPair:
         return poisson_pair(self.base.pair(), float(self.q))
@@ -320,17 +329,12 @@ class SampledWithoutReplacement(Mechanism):
     """
 
     name = "sampled_without_replacement"
-    base: Mechanism = attrs.field()
+    base: Mechanism = attrs.field(validator=_base_under(Neighbouring.REPLACE_ONE,
+                                                        "sampling without replacement"))
     batch_size: int = attrs.field(converter=lambda v: check_count("batch_size", v))
     dataset_size: int = attrs.field(converter=lambda v: check_count("dataset_size", v))
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
                                              converter=as_neighbouring)
-
-    @base.validator
-    def _check_base(self, attribute, value):
-        if not isinstance(value, Mechanism):
-            raise TypeError(f"base must be a Mechanism, got {type(value).__name__}")
-        _require(Neighbouring.REPLACE_ONE, "sampling without replacement", value)
 
     def __attrs_post_init__(self):
         _require(Neighbouring.REPLACE_ONE, "sampling without replacement", self)
@@ -347,7 +351,7 @@ class SampledWithoutReplacement(Mechanism):
 
 
 @attrs.frozen
-class SubsampledLaplace(Mechanism):
+class SubsampledLaplace(PoissonMechanism):
     """Poisson sampling at rate ``q``, then Laplace noise of scale ``b`` (Δ: ℓ1).
 
     Neighbouring: add/remove only (Δ bounds one record's contribution)."""
@@ -355,9 +359,6 @@ class SubsampledLaplace(Mechanism):
     name = "subsampled_laplace"
     q: float = attrs.field(validator=check_rate)
     b: float = attrs.field(validator=positive)
-
-    def __attrs_post_init__(self):
-        _require(Neighbouring.ADD_REMOVE, "Poisson subsampling", self)
 
     def pair(self) -> PoissonSubsampledPair:
         return PoissonSubsampledPair(LaplacePair(self.sensitivity / self.b), float(self.q))
