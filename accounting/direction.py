@@ -53,8 +53,11 @@ def _parse(enum_cls: type, value: object, parameter: str) -> "enum.Enum":
     for member in enum_cls:
         if value == member.value:
             return member
-    raise ValueError(f"{parameter} must be one of {allowed} (or {enum_cls.__name__}."
-                     f"{'/'.join(m.name for m in enum_cls)}), got {value!r}")
+    values = [repr(m.value) for m in enum_cls]
+    words = (" or ".join(values) if len(values) == 2 else "one of " + ", ".join(values))
+    members = ", ".join(f"{enum_cls.__name__}.{m.name}" for m in enum_cls)
+    raise ValueError(f"{parameter} must be {words} (or {members}; exact spelling), "
+                     f"got {value!r}")
 
 
 def as_direction(value: "Direction | str", parameter: str = "direction") -> Direction:
