@@ -82,7 +82,8 @@ class Provenance:
 
     exactness: Exactness = attrs.field(default=Exactness.EXACT,
                                        validator=attrs.validators.instance_of(Exactness))
-    path: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    path: tuple[str, ...] = attrs.field(
+        default=(), converter=lambda p: (p,) if isinstance(p, str) else tuple(p))
 
     def then(self, step: str, exactness: Exactness) -> "Provenance":
         combined = self.exactness.then(exactness)
@@ -170,14 +171,16 @@ class Curve:
 
     def __attrs_post_init__(self) -> None:
         name = type(self).__name__
-        if not isinstance(self.provenance, Provenance):
+        names = {a.name for a in attrs.fields(type(self))}
+        if "provenance" in names and not isinstance(self.provenance, Provenance):
             raise TypeError(f"{name}.provenance must be a Provenance, got "
                             f"{type(self.provenance).__name__}")
         spec = _side_spec(type(self))
-        if self.upper is None:
-            raise TypeError(f"{name} needs an upper side, got None")
-        _check_value(f"{name}.upper", self.upper, spec["upper"])
-        if self.lower is not None:
+        if "upper" in names:
+            if self.upper is None:
+                raise TypeError(f"{name} needs an upper side, got None")
+            _check_value(f"{name}.upper", self.upper, spec["upper"])
+        if "lower" in names and self.lower is not None:
             _check_value(f"{name}.lower", self.lower, spec["lower"])
 
     def _side(self, bound: "Bound | str") -> Any:
