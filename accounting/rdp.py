@@ -31,7 +31,8 @@ class CGF:
     def __attrs_post_init__(self) -> None:
         for i, term in enumerate(self.terms):
             if not (isinstance(term, tuple) and len(term) == 2):
-                raise TypeError(f"CGF.terms[{i}] must be a (weight, function) pair, got {term!r:.80}")
+                raise TypeError(f"CGF.terms[{i}] must be a (weight, function) pair, "
+                                f"got {term!r:.80}")
             c, fn = term
             check_real(f"CGF.terms[{i}] weight", c, lo=0.0)
             if not callable(fn):
