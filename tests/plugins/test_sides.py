@@ -14,6 +14,7 @@ import importlib.metadata
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 import accounting
 import test_contract as contract   # same directory (pytest's rootdir-relative import)
@@ -173,3 +174,23 @@ def test_parsers():
         as_direction(Bound.UPPER)
     with pytest.raises(ValueError, match="direction must be one of 'forward', 'backward', 'max'"):
         as_direction("MAX")
+
+
+_WORDS = ["upper", "lower", "forward", "backward", "max"]
+
+
+@given(st.one_of(st.text(max_size=12), st.sampled_from(_WORDS),
+                 st.sampled_from(_WORDS).map(str.upper), st.sampled_from(_WORDS).map(str.title),
+                 st.tuples(st.sampled_from(_WORDS), st.sampled_from([" ", "\n", "_", "s"]))
+                 .map("".join)))
+def test_only_the_exact_words_parse(text):
+    if text in ("upper", "lower"):
+        assert as_bound(text).value == text
+    else:
+        with pytest.raises(ValueError, match="bound"):
+            as_bound(text)
+    if text in ("forward", "backward", "max"):
+        assert as_direction(text).value == text
+    else:
+        with pytest.raises(ValueError, match="direction"):
+            as_direction(text)
