@@ -35,7 +35,7 @@ def _exact(step: str) -> Provenance:
     return Provenance(Exactness.EXACT, (step,))
 
 
-def _profile(pair, **_: Any) -> PrivacyProfile:
+def _profile(pair, **options: Any) -> PrivacyProfile:
     return PrivacyProfile(FunctionSide(pair._profile), FunctionSide(pair._profile_lower),
                           provenance=_exact(f"{pair.describe()} profile"))
 
@@ -54,6 +54,8 @@ def _tradeoff(pair, **options: Any) -> TradeOff:
 
 
 def _rdp(pair, **options: Any) -> RDP:
+    """The pair's Rényi curve, labelled by ``cgf_exactness()``: exact, an upper bound,
+    or numerical (a quadrature: both sides hold the estimate)."""
     if pair._cgf(_PROBE, Direction.FORWARD) is not None:
         exactness = pair.cgf_exactness()
         lower = None
@@ -69,12 +71,19 @@ def _rdp(pair, **options: Any) -> RDP:
 
 
 def _zcdp(pair, **options: Any) -> ZCDP:
+    """ρ per direction: the pair's closed form, else the envelope of its Rényi curve
+    (or ``rho_bound`` where smaller). The label is the weakest of the directions':
+    a closed form is exact for an exact pair (else an upper bound), an envelope is
+    as good as the Rényi curve it comes from (numerical if that is), ``rho_bound``
+    an upper bound."""
     from .conversions import zcdp_envelope
+    base = Exactness.EXACT if pair.exact else Exactness.UPPER
     rdp = None
     rhos = []
-    bounded = False
+    label = base
     for d in (Direction.FORWARD, Direction.BACKWARD):
         rho = pair._rho(d)
+        this = base
         if rho is None:
             rdp = rdp or _rdp(pair, **options)
             bound = pair.rho_bound(d)
@@ -82,23 +91,30 @@ def _zcdp(pair, **options: Any) -> ZCDP:
                 if bound is not None:   # the envelope's "sup at t → ∞" warning is moot
                     warnings.simplefilter("ignore", RuntimeWarning)
                 rho = zcdp_envelope(lambda t, d=d: rdp.upper(t, d))
+            this = base.then(rdp.provenance.exactness)
             if bound is not None and bound < rho:
-                rho, bounded = bound, True
+                rho, this = bound, Exactness.UPPER
         rhos.append(rho)
-    exact = pair.exact and not bounded and (
-        rdp is None or rdp.provenance.exactness is Exactness.EXACT)
-    return ZCDP(tuple(rhos), tuple(rhos) if exact else None, provenance=Provenance(
-        Exactness.EXACT if exact else Exactness.UPPER, (f"{pair.describe()} zcdp",)))
+        label = label.then(this) or Exactness.NUMERICAL
+    lower = tuple(rhos) if label in (Exactness.EXACT, Exactness.NUMERICAL) else None
+    return ZCDP(tuple(rhos), lower, provenance=Provenance(label, (f"{pair.describe()} zcdp",)))
 
 
 _BUILDERS = {PrivacyProfile: _profile, PLD: _pld, TradeOff: _tradeoff, RDP: _rdp, ZCDP: _zcdp}
 
 
 def curve_of_pair(pair, kind: type, **options: Any):
-    """The curve of ``kind`` for ``pair`` (see the module docstring for the route)."""
+    """The curve of ``kind`` for ``pair`` (see the module docstring for the route).
+
+    ``options`` are the PLD grid options (``conversions.GRID_OPTIONS``: ``step``,
+    ``tail``, ``lower``), used wherever the route builds a PLD; they are accepted for
+    every kind, since the route depends on the pair, and checked up front: any other
+    keyword is a TypeError naming it and the allowed ones.
+    """
+    from .conversions import check_options
     try:
         builder = _BUILDERS[kind]
     except (KeyError, TypeError):
         names = ", ".join(k.__name__ for k in _BUILDERS)
         raise ValueError(f"unknown curve kind {kind!r}; expected one of {names}") from None
-    return builder(pair, **options)
+    return builder(pair, **check_options(f"curve({kind.__name__})", options))

@@ -67,14 +67,28 @@ def check_count(name: str, value: Any, *, minimum: int = 1) -> int:
 def check_array(name: str, value: Any, *, lo: float = -np.inf, hi: float = np.inf,
                 lo_open: bool = False, hi_open: bool = False,
                 allow_inf: bool = False) -> np.ndarray:
-    """Return ``value`` as a float64 array (0-d for scalars) checked elementwise."""
+    """Return ``value`` as a float64 array (0-d for scalars) checked elementwise.
+
+    Strings, bytes, booleans and complex numbers are refused (TypeError), never
+    coerced: ``'1e-5'`` is not a δ and ``True`` is not 1."""
     try:
+        raw = np.asarray(value)
+        # a list mixing numbers with bools or strings is cast silently by numpy: look
+        # at its entries as Python objects
+        items = np.asarray(value, dtype=object) if isinstance(value, (list, tuple)) else raw
+        bad = [v for v in items.ravel() if isinstance(v, (str, bytes, bool, np.bool_))
+               or not isinstance(v, numbers.Real)] if items.dtype.kind == "O" else []
+        if raw.dtype.kind in "USbc" or bad:
+            kind = {"U": "strings", "S": "bytes", "b": "booleans", "c": "complex numbers"}.get(
+                raw.dtype.kind, f"an entry {bad[0]!r:.40}" if bad else "")
+            raise TypeError(f"{name} must be a real number or an array of real numbers, "
+                            f"got {kind} ({type(value).__name__})")
         arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError) as err:
+        if isinstance(err, TypeError) and str(err).startswith(name):
+            raise
         raise TypeError(f"{name} must be a real number or an array of real numbers, "
                         f"got {type(value).__name__}") from None
-    if np.asarray(value).dtype == bool:
-        raise TypeError(f"{name} must be real-valued, got booleans")
     if np.isnan(arr).any():
         raise ValueError(f"{name} must not contain NaN")
     if not allow_inf and np.isinf(arr).any():

@@ -172,8 +172,12 @@ def test_direction_and_bound_words(curves, kind):
         curves["tradeoff"].beta(0.5, direction="sideways")
     with pytest.raises(ValueError, match="bound"):
         curves["rdp"].rdp(2.0, bound="middle")
-    # case-insensitive words are fine
-    assert np.isfinite(curves[kind].delta(1.0, direction="FORWARD", bound="Upper"))
+    # one spelling only: the enum's exact string (a typo must not pick the other side)
+    with pytest.raises(ValueError, match="direction"):
+        curves[kind].delta(1.0, direction="FORWARD")
+    with pytest.raises(ValueError, match="bound"):
+        curves[kind].delta(1.0, bound="Upper")
+    assert np.isfinite(curves[kind].delta(1.0, direction="forward", bound="upper"))
 
 
 def test_no_silent_nan(curves):
