@@ -230,6 +230,16 @@ class TradeOff(Curve):
     lower: Optional[TradeOffSide] = None
     provenance: Provenance = attrs.field(factory=Provenance, kw_only=True)
 
+    @classmethod
+    def from_laws(cls, upper: tuple[LossPMF, LossPMF],
+                  lower: Optional[tuple[LossPMF, LossPMF]] = None, *,
+                  provenance: Optional[Provenance] = None) -> "TradeOff":
+        """The trade-off functions of a bracket of (forward, backward) loss laws: exact
+        for exact laws (a pair of finite support), a certified bracket otherwise."""
+        return cls(VertexSide.from_laws(upper),
+                   VertexSide.from_laws(lower, pessimistic=False) if lower is not None else None,
+                   provenance=provenance if provenance is not None else Provenance())
+
     def beta(self, alpha: "np.ndarray | float", direction: "Direction | str" = "max",
              bound: "Bound | str" = "upper") -> np.ndarray:
         """β = T(α) for α in [0, 1]; ``forward`` is T(P, Q), ``backward`` T(Q, P)."""
