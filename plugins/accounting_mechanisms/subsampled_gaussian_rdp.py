@@ -161,24 +161,28 @@ def _log_ratio(x: np.ndarray, q: float, sigma: float) -> np.ndarray:
     return out
 
 
-def _log_f(ell: np.ndarray, lam: float) -> np.ndarray:
-    """log F_lam(ell), F_lam(ell) = e^(lam ell) - 1 - lam (e^ell - 1) >= 0."""
-    if lam > 1.0:
-        g = lam - 1.0
-        return ell + np.logaddexp(math.log(g) + _log_e1(-ell), _log_e1(g * ell))
-    if lam < 0.0:
-        return np.logaddexp(_log_e1(lam * ell), math.log(-lam) + _log_e1(ell))
+def _log_f(ell: np.ndarray, lam: "float | np.ndarray") -> np.ndarray:
+    """log F_lam(ell), F_lam(ell) = e^(lam ell) - 1 - lam (e^ell - 1) >= 0.
+
+    ``lam`` is one order or one per entry of ``ell``, all > 1 or all < 0."""
+    lam_arr = np.asarray(lam, dtype=float)
+    if np.all(lam_arr > 1.0):
+        g = lam_arr - 1.0
+        return ell + np.logaddexp(np.log(g) + _log_e1(-ell), _log_e1(g * ell))
+    if np.all(lam_arr < 0.0):
+        return np.logaddexp(_log_e1(lam_arr * ell), np.log(-lam_arr) + _log_e1(ell))
     raise ValueError(f"order must be > 1 or < 0 for the quadrature, got {lam}")
 
 
 def _log_integrand_parts(x: np.ndarray, q: float, sigma: float,
-                         lam: float) -> tuple[np.ndarray, np.ndarray]:
+                         lam: "float | np.ndarray") -> tuple[np.ndarray, np.ndarray]:
     """(log phi_sigma(x), log F_lam(ell(x))); their sum is the log-integrand of A_lam - 1."""
     log_phi = -0.5 * (x / sigma) ** 2 - math.log(sigma) - _LOG_SQRT_2PI
     return log_phi, _log_f(_log_ratio(x, q, sigma), lam)
 
 
-def _log_integrand(x: np.ndarray, q: float, sigma: float, lam: float) -> np.ndarray:
+def _log_integrand(x: np.ndarray, q: float, sigma: float,
+                   lam: "float | np.ndarray") -> np.ndarray:
     """log(phi_sigma(x) F_lam(ell(x))): the log-integrand of A_lam - 1."""
     log_phi, log_f = _log_integrand_parts(x, q, sigma, lam)
     return log_phi + log_f
@@ -212,17 +216,27 @@ def _log_a_integer(q: float, sigma: float, alpha: int) -> float:
     return float(np.logaddexp(0.0, logsumexp(terms)))
 
 
-def _gl_sum(a: np.ndarray, b: np.ndarray, q: float, sigma: float, lam: float,
-            shift: float) -> np.ndarray:
-    """Per-panel Gauss-Legendre sums of exp(log-integrand - shift) on [a, b]."""
+def _ragged(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(owner, local index, start) of the concatenation of runs of the given lengths."""
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    owner = np.repeat(np.arange(counts.size), counts)
+    local = np.arange(int(counts.sum())) - np.repeat(starts, counts)
+    return owner, local, starts
+
+
+def _gl_panels(a: np.ndarray, b: np.ndarray, q: float, sigma: float,
+               lam: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """16-point Gauss-Legendre nodes on panels [a, b] of orders ``lam`` (one per panel):
+    (log phi, log F) at the nodes, shape (panels, 16), and the half-widths."""
     half = 0.5 * (b - a)
     x = (0.5 * (a + b))[:, None] + half[:, None] * _GL_NODES[None, :]
-    psi = _log_integrand(x.ravel(), q, sigma, lam).reshape(x.shape)
-    return half * (np.exp(psi - shift) @ _GL_WEIGHTS)
+    lam_nodes = np.broadcast_to(lam[:, None], x.shape).ravel()
+    log_phi, log_f = _log_integrand_parts(x.ravel(), q, sigma, lam_nodes)
+    return log_phi.reshape(x.shape), log_f.reshape(x.shape), half
 
 
-def _log_a_quadrature(q: float, sigma: float, lam: float) -> float:
-    """log A_lam for real lam > 1 or lam < 0 and q < 1, by adaptive quadrature.
+def _log_a_quadrature_batch(q: float, sigma: float, lams: np.ndarray) -> np.ndarray:
+    """log A_lam for real orders lam, all > 1 or all < 0, and q < 1, by adaptive quadrature.
 
     Integrates phi_sigma(x) F_lam(ell(x)) = phi_sigma(x) [e^(lam ell) - 1 - lam (e^ell - 1)]
     over x.  The three pieces are phi(x) (centred at 0), phi(x) e^ell =
@@ -239,76 +253,148 @@ def _log_a_quadrature(q: float, sigma: float, lam: float) -> float:
     are integrated with 16-point Gauss-Legendre and bisected until each
     panel's sum agrees with the sum over its two halves; since the integrand
     is non-negative, per-panel relative tolerances add up to a global one.
+
+    All orders are processed together: every stage is one vectorised evaluation
+    over the panels of every order still unfinished (panels carry their order).
     """
-    lo = min(0.0, lam) - _TAIL_SIGMAS * sigma
-    hi = max(1.0, lam) + _TAIL_SIGMAS * sigma
-    n_panels = int(math.ceil((hi - lo) / (0.5 * sigma)))
-    edges = np.linspace(lo, hi, n_panels + 1)
+    lams = np.asarray(lams, dtype=float)
+    n = lams.size
+    if n == 0:
+        return np.zeros(0)
+    # One grid of spacing sigma/2 for every order, so that the log-ratio and log phi at
+    # its points are computed once; order i screens the points covering its range.
+    h = 0.5 * sigma
+    k_lo = np.floor((np.minimum(0.0, lams) - _TAIL_SIGMAS * sigma) / h).astype(np.int64)
+    k_hi = np.ceil((np.maximum(1.0, lams) + _TAIL_SIGMAS * sigma) / h).astype(np.int64)
+    base = int(k_lo.min())
+    grid = np.arange(base, int(k_hi.max()) + 1) * h
+    lo, hi = k_lo * h, k_hi * h
+    n_panels = k_hi - k_lo
+    width = np.full(n, h)
     with np.errstate(divide="ignore", over="ignore", under="ignore"):
-        psi_edges = _log_integrand(edges, q, sigma, lam)
-        peak = float(psi_edges.max())
-        keep = np.maximum(psi_edges[:-1], psi_edges[1:]) >= peak - _NEGLIGIBLE_LOG
-        # Two neighbours on each side guard against a peak between grid points.
+        grid_log_phi = -0.5 * (grid / sigma) ** 2
+        grid_ell = _log_ratio(grid, q, sigma)
+        # Screening, first by a cheap upper bound of the log-integrand at the
+        # n_panels + 1 cell edges of each order (a long range for a large order):
+        # F_lam(ell) <= e^(lam ell) + lam for lam > 1 and <= e^(lam ell) + |lam| e^ell
+        # for lam < 0, so every cell where the integrand comes within exp(-90) of a
+        # value it takes has its bound there too.
+        e_owner, e_local, e_start = _ragged(n_panels + 1)
+        at_grid = (k_lo - base)[e_owner] + e_local
+        edges = grid[at_grid]
+        lam_e = lams[e_owner]
+        log_phi_e, ell_e = grid_log_phi[at_grid], grid_ell[at_grid]
+        bound = np.logaddexp(log_phi_e + lam_e * ell_e,
+                             log_phi_e + np.log(np.abs(lam_e)) + np.where(lam_e < 0, ell_e, 0.0))
+        c_owner, c_local, _ = _ragged(n_panels)
+        c_edge = e_start[c_owner] + c_local
+        # a value the integrand takes: near the bound's maximum (a few edges, in
+        # case the integrand vanishes at one)
+        top = np.maximum.reduceat(bound, e_start)
+        probe = np.flatnonzero(bound >= top[e_owner] - 1.0)
+        taken = _group_max(_log_integrand(edges[probe], q, sigma, lam_e[probe])
+                           + (math.log(sigma) + _LOG_SQRT_2PI), e_owner[probe], n)
+        cand = (np.maximum(bound[c_edge], bound[c_edge + 1])
+                >= taken[c_owner] - _NEGLIGIBLE_LOG)
+        cand = np.convolve(cand.astype(float), np.ones(5), mode="same") > 0.5
+        # then the log-integrand itself at the edges of the candidate cells
+        at = np.zeros(edges.size, dtype=bool)
+        at[c_edge[cand]] = True
+        at[c_edge[cand] + 1] = True
+        psi_edges = np.full(edges.size, -np.inf)
+        psi_edges[at] = _log_integrand(edges[at], q, sigma, lam_e[at])
+        peak = np.maximum.reduceat(psi_edges, e_start)
+        # cells (between consecutive edges of one order) within exp(-90) of the peak
+        keep = (np.maximum(psi_edges[c_edge], psi_edges[c_edge + 1])
+                >= peak[c_owner] - _NEGLIGIBLE_LOG)
+        # Two neighbours on each side guard against a peak between grid points (a
+        # neighbour across two orders' boundary is a negligible cell: harmless).
         keep = np.convolve(keep.astype(float), np.ones(5), mode="same") > 0.5
         # Integrate on panels of several screening cells: 16-point Gauss-Legendre
         # resolves ~2 sigma easily, and fewer panels means fewer evaluations.
         n_groups = -(-n_panels // _PANEL_CELLS)
-        keep = np.pad(keep, (0, n_groups * _PANEL_CELLS - n_panels))
-        keep = keep.reshape(n_groups, _PANEL_CELLS).any(axis=1)
-        group_edges = edges[np.minimum(np.arange(n_groups + 1) * _PANEL_CELLS, n_panels)]
-        a, b = group_edges[:-1][keep], group_edges[1:][keep]
-        span = float(np.sum(b - a))
+        g_owner, g_local, g_start = _ragged(n_groups)
+        gid = g_start[c_owner] + c_local // _PANEL_CELLS
+        kept = np.bincount(gid, weights=keep, minlength=g_owner.size) > 0
+        own = g_owner[kept]
+        a = lo[own] + g_local[kept] * _PANEL_CELLS * width[own]
+        b = np.minimum(a + _PANEL_CELLS * width[own], hi[own])
+        span = np.bincount(own, weights=b - a, minlength=n)
 
         # First pass fixes the common shift so that exp() neither over- nor underflows.
-        half = 0.5 * (b - a)
-        x = (0.5 * (a + b))[:, None] + half[:, None] * _GL_NODES[None, :]
-        log_phi, log_f = _log_integrand_parts(x.ravel(), q, sigma, lam)
+        log_phi, log_f, half = _gl_panels(a, b, q, sigma, lams[own])
         psi = log_phi + log_f
-        shift = max(peak, float(psi.max()))
-        whole = half * (np.exp(psi.reshape(x.shape) - shift) @ _GL_WEIGHTS)
+        shift = np.maximum(peak, _group_max(psi.max(axis=1), own, n))
+        whole = half * (np.exp(psi - shift[own][:, None]) @ _GL_WEIGHTS)
 
         # With large orders the two parts of the log-integrand are huge and
         # cancel (e.g. ~1e9 for alpha = 1e4, sigma = 0.3), so the integrand is
         # known only to ~eps * |part| relatively.  That is still ~eps relative to
         # log A, but the error test must not ask for more than the noise floor.
-        significant = psi >= shift - 40.0
-        scale = float(np.max(np.abs(log_phi[significant]) + np.abs(log_f[significant])))
-        rtol = max(_RTOL, 64.0 * np.finfo(float).eps * scale)
+        significant = psi >= shift[own][:, None] - 40.0
+        size = np.where(significant, np.abs(log_phi) + np.abs(log_f), 0.0).max(axis=1)
+        scale = _group_max(size, own, n)
+        rtol = np.maximum(_RTOL, 64.0 * np.finfo(float).eps * scale)
 
-        done = 0.0
+        done = np.zeros(n)
         for _ in range(_MAX_DEPTH):
             mid = 0.5 * (a + b)
-            left = _gl_sum(a, mid, q, sigma, lam, shift)
-            right = _gl_sum(mid, b, q, sigma, lam, shift)
+            m = a.size
+            lp, lf, hw = _gl_panels(np.concatenate([a, mid]), np.concatenate([mid, b]),
+                                    q, sigma, np.concatenate([lams[own], lams[own]]))
+            sums = hw * (np.exp(lp + lf - np.concatenate([shift[own], shift[own]])[:, None])
+                         @ _GL_WEIGHTS)
+            left, right = sums[:m], sums[m:]
             fine = left + right
-            total = done + float(fine.sum())
+            total = done + np.bincount(own, weights=fine, minlength=n)
             err = np.abs(whole - fine)
-            ok = err <= rtol * fine + rtol * total * (b - a) / span
-            done += float(fine[ok].sum())
+            ok = err <= rtol[own] * fine + rtol[own] * total[own] * (b - a) / span[own]
+            done += np.bincount(own[ok], weights=fine[ok], minlength=n)
             if ok.all():
                 break
             bad = ~ok
-            a = np.concatenate([a[bad], mid[bad]])
-            b = np.concatenate([mid[bad], b[bad]])
+            own = np.concatenate([own[bad], own[bad]])
+            a, b = np.concatenate([a[bad], mid[bad]]), np.concatenate([mid[bad], b[bad]])
             whole = np.concatenate([left[bad], right[bad]])
         else:
-            done += float(fine[~ok].sum())
+            done += np.bincount(own[~ok], weights=fine[~ok], minlength=n)
+            worst = lams[own[~ok]][0]
             warnings.warn(
-                f"subsampled Gaussian RDP quadrature did not reach rtol={rtol:g} "
-                f"(q={q}, sigma={sigma}, order={lam})", RuntimeWarning, stacklevel=3)
+                f"subsampled Gaussian RDP quadrature did not reach rtol={_RTOL:g} "
+                f"(q={q}, sigma={sigma}, order={worst})", RuntimeWarning, stacklevel=3)
 
     # log A = log1p(A - 1) keeps full relative accuracy when A - 1 is tiny.
-    return float(np.logaddexp(0.0, shift + math.log(done)))
+    return np.logaddexp(0.0, shift + np.log(done))
 
 
-def _log_a_order(q: float, sigma: float, lam: float) -> float:
-    """log A_lam for one validated order lam > 1 or lam < 0."""
+def _group_max(values: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
+    """Per-order max of ``values`` (−inf for an order without entries)."""
+    out = np.full(n, -np.inf)
+    np.maximum.at(out, owner, values)
+    return out
+
+
+def _log_a_quadrature(q: float, sigma: float, lam: float) -> float:
+    """log A_lam for one real order lam > 1 or lam < 0 (``_log_a_quadrature_batch``)."""
+    return float(_log_a_quadrature_batch(q, sigma, np.array([float(lam)]))[0])
+
+
+def _log_a_orders(q: float, sigma: float, lams: np.ndarray) -> np.ndarray:
+    """log A_lam for validated orders lam > 1 or lam < 0: the Gaussian's closed form at
+    q = 1, the binomial sum at integer lam > 1, one batched quadrature for the rest."""
+    lams = np.asarray(lams, dtype=float)
     if q == 1.0:
         # Plain Gaussian: A_lam = exp(lam (lam - 1) / (2 sigma^2)) for every real lam.
-        return lam * (lam - 1.0) / (2.0 * sigma * sigma)
-    if lam > 1.0 and float(lam).is_integer():
-        return _log_a_integer(q, sigma, int(lam))
-    return _log_a_quadrature(q, sigma, lam)
+        return lams * (lams - 1.0) / (2.0 * sigma * sigma)
+    out = np.empty(lams.shape)
+    integer = (lams > 1.0) & (lams == np.round(lams))
+    for i in np.flatnonzero(integer):
+        out[i] = _log_a_integer(q, sigma, int(lams[i]))
+    for sign in (lams > 1.0, lams < 0.0):
+        rest = sign & ~integer
+        if rest.any():
+            out[rest] = _log_a_quadrature_batch(q, sigma, lams[rest])
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -342,8 +428,7 @@ def log_a(q: float, sigma: float, alphas: Any) -> np.ndarray:
             NaN or infinite.
     """
     qf, sf, arr = _check_q(q), _check_sigma(sigma), _check_alphas(alphas)
-    out = np.array([_log_a_order(qf, sf, float(a)) for a in arr.ravel()], dtype=float)
-    return out.reshape(arr.shape)
+    return _log_a_orders(qf, sf, arr.ravel()).reshape(arr.shape)
 
 
 def rdp_remove(q: float, sigma: float, alphas: Any) -> np.ndarray:
@@ -370,5 +455,5 @@ def rdp_add(q: float, sigma: float, alphas: Any) -> np.ndarray:
     Args and exceptions as for :func:`log_a`.
     """
     qf, sf, arr = _check_q(q), _check_sigma(sigma), _check_alphas(alphas)
-    vals = np.array([_log_a_order(qf, sf, 1.0 - float(a)) for a in arr.ravel()], dtype=float)
+    vals = _log_a_orders(qf, sf, 1.0 - arr.ravel())
     return vals.reshape(arr.shape) / (arr - 1.0)
