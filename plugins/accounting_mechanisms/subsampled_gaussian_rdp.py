@@ -74,8 +74,9 @@ _TAIL_SIGMAS = 40.0
 # less than exp(-90) each; they are dropped after screening.
 _NEGLIGIBLE_LOG = 90.0
 # Taylor coefficients 1/(k+2)! of (e^y - 1 - y)/y^2, used where |y| < 1/2 and
-# the closed form would cancel; 18 terms reach double precision there.
-_E1_COEF = np.array([1.0 / math.factorial(k + 2) for k in range(18)])
+# the closed form would cancel; 14 terms reach double precision there
+# (the first term left out is below 2e-16 of the sum at |y| = 1/2).
+_E1_COEF = np.array([1.0 / math.factorial(k + 2) for k in range(14)])
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
@@ -235,6 +236,90 @@ def _gl_panels(a: np.ndarray, b: np.ndarray, q: float, sigma: float,
     return log_phi.reshape(x.shape), log_f.reshape(x.shape), half
 
 
+#: cells per screening block, and the key base of (order, cell) pairs
+_BLOCK = 16
+_KEY = 1 << 40
+
+
+def _cell_max(v0: np.ndarray, v1: np.ndarray, d_lo: np.ndarray, d_hi: np.ndarray,
+              width: np.ndarray) -> np.ndarray:
+    """Largest value on [x0, x0 + width] of a function with values v0, v1 at the ends
+    and derivative within [d_lo, d_hi] there: the end value when it is monotone, else
+    where the two lines v0 + d_hi (x − x0) and v1 − d_lo (x1 − x) meet."""
+    rise, fall = np.maximum(d_hi, 0.0), np.maximum(-d_lo, 0.0)
+    meet = (v0 * fall + v1 * rise + rise * fall * width) / np.maximum(rise + fall, 1e-300)
+    return np.where(rise == 0.0, v0, np.where(fall == 0.0, v1, meet))
+
+
+def _screen(q: float, sigma: float, lams: np.ndarray, k_lo: np.ndarray,
+            k_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The cells [k h, (k + 1) h] (h = sigma/2) where the log-integrand of each order
+    comes within exp(-90) of its largest value on the cell edges: (order, k) pairs, and
+    that largest value per order.
+
+    An upper bound of the integrand's logarithm first rules out whole blocks of
+    ``_BLOCK`` cells: with L = (2x − 1)/(2 sigma^2), p(x) = q e^L / (1 − q + q e^L)
+    (increasing) and Phi = −x^2/(2 sigma^2), F_lam(ell) <= e^(lam ell) + lam for
+    lam > 1 and <= e^(lam ell) + |lam| e^ell for lam < 0, each term being
+    Phi + c ell + const with derivative (c p(x) − x)/sigma^2, which is bounded on a
+    block by p at its ends (``_cell_max``). A block is kept where the bound reaches
+    90 below a value the log-integrand takes; the log-integrand itself is then
+    evaluated at the edges of the kept blocks' cells.
+    """
+    n = lams.size
+    n_cells = k_hi - k_lo
+    n_blocks = -(-n_cells // _BLOCK)
+    b_owner, b_local, _ = _ragged(n_blocks)
+    k0 = k_lo[b_owner] + b_local * _BLOCK
+    k1 = np.minimum(k0 + _BLOCK, k_hi[b_owner])
+    h = 0.5 * sigma
+    x0, x1 = k0 * h, k1 * h
+    lam = lams[b_owner]
+    logq = math.log(q)
+
+    def parts(x):
+        big_l = (2.0 * x - 1.0) / (2.0 * sigma * sigma)
+        ell = _log_ratio(x, q, sigma)
+        return -0.5 * (x / sigma) ** 2, ell, np.exp(logq + big_l - ell)
+
+    phi0, ell0, p0 = parts(x0)
+    phi1, ell1, p1 = parts(x1)
+    s2 = sigma * sigma
+    width = x1 - x0
+    terms = []
+    for c, const in ((lam, 0.0), (np.where(lam < 0, 1.0, 0.0), np.log(np.abs(lam)))):
+        d_lo = (np.minimum(c * p0, c * p1) - x1) / s2
+        d_hi = (np.maximum(c * p0, c * p1) - x0) / s2
+        terms.append(const + _cell_max(phi0 + c * ell0, phi1 + c * ell1, d_lo, d_hi, width))
+    bound = np.logaddexp(terms[0], terms[1])
+    # a value the log-integrand takes: at the cell edges of the blocks whose bound is
+    # within 1 of the best (the integrand's peak is there or the bound is loose)
+    best = _group_max(bound, b_owner, n)
+    top = bound >= best[b_owner] - 1.0
+    c_own, _, cell_psi = _block_cells(q, sigma, lams, b_owner[top], k0[top], k1[top])
+    taken = _group_max(cell_psi, c_own, n)
+    kept = bound >= (taken - _NEGLIGIBLE_LOG)[b_owner]
+    # guard blocks next to a kept one (a peak at a block edge)
+    kept = kept | np.concatenate([[False], kept[:-1]]) | np.concatenate([kept[1:], [False]])
+    c_own, c_k, cell_psi = _block_cells(q, sigma, lams, b_owner[kept], k0[kept], k1[kept])
+    peak = _group_max(cell_psi, c_own, n)
+    keep = cell_psi >= (peak - _NEGLIGIBLE_LOG)[c_own]
+    return c_own[keep], c_k[keep], peak
+
+
+def _block_cells(q: float, sigma: float, lams: np.ndarray, owner: np.ndarray,
+                 k0: np.ndarray, k1: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(order, k, max of the log-integrand at the two edges) of every cell [k h, (k+1) h]
+    of the blocks [k0, k1) of the given orders (each edge evaluated once)."""
+    e_owner, e_local, e_start = _ragged(k1 - k0 + 1)
+    k = k0[e_owner] + e_local
+    psi = _log_integrand(k * (0.5 * sigma), q, sigma, lams[owner][e_owner])
+    last = np.zeros(k.size, dtype=bool)
+    last[np.append(e_start[1:], k.size) - 1] = True       # right edge of each block
+    cell = np.flatnonzero(~last)
+    return owner[e_owner[cell]], k[cell], np.maximum(psi[cell], psi[cell + 1])
+
+
 def _log_a_quadrature_batch(q: float, sigma: float, lams: np.ndarray) -> np.ndarray:
     """log A_lam for real orders lam, all > 1 or all < 0, and q < 1, by adaptive quadrature.
 
@@ -261,70 +346,34 @@ def _log_a_quadrature_batch(q: float, sigma: float, lams: np.ndarray) -> np.ndar
     n = lams.size
     if n == 0:
         return np.zeros(0)
-    # One grid of spacing sigma/2 for every order, so that the log-ratio and log phi at
-    # its points are computed once; order i screens the points covering its range.
+    # Every order's range [min(0, lam), max(1, lam)] +- 40 sigma is cut into cells of
+    # width h = sigma/2 on one grid x = k h; blocks of _BLOCK cells are screened first.
     h = 0.5 * sigma
     k_lo = np.floor((np.minimum(0.0, lams) - _TAIL_SIGMAS * sigma) / h).astype(np.int64)
     k_hi = np.ceil((np.maximum(1.0, lams) + _TAIL_SIGMAS * sigma) / h).astype(np.int64)
-    base = int(k_lo.min())
-    grid = np.arange(base, int(k_hi.max()) + 1) * h
     lo, hi = k_lo * h, k_hi * h
-    n_panels = k_hi - k_lo
-    width = np.full(n, h)
-    with np.errstate(divide="ignore", over="ignore", under="ignore"):
-        grid_log_phi = -0.5 * (grid / sigma) ** 2
-        grid_ell = _log_ratio(grid, q, sigma)
-        # Screening, first by a cheap upper bound of the log-integrand at the
-        # n_panels + 1 cell edges of each order (a long range for a large order):
-        # F_lam(ell) <= e^(lam ell) + lam for lam > 1 and <= e^(lam ell) + |lam| e^ell
-        # for lam < 0, so every cell where the integrand comes within exp(-90) of a
-        # value it takes has its bound there too.
-        e_owner, e_local, e_start = _ragged(n_panels + 1)
-        at_grid = (k_lo - base)[e_owner] + e_local
-        edges = grid[at_grid]
-        lam_e = lams[e_owner]
-        log_phi_e, ell_e = grid_log_phi[at_grid], grid_ell[at_grid]
-        bound = np.logaddexp(log_phi_e + lam_e * ell_e,
-                             log_phi_e + np.log(np.abs(lam_e)) + np.where(lam_e < 0, ell_e, 0.0))
-        c_owner, c_local, _ = _ragged(n_panels)
-        c_edge = e_start[c_owner] + c_local
-        # a value the integrand takes: near the bound's maximum (a few edges, in
-        # case the integrand vanishes at one)
-        top = np.maximum.reduceat(bound, e_start)
-        probe = np.flatnonzero(bound >= top[e_owner] - 1.0)
-        taken = _group_max(_log_integrand(edges[probe], q, sigma, lam_e[probe])
-                           + (math.log(sigma) + _LOG_SQRT_2PI), e_owner[probe], n)
-        cand = (np.maximum(bound[c_edge], bound[c_edge + 1])
-                >= taken[c_owner] - _NEGLIGIBLE_LOG)
-        cand = np.convolve(cand.astype(float), np.ones(5), mode="same") > 0.5
-        # then the log-integrand itself at the edges of the candidate cells
-        at = np.zeros(edges.size, dtype=bool)
-        at[c_edge[cand]] = True
-        at[c_edge[cand] + 1] = True
-        psi_edges = np.full(edges.size, -np.inf)
-        psi_edges[at] = _log_integrand(edges[at], q, sigma, lam_e[at])
-        peak = np.maximum.reduceat(psi_edges, e_start)
-        # cells (between consecutive edges of one order) within exp(-90) of the peak
-        keep = (np.maximum(psi_edges[c_edge], psi_edges[c_edge + 1])
-                >= peak[c_owner] - _NEGLIGIBLE_LOG)
-        # Two neighbours on each side guard against a peak between grid points (a
-        # neighbour across two orders' boundary is a negligible cell: harmless).
-        keep = np.convolve(keep.astype(float), np.ones(5), mode="same") > 0.5
+    with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
+        cell_owner, cell_k, peak = _screen(q, sigma, lams, k_lo, k_hi)
+        # cells (between consecutive edges of one order) within exp(-90) of the peak;
+        # two neighbours on each side guard against a peak between grid points
+        key = cell_owner * _KEY + (cell_k - k_lo[cell_owner])
+        keys = np.unique(np.concatenate([key + d for d in range(-2, 3)]))
+        owner_k, local_k = keys // _KEY, keys % _KEY
+        inside = (local_k >= 0) & (local_k < (k_hi - k_lo)[owner_k])
+        owner_k, local_k = owner_k[inside], local_k[inside]
         # Integrate on panels of several screening cells: 16-point Gauss-Legendre
         # resolves ~2 sigma easily, and fewer panels means fewer evaluations.
-        n_groups = -(-n_panels // _PANEL_CELLS)
-        g_owner, g_local, g_start = _ragged(n_groups)
-        gid = g_start[c_owner] + c_local // _PANEL_CELLS
-        kept = np.bincount(gid, weights=keep, minlength=g_owner.size) > 0
-        own = g_owner[kept]
-        a = lo[own] + g_local[kept] * _PANEL_CELLS * width[own]
-        b = np.minimum(a + _PANEL_CELLS * width[own], hi[own])
+        groups = np.unique(owner_k * _KEY + local_k // _PANEL_CELLS)
+        own = groups // _KEY
+        a = lo[own] + (groups % _KEY) * _PANEL_CELLS * h
+        b = np.minimum(a + _PANEL_CELLS * h, hi[own])
         span = np.bincount(own, weights=b - a, minlength=n)
 
         # First pass fixes the common shift so that exp() neither over- nor underflows.
         log_phi, log_f, half = _gl_panels(a, b, q, sigma, lams[own])
         psi = log_phi + log_f
         shift = np.maximum(peak, _group_max(psi.max(axis=1), own, n))
+        shift = np.where(np.isfinite(shift), shift, 0.0)
         whole = half * (np.exp(psi - shift[own][:, None]) @ _GL_WEIGHTS)
 
         # With large orders the two parts of the log-integrand are huge and
