@@ -333,7 +333,9 @@ def _log_a_quadrature_batch(q: float, sigma: float, lams: np.ndarray) -> np.ndar
 
     That range is screened on a grid of spacing sigma/2 (no peak of the
     integrand is narrower than ~sigma: log phi has curvature -1/sigma^2 and
-    only the zero of F at x = 1/2 is sharper, which is a dip, not a peak).
+    only the zero of F at x = 1/2 is sharper, which is a dip, not a peak),
+    after blocks of that grid too far below the peak for a rigorous upper bound
+    to reach it are left out (``_screen``: a large order's range is long).
     Panels of width 2 sigma around everything within exp(-90) of the maximum
     are integrated with 16-point Gauss-Legendre and bisected until each
     panel's sum agrees with the sum over its two halves; since the integrand
