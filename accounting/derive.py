@@ -5,7 +5,8 @@ one, else a route through curves the pair surely has (its profile, then the PLD)
 
 * profile: the pair's ``_profile`` (and ``_profile_lower``);
 * PLD: connect-the-dots / convex minorant of the profile on a grid;
-* trade-off: the pair's ``_beta`` if any, else the vertices of its PLD;
+* trade-off: the pair's ``_beta`` if any, else its loss laws' (a ``LawPair``), else
+  the vertices of its PLD;
 * RDP: the pair's ``_cgf`` if any, else the CGF of its PLD;
 * zCDP: the pair's ``_rho`` per direction if any, else the envelope of its RDP (or
   the pair's ``rho_bound`` where that is smaller, e.g. a sup only reached as t → ∞).
@@ -20,6 +21,7 @@ import numpy as np
 
 from .curve import Exactness, Provenance
 from .direction import Direction
+from .pair import LawPair
 from .pld import PLD
 from .profile import FunctionSide, PrivacyProfile
 from .rdp import CGF, RDP
@@ -50,6 +52,9 @@ def _tradeoff(pair, **options: Any) -> TradeOff:
     if pair._beta(_PROBE, Direction.FORWARD) is not None:
         side = BetaSide(pair._beta, pair._profile)
         return TradeOff(side, side, provenance=_exact(f"{pair.describe()} trade-off"))
+    if isinstance(pair, LawPair):  # finite laws: β from the laws, not a discretised PLD
+        return TradeOff.from_laws(pair.upper, pair.lower,
+                                  provenance=_exact(f"{pair.describe()} trade-off (laws)"))
     return _pld(pair, **options).to(TradeOff, **options)
 
 
