@@ -174,6 +174,10 @@ class Registry:
             ep = group_eps[0]
             if _distribution(ep):
                 self.distributions[name] = _distribution(ep)
+            if self.manager.has_plugin(name):   # refused before any of its code runs
+                self._fail(name, f"cannot be registered: the plugin name {name!r} is taken "
+                                 f"by a built-in plugin; it is not loaded")
+                continue
             obj = self._load(ep)
             if obj is not None:
                 staged.extend(self._register(obj, name, builtin=False))
