@@ -83,8 +83,18 @@ def builtin_distributions() -> frozenset[str]:
     source tree that is not installed (then every entry point is a third party).
     """
     package = __name__.partition(".")[0]
-    names = importlib.metadata.packages_distributions().get(package, [])
-    return frozenset(_canonical(n) for n in names)
+    try:
+        names = importlib.metadata.packages_distributions().get(package, [])
+    except Exception:  # some distribution's metadata is unreadable: skip just that one
+        names = []
+        for dist in importlib.metadata.distributions():
+            try:
+                top = (dist.read_text("top_level.txt") or "").split()
+                if package in top or any(f.parts[:1] == (package,) for f in dist.files or ()):
+                    names.append(dist.metadata["Name"])
+            except Exception:
+                continue
+    return frozenset(_canonical(n) for n in names if n)
 
 
 def _distribution(ep: Any) -> Optional[str]:
@@ -152,7 +162,7 @@ class Registry:
         """Load the entry points of ``group``: built-ins first, then the third parties
         together (see the module docstring for the collision rules)."""
         own = builtin_distributions()
-        eps = list(importlib.metadata.entry_points(group=group))
+        eps = self._entry_points(group)
         builtin = sorted((e for e in eps if _distribution(e) in own), key=lambda e: str(e.name))
         third = sorted((e for e in eps if _distribution(e) not in own),
                        key=lambda e: (str(e.name), _distribution(e) or ""))
@@ -182,6 +192,27 @@ class Registry:
             if obj is not None:
                 staged.extend(self._register(obj, name, builtin=False))
         self._commit(staged)
+
+    def _entry_points(self, group: str) -> list:
+        """The entry points of ``group``; a distribution whose metadata cannot be read
+        is recorded as an error (naming it) instead of hiding every plugin."""
+        try:
+            return list(importlib.metadata.entry_points(group=group))
+        except Exception:  # one unreadable dist-info: go through them one by one
+            pass
+        eps, seen = [], set()
+        for dist in importlib.metadata.distributions():
+            label = str(getattr(dist, "_path", None) or dist)
+            try:
+                name = _canonical(dist.metadata["Name"] or "")
+                if name in seen:   # shadowed by an earlier entry of sys.path, as importlib
+                    continue
+                seen.add(name)
+                eps.extend(dist.entry_points.select(group=group))
+            except Exception as exc:
+                self._fail(f"distribution {label}", f"its entry points cannot be read "
+                                                    f"({_describe(exc)}); none is loaded")
+        return eps
 
     def record_error(self, plugin: str, message: str) -> PluginError:
         """Record (and warn about) a failure of ``plugin``; used by the converter graph."""
@@ -281,6 +312,8 @@ class Registry:
                                    f"({_describe(exc)})")
             except _Refused as exc:
                 self._fail(plugin, str(exc))
+            except Exception as exc:  # e.g. a class attribute that raises when read
+                self._fail(plugin, f"{kind} registration refused ({_describe(exc)})")
             else:
                 items.append(item)
         return register
@@ -301,6 +334,11 @@ class Registry:
             missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
             raise _Refused(f"mechanism {name!r} ({cls.__name__}) is abstract: it does not "
                            f"implement {missing}")
+        try:   # what `accounting mechanisms` and the command line read
+            cls.parameters()
+        except Exception as exc:
+            raise _Refused(f"mechanism {name!r} ({cls.__name__}): parameters() fails "
+                           f"({_describe(exc)})") from None
         return _Item("mechanism", name, cls, plugin)
 
     def _check_converter(self, plugin: str, source: Any, target: Any, func: Any,

@@ -572,6 +572,21 @@ def test_check_curve_reports_what_is_wrong():
     assert "decreases" in check_curve(falling, RDP)
 
 
+@pytest.mark.parametrize("content", [b"[accounting]\nthis is not valid\n= nothing\n",
+                                     b"\xff\xfe garbage [accounting\n"])
+def test_unreadable_entry_points_name_their_distribution(site, clean, content):
+    site.install("good", {"good": _one_mechanism("good_one")})
+    info = site.root / "broken-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_bytes(content)
+    reg, _ = _registry()
+    [err] = reg.errors
+    assert "broken-0.1.dist-info" in str(err) and "entry points cannot be read" in str(err)
+    assert reg.mechanism_sources["good_one"] == "good"
+    _assert_builtins_intact(reg, clean)
+
+
 # ------------------------------------------------------------------ 3. signatures
 def test_a_hook_with_the_wrong_signature_is_a_plugin_error(site, clean):
     site.install("badsig", {"bad_signature": BAD_SIGNATURE})
