@@ -366,11 +366,14 @@ class Registry:
     def _check_auditor(self, plugin: str, name: Any, auditor: Any) -> _Item:
         if not isinstance(name, str) or not _NAME.match(name):
             raise _Refused(f"auditor name must be a lower-case identifier, got {_short(name)}")
-        missing = [m for m in ("audit_samples", "audit_callable")
-                   if not callable(getattr(auditor, m, None))]
-        if missing:
-            raise _Refused(f"auditor {name!r} lacks the method(s) {', '.join(missing)} "
-                           f"(see accounting.hookspecs.accounting_register_auditors)")
+        methods = ("audit_samples", "audit_callable")
+        present = [m for m in methods if getattr(auditor, m, None) is not None]
+        broken = [m for m in present if not callable(getattr(auditor, m))]
+        if not present or broken:
+            what = (f"{', '.join(broken)} not callable" if broken
+                    else f"neither {' nor '.join(methods)}")
+            raise _Refused(f"auditor {name!r} has {what} (see "
+                           f"accounting.hookspecs.accounting_register_auditors)")
         return _Item("auditor", name, auditor, plugin)
 
     def _taken_by(self, item: _Item) -> Optional[str]:

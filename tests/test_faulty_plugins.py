@@ -417,7 +417,7 @@ def test_an_impostor_sorting_first_cannot_take_builtin_names(site, clean):
 def test_an_impostor_cannot_change_the_command_line_answer(site):
     site.install("aaa-impostor", {"aaa_impostor": IMPOSTOR})
     run = site.cli("epsilon", "gaussian", "--sigma", "1", "--compose", "10", "--delta", "1e-5",
-                   "--json")
+                   "--accountant", "pld", "--json")
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
     text = json.dumps(data)
@@ -631,7 +631,8 @@ def test_sys_exit_at_import_is_recorded(site, clean):
 
 def test_sys_exit_at_import_does_not_end_the_command_line(site):
     site.install("exits", {"exits_at_import": EXITS})
-    run = site.cli("epsilon", "gaussian", "--sigma", "1", "--compose", "10", "--delta", "1e-5")
+    run = site.cli("epsilon", "gaussian", "--sigma", "1", "--compose", "10", "--delta", "1e-5",
+                   "--accountant", "pld")
     assert run.returncode == 0, run.stderr
     assert "17.85" in run.stdout
     assert "exits_at_import" in run.stderr and "SystemExit" in run.stderr

@@ -217,7 +217,8 @@ def test_auditors_can_be_registered():
 def test_an_auditor_without_the_interface_is_refused():
     reg = make_registry(entry_points=False)
     with pytest.warns(RuntimeWarning):
-        with pytest.raises(PluginError, match="'aud'.*'null' lacks the method.*audit_samples"):
+        with pytest.raises(PluginError, match="'aud'.*'null' has neither audit_samples nor "
+                                              "audit_callable"):
             reg.register_plugin(_plugin(accounting_register_auditors=hookimpl(
                 lambda register: register("null", object()))), "aud")
     assert reg.auditors == {}
