@@ -92,10 +92,12 @@ def check_primitive_output(values: Any, what: str, owner: Any, *,
     where = ""
     if at is not None:
         try:
-            where = f" at {float(np.broadcast_to(np.asarray(at, dtype=float), arr.shape).ravel()[first])!r}"
+            inputs = np.broadcast_to(np.asarray(at, dtype=float), arr.shape).ravel()
+            where = f" at {float(inputs[first])!r}"
         except (TypeError, ValueError):   # inputs of another shape: say nothing of them
             pass
-    bounds = f" (must be in [{lo if lo is not None else '-inf'}, " \
-             f"{hi if hi is not None else 'inf'}])" if lo is not None or hi is not None else ""
+    bounds = ""
+    if lo is not None or hi is not None:
+        bounds = f" (must be in [{-np.inf if lo is None else lo}, {np.inf if hi is None else hi}])"
     raise PrimitiveError(plugin, mech, f"{what} returned {float(arr.ravel()[first])!r}{where}"
                                        f"{bounds}, at {int(bad.sum())} of {arr.size} points")

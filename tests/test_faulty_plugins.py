@@ -737,7 +737,8 @@ def test_every_faulty_plugin_at_once(site, clean):
     reg, warned = _registry()
     _assert_builtins_intact(reg, clean)
     for plugin, fragment in EXPECTED_ERRORS.items():
-        assert any(fragment in e for e in _errors_of(reg, plugin)), (plugin, _errors_of(reg, plugin))
+        errors = _errors_of(reg, plugin)
+        assert any(fragment in e for e in errors), (plugin, errors)
     assert {e.plugin for e in reg.errors} == set(EXPECTED_ERRORS)
     assert all(any(f"plugin {e.plugin!r}" in w for w in warned) for e in reg.errors)
     # the well-behaved registrations of the faulty plugins still work

@@ -118,7 +118,8 @@ def test_duplicate_mechanism_name_names_the_plugin():
 
     reg = _quiet_registry()
     with pytest.warns(RuntimeWarning, match="impostor"):
-        with pytest.raises(PluginError, match="'impostor'.*'gaussian' is already registered") as info:
+        with pytest.raises(PluginError,
+                           match="'impostor'.*'gaussian' is already registered") as info:
             reg.register_plugin(_plugin(accounting_register_mechanisms=hookimpl(
                 lambda register: register(Impostor))), "impostor")
     assert info.value.plugin == "impostor"
