@@ -37,6 +37,7 @@ import inspect
 import re
 import sys
 import warnings
+import weakref
 from typing import Any, Callable, Iterable, Optional
 
 import attrs
@@ -456,12 +457,22 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+#: every registry built in this process (to name the plugin behind a faulty mechanism)
+_LIVE: list[weakref.ref] = []
+
+
+def live_registries() -> list[Registry]:
+    """The registries built by ``make_registry`` that are still in use."""
+    return [reg for reg in (ref() for ref in _LIVE) if reg is not None]
+
+
 def make_registry(*, entry_points: bool = True) -> Registry:
     """A fresh registry with the core converters and (by default) all entry points."""
     from . import conversions
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     reg = Registry(pm)
+    _LIVE[:] = [ref for ref in _LIVE if ref() is not None] + [weakref.ref(reg)]
     reg._commit(reg._register(conversions, "core", builtin=True))
     if entry_points:
         reg.load_entry_points()

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .plugins import PluginError, default_registry
+from .plugins import PluginError, default_registry, live_registries
 
 __all__ = ["PrimitiveError", "check_primitive_output", "culprit"]
 
@@ -30,19 +30,23 @@ class PrimitiveError(PluginError):
 
 
 def culprit(owner: Any, registry: Any = None) -> tuple[str, str]:
-    """(mechanism name, plugin) for a mechanism (class or instance), a pair, or a
-    mechanism's name.
+    """(mechanism name, plugin) for a mechanism (class or instance, or one of its bound
+    methods such as ``log_density``), a pair, or a mechanism's name.
 
-    The plugin comes from the registry: the one that registered the mechanism class,
-    or the mechanism of the pair's label, or a mechanism defined in the module of the
-    pair's class; failing all three, the module itself (``module …``).
+    The plugin comes from ``registry`` (default: the process-wide registry, then any
+    other registry built in this process): the one that registered the mechanism
+    class, or the mechanism named like the pair's label, or a mechanism defined in
+    the module of the pair's class; failing all three, the module itself
+    (``module …``).
     """
-    if registry is None:
-        registry = default_registry()
-    mechanisms = getattr(registry, "mechanisms", {})
-    sources = getattr(registry, "mechanism_sources", {})
+    owner = getattr(owner, "__self__", owner)        # a bound method: its object
+    registries = [registry] if registry is not None else \
+        [default_registry(), *[r for r in live_registries() if r is not default_registry()]]
     if isinstance(owner, str):                      # a mechanism's name (a pair's label)
-        return owner, sources.get(owner, "unknown plugin")
+        for reg in registries:
+            if owner in getattr(reg, "mechanism_sources", {}):
+                return owner, reg.mechanism_sources[owner]
+        return owner, "unknown plugin"
     cls = owner if isinstance(owner, type) else type(owner)
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not name:
@@ -52,15 +56,15 @@ def culprit(owner: Any, registry: Any = None) -> tuple[str, str]:
                 else cls.__name__
         except Exception:  # a broken describe() must not hide the real problem
             name = cls.__name__
-    for key, registered in mechanisms.items():
-        if registered is cls:
-            return key, sources.get(key, "?")
-    if name in sources:
-        return name, sources[name]
     module = getattr(cls, "__module__", None)
-    for key, registered in mechanisms.items():
-        if getattr(registered, "__module__", None) == module:
-            return name, sources.get(key, "?")
+    for match in (lambda c: c is cls,                                   # the class itself
+                  lambda c: getattr(c, "name", None) == name,           # the pair's label
+                  lambda c: getattr(c, "__module__", None) == module):  # its module
+        for reg in registries:
+            for key, registered in getattr(reg, "mechanisms", {}).items():
+                if match(registered):
+                    return (key if registered is cls else name,
+                            reg.mechanism_sources.get(key, "?"))
     return name, f"module {module}"
 
 
