@@ -98,10 +98,22 @@ def builtin_distributions() -> frozenset[str]:
     return frozenset(_canonical(n) for n in names if n)
 
 
-def _distribution(ep: Any) -> Optional[str]:
+def _distribution(ep: Any, cache: Optional[dict] = None) -> Optional[str]:
+    """The canonical name of the distribution declaring ``ep`` (None if unknown).
+    Reading it parses METADATA: ``cache`` keeps one answer per distribution object."""
     dist = getattr(ep, "dist", None)
-    name = getattr(dist, "name", None) if dist is not None else None
-    return _canonical(name) if isinstance(name, str) else None
+    if dist is None:
+        return None
+    if cache is not None and id(dist) in cache:
+        return cache[id(dist)][1]
+    try:
+        name = getattr(dist, "name", None)
+    except Exception:  # unreadable METADATA: a third party of unknown name
+        name = None
+    result = _canonical(name) if isinstance(name, str) else None
+    if cache is not None:
+        cache[id(dist)] = (dist, result)          # the object is kept, so its id stays its own
+    return result
 
 
 @contextlib.contextmanager
@@ -164,9 +176,11 @@ class Registry:
         together (see the module docstring for the collision rules)."""
         own = builtin_distributions()
         eps = self._entry_points(group)
-        builtin = sorted((e for e in eps if _distribution(e) in own), key=lambda e: str(e.name))
-        third = sorted((e for e in eps if _distribution(e) not in own),
-                       key=lambda e: (str(e.name), _distribution(e) or ""))
+        names: dict = {}
+        dist = {id(e): _distribution(e, names) for e in eps}
+        builtin = sorted((e for e in eps if dist[id(e)] in own), key=lambda e: str(e.name))
+        third = sorted((e for e in eps if dist[id(e)] not in own),
+                       key=lambda e: (str(e.name), dist[id(e)] or ""))
         for ep in builtin:
             obj = self._load(ep)
             if obj is not None:
@@ -178,13 +192,13 @@ class Registry:
         staged: list[_Item] = []
         for name, group_eps in by_name.items():
             if len(group_eps) > 1:
-                dists = ", ".join(_distribution(e) or "?" for e in group_eps)
+                dists = ", ".join(dist[id(e)] or "?" for e in group_eps)
                 self._fail(name, f"the plugin name {name!r} is used by more than one "
                                  f"third-party entry point ({dists}); none of them is loaded")
                 continue
             ep = group_eps[0]
-            if _distribution(ep):
-                self.distributions[name] = _distribution(ep)
+            if dist[id(ep)]:
+                self.distributions[name] = dist[id(ep)]
             if self.manager.has_plugin(name):   # refused before any of its code runs
                 self._fail(name, f"cannot be registered: the plugin name {name!r} is taken "
                                  f"by a built-in plugin; it is not loaded")
