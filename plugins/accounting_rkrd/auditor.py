@@ -180,7 +180,7 @@ class RKRDAuditor:
         bandwidth = None if self.bandwidth is None else check_positive("bandwidth",
                                                                        self.bandwidth)
         for name in ("rkrdp", "sweep"):
-            if getattr(self, name) not in (None, True, False):
+            if not (getattr(self, name) is None or isinstance(getattr(self, name), bool)):
                 raise TypeError(f"{name} must be None, True or False, got "
                                 f"{getattr(self, name)!r}")
         seed = _seed(seed)

@@ -76,8 +76,10 @@ def squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with their distances, hence the centring by the caller; roundoff can make an
     entry slightly negative, which is no distance, so it is set to 0.
     """
-    sq = np.einsum("ij,ij->i", a, a)[:, None] + np.einsum("ij,ij->i", b, b)[None, :]
-    sq -= 2.0 * (a @ b.T)
+    # in place: one n_a × n_b array, no temporaries of that size
+    sq = a @ (-2.0 * b).T
+    sq += np.einsum("ij,ij->i", a, a)[:, None]
+    sq += np.einsum("ij,ij->i", b, b)[None, :]
     np.maximum(sq, 0.0, out=sq)
     return sq
 
