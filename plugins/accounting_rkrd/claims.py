@@ -98,7 +98,7 @@ def as_claim(claim: Any = None, epsilon: Optional[float] = None,
     from accounting import Curve, Mechanism, TradeOff, convert
 
     if isinstance(claim, Mechanism):
-        return CurveClaim(claim.curve(TradeOff), str(claim))
+        return CurveClaim(claim.curve(TradeOff), _mechanism_label(claim))
     if isinstance(claim, TradeOff):
         return CurveClaim(claim, f"a TradeOff curve ({claim.provenance})")
     if isinstance(claim, Curve):
@@ -106,3 +106,12 @@ def as_claim(claim: Any = None, epsilon: Optional[float] = None,
                           f"a {type(claim).__name__} curve ({claim.provenance}) as a TradeOff")
     raise TypeError(f"claim must be a registered mechanism instance or a privacy curve "
                     f"(TradeOff, PLD, PrivacyProfile, …), got {type(claim).__name__}")
+
+
+def _mechanism_label(m: Any) -> str:
+    """``name(p=v, …)`` from the mechanism's declared parameters."""
+    def fmt(v: Any) -> str:
+        v = getattr(v, "value", v)
+        return f"{v:.6g}" if isinstance(v, float) else str(v)
+    params = ", ".join(f"{k}={fmt(getattr(m, k))}" for k in type(m).parameters())
+    return f"the mechanism {getattr(type(m), 'name', '') or type(m).__name__}({params})"

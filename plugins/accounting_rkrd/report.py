@@ -144,9 +144,12 @@ class AuditReport:
                         f"{self.delta:g})-DP; with confidence {1 - self.level_witness:g}, ε ≥ "
                         f"{self.lower_bound:.4g} at δ = {self.delta:g}.")
             if self.rejected_by_witness:
-                fprs = ", ".join(f"{a:.3g}" for a in w.beaten_fprs)
-                return (f"REJECTED at level {lvl}: the samples beat {self.claim.describe()} at "
-                        f"FPR ≤ {fprs}.")
+                fprs = w.beaten_fprs
+                where = (f"FPR ≤ {fprs[0]:.3g}" if len(fprs) == 1 else
+                         f"{len(fprs)} of {len(w.rows)} thresholds, FPR ≤ "
+                         f"{min(fprs):.3g} … {max(fprs):.3g}")
+                return (f"REJECTED at level {lvl}: the samples beat {self.claim.describe()} "
+                        f"at {where} (rows marked 'yes').")
             return f"REJECTED at level {lvl} by the RKRDP test."
         text = (f"NOT REJECTED at level {lvl}. This is not a certificate of privacy: it "
                 f"says only that this audit found no violation it could detect.")
