@@ -24,8 +24,8 @@ mechanism that satisfies the claim:
   level; otherwise the level is split in halves.
 
 D̂ on all samples and the λ sweep are descriptive (D̂ is no estimate of ε); they are
-computed by default only for n <= ``AUTO_SWEEP_MAX`` per side (``sweep=True`` forces
-them), within ``memory_budget``. Everything else is linear in n.
+computed only on request (``sweep=True``, or ``sweep=None`` for n <= ``AUTO_SWEEP_MAX``
+per side), within ``memory_budget``. Everything else is linear in n.
 """
 
 from __future__ import annotations
@@ -110,9 +110,9 @@ class RKRDAuditor:
     * ``bandwidth``: RBF bandwidth h, or None for the median heuristic;
     * ``rkrdp``: None runs the RKRDP test when it is not vacuous; False never; True
       also computes the held-out D̂ when it is vacuous (it then cannot reject);
-    * ``lambdas``, ``sweep``: λ grid of the descriptive sweep; ``sweep`` None computes
-      it (and D̂ on all samples) for n <= AUTO_SWEEP_MAX per side, True always,
-      False never;
+    * ``lambdas``, ``sweep``: λ grid of the descriptive sweep; ``sweep`` True computes
+      it and D̂ on all samples (n × n, seconds at n = 600), None only for
+      n <= AUTO_SWEEP_MAX per side, False (default) never;
     * ``reference``, ``shift``, ``n_boot``: a claimed registered mechanism, the query
       difference f(D) − f(D′) and the replicate count of the parametric bootstrap;
     * ``memory_budget``: bytes allowed for dense n × n matrices (default 2 GiB);
@@ -131,7 +131,7 @@ class RKRDAuditor:
     kernel_points: int = 1500
     rkrdp: Optional[bool] = None
     lambdas: tuple = PAPER_LAMBDAS
-    sweep: Optional[bool] = None
+    sweep: Optional[bool] = False
     reference: Any = None
     shift: Any = None
     n_boot: int = 99

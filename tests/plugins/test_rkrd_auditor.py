@@ -33,10 +33,10 @@ def test_registered_under_rkrd():
 
 def test_report_numbers_are_those_of_the_parts():
     x, y = _gauss()
-    rep = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=11)
+    rep = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=11, sweep=True)
     lam0 = dp_lambda(1.0, 1e-3)
     assert rep.lambda0 == lam0 and rep.rkrdp.alphas == (2.0, 6.0, 12.0)
-    # statistics: D̂ at λ₀ on all samples, median bandwidth (n <= 1000: computed)
+    # statistics: D̂ at λ₀ on all samples, median bandwidth (computed on request)
     direct = rkrd_sweep(x, y, rep.rkrdp.alphas, [lam0]).values[:, 0]
     np.testing.assert_allclose(rep.statistics, direct, rtol=1e-12)
     # the vacuous threshold is skipped and hands the whole level to the witness test
@@ -60,7 +60,7 @@ def test_report_numbers_are_those_of_the_parts():
 
 def test_report_json_and_table():
     x, y = _gauss(seed=1)
-    rep = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=5)
+    rep = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=5, sweep=True)
     doc = json.loads(json.dumps(rep.to_dict()))
     assert doc["claim"] == {"kind": "epsilon_delta", "epsilon": 1.0, "delta": 1e-3}
     assert doc["decision"] == rep.decision and doc["seed"] == 5
@@ -181,3 +181,26 @@ def test_plot_sweep(tmp_path):
     with pytest.raises(ValueError, match="same alphas and lambdas"):
         plot_sweep([sweeps[0], rkrd_sweep(x, y, [2.0], [1e-3])])
 
+
+
+def test_sweep_is_computed_on_request_or_automatically_for_small_n():
+    x, y = _gauss(n=40, d=2, seed=8)
+    assert audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=1).sweep is None
+    auto = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=1, sweep=None)
+    assert auto.sweep is not None and len(auto.statistics) == 3
+    from accounting_rkrd.auditor import AUTO_SWEEP_MAX
+    assert AUTO_SWEEP_MAX == 1000
+
+
+def test_progress_reports_every_stage(capsys):
+    def mechanism(data, rng):
+        return np.asarray(data, float) + rng.normal(size=2)
+
+    audit_callable(mechanism, [1.0, 0.0], [0.0, 0.0], n=60, epsilon=1.0, delta=0.5,
+                   alphas=(2.0,), seed=2, progress=True, sweep=True, rkrdp=True)
+    err = capsys.readouterr().err
+    for stage in ("sampling 60 outputs", "rkrd: sampling 120/120", "witness selection",
+                  "witness family threshold", "witness family kernel",
+                  "witness family likelihood_ratio", "witness family logistic", "chose ",
+                  "RKRDP test", "descriptive λ sweep", "done"):
+        assert stage in err, stage
