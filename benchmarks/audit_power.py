@@ -162,7 +162,7 @@ def main() -> None:
             rep = audit_samples(x, y, epsilon=eps, delta=delta, seed=r)
             secs.append(time.perf_counter() - t0)
             seed = int(np.random.SeedSequence(r).spawn(2)[1].generate_state(1)[0])
-            res["rkrd"].append(rep.lower_bound)
+            res["rkrd"].append(rep.epsilon_lower_bound)
             res["threshold"].append(threshold_baseline(x, y, delta=delta, seed=seed))
             res["hs"].append(classifier_hs(x, y, epsilon=eps, delta=delta, seed=seed))
         cells = []

@@ -66,7 +66,8 @@ def ratio_bounds(fpr_u: np.ndarray, fnr_u: np.ndarray, delta: float) -> np.ndarr
 @attrs.frozen
 class LowerBound:
     """A certified lower bound on ε: P(``epsilon`` > true ε) <= ``level`` for an
-    (ε, ``delta``)-DP mechanism. ``threshold`` and the rates are those of the best τ."""
+    (ε, ``delta``)-DP mechanism. ``threshold`` and the rates are those of the best τ;
+    ``bandwidth`` is the kernel witness's (None for other witnesses), ``witness`` names it."""
 
     epsilon: float
     level: float
@@ -79,7 +80,8 @@ class LowerBound:
     m_p: int
     m_q: int
     n_thresholds: int
-    bandwidth: float
+    bandwidth: Optional[float]
+    witness: str = "kernel mean difference"
 
     def to_dict(self) -> dict:
         return attrs.asdict(self)

@@ -18,6 +18,7 @@ from .bootstrap import BootstrapResult
 from .claims import EpsDeltaClaim
 from .estimator import RKRDSweep
 from .holdout import WitnessTest
+from .lower_bound import LowerBound
 
 __all__ = ["AuditReport", "RKRDPResult", "json_safe"]
 
@@ -106,9 +107,21 @@ class AuditReport:
 
     # ------------------------------------------------------------- verdict
     @property
-    def lower_bound(self) -> Optional[float]:
+    def epsilon_lower_bound(self) -> Optional[float]:
         """The certified ε lower bound of an (ε, δ) claim's witness test (else None)."""
         return self.witness.epsilon_lower_bound
+
+    @property
+    def lower_bound(self) -> Optional[LowerBound]:
+        """The certified bound with its best threshold, as a ``LowerBound`` ((ε, δ)
+        claims; None for a curve claim)."""
+        eps = self.witness.epsilon_lower_bound
+        if eps is None:
+            return None
+        w, r = self.witness, self.witness.best
+        return LowerBound(eps, self.level_witness, self.delta, r.threshold, r.fpr_upper,
+                          r.fnr_upper, r.false_positives, r.false_negatives, w.m_p, w.m_q,
+                          len(w.rows), None, f"{w.family}: {w.detail}")
 
     @property
     def detectable_epsilon(self) -> Optional[float]:
@@ -139,10 +152,10 @@ class AuditReport:
         """The verdict in words, with what it does and does not mean."""
         w, lvl = self.witness, f"{self.level:g}"
         if self.rejected:
-            if self.lower_bound is not None and self.rejected_by_witness:
+            if self.epsilon_lower_bound is not None and self.rejected_by_witness:
                 return (f"REJECTED at level {lvl}: the mechanism is not ({self.epsilon:g}, "
                         f"{self.delta:g})-DP; with confidence {1 - self.level_witness:g}, ε ≥ "
-                        f"{self.lower_bound:.4g} at δ = {self.delta:g}.")
+                        f"{self.epsilon_lower_bound:.4g} at δ = {self.delta:g}.")
             if self.rejected_by_witness:
                 fprs = w.beaten_fprs
                 where = (f"FPR ≤ {fprs[0]:.3g}" if len(fprs) == 1 else
@@ -184,8 +197,8 @@ class AuditReport:
             "seconds": self.seconds,
         }
         if self.lower_bound is not None:
-            out["lower_bound"] = {"epsilon": self.lower_bound, "level": self.level_witness,
-                                  "delta": self.delta, "rejects": self.rejected_by_witness}
+            out["lower_bound"] = {**self.lower_bound.to_dict(),
+                                  "rejects": self.rejected_by_witness}
         if self.rkrdp is not None:
             out["rkrdp_test"] = self.rkrdp.to_dict()
         if self.statistics is not None:
@@ -222,8 +235,8 @@ class AuditReport:
         widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
         for r in rows:
             lines.append("    " + "  ".join(c.rjust(wd) for c, wd in zip(r, widths)))
-        if self.lower_bound is not None:
-            lines.append(f"  certified: ε ≥ {self.lower_bound:.4f} at δ = {self.delta:g} with "
+        if self.epsilon_lower_bound is not None:
+            lines.append(f"  certified: ε ≥ {self.epsilon_lower_bound:.4f} at δ = {self.delta:g} with "
                          f"confidence {1 - self.level_witness:g}")
         if self.rkrdp is not None:
             lines.append(f"  RKRDP test at λ₀ = δe^(−ε) = {self.lambda0:.4g}: {self.rkrdp.status}"

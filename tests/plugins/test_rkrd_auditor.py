@@ -53,7 +53,12 @@ def test_report_numbers_are_those_of_the_parts():
     assert rep.witness == wt
     assert rep.rejected == (wt.epsilon_lower_bound > 1.0) == rep.rejected_by_witness
     assert rep.rejected          # μ = 3 is far from (1, 1e-3)-DP
-    assert rep.lower_bound == wt.epsilon_lower_bound
+    assert rep.epsilon_lower_bound == wt.epsilon_lower_bound
+    lb = rep.lower_bound            # the LowerBound record of the best threshold
+    best = max(wt.rows, key=lambda r: r.epsilon_bound)
+    assert lb.epsilon == wt.epsilon_lower_bound and lb.threshold == best.threshold
+    assert (lb.fpr_upper, lb.fnr_upper) == (best.fpr_upper, best.fnr_upper)
+    assert lb.m_p == len(xb) and lb.witness.startswith(wt.family)
     # the sweep holds the λ grid and λ₀
     assert rep.sweep.at(12.0, lam0) == pytest.approx(rep.statistics[2], rel=1e-12)
 
@@ -65,7 +70,7 @@ def test_report_json_and_table():
     assert doc["claim"] == {"kind": "epsilon_delta", "epsilon": 1.0, "delta": 1e-3}
     assert doc["decision"] == rep.decision and doc["seed"] == 5
     assert doc["rkrdp_test"]["threshold"] == ["inf"] * 3 and doc["rkrdp_test"]["vacuous"]
-    assert doc["lower_bound"]["epsilon"] == rep.lower_bound
+    assert doc["lower_bound"]["epsilon"] == rep.epsilon_lower_bound
     assert doc["witness_test"]["family"] == rep.witness.family
     assert doc["detectable_epsilon"] == rep.detectable_epsilon
     assert doc["not_rejected_is_not_a_certificate"] is True
@@ -73,7 +78,7 @@ def test_report_json_and_table():
     assert np.array(doc["sweep"]["values"]).shape == (3, 10)
     text = str(rep)
     assert text.splitlines()[0].startswith("RKRD audit of the claim (ε, δ) = (1, 0.001)")
-    assert f"ε ≥ {rep.lower_bound:.4f}" in text and "vacuous" in text
+    assert f"ε ≥ {rep.epsilon_lower_bound:.4f}" in text and "vacuous" in text
     assert "seed 5" in text and "witness: " in text and "detectable ε" in text
     assert "not an estimate of ε" in text
 

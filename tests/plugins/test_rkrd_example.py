@@ -42,7 +42,7 @@ def test_the_bug_is_a_sensitivity_of_c_sqrt_d(example):
 
 def test_the_audit_rejects_the_buggy_step_and_not_the_correct_one(example):
     reports = example.audit_both(n=1500, seed=0)
-    assert reports["buggy", "eps"].rejected and reports["buggy", "eps"].lower_bound > 1.0
+    assert reports["buggy", "eps"].rejected and reports["buggy", "eps"].epsilon_lower_bound > 1.0
     assert reports["buggy", "curve"].rejected and reports["buggy", "curve"].witness.beaten_fprs
     assert not reports["correct", "eps"].rejected
     assert not reports["correct", "curve"].rejected

@@ -72,11 +72,11 @@ def test_a_claim_beyond_the_detectable_epsilon_cannot_be_rejected_and_says_so():
     rep = audit_samples(x, y, epsilon=5.0, delta=1e-3, seed=1)
     assert rep.detectable_epsilon < 5.0 and not rep.witness.detectable
     assert not rep.rejected
-    assert rep.lower_bound == pytest.approx(rep.detectable_epsilon, rel=1e-12)
+    assert rep.epsilon_lower_bound == pytest.approx(rep.detectable_epsilon, rel=1e-12)
     assert "not a certificate" in rep.verdict() and "use more samples" in rep.verdict()
     # the same samples refute a claim below the detectable ε
     low = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=1)
-    assert low.rejected and low.lower_bound > 1.0
+    assert low.rejected and low.epsilon_lower_bound > 1.0
 
 
 # ------------------------------------------------------------- witnesses
@@ -132,7 +132,7 @@ def test_half_the_noise_is_rejected_at_n_8000_in_one_dimension():
     """Noisy sum claimed (1, 1e-3)-DP with σ halved (true ε ≈ 2.30)."""
     x, y = _noisy_sum(8000, SIGMA / 2, seed=11)
     rep = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=2)
-    assert rep.rejected and 1.0 < rep.lower_bound < 2.31
+    assert rep.rejected and 1.0 < rep.epsilon_lower_bound < 2.31
     assert rep.sweep is None and rep.rkrdp.held_out_statistics is None   # nothing n × n
 
 
@@ -140,7 +140,7 @@ def test_curve_claim_rejects_half_the_noise_and_reports_the_fprs():
     claim = accounting.mechanism("gaussian", sigma=SIGMA)
     x, y = _noisy_sum(4000, SIGMA / 2, seed=12)
     rep = audit_samples(x, y, claim=claim, seed=3)
-    assert rep.rejected and rep.epsilon is None and rep.lower_bound is None
+    assert rep.rejected and rep.epsilon is None and rep.epsilon_lower_bound is None and rep.lower_bound is None
     beaten = [r for r in rep.witness.rows if r.beaten]
     assert beaten and rep.witness.beaten_fprs == [r.fpr_upper for r in beaten]
     truth = claim.curve(TradeOff)
@@ -170,7 +170,7 @@ def test_honest_mechanisms_are_not_rejected_on_a_few_seeds():
         rng = np.random.default_rng(30 + seed)
         x, y = _worst_case_pair(1.0, 1e-3, 2000, rng)
         rep = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=seed)
-        assert not rep.rejected and rep.lower_bound <= 1.0
+        assert not rep.rejected and rep.epsilon_lower_bound <= 1.0
 
 
 def test_old_kernel_only_behaviour_is_one_choice():
