@@ -201,6 +201,10 @@ class RKRDAuditor:
         if eps_claim and self.rkrdp is not False:
             if k == 0:
                 rkrdp_status = "not run: no α >= 2 in alphas"
+            elif not lam0 > 0.0:
+                # δe^{−ε} underflows to 0: η → ∞ as λ → 0, no finite threshold exists
+                thresholds = tuple(math.inf for _ in alphas)
+                rkrdp_status = ("vacuous: λ₀ = δe^{−ε} underflows to 0 at this ε; skipped")
             else:
                 thresholds = tuple(
                     rkrdp_threshold(claim.epsilon, a, lam0, m_p, m_q,
@@ -323,8 +327,9 @@ class RKRDAuditor:
         prog = _Progress(bool(self.progress))
         prog.stage(f"sampling {n} outputs on each dataset")
         tick = prog.loop("sampling")
-        x = _draw(fn, d0, "d0", n, rng, tick, 0, 2 * n)
-        y = _draw(fn, d1, "d1", n, rng, tick, n, 2 * n)
+        budget = check_positive("memory_budget", self.memory_budget)
+        x = _draw(fn, d0, "d0", n, rng, tick, 0, 2 * n, budget)
+        y = _draw(fn, d1, "d1", n, rng, tick, n, 2 * n, budget)
         if x.shape[1] != y.shape[1]:
             raise ValueError(f"fn returned outputs of length {x.shape[1]} on d0 but "
                              f"{y.shape[1]} on d1")
@@ -337,8 +342,13 @@ def _seed(seed: Optional[int]) -> int:
     return check_count("seed", seed, minimum=0)
 
 
+#: copies of the samples an audit holds at once (draws, split parts, centred parts)
+_SAMPLE_COPIES = 4
+
+
 def _draw(fn: Callable, dataset: Any, name: str, n: int, rng: np.random.Generator,
-          tick: Optional[Callable[[int, int], None]], done: int, total: int) -> np.ndarray:
+          tick: Optional[Callable[[int, int], None]], done: int, total: int,
+          budget: float) -> np.ndarray:
     rows: list[np.ndarray] = []
     for i in range(n):
         try:
@@ -354,6 +364,10 @@ def _draw(fn: Callable, dataset: Any, name: str, n: int, rng: np.random.Generato
                             f"({exc})") from None
         if out.size == 0:
             raise ValueError(f"fn({name}, rng) returned an empty output (draw {i + 1})")
+        if not rows:
+            # both datasets' outputs, held a few times over: refuse before drawing them
+            check_memory(f"{n} outputs of length {out.size} on each dataset",
+                         _SAMPLE_COPIES * 2 * 8 * n * out.size, budget, "lower n")
         if rows and out.shape != rows[0].shape:
             raise ValueError(f"fn({name}, rng) returned outputs of lengths {rows[0].size} "
                              f"and {out.size}; every output must have the same length")

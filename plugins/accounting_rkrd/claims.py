@@ -50,9 +50,11 @@ class EpsDeltaClaim:
     def beta(self, a: np.ndarray) -> np.ndarray:
         a = np.asarray(a, dtype=float)
         one = 1.0 - self.delta
-        with np.errstate(over="ignore"):
-            return np.maximum(0.0, np.maximum(one - math.exp(self.epsilon) * a,
-                                              math.exp(-self.epsilon) * (one - a)))
+        # e^ε overflows beyond ε ≈ 709: then 1 − δ − e^ε a < 0 for every a > 0
+        e = np.exp(np.float64(self.epsilon)) if self.epsilon < 700.0 else np.inf
+        with np.errstate(over="ignore", invalid="ignore"):
+            first = np.where(a > 0.0, one - e * np.where(a > 0.0, a, 1.0), one)
+        return np.maximum(0.0, np.maximum(first, math.exp(-self.epsilon) * (one - a)))
 
     def describe(self) -> str:
         return f"(ε, δ) = ({self.epsilon:g}, {self.delta:g})"

@@ -171,3 +171,27 @@ def test_thread_limit_caps_blas_when_threadpoolctl_is_installed():
         assert infos and all(i["num_threads"] == 1 for i in infos)
     with thread_limit(None):
         pass
+
+
+def test_a_huge_epsilon_is_a_claim_no_audit_can_reject_not_an_error():
+    x = np.random.default_rng(3).normal(size=(60, 1))
+    rep = audit_samples(x, x + 100.0, epsilon=800.0, delta=1e-3, seed=0)
+    assert not rep.rejected and rep.threshold_vacuous
+    assert "underflows" in rep.rkrdp.status
+    assert rep.detectable_epsilon < 800.0 and "use more samples" in rep.verdict()
+    # the claimed trade-off of (800, δ) is 0 at every a > 0 and 1 − δ at a = 0
+    from accounting_rkrd import EpsDeltaClaim
+    np.testing.assert_array_equal(EpsDeltaClaim(800.0, 1e-3).beta(np.array([0.0, 1e-300, 0.5])),
+                                  [1 - 1e-3, 0.0, 0.0])
+
+
+def test_a_huge_n_is_refused_after_the_first_output():
+    calls = []
+
+    def mechanism(data, rng):
+        calls.append(1)
+        return np.zeros(1000)
+
+    with pytest.raises(MemoryBudgetError, match=r"10000000 outputs of length 1000 .* lower n"):
+        audit_callable(mechanism, 0, 1, n=10 ** 7, epsilon=1.0, delta=1e-3, seed=0)
+    assert len(calls) == 1
