@@ -107,7 +107,9 @@ class RKRDAuditor:
     * ``kernel_points``: at most this many training points per side for kernel witnesses;
     * ``level``: probability of rejecting a true claim (split as described above);
     * ``alphas``: Rényi orders of the statistics and of the RKRDP test (α >= 2 tested);
-    * ``bandwidth``: RBF bandwidth h, or None for the median heuristic;
+    * ``bandwidth``: RBF bandwidth h of the kernel statistics and the base of the kernel
+      witnesses' bandwidth grid, or None for the median heuristic (of the training part
+      for witnesses);
     * ``rkrdp``: None runs the RKRDP test when it is not vacuous; False never; True
       also computes the held-out D̂ when it is vacuous (it then cannot reject);
     * ``lambdas``, ``sweep``: λ grid of the descriptive sweep; ``sweep`` True computes
