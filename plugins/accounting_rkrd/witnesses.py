@@ -10,7 +10,9 @@ never touches the counted samples. Families:
   mean-difference direction ⟨z, x̄ − ȳ⟩ (fitted);
 * ``kernel``: the kernel mean-difference witness s(z) = mean_i k(z, x_i) −
   mean_j k(z, y_j) with the RBF kernel exp(−‖u − v‖²/h²) on a grid of bandwidths
-  h = c·h_med (paper 000's witness; out-of-sample scores by leave-one-out);
+  h = c·h_med (paper 000's witness; out-of-sample scores by leave-one-out), h_med the
+  median of the non-zero cross distances (kernel families are dropped when all
+  training points coincide);
 * ``likelihood_ratio``: the regularized least-squares estimate of dP/dQ in the RKHS,
   r̂ = (Σ̂_q + λ)^{−1} μ̂_p (Kanamori, Suzuki & Sugiyama 2012, "Statistical analysis
   of kernel-based least-squares density-ratio estimation", KuLSIF), written with the
@@ -37,7 +39,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
-from .kernel import median_bandwidth, rbf, squared_distances
+from .kernel import rbf, squared_distances
 
 __all__ = ["FAMILIES", "Candidate", "candidates", "check_families"]
 
@@ -195,10 +197,16 @@ def _ratio_fit(h: float) -> Callable[[np.ndarray, np.ndarray], list[tuple[str, S
 # ------------------------------------------------------------------ logistic
 def _logistic_fit(x: np.ndarray, y: np.ndarray) -> list[tuple[str, Score]]:
     """Balanced L2-regularized logistic regression on standardized (z, z²)."""
-    def raw(z: np.ndarray) -> np.ndarray:
-        return np.hstack([z, z * z])
+    both = np.vstack([x, y])
+    loc, scale = both.mean(axis=0), both.std(axis=0)
+    scale = np.where(scale > 0.0, scale, 1.0)
 
-    f = raw(np.vstack([x, y]))
+    def raw(z: np.ndarray) -> np.ndarray:
+        # standardized before squaring, so that no square overflows
+        u = (z - loc) / scale
+        return np.hstack([u, u * u])
+
+    f = raw(both)
     mu, sd = f.mean(axis=0), f.std(axis=0)
     sd = np.where(sd > 0.0, sd, 1.0)
     fx, fy = (raw(x) - mu) / sd, (raw(y) - mu) / sd
@@ -219,6 +227,13 @@ def _logistic_fit(x: np.ndarray, y: np.ndarray) -> list[tuple[str, Score]]:
 
 
 # ---------------------------------------------------------------------- all
+def _positive_median(sq: np.ndarray) -> Optional[float]:
+    """The median heuristic over the distinct pairs (discrete outputs often coincide;
+    a zero bandwidth is no kernel), or None when all pairs coincide."""
+    pos = sq[sq > 0.0]
+    return float(np.median(np.sqrt(pos))) if pos.size else None
+
+
 def candidates(xa: np.ndarray, ya: np.ndarray, *, families: tuple[str, ...],
                bandwidth: Optional[float], kernel_points: int,
                rng: np.random.Generator,
@@ -232,8 +247,12 @@ def candidates(xa: np.ndarray, ya: np.ndarray, *, families: tuple[str, ...],
         ix = rng.permutation(xa.shape[0])[:kernel_points]
         iy = rng.permutation(ya.shape[0])[:kernel_points]
         xk, yk = xa[np.sort(ix)], ya[np.sort(iy)]
-        h0 = (median_bandwidth(squared_distances(xk, yk)) if bandwidth is None
-              else bandwidth)
+        h0 = _positive_median(squared_distances(xk, yk)) if bandwidth is None else bandwidth
+        if h0 is None:
+            # every training point coincides: no kernel scale; the other families remain
+            families = tuple(f for f in families if f not in kernel_families)
+            if not families:
+                families = ("threshold",)
     for family in families:
         if progress is not None:
             progress(f"witness family {family}")

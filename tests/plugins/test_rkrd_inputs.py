@@ -195,3 +195,15 @@ def test_a_huge_n_is_refused_after_the_first_output():
     with pytest.raises(MemoryBudgetError, match=r"10000000 outputs of length 1000 .* lower n"):
         audit_callable(mechanism, 0, 1, n=10 ** 7, epsilon=1.0, delta=1e-3, seed=0)
     assert len(calls) == 1
+
+
+def test_coincident_and_discrete_outputs_do_not_break_the_audit():
+    """Most pairs coincide: the kernel families get no scale, the others still run."""
+    zeros = np.zeros((50, 2))
+    rep = audit_samples(zeros, zeros, epsilon=1.0, delta=1e-3, seed=1)
+    assert not rep.rejected and rep.witness.family == "threshold"
+    rng = np.random.default_rng(4)
+    x = (rng.random(2000) < 0.95).astype(float)   # P(0) = 0.05 against Q(0) = 0.01:
+    y = (rng.random(2000) < 0.99).astype(float)   # ε = log 5 at δ = 0
+    rep = audit_samples(x, y, epsilon=0.1, delta=1e-6, seed=1)
+    assert rep.rejected and 0.1 < rep.epsilon_lower_bound <= np.log(5.0)
