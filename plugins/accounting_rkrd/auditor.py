@@ -127,7 +127,7 @@ class RKRDAuditor:
     alphas: tuple = PAPER_ALPHAS
     level: float = 0.05
     bandwidth: Optional[float] = None
-    n_thresholds: int = 3
+    n_thresholds: int = 2
     train_fraction: float = 1.0 / 3.0
     witnesses: tuple = FAMILIES
     kernel_points: int = 1500

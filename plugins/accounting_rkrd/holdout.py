@@ -18,7 +18,7 @@ Witness, thresholds and T depend on the training part only, so given it the held
 counts are binomial and P(reject) ≤ β under the claim, whichever witness was chosen
 (the recipe of Jagielski et al. 2020, arXiv:2006.07709, §3, with chosen witnesses).
 
-Thresholds. For an (ε, δ) claim, T (default 3) thresholds with the best predicted
+Thresholds. For an (ε, δ) claim, T (default 2) thresholds with the best predicted
 bound, spread by at least a factor 2 in predicted rates; the report gives
 ε_LB = max_τ max{log((1 − δ − b_U)/a_U), log((1 − δ − a_U)/b_U)} (0 if none is
 positive), and ε_LB > ε is the same event as a rejection. For a curve claim, the
@@ -204,7 +204,7 @@ def _plan_curve(cand: Candidate, claim: Any, m_p: int, m_q: int,
 
 
 def witness_test(cands: list[Candidate], xb: np.ndarray, yb: np.ndarray, *, claim: Any,
-                 level: float, n_thresholds: int = 3,
+                 level: float, n_thresholds: int = 2,
                  progress: Optional[Callable[[str], None]] = None) -> WitnessTest:
     """Choose among ``cands`` (learned on the training part) and test ``claim`` on the
     held-out part (xb, yb) at ``level``."""
