@@ -49,6 +49,7 @@ from .curve import Exactness
 from .loss import LossPMF
 from .mechanism import Mechanism
 from .direction import Direction
+from .primitives import check_primitive_output
 from .pair import LawPair, Pair
 
 __all__ = ["AdditiveNoise", "continuous_noise_pair", "integer_noise_pair", "log_integral",
@@ -124,8 +125,9 @@ def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
     h = np.diff(edges)
     nodes = edges[:-1, None] + 0.5 * h[:, None] * (_GL_X[None, :] + 1.0)
     logw = np.log(0.5 * h)[:, None] + np.log(_GL_W)[None, :]
-    lq_nodes = logf(nodes)
-    lp_nodes = logf(nodes - delta)
+    owner = getattr(logf, "__self__", label)     # the mechanism, when logf is its method
+    lq_nodes = check_primitive_output(logf(nodes), "log_density", owner, at=nodes)
+    lp_nodes = check_primitive_output(logf(nodes - delta), "log_density", owner, at=nodes - delta)
     log_z = logsumexp(lq_nodes + logw)
     log_pc = logsumexp(lp_nodes + logw, axis=1) - log_z
     log_qc = logsumexp(lq_nodes + logw, axis=1) - log_z
@@ -269,7 +271,9 @@ def integer_noise_pair(logf, sensitivity: float, *, label: str = "integer noise"
     k_lo = -int(support_extent(logf, 1.0, peak, -1.0, 1e7))
     k_hi = int(support_extent(logf, 1.0, peak, 1.0, 1e7)) + delta
     k = np.arange(k_lo, k_hi + 1)
-    lq, lp = logf(k), logf(k - delta)
+    owner = getattr(logf, "__self__", label)
+    lq = check_primitive_output(logf(k), "log_density", owner, at=k)
+    lp = check_primitive_output(logf(k - delta), "log_density", owner, at=k - delta)
     lq, lp = lq - logsumexp(lq), lp - logsumexp(lp)
     # Losses from the log-pmfs, not from masses that may underflow: a point where one
     # mass underflows to 0 is not a point where that distribution has no mass.

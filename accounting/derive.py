@@ -22,6 +22,7 @@ import numpy as np
 from .curve import Exactness, Provenance
 from .direction import Direction
 from .pair import LawPair
+from .primitives import check_primitive_output
 from .pld import PLD
 from .profile import FunctionSide, PrivacyProfile
 from .rdp import CGF, RDP
@@ -37,8 +38,16 @@ def _exact(step: str) -> Provenance:
     return Provenance(Exactness.EXACT, (step,))
 
 
+def _checked(fn, what: str, pair):
+    """``fn`` with its output checked (no NaN; the pair and its plugin named)."""
+    def checked(x, direction):
+        return check_primitive_output(fn(x, direction), what, pair, at=x)
+    return checked
+
+
 def _profile(pair, **options: Any) -> PrivacyProfile:
-    return PrivacyProfile(FunctionSide(pair._profile), FunctionSide(pair._profile_lower),
+    return PrivacyProfile(FunctionSide(_checked(pair._profile, "_profile", pair)),
+                          FunctionSide(_checked(pair._profile_lower, "_profile_lower", pair)),
                           provenance=_exact(f"{pair.describe()} profile"))
 
 
@@ -50,7 +59,8 @@ def _pld(pair, **options: Any) -> PLD:
 
 def _tradeoff(pair, **options: Any) -> TradeOff:
     if pair._beta(_PROBE, Direction.FORWARD) is not None:
-        side = BetaSide(pair._beta, pair._profile)
+        side = BetaSide(_checked(pair._beta, "_beta", pair),
+                        _checked(pair._profile, "_profile", pair))
         return TradeOff(side, side, provenance=_exact(f"{pair.describe()} trade-off"))
     if isinstance(pair, LawPair):  # finite laws: β from the laws, not a discretised PLD
         return TradeOff.from_laws(pair.upper, pair.lower,
@@ -67,10 +77,10 @@ def _rdp(pair, **options: Any) -> RDP:
         lower_fn = getattr(pair, "cgf_lower", None)
         if lower_fn is not None:
             if lower_fn(_PROBE, Direction.FORWARD) is not None:
-                lower = CGF.of(lower_fn)
+                lower = CGF.of(_checked(lower_fn, "cgf_lower", pair))
         elif pair.exact and exactness is Exactness.EXACT:
-            lower = CGF.of(pair._cgf)
-        return RDP(CGF.of(pair._cgf), lower, provenance=Provenance(
+            lower = CGF.of(_checked(pair._cgf, "_cgf", pair))
+        return RDP(CGF.of(_checked(pair._cgf, "_cgf", pair)), lower, provenance=Provenance(
             exactness, (f"{pair.describe()} rdp",)))
     return _pld(pair, **options).to(RDP, **options)
 
