@@ -711,7 +711,7 @@ def _gap_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("mechanism", nargs="?", metavar="MECHANISM",
                    help="a registered mechanism (see 'accounting mechanisms')")
     p.add_argument("--t", type=_parse_float, nargs="+", metavar="T", dest="orders",
-                   help="orders t = α − 1 > 0 (default: "
+                   help="orders t = α − 1 in (0, 1e6] (default: "
                         + " ".join(f"{v:g}" for v in _GAP_T) + ")")
     p.add_argument("--compose", type=_count_text, default=None, metavar="N",
                    help="number of independent copies (default 1): ρ* and Γ scale by N")
@@ -744,7 +744,7 @@ def _mechanism_help(prog: str, mechanism: Optional[str], registry: Registry,
 
 
 def _cmd_gap(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
-    from .gap import information_gap
+    from .gap import T_MAX, information_gap
     from .validation import check_count
     prog = f"{PROG} gap"
     if ns.help:
@@ -754,7 +754,7 @@ def _cmd_gap(ns: argparse.Namespace, extras: list[str], registry: Registry) -> i
     count = check_count("compose", 1 if ns.compose is None else ns.compose)
     use = _mechanism_use(prog, ns.mechanism, extras, registry, count)
     orders = check_array("t", list(ns.orders) if ns.orders else list(_GAP_T),
-                         lo=0.0, lo_open=True)
+                         lo=0.0, hi=T_MAX, lo_open=True)
     target = use.mechanism if count == 1 else use.mechanism.pair().self_compose(count)
     res = information_gap(target, orders, ns.direction)
     if ns.json:
