@@ -501,7 +501,7 @@ def _results_table(query: str, values: np.ndarray, results: dict[str, dict]) -> 
     rows = [("accountant", given, answer, "certified interval", "time")]
     for name, res in results.items():
         if "error" in res:
-            rows.append((name, "", "refused: " + res["error"], "", _seconds(res["seconds"])))
+            rows.append((name, "", "refused (below)", "", _seconds(res["seconds"])))
             continue
         for i, v in enumerate(values):
             a = res[query][i]
@@ -517,6 +517,10 @@ def _results_table(query: str, values: np.ndarray, results: dict[str, dict]) -> 
         cells = [r[0].ljust(widths[0]), r[1].rjust(widths[1]), r[2].ljust(widths[2]),
                  r[3].ljust(widths[3]), r[4].rjust(widths[4])]
         lines.append("  " + "  ".join(cells).rstrip())
+    for name, res in results.items():
+        if "error" in res:
+            lines.append(textwrap.fill(f"{name} refused: {res['error']}", width=96,
+                                       initial_indent="  ", subsequent_indent="    "))
     return lines
 
 
