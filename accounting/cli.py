@@ -630,9 +630,9 @@ def _cmd_query(query: str, ns: argparse.Namespace, extras: list[str],
             p = _param_parser(f"{prog} {ns.mechanism}", cls, query=query)
         p.print_help()
         return 0
-    if ns.workload and ns.mechanism:
+    if ns.workload is not None and ns.mechanism is not None:
         raise CLIError("give either MECHANISM or --workload FILE, not both")
-    if ns.workload:
+    if ns.workload is not None:
         if extras:
             raise CLIError(f"unrecognized arguments: {' '.join(extras)} (mechanism parameters "
                            f"belong in the workload file)")
@@ -640,7 +640,7 @@ def _cmd_query(query: str, ns: argparse.Namespace, extras: list[str],
             raise CLIError("--compose applies to a single MECHANISM; set count in the workload")
         workload = load_workload(ns.workload, registry)
         header = f"workload {workload.source}: {workload.describe()}"
-    elif ns.mechanism:
+    elif ns.mechanism is not None:
         count = 1 if ns.compose is None else ns.compose
         use = _mechanism_use(prog, ns.mechanism, extras, registry, count)
         workload = Workload((use,), source="command line")
@@ -655,7 +655,7 @@ def _cmd_query(query: str, ns: argparse.Namespace, extras: list[str],
     notes = _looseness_notes(query, results)
     if ns.json:
         payload: dict[str, Any] = {"query": query}
-        if ns.mechanism:
+        if ns.mechanism is not None:
             only = workload.uses[0].as_dict()
             payload.update(mechanism=only["name"], params=only["params"], count=only["count"])
         payload["workload"] = workload.as_dict()
@@ -753,7 +753,7 @@ def _cmd_gap(ns: argparse.Namespace, extras: list[str], registry: Registry) -> i
     prog = f"{PROG} gap"
     if ns.help:
         return _mechanism_help(prog, ns.mechanism, registry, _GAP_DESCRIPTION, _gap_options)
-    if not ns.mechanism:
+    if ns.mechanism is None:
         raise CLIError(f"give a MECHANISM (one of {', '.join(sorted(registry.mechanisms))})")
     count = check_count("compose", 1 if ns.compose is None else ns.compose)
     use = _mechanism_use(prog, ns.mechanism, extras, registry, count)
@@ -887,7 +887,7 @@ def _cmd_calibrate(ns: argparse.Namespace, extras: list[str], registry: Registry
     else:
         if ns.steps is not None:
             raise CLIError("--steps belongs to --dpsgd; give the number of uses as --compose K")
-        if not ns.mechanism:
+        if ns.mechanism is None:
             raise CLIError(f"give a MECHANISM (one of {', '.join(sorted(registry.mechanisms))})"
                            f" or --dpsgd")
         if not ns.solve:
@@ -967,7 +967,7 @@ def _gdp_mu(alpha: float, beta: float) -> float:
 
 def _cmd_run(ns: argparse.Namespace, registry: Registry) -> int:
     t_start = time.perf_counter()
-    if ns.workload:
+    if ns.workload is not None:
         workload = load_workload(ns.workload, registry)
     else:
         workload = default_workload(registry)
