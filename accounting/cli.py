@@ -1356,14 +1356,23 @@ def _stdout_to_stderr():
 
 def _registry() -> Registry:
     """The default registry, built with stdout sent to stderr (a plugin that prints at
-    import must not corrupt the output)."""
-    with _stdout_to_stderr():
-        return default_registry()
+    import must not corrupt the output). A plugin that calls sys.exit() while loading
+    is a broken plugin, not the end of the command."""
+    try:
+        with _stdout_to_stderr():
+            return default_registry()
+    except SystemExit as exc:
+        raise PluginError("?", f"a plugin called sys.exit({exc.code!r}) while the plugins "
+                               f"were loading; uninstall or fix it") from None
 
 
 def _dispatch(argv: list[str]) -> int:
     top = _build_parser()
-    ns, extras = top.parse_known_args(_normalise_argv(argv))
+    try:
+        ns, extras = top.parse_known_args(_normalise_argv(argv))
+    except SystemExit as exc:  # --help / --version: argparse is the one place allowed
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else EXIT_USAGE)
     command = ns.command
     if command in ("epsilon", "delta"):
         return _cmd_query(command, ns, extras, _registry())
@@ -1436,9 +1445,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         warnings.showwarning = _show_warning
         try:
             return _dispatch(argv)
-        except SystemExit as exc:  # --help / --version
-            code = exc.code
-            return code if isinstance(code, int) else (0 if code is None else EXIT_USAGE)
+        except SystemExit as exc:  # from library code: a bug, not a way to exit
+            if debug:
+                traceback.print_exc(file=sys.stderr)
+            print(f"{PROG}: internal error — please report: SystemExit: {exc.code!r} raised "
+                  f"by library code", file=sys.stderr)
+            return EXIT_INTERNAL
         except BrokenPipeError:  # e.g. `accounting mechanisms --json | head`
             try:
                 devnull = os.open(os.devnull, os.O_WRONLY)

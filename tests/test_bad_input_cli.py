@@ -515,3 +515,23 @@ def test_tiny_step_with_composition_is_refused_before_allocating():
     assert proc.returncode == 2 and "grid points" in proc.stderr
     assert proc.stderr.count("\n") == 1
     assert time.perf_counter() - t0 < 30
+
+
+def test_sys_exit_while_plugins_load_is_a_plugin_error(capsys, monkeypatch):
+    """`sys.exit()` at plugin import ended the command line with exit 3 and no output."""
+    def exiting_registry():
+        raise SystemExit(3)
+    monkeypatch.setattr(cli, "default_registry", exiting_registry)
+    code, out, err = run(capsys, *EPS, "--delta", "1e-5")
+    assert_usage_error(code, out, err, r"a plugin called sys.exit\(3\) while the plugins were "
+                                       r"loading")
+
+
+def test_sys_exit_from_library_code_is_internal(capsys, monkeypatch):
+    def exits(*args, **kwargs):
+        raise SystemExit(0)
+    monkeypatch.setattr(cli, "_evaluate", exits)
+    code, out, err = run(capsys, *EPS, "--delta", "1e-5")
+    assert code == 1 and out == ""
+    assert err.splitlines() == ["accounting: internal error — please report: SystemExit: 0 "
+                                "raised by library code"]
