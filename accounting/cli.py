@@ -414,6 +414,7 @@ def _evaluate(workload: Workload, query: str, values: np.ndarray, names: list[st
         try:
             results[name] = _evaluate_one(acct, name, query, values)
         except Exception as exc:
+            _nan_is_internal(exc)
             reason = _refusal(exc)
             if reason is None or len(names) == 1:
                 raise
@@ -1405,6 +1406,17 @@ def _raised_in(exc: BaseException) -> str:
     return str(tb.tb_frame.f_globals.get("__name__", ""))
 
 
+_NAN_WORD = re.compile(r"\bnan\b", re.IGNORECASE)
+
+
+def _nan_is_internal(exc: BaseException) -> None:
+    """Mark as internal a refusal that mentions NaN raised while evaluating inputs that
+    were all checked to be free of NaN: the library produced the NaN itself (a bug),
+    e.g. "inf_mass must be in [0, 1], got nan"."""
+    if isinstance(exc, (ValueError, TypeError)) and _NAN_WORD.search(str(exc)):
+        exc.accounting_internal = True  # type: ignore[attr-defined]
+
+
 def _is_usage_error(exc: BaseException) -> bool:
     """Whether ``exc`` is the user's (exit 2) rather than a bug (exit 1).
 
@@ -1415,10 +1427,13 @@ def _is_usage_error(exc: BaseException) -> bool:
     request. A ValueError/TypeError raised *inside* numpy, scipy, mpmath, … is not a
     check of ours but a value the library should never have passed on: internal.
     Everything else (KeyError, IndexError, AttributeError, ArithmeticError,
-    RecursionError, MemoryError, …) is internal.
+    RecursionError, MemoryError, …) is internal, and so is a refusal mentioning NaN
+    raised while evaluating checked inputs (``_nan_is_internal``).
     """
     if isinstance(exc, (CLIError, WorkloadError, UserCodeError, PluginError)):
         return True
+    if getattr(exc, "accounting_internal", False):
+        return False
     if isinstance(exc, (ValueError, TypeError)):
         module = _raised_in(exc)
         return not any(module == m or module.startswith(m + ".") for m in _FOREIGN_MODULES)

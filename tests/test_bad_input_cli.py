@@ -535,3 +535,16 @@ def test_sys_exit_from_library_code_is_internal(capsys, monkeypatch):
     assert code == 1 and out == ""
     assert err.splitlines() == ["accounting: internal error — please report: SystemExit: 0 "
                                 "raised by library code"]
+
+
+def test_nan_produced_by_the_library_is_internal(capsys, monkeypatch):
+    """Inputs are checked free of NaN before evaluation, so a refusal that mentions NaN
+    during evaluation (e.g. "inf_mass must be in [0, 1], got nan") is the library's."""
+    def nan_refusal(*args, **kwargs):
+        from accounting.validation import check_real
+        check_real("inf_mass", float("nan"))
+    monkeypatch.setattr(cli, "_evaluate_one", nan_refusal)
+    code, out, err = run(capsys, *EPS, "--delta", "1e-5", *RDP)
+    assert code == 1 and out == ""
+    assert err.splitlines() == ["accounting: internal error — please report: ValueError: "
+                                "inf_mass must be a number, got NaN"]
