@@ -26,8 +26,8 @@ in [1, ``MAX_COUNT``] raises ``WorkloadError`` (a ``ValueError``) whose one-line
 message names the file, the entry and the problem. A file is read only if it is a
 regular file of at most ``MAX_WORKLOAD_BYTES`` (not a FIFO or a device such as
 /dev/zero), as UTF-8; tables nested too deeply (TOML, or mechanisms inside
-mechanisms beyond ``MAX_MECHANISM_DEPTH``) are refused the same way. ``Workload.accountant()`` builds the
-``Accountant`` that composes every entry.
+mechanisms beyond ``MAX_MECHANISM_DEPTH``) are refused the same way.
+``Workload.accountant()`` builds the ``Accountant`` that composes every entry.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ from .validation import check_array, check_positive
 __all__ = [
     "Workload", "Use", "WorkloadError", "load_workload", "parse_workload", "workload_from_dict",
     "make_use", "parameter_kind", "coerce_parameter", "default_workload",
-    "DEFAULT_WORKLOAD_TOML", "ACCOUNTANT_CHOICES", "MAX_COUNT", "MAX_COUNT_TEXT", "MAX_WORKLOAD_BYTES",
-    "MAX_MECHANISM_DEPTH",
+    "DEFAULT_WORKLOAD_TOML", "ACCOUNTANT_CHOICES", "MAX_COUNT", "MAX_COUNT_TEXT",
+    "MAX_WORKLOAD_BYTES", "MAX_MECHANISM_DEPTH",
 ]
 
 #: the largest count (uses of one mechanism) accepted from a file or the command line:
