@@ -49,10 +49,11 @@ import numpy as np
 
 from . import __version__
 from .accountant import ACCOUNTANTS
-from .cli_audit import _audit_parser, _cmd_audit, audit_memory_bytes
+from .cli_audit import _audit_parser, _cmd_audit
 from .cli_base import (EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, PROG, CLIError, UserCodeError,
                        _count_text, _one_line, _parse_float, _parse_int, _Parser,
                        _stdout_to_stderr)
+from .curve import Exactness
 from .pld import DEFAULT_STEP
 from .plugins import PluginError, Registry, default_registry
 from .profile import PrivacyProfile
@@ -61,7 +62,7 @@ from .workload import (ACCOUNTANT_CHOICES, MAX_COUNT_TEXT, Workload, WorkloadErr
                        default_workload, load_workload, make_use, parameter_kind)
 from .zcdp import ZCDP
 
-__all__ = ["main", "CLIError", "UserCodeError", "audit_memory_bytes", "EXIT_USAGE",
+__all__ = ["main", "CLIError", "UserCodeError", "EXIT_USAGE",
            "EXIT_INTERNAL", "EXIT_REJECTED"]
 
 _SUBCOMMANDS = ("run", "demo", "mechanisms", "epsilon", "delta", "gap", "calibrate", "audit")
@@ -365,6 +366,7 @@ def _evaluate_one(acct: Any, name: str, query: str, values: np.ndarray) -> dict:
         res["interval"] = np.stack([np.atleast_1d(lo), np.atleast_1d(hi)], axis=1)
     shown = curve if name == "pld" else curve.to(PrivacyProfile)
     res["provenance"] = str(shown.provenance) + note
+    res["exactness"] = shown.provenance.exactness.value
     if isinstance(curve, ZCDP):
         res["rho"] = curve.rho()
     return res
@@ -377,7 +379,9 @@ def _looseness_notes(query: str, results: dict[str, dict]) -> list[str]:
     pld = results.get("pld")
     if not pld or "error" in pld:
         return []
-    others = {n: r for n, r in results.items() if n != "pld" and "error" not in r}
+    # only a certified answer can be offered in place of the PLD's
+    others = {n: r for n, r in results.items()
+              if n != "pld" and "error" not in r and _certified(r)}
     notes = []
     for i in range(len(pld[query])):
         p = float(pld[query][i])
@@ -394,6 +398,10 @@ def _looseness_notes(query: str, results: dict[str, dict]) -> list[str]:
                      f"tightens it); every line is an upper bound, so {_num(b)} holds")
         break
     return notes
+
+
+def _certified(res: dict) -> bool:
+    return Exactness(res["exactness"]).certified
 
 
 def _results_json(results: dict[str, dict]) -> dict:
@@ -430,6 +438,8 @@ def _results_table(query: str, values: np.ndarray, results: dict[str, dict]) -> 
                 lo, hi = res["interval"][i]
                 interval = f"[{_num(lo)}, {_num(hi)}]"
             extra = f"  (ρ = {_num(res['rho'], 6)})" if "rho" in res and i == 0 else ""
+            if not _certified(res):
+                extra += "  (numerical)"
             rows.append((name, _num(v, 6), _num(a) + extra, interval, _seconds(res["seconds"])))
     widths = [max(len(r[k]) for r in rows) for k in range(5)]
     lines = []
@@ -594,7 +604,9 @@ def _cmd_query(query: str, ns: argparse.Namespace, extras: list[str],
         return 0
     what = "ε(δ)" if query == "epsilon" else "δ(ε)"
     print(_short(header))
-    print(f"{what}: upper bounds, max over both neighbouring directions (PLD step {step:g})")
+    kinds = ("upper bounds" if all(_certified(r) for r in results.values() if "error" not in r)
+             else "upper bounds, except those marked numerical (estimates, not certified)")
+    print(f"{what}: {kinds}, max over both neighbouring directions (PLD step {step:g})")
     print("\n".join(_results_table(query, values, results)))
     for note in notes:
         _print_note(note)
@@ -853,7 +865,8 @@ def _cmd_calibrate(ns: argparse.Namespace, extras: list[str], registry: Registry
                        bracket=[res.bracket[0], res.bracket[1]], rtol=res.rtol,
                        order=None if res.order is None else res.order,
                        evaluations=res.evaluations, seconds=seconds,
-                       bound="ε_achieved: upper bound, max over neighbouring directions")
+                       bound=f"ε_achieved: {res.epsilon_label}, max over neighbouring "
+                             f"directions", exactness=res.exactness.value)
         if res.accountant == "pld":
             payload["step"] = step
         print(json.dumps(payload, indent=2, ensure_ascii=False))
@@ -864,9 +877,9 @@ def _cmd_calibrate(ns: argparse.Namespace, extras: list[str], registry: Registry
           f"target ε ≤ {_num(res.target)} at δ = {_num(res.delta)} under {res.accountant}"
           + (f" (PLD step {step:g})" if res.accountant == "pld" else ""))
     print(f"  {solve} = {_num(res.value, 10)}")
-    alpha = f"; certified at α = {_num(res.order, 6)}" if res.order is not None else ""
-    print(f"  ε = {_num(res.epsilon, 10)} there (upper bound, max over both neighbouring "
-          f"directions{alpha})")
+    alpha = f"; {res.order_note}" if res.order is not None else ""
+    print(f"  ε = {_num(res.epsilon, 10)} there ({res.epsilon_label}, max over both "
+          f"neighbouring directions{alpha})")
     print(f"  bracket ({_num(res.bracket[0], 10)}, {_num(res.bracket[1], 10)}]: the smallest "
           f"feasible {solve} lies inside (rtol {res.rtol:g})")
     print(f"  {res.evaluations} evaluations, {_seconds(seconds)}")

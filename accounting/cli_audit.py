@@ -24,7 +24,7 @@ from .cli_base import (EXIT_REJECTED, CLIError, UserCodeError, _count_text, _one
 from .plugins import Registry
 from .validation import check_positive, check_real
 
-__all__ = ["audit_memory_bytes"]
+__all__: list[str] = []
 
 
 _AUDIT_DESCRIPTION = (
@@ -36,9 +36,9 @@ _AUDIT_DESCRIPTION = (
     "accounting.hookspecs.accounting_register_auditors. MODULE is imported with the "
     "current directory searched first (as by python -m) during the import only; importing "
     "it runs its code. Whatever your module or callable raises (SystemExit included) is "
-    "reported as one line naming it as yours, with exit status 2. The Gram matrices need "
-    "about 8·(n_p² + n_p·n_q + n_q²) bytes: an audit beyond --max-memory is refused "
-    "before it starts.")
+    "reported as one line naming it as yours, with exit status 2. Stages that need dense "
+    "n × n matrices (the kernel statistics, --sweep) are refused before they start when "
+    "they would exceed --max-memory; the witness tests need memory linear in n.")
 
 
 def _audit_parser(sub: Any) -> None:
@@ -67,8 +67,10 @@ def _audit_parser(sub: Any) -> None:
                    help="f(D) - f(D'), d numbers, for --reference")
     p.add_argument("--n-boot", type=_count_text, metavar="B", help="bootstrap replicates")
     p.add_argument("--max-memory", type=_parse_float, default=None, metavar="GB",
-                   help="refuse an audit whose Gram matrices would need more than GB "
-                        "gigabytes (default: half the physical memory)")
+                   help="refuse stages whose dense n × n matrices would need more than GB "
+                        "gigabytes (default: the auditor's own budget)")
+    p.add_argument("--sweep", action="store_true",
+                   help="also compute the descriptive D̂ and λ sweep on all samples (n × n)")
     p.add_argument("--progress", action="store_true", help="show progress on stderr")
     p.add_argument("--fail-on-reject", action="store_true",
                    help=f"exit with status {EXIT_REJECTED} when the claim is rejected (for CI)")
@@ -200,35 +202,6 @@ def _load_npy(path: str, what: str, *, samples: bool = False) -> np.ndarray:
     return arr
 
 
-#: bytes per float64
-_F64 = 8
-
-
-def audit_memory_bytes(n_p: int, n_q: int) -> int:
-    """Memory the kernel auditor needs, estimated as its three Gram matrices (n_p²,
-    n_p·n_q and n_q² float64 entries; the eigendecompositions need as much again,
-    not counted)."""
-    return _F64 * (n_p * n_p + n_p * n_q + n_q * n_q)
-
-
-def _default_memory_limit() -> int:
-    """Half the physical memory, when the OS says; else 4 GiB."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
-    except (ValueError, OSError, AttributeError):
-        return 4 << 30
-
-
-def _check_audit_memory(n_p: int, n_q: int, limit_gb: Optional[float], how: str) -> None:
-    """Refuse, before any work, an audit whose Gram matrices exceed the limit."""
-    need = audit_memory_bytes(n_p, n_q)
-    limit = _default_memory_limit() if limit_gb is None else int(limit_gb * 1e9)
-    if need > limit:
-        raise CLIError(f"the audit needs about {need / 1e9:.3g} GB for its Gram matrices "
-                       f"(n = {n_p} and {n_q} samples; limit {limit / 1e9:.3g} GB): {how}, "
-                       f"or raise the limit with --max-memory GB")
-
-
 #: the smallest λ₀ = δe^{−ε} the auditor's tests can use: a normal float64
 _LOG_MIN_LAMBDA = math.log(np.finfo(float).tiny)
 
@@ -275,14 +248,13 @@ def _cmd_audit(ns: argparse.Namespace, registry: Registry) -> int:
                        "--d0 SPEC --d1 SPEC --n N")
     _check_audit_claim(ns.epsilon, ns.delta)
     if ns.max_memory is not None:
-        check_positive("max-memory", ns.max_memory)
+        # the auditor knows which of its stages need n × n memory and refuses up front
+        settings["memory_budget"] = check_positive("max-memory", ns.max_memory) * 1e9
+    if ns.sweep:
+        settings["sweep"] = True
     if by_samples:
         if ns.x is None or ns.y is None:
             raise CLIError("--x and --y go together")
-        nx, ny = _npy_header(ns.x, "--x")[0], _npy_header(ns.y, "--y")[0]
-        if nx and ny:
-            _check_audit_memory(int(nx[0]), int(ny[0]), ns.max_memory,
-                                "use fewer rows in --x/--y")
         x, y = _load_npy(ns.x, "--x", samples=True), _load_npy(ns.y, "--y", samples=True)
         dx = 1 if x.ndim == 1 else x.shape[1]
         dy = 1 if y.ndim == 1 else y.shape[1]
@@ -294,7 +266,6 @@ def _cmd_audit(ns: argparse.Namespace, registry: Registry) -> int:
     else:
         if ns.d0 is None or ns.d1 is None or ns.n is None:
             raise CLIError("--mechanism needs --d0 SPEC, --d1 SPEC and --n N")
-        _check_audit_memory(ns.n, ns.n, ns.max_memory, "use a smaller --n")
         fn = _user_callable(_import_object(ns.mechanism, "--mechanism"), ns.mechanism)
         data = [_import_object(s, f"--d{i}") if ":" in s and not os.path.exists(s)
                 else _load_npy(s, f"--d{i}") for i, s in enumerate((ns.d0, ns.d1))]

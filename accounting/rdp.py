@@ -50,11 +50,22 @@ class CGF:
             total = total + c * np.asarray(fn(t, direction), dtype=float)
         return total
 
+    @classmethod
+    def _checked(cls, terms: tuple) -> "CGF":
+        """A CGF of terms that were checked when their CGFs were built: a composition of
+        n terms re-checked at every pairwise sum would cost O(n²)."""
+        cgf = object.__new__(cls)
+        object.__setattr__(cgf, "terms", terms)
+        return cgf
+
     def __add__(self, other: "CGF") -> "CGF":
-        return CGF(self.terms + other.terms)
+        if not isinstance(other, CGF):
+            return NotImplemented
+        return CGF._checked(self.terms + other.terms)
 
     def scale(self, count: float) -> "CGF":
-        return CGF(tuple((c * count, fn) for c, fn in self.terms))
+        count = check_real("count", count, lo=0.0)
+        return CGF._checked(tuple((c * count, fn) for c, fn in self.terms))
 
 
 @attrs.frozen(eq=False)

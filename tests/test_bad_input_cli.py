@@ -269,19 +269,14 @@ def test_bad_audit_samples(capsys, alarm, tmp_path, key, message):
 
 
 def test_audit_memory_is_estimated_before_starting(capsys, alarm, tmp_path):
-    """n = 40 000 needs 8·3·40000² bytes ≈ 38.4 GB of Gram matrices: refused at once with
-    the number and the option that would fix it."""
+    """n = 40 000 with the n × n sweep would need 8·(4+2+3)·40000² bytes ≈ 115 GB: the
+    auditor refuses at once with the number and the option that would fix it."""
     paths = _npy_cases(tmp_path)
-    assert cli.audit_memory_bytes(40_000, 40_000) == 8 * 3 * 40_000 ** 2
     t0 = time.perf_counter()
     code, out, err = run(capsys, "audit", "--x", paths["n40k"], "--y", paths["n40k"],
-                         "--epsilon", "1", "--delta", "0.01", "--max-memory", "8")
-    assert_usage_error(code, out, err, r"needs about 38.4 GB .* limit 8 GB\): use fewer rows "
-                                       r"in --x/--y, or raise the limit with --max-memory GB")
-    code, out, err = run(capsys, "audit", "--mechanism", "numpy:sum", "--d0", paths["good"],
-                         "--d1", paths["good"], "--n", "40000", "--epsilon", "1", "--delta",
-                         "0.01", "--max-memory", "8")
-    assert_usage_error(code, out, err, r"needs about 38.4 GB .*use a smaller --n")
+                         "--epsilon", "1", "--delta", "0.01", "--sweep", "--max-memory", "8")
+    assert_usage_error(code, out, err, r"needs about .* above memory_budget = .*raise "
+                                       r"memory_budget")
     assert time.perf_counter() - t0 < 5
 
 
@@ -356,7 +351,7 @@ def test_import_restores_sys_path(capsys, user_module):
     assert code == 0, err
     assert sys.path == before
     report = json.loads(out)  # the mechanism's prints went to stderr, not into the JSON
-    assert report["claim"] == {"epsilon": 1.0, "delta": 0.01}
+    assert report["claim"] == {"kind": "epsilon_delta", "epsilon": 1.0, "delta": 0.01}
     assert "hello from the mechanism" in err
 
 
