@@ -43,7 +43,6 @@ from typing import ClassVar
 
 import attrs
 import numpy as np
-from scipy.special import logsumexp
 
 from .curve import Exactness
 from .loss import LossPMF
@@ -103,6 +102,7 @@ def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
                           cells: int = _CELLS, label: str = "additive noise",
                           symmetric: bool = False) -> LawPair:
     """The bracketed pair (Z + Δ, Z) for noise with log-density ``logf`` on ℝ."""
+    from scipy.special import logsumexp
     delta = float(sensitivity)
     probe = np.linspace(-10 * scale, 10 * scale, 2001)
     lp = logf(probe)
@@ -217,6 +217,7 @@ def log_integral(h, lo: float, hi: float, width: float, delta: float,
     tails), with 0 and Δ — where additive-noise densities have their kinks — as
     panel edges. The normaliser uses the same rule, so K(0) = 0 exactly.
     """
+    from scipy.special import logsumexp
     u = np.linspace(np.arcsinh(lo / width), np.arcsinh(hi / width), 20001)
     xs = width * np.sinh(u)
     hv = h(xs)
@@ -263,6 +264,7 @@ def _cell_laws(log_pc, log_qc, a, b) -> tuple[LossPMF, LossPMF]:
 def integer_noise_pair(logf, sensitivity: float, *, label: str = "integer noise",
                        symmetric: bool = False) -> LawPair:
     """The exact pair (Z + Δ, Z) for noise with log-pmf ``logf`` on ℤ, Δ an integer."""
+    from scipy.special import logsumexp
     if float(sensitivity) != int(sensitivity):
         raise ValueError(f"{label}: sensitivity must be an integer for noise on the integers, "
                          f"got {sensitivity}")

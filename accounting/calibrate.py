@@ -43,7 +43,6 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import attrs
 import numpy as np
-from scipy.optimize import brentq, minimize_scalar
 
 from .accountant import ACCOUNTANTS, Accountant
 from .conversions import ORDER_GRID, improved_epsilon
@@ -241,6 +240,7 @@ def _best_order(cgf: Callable[[np.ndarray], np.ndarray], log_delta: float,
                 log_t0: float) -> tuple[float, float]:
     """min over t = α − 1 of the improved conversion, searched around log t0.
     Returns (ε, t). Any t gives a valid bound, so the result is sound."""
+    from scipy.optimize import minimize_scalar
     def objective(u: np.ndarray) -> np.ndarray:
         t = np.exp(u)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -400,6 +400,7 @@ def calibrate_workload(terms: "Term | Sequence[Term]", *, epsilon: float, delta:
     ``pld`` the RDP calibration to 1e-3 when it succeeds); ``parameter``: the name
     reported for x (default: the first term's label).
     """
+    from scipy.optimize import brentq
     terms = _check_terms(terms)
     target = check_positive("epsilon", epsilon)
     delta = check_probability("delta", delta)

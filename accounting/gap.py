@@ -48,7 +48,6 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import attrs
 import numpy as np
-from scipy.optimize import brentq
 
 from .additive import log_integral
 from .compose import ComposedPair
@@ -648,6 +647,7 @@ def calibrated_family(make: Callable[[float], PairLike], lo: float, hi: float,
     """ρ ↦ make(x) with x ∈ [lo, hi] solving ρ*(make(x)) = ρ (Brent's method on log x;
     ρ* must be monotone in x on the bracket). For families with ρ* in closed form
     (Laplace: ρ* = e + e^{−e} − 1 with e = Δ/b)."""
+    from scipy.optimize import brentq
     lo = check_positive("lo", lo)
     hi = check_positive("hi", hi)
     if not lo < hi:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.metadata
 import inspect
 import re
 import sys
@@ -83,6 +82,7 @@ def builtin_distributions() -> frozenset[str]:
     Their entry points are the built-in plugins. Empty when the package runs from a
     source tree that is not installed (then every entry point is a third party).
     """
+    import importlib.metadata   # lazy: ~0.1 s that `import accounting` need not pay
     package = __name__.partition(".")[0]
     try:
         names = importlib.metadata.packages_distributions().get(package, [])
@@ -211,6 +211,7 @@ class Registry:
     def _entry_points(self, group: str) -> list:
         """The entry points of ``group``; a distribution whose metadata cannot be read
         is recorded as an error (naming it) instead of hiding every plugin."""
+        import importlib.metadata
         try:
             return list(importlib.metadata.entry_points(group=group))
         except Exception:  # one unreadable dist-info: go through them one by one

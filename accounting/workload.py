@@ -35,7 +35,6 @@ from __future__ import annotations
 import numbers
 import os
 import stat
-import tomllib
 from typing import Any, Mapping, Optional, Sequence
 
 import attrs
@@ -355,6 +354,7 @@ def workload_from_dict(data: Mapping[str, Any], source: str = "<workload>",
 def parse_workload(text: str, source: str = "<workload>",
                    registry: Optional[Registry] = None) -> Workload:
     """A workload from TOML text."""
+    import tomllib
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
