@@ -32,10 +32,11 @@ import scipy.fft
 
 from .validation import check_count, check_real
 
-__all__ = ["LossPMF", "MAX_GRID_POINTS", "compose_pmfs"]
+__all__ = ["LossPMF", "MAX_GRID_POINTS", "compose_pmfs", "composed_grid_points"]
 
-#: Largest grid a PMF may occupy; beyond it the caller must coarsen the grid.
-MAX_GRID_POINTS = 1 << 23
+#: Largest grid a PMF may occupy (about 1.3 GiB at the peak of a discretisation or a
+#: composition); beyond it the caller must coarsen the grid.
+MAX_GRID_POINTS = 1 << 22
 
 #: Mass below which an entry of a composed PMF is dropped (tails are accounted for).
 _TRUNCATION = 1e-40
@@ -367,6 +368,9 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
         return _direct_pair(items[0][0], items[1][0], inf, slack, sup, pessimistic)
     cgf = _SummedCGF(items)
     lo_idx, hi_idx, _ = cgf.window(step, tail)
+    # the optimistic side must subtract what the circle folds in, so it only uses
+    # tilts whose tilted laws lie inside the window
+    tilts = cgf.tilts(lo_idx * step, hi_idx * step, inside=not pessimistic)
     size = hi_idx - lo_idx + 1
     if size > MAX_GRID_POINTS:
         raise ValueError(f"the composition needs {size} grid points (max {MAX_GRID_POINTS}); "
@@ -375,13 +379,13 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
     window = np.arange(lo_idx, hi_idx + 1)
     s = window * step
     # long compositions amplify the forward-FFT error by the count: use extended
-    # precision for the transforms when float64 would leave more than 1e-12
-    dtype = np.longdouble if sum(c for _, c in items) * _gamma(n) > 1e-12 else np.float64
+    # precision for the transforms when float64 would leave a relative 1e-9 or more
+    dtype = np.longdouble if sum(c for _, c in items) * _gamma(n) > 1e-9 else np.float64
     best = np.full(size, np.inf)               # log of the error bound in use at s
     est = np.zeros(size)
     fold = np.zeros(size)                      # bound on the mass folded in, at s
     best_sel = np.full(size, np.inf)           # log of both bounds together
-    for i in cgf.tilts(lo_idx * step, hi_idx * step):
+    for i in tilts:
         theta = float(cgf.thetas[i])
         circ, e2, log_m, eta = _circular_compose(items, n, theta, dtype)
         raw = circ[window % n]
@@ -393,7 +397,7 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             log_b = log_scale + np.log(e2 + rel * np.abs(raw))
             log_sel = log_scale + np.log(e2 + w + rel * np.abs(raw))
-            better = log_sel < best_sel
+            better = (log_b < best) if pessimistic else (log_sel < best_sel)
             val = np.sign(raw) * np.exp(log_scale + np.log(np.abs(raw)))
             folded_in = np.exp(log_scale + math.log(w)) if w > 0 else 0.0
         est = np.where(better, val, est)
@@ -496,12 +500,12 @@ class _SummedCGF:
         self.zero = pos.size
         right = np.zeros(self.thetas.size)      # K with each bin's mass at its top loss
         left = np.zeros(self.thetas.size)       # … at its bottom loss
-        self.s_min = self.s_max = 0.0
+        i_min = i_max = 0                       # grid indices of the extreme sums
         for p, c in items:
             keep = np.flatnonzero(p.masses > 0)
             l, m = p.losses[keep], p.masses[keep]
-            self.s_min += c * l[0]
-            self.s_max += c * l[-1]
+            i_min += c * (p.offset + int(keep[0]))
+            i_max += c * (p.offset + int(keep[-1]))
             logm = math.log(float(m.sum()))
             # Large laws are binned (B grid points a bin) for speed; moving each bin's
             # mass to its top (bottom) loss bounds K above for θ > 0 (< 0) and below for
@@ -525,6 +529,9 @@ class _SummedCGF:
                     x = logp[None, :] + th[:, None] * ls[None, :]
                     top = x.max(axis=1)
                     arr[j:j + 8] += c * (top + np.log(np.exp(x - top[:, None]).sum(axis=1)) - logm)
+        # the same products as the window's ends, so equal indices compare equal
+        step = items[0][0].step
+        self.s_min, self.s_max = i_min * step, i_max * step
         pos_side = self.thetas > 0
         self.k = np.where(pos_side, right, left)       # upper bounds on K
         self.k_low = np.where(pos_side, left, right)   # lower bounds on K
@@ -541,7 +548,8 @@ class _SummedCGF:
         dt = self.thetas[other] - self.thetas[i]
         if dt.size == 0:
             return 1.0
-        return float(min(1.0, np.exp(np.min(self.k[other] - self.k_low[i] - dt * cut))))
+        with np.errstate(over="ignore"):
+            return float(min(1.0, np.exp(np.min(self.k[other] - self.k_low[i] - dt * cut))))
 
     def outside(self, i: int, lo: float, hi: float) -> float:
         """Bound on the mass outside [lo, hi] of the sum tilted by the i-th grid θ."""
@@ -563,11 +571,11 @@ class _SummedCGF:
             cand = (np.log(tail) - self.k[:i0] + self.k_low[i0]) / d
             lo = min(lo, np.max(cand))
         lo = max(lo, self.s_min)
-        hi_idx = int(np.ceil(hi / step - 1e-9))
-        lo_idx = int(np.floor(lo / step + 1e-9))
+        hi_idx = min(int(np.ceil(hi / step - 1e-9)), int(round(self.s_max / step)))
+        lo_idx = max(int(np.floor(lo / step + 1e-9)), int(round(self.s_min / step)))
         return lo_idx, hi_idx, self.outside(z, lo_idx * step, hi_idx * step)
 
-    def tilts(self, lo: float, hi: float) -> list[int]:
+    def tilts(self, lo: float, hi: float, inside: bool = False) -> list[int]:
         """Indices of the grid θ to compose at: θ = 0, then, scanning s over [lo, hi]
         from the middle outwards, wherever the best chosen Chernoff exponent
         K(θ) − θs exceeds the best over the grid by more than ``_TILT_SPREAD``, the
@@ -575,7 +583,11 @@ class _SummedCGF:
         where the Q-masses p·e^{−l} of the trade-off live)."""
         s = np.linspace(lo, hi, 400)
         expo = self.k[:, None] - self.thetas[:, None] * s[None, :]
-        best = expo.min(axis=0)
+        if inside:    # only tilts with at most 1e-24 of their mass outside [lo, hi]
+            ok = np.array([self.outside(i, lo, hi) <= 1e-24 for i in range(self.thetas.size)])
+            ok[self.zero] = True
+            expo = np.where(ok[:, None], expo, np.inf)
+        best = (self.k[:, None] - self.thetas[:, None] * s[None, :]).min(axis=0)
         chosen = [self.zero]
         reach = 400 // (2 * _MAX_TILTS)
         while len(chosen) < _MAX_TILTS:
@@ -589,9 +601,9 @@ class _SummedCGF:
             far = min(j + reach, 399) if s[j] >= 0 else max(j - reach, 0)
             far = bad[np.argmin(np.abs(bad - far))]
             pick = int(np.argmin(expo[:, far]))
-            if pick in chosen:
+            if pick in chosen or not np.isfinite(expo[pick, far]):
                 pick = int(np.argmin(expo[:, j]))
-                if pick in chosen:
+                if pick in chosen or not np.isfinite(expo[pick, j]):
                     break
             chosen.append(pick)
         return sorted(chosen)
@@ -632,12 +644,14 @@ def _circular_compose(items, n: int, theta: float, dtype) -> tuple[np.ndarray, f
         else:
             folded = _bincount_ld(idx, w, n)
         spec = scipy.fft.rfft(folded)
-        mag = np.abs(spec)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lz = np.log(spec)
+        lm = lz.real
+        mag = np.exp(lm)
         with np.errstate(divide="ignore"):
-            lm = np.log(mag)
             d += c * np.log1p(gamma / mag.astype(float))
         log_mag += c * lm
-        phase += c * np.angle(spec)
+        phase += c * np.where(np.isfinite(lm), lz.imag, 0.0)
         log_hi += c * np.log(mag.astype(float) + gamma)
         u_terms += c * 4.0 * u_in * (np.pi + np.minimum(np.abs(lm.astype(float)), 1e300))
     z = np.exp(log_mag) * np.exp(1j * phase)
