@@ -77,9 +77,9 @@ class PLD(Curve):
                 exact = self.law(d, "upper")
                 if exact.inf_mass > 0:
                     raise ValueError(
-                        f"δ = 0 (pure DP) has no finite ε here: the {d.value} privacy loss is "
-                        f"unbounded (it has mass {exact.inf_mass:.3g} at +∞, or a tail beyond "
-                        "every grid point); ask for a δ > 0")
+                        f"delta = 0 (pure DP) has no finite ε here: the {d.value} privacy loss "
+                        f"is unbounded (mass {exact.inf_mass:.3g} at +∞, or a tail beyond "
+                        "every grid point); ask for a delta > 0")
                 if exact.sup_loss is not None:   # exact largest loss: both sides agree
                     out = np.where(dl == 0, max(exact.sup_loss, 0.0), out)
             return out
