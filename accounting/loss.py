@@ -413,7 +413,9 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
         # the exact law's finite and +∞ parts total F + inf (the rest, if the inputs
         # lost mass, sits at −∞); mass above the window (exact part ≤ its Chernoff
         # bound) goes to +∞
-        target = min(1.0, math.exp(log_f) + inf)
+        # (not clamped to 1: a pessimistic input may carry a little extra mass, 1e-10
+        # from zeroed negative masses, and the composition must keep it)
+        target = math.exp(log_f) + inf
         inf = min(1.0, inf + math.exp(log_f) * cgf.tail(cgf.zero, hi_idx * step, True))
         # the exact law has at least (p̂ − b − folded)₊ at each s: what is above that
         # may be given back to settle the total
@@ -434,7 +436,7 @@ def _direct_pair(a: LossPMF, b: LossPMF, inf: float, slack: float, sup: Optional
     raw = np.convolve(a.masses, b.masses)
     rel = 1.01 * (min(a.masses.size, b.masses.size) + 1) * _U
     if pessimistic:
-        target = min(1.0, math.fsum(a.masses) * math.fsum(b.masses) + inf)
+        target = math.fsum(a.masses) * math.fsum(b.masses) + inf
         masses, inf = _settle_up(raw * (1.0 + rel), inf, target)
     else:
         masses = raw * (1.0 - rel)
@@ -478,14 +480,8 @@ def _settle_up(masses: np.ndarray, inf: float, target: float,
         c = np.cumsum(give)
         taken = np.minimum(give, np.maximum(excess - (c - give), 0.0))
         masses = masses - taken
-        if excess > c[-1]:
-            # more than the allowances: take the rest from the lowest entries as well
-            rest = excess - c[-1]
-            c2 = np.cumsum(masses)
-            taken = np.minimum(masses, np.maximum(rest - (c2 - masses), 0.0))
-            masses = masses - taken
-            if rest > c2[-1]:
-                inf = max(0.0, inf - (rest - c2[-1]))
+        # an excess beyond the allowances (only if the inputs carried extra mass) is
+        # left in place: p' ≥ p entrywise is pessimistic whatever the total
     return masses, inf
 
 

@@ -32,7 +32,7 @@ def gaussian_exact_epsilon(mu: float, delta: float) -> float:
 
         def d(e):
             return mp.ncdf(-e / mu + mu / 2) - mp.exp(e) * mp.ncdf(-e / mu - mu / 2)
-        a, b = mp.mpf(0), mp.mpf(10) + mu * mu
+        a, b = mp.mpf(0), mp.mpf(20) + mu * mu / 2 + 15 * mu
         for _ in range(120):
             m = (a + b) / 2
             if d(m) > delta:
