@@ -368,9 +368,13 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
         return _direct_pair(items[0][0], items[1][0], inf, slack, sup, pessimistic)
     cgf = _SummedCGF(items)
     lo_idx, hi_idx, _ = cgf.window(step, tail)
-    # the optimistic side must subtract what the circle folds in, so it only uses
-    # tilts whose tilted laws lie inside the window
-    tilts = cgf.tilts(lo_idx * step, hi_idx * step, inside=not pessimistic)
+    tilts = cgf.tilts(lo_idx * step, hi_idx * step)
+    if not pessimistic:
+        # the optimistic side subtracts what the circle folds in: widen the window
+        # (by at most its width each side) until each tilted law lies inside it
+        lo_ext, hi_ext = cgf.extend(tilts, lo_idx * step, hi_idx * step)
+        lo_idx = min(lo_idx, int(np.floor(lo_ext / step + 1e-9)))
+        hi_idx = max(hi_idx, int(np.ceil(hi_ext / step - 1e-9)))
     size = hi_idx - lo_idx + 1
     if size > MAX_GRID_POINTS:
         raise ValueError(f"the composition needs {size} grid points (max {MAX_GRID_POINTS}); "
@@ -421,6 +425,13 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
         # may be given back to settle the total
         masses, inf = _settle_up(masses, inf, target,
                                  masses - np.maximum(est - err - fold, 0.0))
+        # the composition of the inputs dominates the exact law, whose total is one:
+        # mass beyond one is removed from the lowest losses (whole entries upwards),
+        # which keeps every tail sum ≥ the exact one
+        over = math.fsum(masses) + inf - 1.0
+        if over > 0:
+            c = np.cumsum(masses)
+            masses = masses - np.minimum(masses, np.maximum(over - (c - masses), 0.0))
     else:
         masses = np.maximum(est - err - fold, 0.0)
     return _truncate(step, lo_idx, masses, inf, slack, pessimistic, sup_loss=sup,
@@ -570,6 +581,21 @@ class _SummedCGF:
         hi_idx = min(int(np.ceil(hi / step - 1e-9)), int(round(self.s_max / step)))
         lo_idx = max(int(np.floor(lo / step + 1e-9)), int(round(self.s_min / step)))
         return lo_idx, hi_idx, self.outside(z, lo_idx * step, hi_idx * step)
+
+    def extend(self, tilts: list[int], lo: float, hi: float,
+               far: float = 1e-24) -> tuple[float, float]:
+        """[lo, hi] widened (by at most its own width each side, within the support)
+        so that each tilted law has at most ``far`` of its mass outside."""
+        width = hi - lo
+        new_lo, new_hi = lo, hi
+        for i in tilts:
+            d = self.thetas[i + 1:] - self.thetas[i]
+            if d.size:
+                new_hi = max(new_hi, np.min((self.k[i + 1:] - self.k_low[i] - math.log(far)) / d))
+            d = self.thetas[i] - self.thetas[:i]
+            if d.size:
+                new_lo = min(new_lo, np.max((math.log(far) - self.k[:i] + self.k_low[i]) / d))
+        return max(new_lo, lo - width, self.s_min), min(new_hi, hi + width, self.s_max)
 
     def tilts(self, lo: float, hi: float, inside: bool = False) -> list[int]:
         """Indices of the grid θ to compose at: θ = 0, then, scanning s over [lo, hi]

