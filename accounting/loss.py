@@ -597,7 +597,7 @@ class _SummedCGF:
                 new_lo = min(new_lo, np.max((math.log(far) - self.k[:i] + self.k_low[i]) / d))
         return max(new_lo, lo - width, self.s_min), min(new_hi, hi + width, self.s_max)
 
-    def tilts(self, lo: float, hi: float, inside: bool = False) -> list[int]:
+    def tilts(self, lo: float, hi: float) -> list[int]:
         """Indices of the grid θ to compose at: θ = 0, then, scanning s over [lo, hi]
         from the middle outwards, wherever the best chosen Chernoff exponent
         K(θ) − θs exceeds the best over the grid by more than ``_TILT_SPREAD``, the
@@ -605,10 +605,6 @@ class _SummedCGF:
         where the Q-masses p·e^{−l} of the trade-off live)."""
         s = np.linspace(lo, hi, 400)
         expo = self.k[:, None] - self.thetas[:, None] * s[None, :]
-        if inside:    # only tilts with at most 1e-24 of their mass outside [lo, hi]
-            ok = np.array([self.outside(i, lo, hi) <= 1e-24 for i in range(self.thetas.size)])
-            ok[self.zero] = True
-            expo = np.where(ok[:, None], expo, np.inf)
         best = (self.k[:, None] - self.thetas[:, None] * s[None, :]).min(axis=0)
         chosen = [self.zero]
         reach = 400 // (2 * _MAX_TILTS)

@@ -107,7 +107,9 @@ def test_distinct_gaussians_are_never_under_reported(seed):
         exact = gaussian_exact_epsilon(mu, d)
         assert hi[i] >= exact, (sigmas, counts, d)
         assert lo[i] <= exact, (sigmas, counts, d)
-        assert hi[i] - lo[i] < 2e-3 * exact + 1e-3
+        assert hi[i] - exact < 1e-3 * exact        # the sound side stays tight
+        if d >= 1e-9:
+            assert hi[i] - lo[i] < 2e-3 * exact + 1e-3
 
 
 def test_sound_tradeoff_of_distinct_gaussians_is_not_above_the_exact_one():
