@@ -410,7 +410,7 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
         fold = np.where(better, folded_in, fold)
     err = np.exp(best)
     carried = sum(c * p.roundoff for p, c in items)
-    roundoff = carried + 2.0 * math.fsum(err) + math.exp(log_f) * cgf.outside(
+    roundoff = carried + 2.0 * float(np.sum(err)) + math.exp(log_f) * cgf.outside(
         cgf.zero, lo_idx * step, hi_idx * step)
     if pessimistic:
         masses = np.maximum(est, 0.0) + err
