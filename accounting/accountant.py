@@ -19,7 +19,7 @@ from typing import Any, Optional
 import attrs
 import numpy as np
 
-from .compose import ComposedPair
+from .compose import ComposedPair, check_grid_size
 from .mechanism import Mechanism
 from .pair import Pair
 from .pld import DEFAULT_STEP, PLD
@@ -106,9 +106,19 @@ class Accountant:
         rtol = check_real("rtol", rtol, lo=0.0, hi=1.0, lo_open=True)
         step = self.step
         for _ in range(9):
+            if (PLD, (("step", step),)) not in self._cache:
+                # refuse before allocating a grid too large (names rtol, the cause)
+                check_grid_size(self.pair(), 1, step, option=f"rtol than {rtol:g}")
             lo, hi = self.curve(PLD, step=step).epsilon_interval(delta)
             if np.all(hi - lo <= rtol * hi):
                 return lo, hi
+            # the width shrinks at most like step²: the largest step that could meet
+            # rtol is step·√(rtol·hi/width); refuse now if even that grid is too big
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = float(np.nanmin(rtol * hi / (hi - lo)))
+            if 0 < ratio < 1:
+                check_grid_size(self.pair(), 1, step * np.sqrt(ratio),
+                                option=f"rtol than {rtol:g}")
             step /= 2.0
         raise ValueError(f"rtol={rtol:g} not reached down to step={2 * step:g}; "
                          f"bracket [{np.min(lo):.6g}, {np.max(hi):.6g}]")

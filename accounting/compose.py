@@ -13,15 +13,17 @@ from typing import Any, Iterable
 
 import attrs
 
+from .discretise import profile_support
+from .loss import MAX_GRID_POINTS, composed_grid_points
 from .pair import Pair
-from .pld import PLD, compose_plds
+from .pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, compose_plds
 from .profile import PrivacyProfile
 from .rdp import RDP
 from .tradeoff import TradeOff
-from .validation import check_count
+from .validation import check_count, check_positive
 from .zcdp import ZCDP
 
-__all__ = ["compose", "ComposedPair"]
+__all__ = ["compose", "ComposedPair", "estimate_grid_points", "check_grid_size"]
 
 
 def compose(*curves):
@@ -45,6 +47,66 @@ def _components(value: Iterable) -> tuple:
     return tuple(out)
 
 
+#: bytes a grid point costs at the peak of a discretisation or composition (profile
+#: values in two representations, the minorant's candidate lines, spectra): measured
+#: ≈ 250, rounded up
+BYTES_PER_POINT = 320
+
+
+def _support_points(pair: Pair, step: float) -> float:
+    """Width in ε of one use's discretised loss support, [−e_backward, e_forward],
+    where each directional profile falls to the discretisation tail
+    (``profile_support``, a handful of profile calls)."""
+    from .direction import Direction
+    fwd = profile_support(lambda e: pair.profile(e, Direction.FORWARD), DEFAULT_TAIL, step / 4)
+    bwd = profile_support(lambda e: pair.profile(e, Direction.BACKWARD), DEFAULT_TAIL, step / 4)
+    return fwd + bwd
+
+
+def estimate_grid_points(pair: Pair, count: int = 1, step: float = DEFAULT_STEP) -> int:
+    """Grid points the PLD of ``count`` uses of ``pair`` occupies at ``step``, estimated
+    before anything large is allocated: the largest of each component's discretised
+    support (support/step) and the composed law's Chernoff window, the latter from a
+    coarse discretisation (at most ~4000 points a component) scaled to ``step``.
+    Memory needed is about ``BYTES_PER_POINT`` times this; ``check_grid_size`` refuses
+    beyond ``loss.MAX_GRID_POINTS``."""
+    step = check_positive("step", step)
+    count = check_count("count", count)
+    comps = list(pair.components) if isinstance(pair, ComposedPair) else [(pair, 1)]
+    comps = [(p, c * count) for p, c in comps]
+    parts = []
+    worst = 0.0
+    coarse = step
+    for p, c in comps:
+        closed = p._self_compose(c) if c > 1 else None
+        p, c = (closed, 1) if closed is not None else (p, c)
+        width = _support_points(p, step)
+        worst = max(worst, width / step)
+        coarse = max(coarse, width / 4000.0)
+        parts.append((p, c))
+    if len(parts) == 1 and parts[0][1] == 1:
+        return int(worst) + 3
+    laws = [(p.curve(PLD, step=coarse, lower=False).law(d, "upper"), c)
+            for d in ("forward", "backward") for p, c in parts]
+    fwd = composed_grid_points(laws[:len(parts)])
+    bwd = composed_grid_points(laws[len(parts):])
+    return int(max(worst, max(fwd, bwd) * coarse / step)) + 3
+
+
+def check_grid_size(pair: Pair, count: int = 1, step: float = DEFAULT_STEP,
+                    option: str = "step") -> int:
+    """``estimate_grid_points``, or a ValueError naming ``option`` (the setting that
+    fixes it), the size and the memory, when the grid exceeds ``MAX_GRID_POINTS``."""
+    n = estimate_grid_points(pair, count, step)
+    if n > MAX_GRID_POINTS:
+        need = n * BYTES_PER_POINT / 2 ** 30
+        raise ValueError(
+            f"the PLD at step {step:g} needs about {n:,} grid points (~{need:.1f} GiB; max "
+            f"{MAX_GRID_POINTS:,}); use a larger {option}"
+            + (f" (step ≥ {step * n / MAX_GRID_POINTS:.2g} fits)" if option == "step" else ""))
+    return n
+
+
 @attrs.frozen(eq=False, slots=False)  # slots off: the PLD is cached on the instance
 class ComposedPair(Pair):
     """The product of ``components`` = ((pair, count), …) in both directions."""
@@ -57,6 +119,8 @@ class ComposedPair(Pair):
 
     def curve(self, kind: type, **options: Any):
         if kind is PLD:
+            # refuse a grid too large for memory before allocating it
+            check_grid_size(self, 1, options.get("step") or DEFAULT_STEP)
             # a closed-form n-fold product (Gaussians: μ ↦ μ√n) beats an FFT power
             parts = []
             for p, c in self.components:

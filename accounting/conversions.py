@@ -84,7 +84,7 @@ def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
             near = (grid_profile(idx, step, fd, fr, -eta), grid_profile(idx, step, fd, fr, eta), eta)
             laws.append(convex_minorant(idx, step, vals, vals_t, inf_floor=floor, near=near))
         else:
-            laws.append(connect_the_dots(idx, step, vals, vals_t))
+            laws.append(connect_the_dots(idx, step, vals, vals_t, profile=fd))
     return tuple(laws), ranges
 
 

@@ -12,7 +12,11 @@ and Q's atom at −∞ is 1 − Σ q_i. Every query is exact for the law it hold
   the Neyman–Pearson test rejects P for the smallest losses first.
 
 A PMF on the grid {i·step} additionally composes by convolution (``compose``) and
-self-composes by an FFT power (``self_compose``). ``slack`` is an absolute
+self-composes by an FFT power (``self_compose``). ``sup_loss``, when set, is a
+certified bound on the largest finite loss of the *exact* law the PMF stands for
+(not of the grid PMF, whose pessimistic atoms may sit a step higher): δ(ε) = 0 for
+ε ≥ sup_loss, and ε(δ) ≤ sup_loss for every δ ≥ 0 when there is no mass at +∞ (pure
+DP: ε(0) is the largest loss). ``slack`` is an absolute
 allowance on δ that a *lower* bound subtracts (see ``self_compose``): the exact δ of
 the composed law lies in [δ_pmf − slack, δ_pmf] for an optimistic PMF.
 """
@@ -28,13 +32,14 @@ import scipy.fft
 
 from .validation import check_count, check_real
 
-__all__ = ["LossPMF", "MAX_GRID_POINTS", "compose_pmfs"]
+__all__ = ["LossPMF", "MAX_GRID_POINTS", "compose_pmfs", "composed_grid_points"]
 
-#: Largest grid a PMF may occupy; beyond it the caller must coarsen the grid.
-MAX_GRID_POINTS = 1 << 23
+#: Largest grid a PMF may occupy (about 1.3 GiB at the peak of a discretisation or a
+#: composition); beyond it the caller must coarsen the grid.
+MAX_GRID_POINTS = 1 << 22
 
 #: Mass below which an entry of a composed PMF is dropped (tails are accounted for).
-_TRUNCATION = 1e-30
+_TRUNCATION = 1e-40
 
 
 def _as_masses(a: np.ndarray) -> np.ndarray:
@@ -57,6 +62,10 @@ class LossPMF:
     slack: float = attrs.field(default=0.0, converter=float)
     step: Optional[float] = None
     offset: Optional[int] = None
+    sup_loss: Optional[float] = attrs.field(default=None, kw_only=True)
+    #: informational: bound on |δ(ε) − δ_exact(ε)| from composition roundoff and
+    #: window tails (already allowed for, on the safe side, in the masses)
+    roundoff: float = attrs.field(default=0.0, kw_only=True, converter=float)
 
     def __attrs_post_init__(self) -> None:
         if self.losses.shape != self.masses.shape or self.losses.ndim != 1:
@@ -76,7 +85,8 @@ class LossPMF:
     # ----------------------------------------------------------------- builders
     @classmethod
     def on_grid(cls, step: float, offset: int, masses: np.ndarray, inf_mass: float = 0.0,
-                slack: float = 0.0) -> "LossPMF":
+                slack: float = 0.0, *, sup_loss: Optional[float] = None,
+                roundoff: float = 0.0) -> "LossPMF":
         """A PMF on the grid (offset + i)·step, trimmed of zero mass at both ends."""
         masses = np.asarray(masses, dtype=float)
         nz = np.flatnonzero(masses > 0)
@@ -87,7 +97,8 @@ class LossPMF:
             masses = masses[lo:hi]
         offset = int(offset) + int(lo)
         losses = (offset + np.arange(masses.size)) * step
-        return cls(losses, masses, inf_mass, slack, float(step), offset)
+        return cls(losses, masses, inf_mass, slack, float(step), offset, sup_loss=sup_loss,
+                   roundoff=roundoff)
 
     @classmethod
     def from_atoms(cls, losses: np.ndarray, masses: np.ndarray, inf_mass: float = 0.0) -> "LossPMF":
@@ -113,8 +124,19 @@ class LossPMF:
         logu = np.append(np.logaddexp.accumulate(logw[::-1])[::-1], -np.inf)
         return s, logu
 
+    @property
+    def max_loss(self) -> float:
+        """The largest loss of the law: +∞ with mass at +∞, else its top atom with
+        positive mass, capped by ``sup_loss`` (−∞ for an empty law)."""
+        if self.inf_mass > 0:
+            return np.inf
+        pos = np.flatnonzero(self.masses > 0)
+        top = float(self.losses[pos[-1]]) if pos.size else -np.inf
+        return min(top, self.sup_loss) if self.sup_loss is not None else top
+
     def delta(self, eps: "np.ndarray | float") -> np.ndarray:
-        """δ(ε) for an array of ε (±∞ allowed), minus ``slack`` (never below 0)."""
+        """δ(ε) for an array of ε (±∞ allowed), minus ``slack`` (never below 0);
+        exactly 0 at and above ``sup_loss``."""
         eps = np.asarray(eps, dtype=float)
         s, logu = self._tail_sums()
         j = np.searchsorted(self.losses, eps, side="right")
@@ -122,11 +144,26 @@ class LossPMF:
             inner = s[j] - np.exp(np.where(np.isfinite(eps), eps, 0.0) + logu[j])
         inner = np.where(eps == np.inf, 0.0, inner)
         inner = np.where(eps == -np.inf, s[0], inner)
-        return np.maximum(inner + self.inf_mass - self.slack, 0.0)
+        out = np.maximum(inner + self.inf_mass - self.slack, 0.0)
+        if self.sup_loss is not None and self.inf_mass == 0:
+            out = np.where(eps >= self.sup_loss, 0.0, out)
+        return out
 
     def epsilon(self, delta: "np.ndarray | float") -> np.ndarray:
-        """Smallest ε ≥ 0 with δ(ε) ≤ delta; +∞ where delta is below the mass at +∞."""
+        """Smallest ε ≥ 0 with δ(ε) ≤ delta; +∞ where delta is below the mass at +∞.
+
+        δ = 0 is answered exactly: the largest loss (``max_loss``, ≥ 0), +∞ when the
+        law has mass at +∞. With ``sup_loss`` every answer is capped by it.
+        """
         delta = np.asarray(delta, dtype=float)
+        out = self._epsilon(delta)
+        top = max(self.max_loss, 0.0)
+        out = np.where(delta == 0, top, out)
+        if self.sup_loss is not None and self.inf_mass == 0:
+            out = np.minimum(out, max(self.sup_loss, 0.0))
+        return out
+
+    def _epsilon(self, delta: np.ndarray) -> np.ndarray:
         target = delta + self.slack - self.inf_mass  # what the finite atoms may contribute
         if self.masses.size == 0:
             return np.where(target < 0, np.inf, 0.0)
@@ -234,27 +271,9 @@ class LossPMF:
                              "discretise both with the same step")
 
     def compose(self, other: "LossPMF", *, pessimistic: bool = True) -> "LossPMF":
-        """The law of L₁ + L₂ (independent): linear convolution, losses add.
-
-        Masses at +∞ combine as 1 − (1 − m₁)(1 − m₂); slacks add (δ is 1-Lipschitz in
-        total variation and convolution does not expand it).
-        """
+        """The law of L₁ + L₂ (independent): losses add (see ``compose_pmfs``)."""
         self._require_grid(other)
-        n = self.masses.size + other.masses.size - 1
-        if n > MAX_GRID_POINTS:
-            raise ValueError(f"composed PMF needs {n} grid points (max {MAX_GRID_POINTS}); "
-                             "use a coarser step")
-        a, b = self.masses, other.masses
-        if min(a.size, b.size) > 64:
-            size = scipy.fft.next_fast_len(n, real=True)
-            masses = scipy.fft.irfft(scipy.fft.rfft(a, size) * scipy.fft.rfft(b, size), size)[:n]
-            err = _fft_roundoff(n, _norm(a) + _norm(b), _norm(masses))
-        else:
-            masses = np.convolve(a, b)
-            err = 2.0 * min(a.size, b.size) * _U  # sums of non-negative products
-        inf = -np.expm1(np.log1p(-self.inf_mass) + np.log1p(-other.inf_mass))
-        return _settle(self.step, self.offset + other.offset, masses, inf,
-                       self.slack + other.slack, err, pessimistic)
+        return compose_pmfs([(self, 1), (other, 1)], pessimistic=pessimistic)
 
     def self_compose(self, count: int, *, pessimistic: bool = True,
                      tail: float = 1e-18) -> "LossPMF":
@@ -265,21 +284,66 @@ class LossPMF:
         return compose_pmfs([(self, count)], pessimistic=pessimistic, tail=tail)
 
 
+#: Mass allowed beyond the top of a composed window (sent to +∞ by the pessimistic
+#: side): δ is answered with full relative precision down to about this value.
+_FAR_TAIL = 1e-32
+#: Largest relative loss e^{K(θ)−θs}/p(s) tolerated between two tilts (see ``_SummedCGF.tilts``).
+_TILT_SPREAD = 12.0
+#: At most this many tilted transforms per composition.
+_MAX_TILTS = 8
+
+
+def composed_grid_points(items: "list[tuple[LossPMF, int]]", tail: float = 1e-18) -> int:
+    """Number of grid points the composition of ``items`` occupies (its Chernoff
+    window), computed from the laws' CGFs without composing anything."""
+    items = [(p, check_count("count", c)) for p, c in items]
+    if any(p.masses.sum() <= 0 for p, _ in items):
+        return 1
+    lo, hi = _SummedCGF(items).window(items[0][0].step, tail)[:2]
+    return hi - lo + 1
+
+
 def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True,
                  tail: float = 1e-18) -> LossPMF:
-    """The law of Σ_i (sum of c_i copies of L_i), independent, by inverse FFT.
+    """The law of Σ_i (sum of c_i copies of L_i), independent, in the Fourier domain.
 
-    Each PMF is folded onto one circular grid of size n and transformed once; the
-    spectra are raised to their counts and multiplied in polar form (accurate phases
-    for large counts). The window [lo, hi] of the sum is chosen by Chernoff bounds
-    with the summed CGF K(t) = Σ c_i K_i(t): P(S > hi) ≤ exp(K(t) − t·hi),
-    P(S < lo) ≤ exp(K(−t) + t·lo), so the circular (aliased) result differs from the
-    linear convolution by at most the two bounds' sum w in total variation.
+    All laws share one circular grid of n points, the Chernoff window [lo, hi] of the
+    sum (P(S < lo) ≤ ``tail``, P(S > hi) ≤ 1e-32, from the summed CGF
+    K(θ) = Σ c_i K_i(θ)). Each distinct law is transformed once, the spectra are
+    raised to their counts and multiplied in polar form, and one inverse FFT gives the
+    sum: n distinct mechanisms cost n forward FFTs and one inverse.
 
-    Roundoff is bounded coefficient by coefficient (``_circular_compose``). Its ℓ1
-    total T is added, for a pessimistic PMF, to the mass of the top entry (valid since
-    δ(ε) = Σ r_s(1 − e^{ε−l_s})₊ has weights increasing in l_s); for an optimistic one,
-    to the slack. T is about 1e-13·count, so δ below ~1e-11 is sound but loose.
+    **Tails with relative precision: exponential tilting.** FFT roundoff is absolute,
+    about 1e-16 times the largest entry, so the plain transform cannot resolve the
+    1e-15 masses that set δ = 1e-15. For θ ≥ 0 the tilted laws p_θ(l) = e^{θl − K(θ)}p(l)
+    compose to the tilted sum (e^{θs} factors multiply), whose mass sits near
+    s = K'(θ). We compose at a few θ (``_SummedCGF.tilts``: 0 for the bulk, then steps chosen so
+    that the Chernoff factor e^{K(θ)−θs} is within e^{12} of its best between tilts),
+    untilt, p(s) = e^{K(θ)−θs}·r_θ(s), and keep for each s the estimate with the
+    smallest error bound. This is preferred to exact composition of finite supports
+    because it serves every law (Gaussian mixtures as well as randomized response),
+    costs a handful of FFTs, and its error bound is the Chernoff bound times 1e-13 or
+    so: a relative, not an absolute, error where δ is small.
+
+    **Rigour.** For each θ the computed circle r̂ is within an entrywise bound E_θ
+    (its ℓ2 error, ``_circular_compose``: forward-FFT error γ‖x‖₁ per coefficient,
+    carried through the powers exactly by |Π(z+Δ)^c − Πz^c| ≤ Π(|z|+γ)^c − Π|z|^c,
+    then the inverse FFT), so each entry of the sum is within
+    b(s) = e^{K(θ)−θs}(E_θ + η) of the circular composition (η: relative rounding of
+    the tilting, also bounded). The circular composition is the linear one plus the
+    mass folded in from outside the window, which is non-negative and, per entry, at
+    most the tilted mass outside (Chernoff again, w_θ).
+
+    * Pessimistic: p' = max(p̂, 0) + b ≥ p entrywise on the window; the mass above
+      the window (≤ the Chernoff bound) goes to +∞. Then the total is brought to one
+      by removing mass from the lowest losses, or adding it to the lowest kept loss:
+      the result stochastically dominates the exact law (its tail sums are ≥ at every
+      threshold), so its δ(ε) = E[(1 − e^{ε−L})₊] is ≥ the exact one at every ε and so
+      is its trade-off, and dominance survives further composition.
+    * Optimistic: p'' = max(p̂ − b − e^{K(θ)−θs}w_θ, 0) ≤ p entrywise; mass outside
+      the window is dropped. Dominated, for the same reasons.
+
+    The masses at +∞ combine as 1 − Π(1 − m_i)^{c_i}; the optimistic slacks add.
     """
     if not items:
         raise ValueError("compose_pmfs needs at least one PMF")
@@ -289,120 +353,353 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
     for p, _ in items:
         first._require_grid(p)
     step = first.step
-    log_keep = sum(c * np.log1p(-p.inf_mass) for p, c in items)
-    inf = -np.expm1(log_keep)
+    log_keep = sum(c * math.log1p(-min(p.inf_mass, 1.0)) if p.inf_mass < 1.0 else -np.inf
+                   for p, c in items)
+    inf = float(-np.expm1(log_keep))
     slack = sum(c * p.slack for p, c in items)
+    sup = _summed_sup(items)
     if any(p.masses.sum() <= 0 for p, _ in items):
-        return LossPMF.on_grid(step, 0, np.zeros(1), inf, slack)
+        return LossPMF.on_grid(step, 0, np.zeros(1), inf, slack, sup_loss=sup)
+    # the finite part of the exact sum has mass F = Π m_i^{c_i}; compose the
+    # normalised laws and scale by F at the end
+    log_f = sum(c * math.log(float(p.masses.sum())) for p, c in items)
+    if len(items) == 2 and items[0][1] == items[1][1] == 1 and \
+            min(items[0][0].masses.size, items[1][0].masses.size) <= 64:
+        return _direct_pair(items[0][0], items[1][0], inf, slack, sup, pessimistic)
     cgf = _SummedCGF(items)
-    lo_idx, hi_idx, wrapped = cgf.window(step, tail)
+    lo_idx, hi_idx, _ = cgf.window(step, tail)
+    tilts = cgf.tilts(lo_idx * step, hi_idx * step)
+    if not pessimistic:
+        # the optimistic side subtracts what the circle folds in: widen the window
+        # (by at most its width each side) until each tilted law lies inside it
+        lo_ext, hi_ext = cgf.extend(tilts, lo_idx * step, hi_idx * step)
+        lo_idx = min(lo_idx, int(np.floor(lo_ext / step + 1e-9)))
+        hi_idx = max(hi_idx, int(np.ceil(hi_ext / step - 1e-9)))
     size = hi_idx - lo_idx + 1
     if size > MAX_GRID_POINTS:
         raise ValueError(f"the composition needs {size} grid points (max {MAX_GRID_POINTS}); "
                          "use a coarser step")
     n = scipy.fft.next_fast_len(size, real=True)
     window = np.arange(lo_idx, hi_idx + 1)
-    circ, total = _circular_compose(items, n)
-    raw = circ[window % n]
-    masses = np.maximum(raw, 0.0)
-    neg = float(-raw[raw < 0].sum())
-    # the roundoff bound (and the mass of zeroed negative entries) goes on the top
-    # entry when pessimistic: δ's weights (1 − e^{ε−l})₊ increase with l, so no δ(ε)
-    # moves by more than the bound times that entry's weight
-    bulk = total + neg
+    s = window * step
+    # long compositions amplify the forward-FFT error by the count: use extended
+    # precision for the transforms when float64 would leave a relative 1e-9 or more
+    dtype = np.longdouble if sum(c for _, c in items) * _gamma(n) > 1e-9 else np.float64
+    best = np.full(size, np.inf)               # log of the error bound in use at s
+    est = np.zeros(size)
+    fold = np.zeros(size)                      # bound on the mass folded in, at s
+    best_sel = np.full(size, np.inf)           # log of both bounds together
+    for i in tilts:
+        theta = float(cgf.thetas[i])
+        circ, e2, log_m, eta = _circular_compose(items, n, theta, dtype)
+        raw = circ[window % n]
+        log_scale = log_f + log_m - theta * s   # untilting factor F·e^{K(θ)−θs}
+        # tilted mass outside the window (folded in by the circle): the optimistic
+        # side must allow for it; the untilting's own rounding: 8u(1 + |log|) relative
+        w = cgf.outside(i, lo_idx * step, hi_idx * step)
+        rel = eta + 8.0 * _U * (1.0 + np.abs(log_scale))
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            log_b = log_scale + np.log(e2 + rel * np.abs(raw))
+            log_sel = log_scale + np.log(e2 + w + rel * np.abs(raw))
+            better = (log_b < best) if pessimistic else (log_sel < best_sel)
+            val = np.sign(raw) * np.exp(log_scale + np.log(np.abs(raw)))
+            folded_in = np.exp(log_scale + math.log(w)) if w > 0 else 0.0
+        est = np.where(better, val, est)
+        best = np.where(better, log_b, best)
+        best_sel = np.where(better, log_sel, best_sel)
+        fold = np.where(better, folded_in, fold)
+    err = np.exp(best)
+    carried = sum(c * p.roundoff for p, c in items)
+    roundoff = carried + 2.0 * float(np.sum(err)) + math.exp(log_f) * cgf.outside(
+        cgf.zero, lo_idx * step, hi_idx * step)
     if pessimistic:
-        masses[-1] += bulk
-        inf = min(1.0, inf + wrapped)
+        masses = np.maximum(est, 0.0) + err
+        # the exact law's finite and +∞ parts total F + inf (the rest, if the inputs
+        # lost mass, sits at −∞); mass above the window (exact part ≤ its Chernoff
+        # bound) goes to +∞
+        # (not clamped to 1: a pessimistic input may carry a little extra mass, 1e-10
+        # from zeroed negative masses, and the composition must keep it)
+        target = math.exp(log_f) + inf
+        inf = min(1.0, inf + math.exp(log_f) * cgf.tail(cgf.zero, hi_idx * step, True))
+        # the exact law has at least (p̂ − b − folded)₊ at each s: what is above that
+        # may be given back to settle the total
+        masses, inf = _settle_up(masses, inf, target,
+                                 masses - np.maximum(est - err - fold, 0.0))
+        # the composition of the inputs dominates the exact law, whose total is one:
+        # mass beyond one is removed from the lowest losses (whole entries upwards),
+        # which keeps every tail sum ≥ the exact one
+        over = math.fsum(masses) + inf - 1.0
+        if over > 0:
+            c = np.cumsum(masses)
+            masses = masses - np.minimum(masses, np.maximum(over - (c - masses), 0.0))
     else:
-        slack += bulk + wrapped
-    # Entries below the roundoff floor are noise; at very negative losses their implied
-    # Q-masses p·e^{−l} would be large. Pessimistic: round that left tail up onto the
-    # first trustworthy loss (raising losses is always pessimistic, for δ and for the
-    # trade-off alike); optimistic: drop it.
-    return _truncate(step, lo_idx, masses, inf, slack, pessimistic, floor=bulk)
+        masses = np.maximum(est - err - fold, 0.0)
+    return _truncate(step, lo_idx, masses, inf, slack, pessimistic, sup_loss=sup,
+                     roundoff=roundoff)
+
+
+def _direct_pair(a: LossPMF, b: LossPMF, inf: float, slack: float, sup: Optional[float],
+                 pessimistic: bool) -> LossPMF:
+    """L₁ + L₂ by direct convolution, for a law with few atoms: each entry is a sum of
+    at most k = min(sizes) non-negative products, so it is within a relative
+    (k + 1)·u·1.01 of the exact value (Higham, Accuracy and Stability, §3.1) — full
+    relative precision everywhere, tails included, without any tilting."""
+    raw = np.convolve(a.masses, b.masses)
+    rel = 1.01 * (min(a.masses.size, b.masses.size) + 1) * _U
+    if pessimistic:
+        target = math.fsum(a.masses) * math.fsum(b.masses) + inf
+        masses, inf = _settle_up(raw * (1.0 + rel), inf, target)
+    else:
+        masses = raw * (1.0 - rel)
+    roundoff = a.roundoff + b.roundoff + 2.0 * rel * math.fsum(raw)
+    return _truncate(a.step, a.offset + b.offset, masses, inf, slack, pessimistic, sup_loss=sup,
+                     roundoff=roundoff)
+
+
+def _summed_sup(items) -> Optional[float]:
+    """Σ c_i·sup_i of the components' certified largest losses (None if any is
+    unknown), rounded up: the sum of bounded losses is bounded by it."""
+    sups = [p.sup_loss for p, _ in items]
+    if any(v is None for v in sups):
+        return None
+    total = math.fsum(c * v for (_, c), v in zip(items, sups))
+    return float(np.nextafter(total, np.inf)) if total != 0 else 0.0
+
+
+def _settle_up(masses: np.ndarray, inf: float, target: float,
+               give: Optional[np.ndarray] = None) -> tuple[np.ndarray, float]:
+    """Bring the total mass of a pessimistic law to ``target`` (that of the exact law
+    above −∞) without losing dominance.
+
+    The entries are ≥ the exact law's (and ``inf`` ≥ its mass at +∞), so every tail
+    sum G'(t) is ≥ the exact G(t). A deficit (the exact law's mass below the window)
+    is added to the lowest entry. An excess E is removed from the lowest losses
+    upwards, at most ``give``_s from entry s, where ``give`` = p' − (a lower bound on
+    the exact p) (default: the whole entry). After removal the tail sum at t is
+    min(G'(t), target − Σ_{s≤t} lower_s) ≥ G(t), since the exact law has at least
+    Σ_{s≤t} lower_s below t: the law stays stochastically larger, so its δ(ε) and its
+    trade-off stay pessimistic, and spreading the removal keeps the Q-masses p·e^{−l}
+    of the lowest losses (the trade-off near α = 0) from being cut.
+    """
+    total = math.fsum(masses) + inf
+    excess = total - target
+    if excess < 0:
+        masses = masses.copy()
+        masses[0] += -excess
+    elif excess > 0:
+        give = masses if give is None else np.clip(give, 0.0, masses)
+        c = np.cumsum(give)
+        taken = np.minimum(give, np.maximum(excess - (c - give), 0.0))
+        masses = masses - taken
+        # an excess beyond the allowances (only if the inputs carried extra mass) is
+        # left in place: p' ≥ p entrywise is pessimistic whatever the total
+    return masses, inf
 
 
 class _SummedCGF:
-    """K(θ) = Σ c_i K_i(θ) of the finite parts on a θ grid, for the Chernoff window."""
+    """K(θ) = Σ c_i K_i(θ) of the normalised finite parts, K_i(θ) = log Σ_j p_ij e^{θ l_ij}
+    − log Σ_j p_ij, evaluated once (in log space) on a fixed grid of θ: every Chernoff
+    bound and every tilt below uses grid values only, so each is exact for its θ."""
 
     def __init__(self, items):
-        self.thetas = np.concatenate([-np.geomspace(1e2, 1e-2, 5), [0.0], np.geomspace(1e-2, 1e2, 9)])
-        k = np.zeros(self.thetas.size)
-        self.s_min = self.s_max = 0.0
-        pos = self.thetas >= 0
-        for pmf, c in items:
-            l, p = pmf.losses, pmf.masses
-            ref = np.where(pos, l[-1], l[0])
-            with np.errstate(divide="ignore"):
-                k += c * (self.thetas * ref + np.log(
-                    (np.exp(self.thetas[:, None] * (l[None, :] - ref[:, None])) * p).sum(axis=1)))
-            self.s_min += c * l[0]
-            self.s_max += c * l[-1]
-        self.k = k
+        pos = np.geomspace(1e-2, 1e3, 21)
+        self.thetas = np.concatenate([-pos[::-1], [0.0], pos])
+        self.zero = pos.size
+        right = np.zeros(self.thetas.size)      # K with each bin's mass at its top loss
+        left = np.zeros(self.thetas.size)       # … at its bottom loss
+        i_min = i_max = 0                       # grid indices of the extreme sums
+        for p, c in items:
+            keep = np.flatnonzero(p.masses > 0)
+            l, m = p.losses[keep], p.masses[keep]
+            i_min += c * (p.offset + int(keep[0]))
+            i_max += c * (p.offset + int(keep[-1]))
+            logm = math.log(float(m.sum()))
+            # Large laws are binned (B grid points a bin) for speed; moving each bin's
+            # mass to its top (bottom) loss bounds K above for θ > 0 (< 0) and below for
+            # θ < 0 (> 0), so every bound stays rigorous; B keeps c·B·step ≤ 0.01.
+            width = 1
+            if p.step is not None:
+                width = int(max(1, min(keep.size // 2048, 0.01 / (c * p.step))))
+            if width > 1:
+                b = (keep - keep[0]) // width
+                m = np.bincount(b, weights=m)
+                lo_l = l[0] + np.arange(m.size) * width * p.step
+                hi_l = np.minimum(lo_l + (width - 1) * p.step, l[-1])
+                nz = m > 0
+                m, lo_l, hi_l = m[nz], lo_l[nz], hi_l[nz]
+            else:
+                lo_l = hi_l = l
+            logp = np.log(m)
+            for arr, ls in ((right, hi_l), (left, lo_l)):
+                for j in range(0, self.thetas.size, 8):   # chunks keep θ × atoms small
+                    th = self.thetas[j:j + 8]
+                    x = logp[None, :] + th[:, None] * ls[None, :]
+                    top = x.max(axis=1)
+                    arr[j:j + 8] += c * (top + np.log(np.exp(x - top[:, None]).sum(axis=1)) - logm)
+        # the same products as the window's ends, so equal indices compare equal
+        step = items[0][0].step
+        self.s_min, self.s_max = i_min * step, i_max * step
+        pos_side = self.thetas > 0
+        self.k = np.where(pos_side, right, left)       # upper bounds on K
+        self.k_low = np.where(pos_side, left, right)   # lower bounds on K
+        self.k[self.zero] = self.k_low[self.zero] = 0.0
+
+    def tail(self, i: int, cut: float, upper: bool) -> float:
+        """Chernoff bound on the mass above (below) ``cut`` of the sum tilted by the
+        i-th grid θ: P_θ(S > cut) ≤ exp(K(θ') − K(θ) − (θ' − θ)·cut) for every θ' > θ."""
+        if (upper and cut >= self.s_max) or (not upper and cut <= self.s_min):
+            return 0.0
+        if not np.isfinite(cut):
+            return 1.0
+        other = slice(i + 1, None) if upper else slice(0, i)
+        dt = self.thetas[other] - self.thetas[i]
+        if dt.size == 0:
+            return 1.0
+        with np.errstate(over="ignore"):
+            return float(min(1.0, np.exp(np.min(self.k[other] - self.k_low[i] - dt * cut))))
+
+    def outside(self, i: int, lo: float, hi: float) -> float:
+        """Bound on the mass outside [lo, hi] of the sum tilted by the i-th grid θ."""
+        return self.tail(i, hi, True) + self.tail(i, lo, False)
 
     def window(self, step: float, tail: float) -> tuple[int, int, float]:
-        """Grid indices [lo, hi] holding the sum up to ``tail`` mass each side, and the
-        mass that may fall outside (Chernoff: P(S > hi) ≤ exp(K(t) − t·hi), t > 0)."""
-        pos, neg = self.thetas > 0, self.thetas < 0
-        tp, kp = self.thetas[pos], self.k[pos]
-        tm, km = -self.thetas[neg], self.k[neg]
-        log_tail = np.log(tail)
-        hi = min(np.min((kp - log_tail) / tp), self.s_max)
-        lo = max(np.max((log_tail - km) / tm), self.s_min)
-        hi_idx = int(np.ceil(hi / step - 1e-9))
-        lo_idx = int(np.floor(lo / step + 1e-9))
-        hi_eff, lo_eff = hi_idx * step, lo_idx * step
-        w_hi = 0.0 if hi_eff >= self.s_max - 0.5 * step else float(np.exp(np.min(kp - tp * hi_eff)))
-        w_lo = 0.0 if lo_eff <= self.s_min + 0.5 * step else float(np.exp(np.min(km + tm * lo_eff)))
-        return lo_idx, hi_idx, w_hi + w_lo
+        """Grid indices [lo, hi]: below lo at most ``tail`` of the mass, above hi at
+        most ``_FAR_TAIL`` (P(S > hi) ≤ exp(K(t) − t·hi), t > 0); and the bound on
+        the untilted mass outside."""
+        z = self.zero
+        tp, kp = self.thetas[z + 1:], self.k[z + 1:]
+        hi = min(np.min((kp - np.log(_FAR_TAIL)) / tp), self.s_max)
+        # below lo at most ``tail`` of P (θ0 = 0) and of Q (θ0 = −1: Q's masses are
+        # p·e^{−l}, the law tilted by −1, which the trade-off reads):
+        # P_θ0(S < lo) ≤ exp(K(θ') − K(θ0) + (θ0 − θ')·lo) for θ' < θ0
+        lo = np.inf
+        for i0 in (z, int(np.argmin(np.abs(self.thetas + 1.0)))):
+            d = self.thetas[i0] - self.thetas[:i0]
+            cand = (np.log(tail) - self.k[:i0] + self.k_low[i0]) / d
+            lo = min(lo, np.max(cand))
+        lo = max(lo, self.s_min)
+        hi_idx = min(int(np.ceil(hi / step - 1e-9)), int(round(self.s_max / step)))
+        lo_idx = max(int(np.floor(lo / step + 1e-9)), int(round(self.s_min / step)))
+        return lo_idx, hi_idx, self.outside(z, lo_idx * step, hi_idx * step)
+
+    def extend(self, tilts: list[int], lo: float, hi: float,
+               far: float = 1e-24) -> tuple[float, float]:
+        """[lo, hi] widened (by at most its own width each side, within the support)
+        so that each tilted law has at most ``far`` of its mass outside."""
+        width = hi - lo
+        new_lo, new_hi = lo, hi
+        for i in tilts:
+            d = self.thetas[i + 1:] - self.thetas[i]
+            if d.size:
+                new_hi = max(new_hi, np.min((self.k[i + 1:] - self.k_low[i] - math.log(far)) / d))
+            d = self.thetas[i] - self.thetas[:i]
+            if d.size:
+                new_lo = min(new_lo, np.max((math.log(far) - self.k[:i] + self.k_low[i]) / d))
+        return max(new_lo, lo - width, self.s_min), min(new_hi, hi + width, self.s_max)
+
+    def tilts(self, lo: float, hi: float) -> list[int]:
+        """Indices of the grid θ to compose at: θ = 0, then, scanning s over [lo, hi]
+        from the middle outwards, wherever the best chosen Chernoff exponent
+        K(θ) − θs exceeds the best over the grid by more than ``_TILT_SPREAD``, the
+        grid θ best a little beyond that s (θ > 0 on the right, θ < 0 on the left,
+        where the Q-masses p·e^{−l} of the trade-off live)."""
+        s = np.linspace(lo, hi, 400)
+        expo = self.k[:, None] - self.thetas[:, None] * s[None, :]
+        best = (self.k[:, None] - self.thetas[:, None] * s[None, :]).min(axis=0)
+        chosen = [self.zero]
+        reach = 400 // (2 * _MAX_TILTS)
+        while len(chosen) < _MAX_TILTS:
+            cover = expo[chosen].min(axis=0) - best
+            bad = np.flatnonzero(cover > _TILT_SPREAD)
+            if bad.size == 0:
+                break
+            # the uncovered point nearest the bulk (s = 0), and the θ best a little
+            # beyond it
+            j = bad[np.argmin(np.abs(s[bad]))]
+            far = min(j + reach, 399) if s[j] >= 0 else max(j - reach, 0)
+            far = bad[np.argmin(np.abs(bad - far))]
+            pick = int(np.argmin(expo[:, far]))
+            if pick in chosen or not np.isfinite(expo[pick, far]):
+                pick = int(np.argmin(expo[:, j]))
+                if pick in chosen or not np.isfinite(expo[pick, j]):
+                    break
+            chosen.append(pick)
+        return sorted(chosen)
 
 
-def _circular_compose(items, n: int) -> tuple[np.ndarray, float]:
-    """Circular composition on n points; returns (masses on the circle, ℓ1 roundoff bound)."""
-    gamma = _gamma(n)
-    specs = []
-    log_mag = np.zeros(n // 2 + 1)
-    phase = np.zeros(n // 2 + 1)
-    log_scale = 0.0
+def _circular_compose(items, n: int, theta: float, dtype) -> tuple[np.ndarray, float, float, float]:
+    """The θ-tilted, normalised sum on a circle of n points.
+
+    Returns (circle, E, K(θ), η): every entry is within E of the circular composition
+    of the tilted laws as rounded (E bounds the ℓ2 error: forward FFTs, powers, inverse
+    FFT), and the rounded tilted inputs are within a relative η of the exact ones,
+    which the composition turns into a relative error of at most e^{Σc·η_i} − 1 on each
+    (non-negative) entry: η is returned as that factor.
+    """
+    gamma = _gamma(n, dtype)
+    log_mag = np.zeros(n // 2 + 1, dtype=dtype)
+    phase = np.zeros(n // 2 + 1, dtype=dtype)
+    d = np.zeros(n // 2 + 1)                      # Σ c log1p(γ/|z|)
+    log_hi = np.zeros(n // 2 + 1)                 # Σ c log(|z| + γ)
+    u_terms = np.zeros(n // 2 + 1)
+    u_in = float(np.finfo(dtype).eps) / 2
+    log_m = 0.0
+    eta = 0.0
     for p, c in items:
-        mass = float(p.masses.sum())
-        log_scale += c * np.log(mass)
-        idx = (p.offset + np.arange(p.masses.size)) % n
-        folded = np.bincount(idx, weights=p.masses / mass, minlength=n)
-        spec = scipy.fft.rfft(folded)
+        keep = p.masses > 0
         with np.errstate(divide="ignore"):
-            lm = np.log(np.abs(spec))
+            x = np.log(p.masses.astype(dtype)) + dtype(theta) * p.losses.astype(dtype)
+        top = x[keep].max()
+        w = np.exp(x - top)
+        tot = w.sum()
+        w = w / tot
+        log_m += c * (float(top + np.log(tot)) - math.log(float(p.masses.sum())))
+        eta += c * 8.0 * u_in * (2.0 + abs(theta) * float(np.abs(p.losses).max())
+                                 + math.log2(p.masses.size + 1))
+        idx = (p.offset + np.arange(p.masses.size)) % n
+        if dtype is np.float64:
+            folded = np.bincount(idx, weights=w, minlength=n)
+        else:
+            folded = _bincount_ld(idx, w, n)
+        spec = scipy.fft.rfft(folded)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lz = np.log(spec)
+        lm = lz.real
+        mag = np.exp(lm)
+        with np.errstate(divide="ignore"):
+            d += c * np.log1p(gamma / mag.astype(float))
         log_mag += c * lm
-        phase += c * np.angle(spec)
-        specs.append((lm, c))
-    circ = scipy.fft.irfft(np.exp(log_mag) * np.exp(1j * phase), n)
-    # Roundoff, coefficient by coefficient: each computed z_{i,f} is within γ‖x_i‖₁ = γ
-    # of the exact one, so Π z_i^{c_i} moves by at most |Z_f|·Σ_i c_i γ/|z_{i,f}| (|z| ≤ 1),
-    # plus the polar evaluation's own ≤ 4u(π + |log|z||) per factor.
-    rel = np.zeros(n // 2 + 1)
-    for lm, c in specs:
-        with np.errstate(over="ignore", invalid="ignore"):
-            rel += c * (gamma * np.exp(-lm) + 4.0 * _U * (np.pi + np.abs(lm)))
+        phase += c * np.where(np.isfinite(lm), lz.imag, 0.0)
+        log_hi += c * np.log(mag.astype(float) + gamma)
+        u_terms += c * 4.0 * u_in * (np.pi + np.minimum(np.abs(lm.astype(float)), 1e300))
+    z = np.exp(log_mag) * np.exp(1j * phase)
+    circ = scipy.fft.irfft(z.astype(np.complex128), n)
+    # |Π(z+Δ)^c − Πz^c| ≤ Π(|z|+γ)^c − Π|z|^c = |Z|·expm1(Σ c log1p(γ/|z|)), rigorous;
+    # plus the polar evaluation's rounding and the cast to float64
+    lmag = log_mag.astype(float)
     with np.errstate(over="ignore", invalid="ignore"):
-        dz = np.exp(log_mag) * rel
-    dz = np.where(np.isfinite(dz), dz, gamma)
-    factor = np.exp(log_scale)
-    return circ * factor, _ifft_l1_error(n, dz, _norm(circ)) * factor
+        dz = np.where(d < 30, np.exp(lmag) * np.expm1(d), np.exp(log_hi))
+        dz = dz + np.exp(lmag) * (u_terms + 2 * _U)
+    dz = np.where(np.isfinite(dz), dz, np.inf)
+    full = math.sqrt(2.0 * float(np.sum(dz ** 2)))
+    g64 = _gamma(n, np.float64)
+    e2 = 1.01 * (full / math.sqrt(n) + g64 * (_norm(circ) + full / math.sqrt(n)))
+    return circ, e2, log_m, math.expm1(eta)
 
 
-def _gamma(n: int) -> float:
+def _bincount_ld(idx: np.ndarray, w: np.ndarray, n: int) -> np.ndarray:
+    """``np.bincount`` for long-double weights (it would round them to float64)."""
+    out = np.zeros(n, dtype=w.dtype)
+    np.add.at(out, idx, w)
+    return out
+
+
+def _gamma(n: int, dtype=np.float64) -> float:
     """Error constant of a length-n FFT: γ = 5·log₂(n)·u (Higham, Accuracy and
     Stability of Numerical Algorithms, 2nd ed., Thm 24.2, constants rounded up); we
     use it coefficient-wise, |Δz_f| ≤ γ‖x‖₁, each output being log₂ n butterfly
     stages over the inputs."""
-    return 5.0 * np.log2(max(n, 2)) * _U
-
-
-def _ifft_l1_error(n: int, dz_half: np.ndarray, norm_out: float) -> float:
-    """ℓ1 error of an inverse real FFT given coefficient errors on the half spectrum:
-    ‖Δr‖₁ ≤ √n‖Δr‖₂ ≤ ‖ΔZ‖₂ + √n·γ‖r‖₂ (the 1/n-normalised inverse divides ‖ΔZ‖₂ by √n)."""
-    full = np.sqrt(2.0 * np.sum(dz_half ** 2))
-    return 1.01 * (full + np.sqrt(n) * _gamma(n) * (norm_out + full / np.sqrt(n)))
+    return 5.0 * np.log2(max(n, 2)) * float(np.finfo(dtype).eps) / 2
 
 
 def _norm(a: np.ndarray) -> float:
@@ -414,37 +711,9 @@ def _norm(a: np.ndarray) -> float:
 _U = np.finfo(float).eps / 2
 
 
-def _fft_roundoff(n: int, norm_in: float, norm_out: float) -> float:
-    """ℓ1 error bound of a linear convolution by zero-padded FFT.
-
-    Forward FFTs: ‖ẑ − z‖₂ ≤ γ√n‖x‖₂ each; the product of two spectra with |z| ≤ 1 moves
-    by at most the sum; then ``_ifft_l1_error``. ``norm_in`` = ‖a‖₂ + ‖b‖₂.
-    """
-    gamma = _gamma(n)
-    dz = gamma * np.sqrt(n) * norm_in * (1.0 + gamma)
-    return 1.01 * (dz + np.sqrt(n) * gamma * (norm_out + dz / np.sqrt(n)))
-
-
-def _settle(step: float, offset: int, raw: np.ndarray, inf_mass: float, slack: float,
-            err: float, pessimistic: bool) -> "LossPMF":
-    """Turn a computed (roundoff-carrying) composition into a certified PMF.
-
-    ``err`` bounds how far any δ(ε) of ``raw`` may be from the exact composition.
-    Negative entries are roundoff: zeroing them only adds mass. A pessimistic PMF
-    absorbs ``err`` into its mass at +∞ (which raises every δ by exactly that); an
-    optimistic one into its slack, together with the mass zeroing added.
-    """
-    neg = float(-raw[raw < 0].sum())
-    masses = np.maximum(raw, 0.0)
-    if pessimistic:
-        inf_mass = min(1.0, inf_mass + err)
-    else:
-        slack = slack + err + neg
-    return _truncate(step, offset, masses, inf_mass, slack, pessimistic)
-
-
 def _truncate(step: float, offset: int, masses: np.ndarray, inf_mass: float, slack: float,
-              pessimistic: bool, floor: float = 0.0) -> LossPMF:
+              pessimistic: bool, floor: float = 0.0, sup_loss: Optional[float] = None,
+              roundoff: float = 0.0) -> LossPMF:
     """Drop tails of mass < _TRUNCATION each (the left one up to ``floor``), soundly.
 
     Pessimistic: the right tail goes to +∞ and the left tail is rounded up onto the
@@ -452,9 +721,11 @@ def _truncate(step: float, offset: int, masses: np.ndarray, inf_mass: float, sla
     point and the left tail goes to −∞ (dropped): both only lower every loss.
     """
     c = np.cumsum(masses)
-    total = c[-1] if c.size else 0.0
     lo = int(np.searchsorted(c, max(_TRUNCATION, floor), side="right"))
-    rc = total - c  # mass strictly right of each index
+    # mass strictly right of each index, summed from the right: ``total − c`` would
+    # lose the tiny right-tail masses to roundoff once c ≈ 1 (the tail was cut and
+    # not sent to +∞: an under-reported ε)
+    rc = np.append(np.cumsum(masses[:0:-1])[::-1], 0.0)
     hi = int(np.searchsorted(-rc, -_TRUNCATION, side="left"))  # first index with tail ≤ trunc
     lo = min(lo, masses.size - 1)
     hi = max(hi, lo)
@@ -466,4 +737,5 @@ def _truncate(step: float, offset: int, masses: np.ndarray, inf_mass: float, sla
         inf_mass = min(1.0, inf_mass + right)
     else:
         kept[-1] += right
-    return LossPMF.on_grid(step, offset + lo, kept, inf_mass, slack)
+    return LossPMF.on_grid(step, offset + lo, kept, inf_mass, slack, sup_loss=sup_loss,
+                           roundoff=roundoff + left + right)

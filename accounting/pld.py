@@ -62,9 +62,28 @@ class PLD(Curve):
 
     def epsilon(self, delta: "np.ndarray | float", direction: "Direction | str" = "max",
                 bound: "Bound | str" = "upper") -> np.ndarray:
-        """Smallest ε ≥ 0 with δ(ε) ≤ delta, vectorised over delta in (0, 1)."""
-        dl = check_array("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-        return directional_max(lambda d: self.law(d, bound).epsilon(dl), direction)
+        """Smallest ε ≥ 0 with δ(ε) ≤ delta, vectorised over delta in [0, 1).
+
+        δ = 0 (pure DP) is answered where the composed loss is bounded: ε(0) is its
+        largest loss, exactly when the laws carry it (``LossPMF.sup_loss``, recorded
+        from the exact profile), on both sides. An unbounded loss raises ValueError.
+        """
+        dl = check_array("delta", delta, lo=0.0, hi=1.0, hi_open=True)
+
+        def one(d):
+            law = self.law(d, bound)
+            out = law.epsilon(dl)
+            if np.any(dl == 0):
+                exact = self.law(d, "upper")
+                if exact.inf_mass > 0:
+                    raise ValueError(
+                        f"delta = 0 (pure DP) has no finite ε here: the {d.value} privacy loss "
+                        f"is unbounded (mass {exact.inf_mass:.3g} at +∞, or a tail beyond "
+                        "every grid point); ask for a delta > 0")
+                if exact.sup_loss is not None:   # exact largest loss: both sides agree
+                    out = np.where(dl == 0, max(exact.sup_loss, 0.0), out)
+            return out
+        return directional_max(one, direction)
 
     def epsilon_interval(self, delta, direction="max") -> tuple[np.ndarray, np.ndarray]:
         """Certified (lower, upper) bracket of ε(δ)."""
@@ -104,10 +123,10 @@ class PLD(Curve):
 def compose_plds(items: "list[tuple[PLD, int]]") -> PLD:
     """The PLD of a heterogeneous composition: each PLD repeated its count times.
 
-    Each distinct PLD is self-composed by one FFT power on its own window
-    (``loss.compose_pmfs``), then the results are combined pairwise in a balanced
-    tree of linear FFT convolutions, so n distinct mechanisms cost n small FFT
-    powers and about log₂ n rounds of full-size convolutions.
+    All laws go through one Fourier-domain composition on one common grid
+    (``loss.compose_pmfs``): one forward FFT per distinct PLD (per tilt), raised to
+    its count, all multiplied, and one inverse FFT, with the rigorous aliasing and
+    roundoff bounds described there.
     """
     if not items:
         raise ValueError("compose_plds needs at least one PLD")
@@ -119,13 +138,7 @@ def compose_plds(items: "list[tuple[PLD, int]]") -> PLD:
         return items[0][0]
 
     def side(get, pessimistic):
-        powered = [compose_pmfs([(get(pld), c)], pessimistic=pessimistic) if c > 1 else get(pld)
-                   for pld, c in items]
-        while len(powered) > 1:
-            paired = [a.compose(b, pessimistic=pessimistic)
-                      for a, b in zip(powered[0::2], powered[1::2])]
-            powered = paired + ([powered[-1]] if len(powered) % 2 else [])
-        return powered[0]
+        return compose_pmfs([(get(pld), c) for pld, c in items], pessimistic=pessimistic)
 
     upper = tuple(side(lambda pld, d=d: pld.upper[d], True) for d in (0, 1))
     lower = None

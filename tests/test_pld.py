@@ -203,10 +203,31 @@ def test_bad_direction_and_bound(laplace_pld):
         laplace_pld.delta(0.5, bound="middle")
 
 
-@pytest.mark.parametrize("delta", [0.0, 1.0, -0.1, 1.5, np.nan])
+@pytest.mark.parametrize("delta", [1.0, -0.1, 1.5, np.nan])
 def test_epsilon_rejects_bad_delta(laplace_pld, delta):
     with pytest.raises(ValueError, match="delta"):
         laplace_pld.epsilon(delta)
+
+
+def test_pure_dp_is_the_largest_loss_exactly(laplace_pld):
+    """δ = 0 is a valid query for a bounded loss: ε(0) = the largest loss, exactly
+    (Laplace(b) with sensitivity 1: 1/b), on both sides, and δ(ε) = 0 from there on."""
+    b = 1.0 / laplace_pld.law("forward").sup_loss
+    lo, hi = laplace_pld.epsilon_interval(0.0)
+    assert float(lo) == float(hi) == pytest.approx(1.0 / b, rel=1e-15)
+    assert np.all(laplace_pld.delta(np.array([hi, hi + 0.3])) == 0.0)
+    assert laplace_pld.delta(hi - 1e-6) > 0.0
+    ten = laplace_pld.self_compose(10)
+    lo, hi = ten.epsilon_interval(np.array([0.0, 1e-14]))
+    assert hi[0] == lo[0] == pytest.approx(10.0 / b, rel=1e-14)
+    assert hi[0] >= 10.0 / b                         # rounded up, never down
+    assert hi[1] <= hi[0] and lo[1] <= hi[1]
+
+
+def test_pure_dp_of_an_unbounded_loss_says_so():
+    g = accounting.mechanism("gaussian", sigma=1.0).curve(PLD, step=1e-2)
+    with pytest.raises(ValueError, match="unbounded"):
+        g.epsilon(0.0)
 
 
 def test_one_sided_pld_says_so(laplace_pld):
