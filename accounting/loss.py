@@ -28,7 +28,6 @@ from typing import Optional
 
 import attrs
 import numpy as np
-import scipy.fft
 
 from .validation import check_count, check_real
 
@@ -379,6 +378,7 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
     if size > MAX_GRID_POINTS:
         raise ValueError(f"the composition needs {size} grid points (max {MAX_GRID_POINTS}); "
                          "use a coarser step")
+    import scipy.fft   # lazy: scipy.fft (and scipy.special under it) is most of import time
     n = scipy.fft.next_fast_len(size, real=True)
     window = np.arange(lo_idx, hi_idx + 1)
     s = window * step
@@ -636,6 +636,7 @@ def _circular_compose(items, n: int, theta: float, dtype) -> tuple[np.ndarray, f
     which the composition turns into a relative error of at most e^{Σc·η_i} − 1 on each
     (non-negative) entry: η is returned as that factor.
     """
+    import scipy.fft
     gamma = _gamma(n, dtype)
     log_mag = np.zeros(n // 2 + 1, dtype=dtype)
     phase = np.zeros(n // 2 + 1, dtype=dtype)
