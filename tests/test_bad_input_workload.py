@@ -135,7 +135,7 @@ TOML_CASES = [
     ("empty", "delta = []\n" + entry(sigma=1.0), r"delta must be a number or a list of numbers"),
     ("empty", entry(sigma='""'), r"sigma must be a number, got string ''"),
     # a step that would exhaust memory
-    ("step", "step = 1e-12\naccountant = 'pld'\n" + entry(sigma=1.0), r"grid points.*max 8388608"),
+    ("step", "step = 1e-12\naccountant = 'pld'\n" + entry(sigma=1.0), r"grid points.*max [0-9,]+"),
 ]
 
 
