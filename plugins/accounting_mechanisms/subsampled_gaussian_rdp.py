@@ -629,19 +629,21 @@ def remove_cgf_upper(q: float, sigma: float, t: Any) -> np.ndarray:
     margin ``_margin``; q = 1 is the Gaussian's closed form t(t + 1)/(2 sigma^2).
     """
     qf, sf, t = _check_q(q), _check_sigma(sigma), _check_t(t)
+    shape = t.shape
     if qf == 1.0:
         return t * (t + 1.0) / (2.0 * sf * sf)
     lo = np.floor(t)
     w = t - lo
     k_lo = _integer_k(qf, sf, lo)
     k_hi = np.where(w > 0, _integer_k(qf, sf, np.where(w > 0, lo + 1.0, lo)), k_lo)
-    chord = (1.0 - w) * k_lo + w * k_hi * 1.0
-    best = chord * (1.0 + _margin(t + 1.0))
+    chord = (1.0 - w) * k_lo + w * k_hi
+    best = np.atleast_1d(chord * (1.0 + _margin(t + 1.0)))
+    t, w = np.atleast_1d(t), np.atleast_1d(w)
     frac = w > 0
     if frac.any():
         _, series_hi = _series_k(qf, sf, t[frac])
         best[frac] = np.minimum(best[frac], series_hi)
-    return np.where(t == 0, 0.0, best)
+    return np.where(t == 0, 0.0, best).reshape(shape)
 
 
 def remove_cgf_lower(q: float, sigma: float, t: Any) -> np.ndarray:
@@ -651,6 +653,7 @@ def remove_cgf_lower(q: float, sigma: float, t: Any) -> np.ndarray:
     - K(n + 1))), the data-processing bound ``_coarse_log_a`` and 0; exact at integer t.
     Lowered by the roundoff margin."""
     qf, sf, t = _check_q(q), _check_sigma(sigma), _check_t(t)
+    shape = t.shape
     if qf == 1.0:
         return t * (t + 1.0) / (2.0 * sf * sf)
     n = np.floor(t)
@@ -665,12 +668,13 @@ def remove_cgf_lower(q: float, sigma: float, t: Any) -> np.ndarray:
     if frac.size:
         coarse[(flat > 0) & (flat != np.floor(flat))] = _coarse_log_a(qf, sf, 1.0 + frac)
     best = np.maximum(np.maximum(tangent, coarse.reshape(t.shape)), 0.0)
-    best = best * (1.0 - _margin(t + 1.0))
+    best = np.atleast_1d(best * (1.0 - _margin(t + 1.0)))
+    t, w = np.atleast_1d(t), np.atleast_1d(w)
     frac = w > 0
     if frac.any():
         series_lo, _ = _series_k(qf, sf, t[frac])
         best[frac] = np.maximum(best[frac], series_lo)
-    return np.where(t == 0, 0.0, best)
+    return np.where(t == 0, 0.0, best).reshape(shape)
 
 
 def add_cgf_upper(q: float, sigma: float, t: Any) -> np.ndarray:
