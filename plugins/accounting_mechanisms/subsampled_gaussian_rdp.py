@@ -574,8 +574,11 @@ def _series_bracket(q: float, sigma: float, alphas: np.ndarray) -> tuple[np.ndar
     sum adds (n + 1) u sum |terms| (Higham, Accuracy and Stability, §4.2).
     """
     a = np.asarray(alphas, dtype=float)[:, None]
-    big_k = np.floor(a[:, 0]).max() + _SERIES_EXTRA_TERMS
-    k = np.arange(0.0, big_k + 1.0)[None, :]
+    # K = floor(alpha) + _SERIES_EXTRA_TERMS terms per order (so a batch answers as
+    # its orders one at a time); terms beyond an order's K are masked out
+    big_k = np.floor(a[:, 0]) + _SERIES_EXTRA_TERMS
+    k = np.arange(0.0, big_k.max() + 1.0)[None, :]
+    inside = k <= big_k[:, None]
     s2 = 2.0 * sigma * sigma
     lq, lq1 = math.log(q), math.log1p(-q)
     z0 = sigma * sigma * (lq1 - lq) + 0.5
@@ -588,13 +591,13 @@ def _series_bracket(q: float, sigma: float, alphas: np.ndarray) -> tuple[np.ndar
     size = 1.0 + np.abs(g_a) + np.abs(g_k) + np.abs(g_ak)
     terms, errs = [], []
     for parts in (parts1, parts2):
-        log_t = log_c + sum(parts)
+        log_t = np.where(inside, log_c + sum(parts), -np.inf)
         terms.append(sign * np.exp(log_t))
         errs.append(16.0 * _U * (size + sum(np.abs(p) for p in parts)) * np.exp(log_t))
     terms = np.concatenate(terms, axis=1)
     total = terms.sum(axis=1)
     absum = np.abs(terms).sum(axis=1)
-    err = np.concatenate(errs, axis=1).sum(axis=1) + (terms.shape[1] + 1) * _U * absum
+    err = np.concatenate(errs, axis=1).sum(axis=1) + (2.0 * big_k + 3.0) * _U * absum
     # remainders beyond k = K
     aa = a[:, 0]
     log_tail_c = gammaln(aa) - gammaln(big_k + 1.0) - gammaln(aa - big_k)
