@@ -1,4 +1,5 @@
-"""Exact Rényi divergences of the Poisson-subsampled Gaussian mechanism.
+"""Rényi divergences of the Poisson-subsampled Gaussian mechanism: certified bounds
+(the pair's default curve) and a numerical quadrature.
 
 Source: I. Mironov, K. Talwar, L. Zhang, "Rényi Differential Privacy of the
 Sampled Gaussian Mechanism", arXiv:1908.10530 (2019), §3.3.
@@ -30,6 +31,23 @@ Method
   that sums its terms in absolute value) is not used: its generalised binomial
   coefficients alternate in sign, and summing absolute values overestimates
   A_alpha or fails to converge.
+
+Certified bounds (``remove_cgf_upper``/``_lower``, ``add_cgf_upper``/``_lower``) on
+K(t) = log A at alpha = 1 + t, labelled ``Exactness.UPPER`` by the pair. g(lam) = log A_lam
+is convex in lam (a cumulant generating function), so:
+* remove, upper: exact binomial sums at integer orders; between them the smaller of
+  the chord of the neighbouring integer values and the §3.3 fractional series with a
+  proven remainder and roundoff bound (``_series_bracket``, alpha < 64; above, the
+  chord is within ~1e-4);
+* remove, lower: tangent extrapolations of the neighbouring chords, the series'
+  lower end, and a data-processing (coarsened pair) bound;
+* add, upper: min of the chord-in-r bound on a partition (``_chord_log_a_add``) and
+  the Taylor / joint-convexity bounds of ``subsampled_rdp`` with the Gaussian's
+  exact CGF; add, lower: the data-processing bound.
+Every value is moved outward by a stated roundoff margin.
+
+The quadrature below (``log_a``, ``rdp_remove``, ``rdp_add``) is a numerical estimate
+(~1e-13 relative by an a-posteriori error estimate, not a proof).
 
 Why A - 1 rather than A: for small q or large sigma, D_alpha is tiny and
 log A = log1p(A - 1), so a relative error in A would be amplified by
@@ -458,7 +476,8 @@ def _log_a_orders(q: float, sigma: float, lams: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------
 
 def log_a(q: float, sigma: float, alphas: Any) -> np.ndarray:
-    """log A_alpha of the Poisson-subsampled Gaussian, exactly, for each order.
+    """log A_alpha of the Poisson-subsampled Gaussian, for each order (exact sums at
+    integer orders, a numerical quadrature elsewhere; see the certified bounds).
 
     A_alpha = E_{mu0}[(mu/mu0)^alpha]
             = ∫ phi_sigma(x) ((1 - q) + q exp((2x - 1)/(2 sigma^2)))^alpha dx,
@@ -488,7 +507,7 @@ def log_a(q: float, sigma: float, alphas: Any) -> np.ndarray:
 
 
 def rdp_remove(q: float, sigma: float, alphas: Any) -> np.ndarray:
-    """D_alpha(mu || mu0) = log A_alpha / (alpha - 1), exactly.
+    """D_alpha(mu || mu0) = log A_alpha / (alpha - 1) (numerical at fractional orders).
 
     mu = (1 - q) N(0, sigma^2) + q N(1, sigma^2), mu0 = N(0, sigma^2); Mironov,
     Talwar, Zhang 2019 (arXiv:1908.10530), §3.3.  See :func:`log_a` for the
@@ -499,7 +518,7 @@ def rdp_remove(q: float, sigma: float, alphas: Any) -> np.ndarray:
 
 
 def rdp_add(q: float, sigma: float, alphas: Any) -> np.ndarray:
-    """D_alpha(mu0 || mu) = log A_{1 - alpha} / (alpha - 1), exactly.
+    """D_alpha(mu0 || mu) = log A_{1 - alpha} / (alpha - 1) (numerical: a quadrature).
 
     Since E_mu[(mu0/mu)^alpha] = E_{mu0}[(mu/mu0)^(1 - alpha)] = A_{1 - alpha},
     the add direction is the same integral at the negative order 1 - alpha
@@ -702,8 +721,12 @@ def add_cgf_upper(q: float, sigma: float, t: Any) -> np.ndarray:
     flat = bound.ravel().copy()
     tf = t.ravel()
     pos = tf > 0
-    if pos.any():
-        flat[pos] = np.minimum(flat[pos], _chord_log_a_add(qf, sf, tf[pos]))
+    # orders grouped by ceil(log2(1 + t)), each group on one partition whose window
+    # reaches its largest order's bulk (so a batch answers as its orders one at a time)
+    group = np.ceil(np.log2(1.0 + tf))
+    for g in np.unique(group[pos]):
+        sel = pos & (group == g)
+        flat[sel] = np.minimum(flat[sel], _chord_log_a_add(qf, sf, tf[sel], 2.0 ** g - 1.0))
     return np.where(t == 0, 0.0, flat.reshape(t.shape) * (1.0 + _margin(t + 1.0)))
 
 
@@ -711,7 +734,7 @@ def add_cgf_upper(q: float, sigma: float, t: Any) -> np.ndarray:
 _CHORD_CELLS = 256
 
 
-def _chord_log_a_add(q: float, sigma: float, ts: np.ndarray) -> np.ndarray:
+def _chord_log_a_add(q: float, sigma: float, ts: np.ndarray, reach: float) -> np.ndarray:
     """An upper bound on log A_{-t} (t > 0): A_{-t} - 1 = E_mu0[F(r)] with r = mu/mu0 =
     1 - q + q rho, rho = e^{(2x-1)/(2 sigma^2)} increasing in x, and F(r) = r^(-t) - 1
     + t (r - 1) >= 0 convex. On a cell [a, b], r lies in [r_a, r_b], so F(r) is below
@@ -721,9 +744,11 @@ def _chord_log_a_add(q: float, sigma: float, ts: np.ndarray) -> np.ndarray:
     E_mu0[rho; cell] = P1). The left tail (-inf, a] uses r ∈ [1 - q, r_a]; on the right
     tail r >= 1, where F(r) <= t (r - 1), whose mean is t q (P1 - P0). The chord's
     error is second order in the cell width. Roundoff (a few ulp per cell, ~1e-13 of
-    a cell's w) is covered by raising A - 1 by 1e-9 relative."""
+    a cell's w) is covered by raising A - 1 by 1e-9 relative. The cells span
+    [-12 sigma - 2 sigma^2 log(1 + reach), 1 + 12 sigma], the bulk for orders up to
+    ``reach`` (``_coarse_log_a``); any window gives a valid bound."""
     ts = np.asarray(ts, dtype=float)
-    lo = -12.0 * sigma - 2.0 * sigma * sigma * math.log1p(float(ts.max()))
+    lo = -12.0 * sigma - 2.0 * sigma * sigma * math.log1p(reach)
     hi = 1.0 + 12.0 * sigma
     x = np.linspace(lo, hi, _CHORD_CELLS + 1)
     a, b = x[:-1], x[1:]
