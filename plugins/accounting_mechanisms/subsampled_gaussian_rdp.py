@@ -721,12 +721,12 @@ def add_cgf_upper(q: float, sigma: float, t: Any) -> np.ndarray:
     flat = bound.ravel().copy()
     tf = t.ravel()
     pos = tf > 0
-    # orders grouped by ceil(log2(1 + t)), each group on one partition whose window
+    # orders grouped by ceil(log16(1 + t)), each group on one partition whose window
     # reaches its largest order's bulk (so a batch answers as its orders one at a time)
-    group = np.ceil(np.log2(1.0 + tf))
+    group = np.ceil(np.log2(1.0 + tf) / 4.0)
     for g in np.unique(group[pos]):
         sel = pos & (group == g)
-        flat[sel] = np.minimum(flat[sel], _chord_log_a_add(qf, sf, tf[sel], 2.0 ** g - 1.0))
+        flat[sel] = np.minimum(flat[sel], _chord_log_a_add(qf, sf, tf[sel], 16.0 ** g - 1.0))
     return np.where(t == 0, 0.0, flat.reshape(t.shape) * (1.0 + _margin(t + 1.0)))
 
 
@@ -775,7 +775,9 @@ def _chord_log_a_add(q: float, sigma: float, ts: np.ndarray, reach: float) -> np
         right = np.log(ts) + math.log(q) + lp1[-1] + math.log1p(-math.exp(lp0[-1] - lp1[-1]))
         terms = np.concatenate([left[:, None], cells, right[:, None]], axis=1)
         terms = np.where(np.isnan(terms), np.inf, terms)        # NaN: no bound from here
-        log_am1 = logsumexp(terms, axis=1) + math.log1p(1e-9)
+        top = terms.max(axis=1, keepdims=True)
+        top = np.where(np.isfinite(top), top, 0.0)
+        log_am1 = (top[:, 0] + np.log(np.exp(terms - top).sum(axis=1))) + math.log1p(1e-9)
     return np.logaddexp(0.0, log_am1)
 
 
