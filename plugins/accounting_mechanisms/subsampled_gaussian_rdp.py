@@ -541,10 +541,10 @@ def rdp_add(q: float, sigma: float, alphas: Any) -> np.ndarray:
 # is convex in the real order lam (Hölder), with g(0) = g(1) = 0; the remove
 # direction is K(t) = g(1 + t), the add direction K(t) = g(-t).
 
-#: relative roundoff margin of a float K: the binomial sum's running log-binomials
-#: and log-sum-exp carry a few ulp per term, so at most ~1e-15 per order of the sum;
-#: upper values are raised and lower values lowered by this much
 def _margin(alpha: np.ndarray) -> np.ndarray:
+    """Relative roundoff margin of a float K at order alpha: the binomial sum's running
+    log-binomials and log-sum-exp carry a few ulp per term, at most ~1e-15 per order
+    of the sum; upper values are raised and lower values lowered by this much."""
     return 1e-13 + 1e-15 * alpha
 
 
