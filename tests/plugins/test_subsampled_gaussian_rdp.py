@@ -303,8 +303,10 @@ def mp_k_precise(q: float, sigma: float, lam: float) -> mp.mpf:
 
         # the bulk: around 0..1 and lam (remove), or left of 0 down to where the
         # negative order's weight (1 - q)^lam takes over (add)
-        lo = min(0.0, lam) - 12 * sigma - (2 * sigma * sigma * math.log1p(-lam) if lam < 0 else 0)
-        hi = max(1.0, lam) + 12 * sigma
+        if lam > 0:
+            lo, hi = -12 * sigma, max(1.0, lam) + 12 * sigma
+        else:   # r^lam is largest where r → 1 − q (x → −∞), against the Gaussian's fall
+            lo, hi = -12 * sigma - 2 * sigma * sigma * math.log1p(-lam), 1.0 + 12 * sigma
         points = list(np.linspace(lo, hi, 2 + int((hi - lo) / sigma)))
         return mp.log(mp.quad(integrand, [-mp.inf, *points, mp.inf], method="gauss-legendre"))
 
