@@ -168,10 +168,17 @@ def test_subsampled_quadrature_and_bounds_on_it_are_numerical():
     swr = accounting.mechanism("sampled_without_replacement", base=base, batch_size=10,
                                dataset_size=100)
     assert swr.curve(RDP).provenance.exactness is N    # a bound on a numerical curve
-    # the subsampled Gaussian's fractional and add-direction orders are an adaptive
-    # quadrature: numerical too
+    # the subsampled Gaussian's default curve is certified (exact integer sums, their
+    # chords, a series with a proven remainder, sound add bounds): an upper bound whose
+    # lower side is a certified lower bound, and the DP-SGD ε from it is certified
     sg = accounting.mechanism("subsampled_gaussian", q=0.1, sigma=1.0)
-    assert sg.curve(RDP).provenance.exactness is N
+    rdp = sg.curve(RDP)
+    assert rdp.provenance.exactness is U and not rdp.is_exact
+    for a in (1.5, 3.0, 4.7):
+        for d in ("forward", "backward"):
+            assert float(rdp.rdp(a, d, "lower")) <= float(rdp.rdp(a, d)), (a, d)
+    profile = rdp.to(PrivacyProfile)
+    assert profile.provenance.exactness.certified
     # exact laws stay exact, a bound on an exact CGF is an upper bound
     from accounting_mechanisms.subsampling import PoissonSubsampledPair
     law = accounting.discrete_pair(np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.3, 0.5]))

@@ -155,11 +155,14 @@ def _taylor_add_bound(log_moments: np.ndarray, q: float, t: np.ndarray, order: i
     lq1 = np.log1p(-q)
     with np.errstate(over="ignore", invalid="ignore"):
         coef = np.exp(log_rising[:, :top + 1]) * np.where(j[:, :top + 1] % 2 == 0, 1.0, -1.0)
-        series = 1.0 + np.sum(coef[:, 2:] * (q ** np.arange(2, top + 1) * central[2:])[None, :],
-                              axis=1)
+        parts = coef[:, 2:] * (q ** np.arange(2, top + 1) * central[2:])[None, :]
         rem = np.exp(log_rising[:, top + 1] - (t[:, 0] + top + 1) * lq1) * q * q ** top * central[top]
-        total = series + rem
-    return np.where(np.isfinite(total) & (total > 0), np.log(np.maximum(total, 1e-300)), np.inf)
+        # E[Y^{-t}] − 1 summed apart from the 1 and taken through log1p (a tiny K keeps its
+        # relative accuracy), raised by its roundoff so the bound stays an upper bound
+        excess = np.sum(parts, axis=1) + rem
+        excess = excess + 8.0 * (top + 2) * np.finfo(float).eps * (np.sum(np.abs(parts), axis=1) + rem)
+    ok = np.isfinite(excess) & (excess > -1.0)
+    return np.where(ok, np.log1p(np.where(ok, excess, 0.0)), np.inf)
 
 
 def add_cgf_bound(base_forward: BaseCGF, base_backward: BaseCGF, q: float,

@@ -72,20 +72,28 @@ def test_pld_brackets_the_closed_form_densely(subsampled, subsampled_pld):
         assert np.all(lo <= exact * (1 + 1e-12) + 1e-300)
 
 
+def quadrature_rdp(alpha: float, direction: str) -> float:
+    """D_α by the plugin's adaptive quadrature (~1e-13 relative; the certified default
+    curve is an upper bound, looser than this in the add direction)."""
+    from accounting_mechanisms import subsampled_gaussian_rdp as sgm
+    fn = sgm.rdp_remove if direction == "forward" else sgm.rdp_add
+    return float(fn(Q, SIGMA, alpha))
+
+
 @pytest.mark.parametrize("alpha", [2.0, 5.0, 10.0])
 def test_lower_pld_rdp_is_below_the_exact_rdp(subsampled, subsampled_pld, alpha):
-    exact = subsampled.curve(RDP)
     from_pld = subsampled_pld.to(RDP)
     for d in ("forward", "backward"):
-        assert from_pld.rdp(alpha, d, bound="lower") <= exact.rdp(alpha, d) * (1 + 1e-12)
-        assert from_pld.rdp(alpha, d) >= exact.rdp(alpha, d) * (1 - 1e-12)   # upper: ≥ (maybe ∞)
+        exact = quadrature_rdp(alpha, d)
+        assert from_pld.rdp(alpha, d, bound="lower") <= exact * (1 + 1e-12)
+        assert from_pld.rdp(alpha, d) >= exact * (1 - 1e-12)   # upper: ≥ (maybe ∞)
 
 
 @pytest.mark.parametrize("alpha,direction", [(2.0, "forward"), (5.0, "forward"),
                                              (2.0, "backward"), (5.0, "backward"),
                                              (10.0, "backward")])
 def test_lower_pld_rdp_is_close_to_the_exact_rdp(subsampled, subsampled_pld, alpha, direction):
-    exact = float(subsampled.curve(RDP).rdp(alpha, direction))
+    exact = quadrature_rdp(alpha, direction)
     got = float(subsampled_pld.to(RDP).rdp(alpha, direction, bound="lower"))
     assert got == pytest.approx(exact, rel=1e-2)
 

@@ -282,3 +282,107 @@ def test_screened_batch_matches_mpmath(q, sigma, alpha):
     for direction, fn in RDP.items():
         got = fn(q, sigma, alphas)[1]
         assert rel_err(float(got), mp_rdp_fine(q, sigma, alpha, direction)) < 1e-10
+
+
+# --------------------------------------------------------------------------
+# The certified default curve: K(t) = log A bracketed at fractional orders
+# --------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def mp_k_precise(q: float, sigma: float, lam: float) -> mp.mpf:
+    """log A_lam at 40 digits, the Gauss-Legendre degree left to mpmath (error far
+    below the narrowest bracket tested, ~1e-14 relative)."""
+    with mp.workdps(40):
+        q_, s, lam_ = mp.mpf(q), mp.mpf(sigma), mp.mpf(lam)
+        c = -mp.log(s * mp.sqrt(2 * mp.pi))
+        two_s2 = 2 * s * s
+
+        def integrand(x):
+            ratio = (1 - q_) + q_ * mp.exp((2 * x - 1) / two_s2)
+            return mp.exp(c - x * x / two_s2 + lam_ * mp.log(ratio))
+
+        # the bulk: around 0..1 and lam (remove), or left of 0 down to where the
+        # negative order's weight (1 - q)^lam takes over (add)
+        if lam > 0:
+            lo, hi = -12 * sigma, max(1.0, lam) + 12 * sigma
+        else:   # r^lam is largest where r → 1 − q (x → −∞), against the Gaussian's fall
+            lo, hi = -12 * sigma - 2 * sigma * sigma * math.log1p(-lam), 1.0 + 12 * sigma
+        points = list(np.linspace(lo, hi, 2 + int((hi - lo) / sigma)))
+        return mp.log(mp.quad(integrand, [-mp.inf, *points, mp.inf], method="gauss-legendre"))
+
+
+def _bracket_case(q, sigma, alpha, direction):
+    t = alpha - 1.0
+    if direction == "remove":
+        up, lo, lam = sgm.remove_cgf_upper, sgm.remove_cgf_lower, alpha
+    else:
+        up, lo, lam = sgm.add_cgf_upper, sgm.add_cgf_lower, 1.0 - alpha
+    truth = mp_k_precise(q, sigma, lam)
+    upper, lower = float(up(q, sigma, t)), float(lo(q, sigma, t))
+    assert mp.mpf(upper) >= truth, (q, sigma, alpha, direction, upper, truth)
+    assert mp.mpf(lower) <= truth, (q, sigma, alpha, direction, lower, truth)
+    return upper, lower, float(truth)
+
+
+BRACKET_FAST = [(1e-3, 5.0, 3.3), (256 / 60000, 1.1, 1.1), (256 / 60000, 1.1, 14.6),
+                (0.01, 0.8, 7.3), (0.1, 2.0, 2.5), (0.5, 0.5, 1.7), (0.01, 5.0, 60.3),
+                (0.2, 3.0, 45.5)]
+
+
+@pytest.mark.parametrize("direction", ["remove", "add"])
+@pytest.mark.parametrize("q,sigma,alpha", BRACKET_FAST)
+def test_certified_bounds_bracket_mpmath(q, sigma, alpha, direction):
+    _bracket_case(q, sigma, alpha, direction)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("direction", ["remove", "add"])
+@pytest.mark.parametrize("q,sigma,alpha", list(itertools.product(
+    (1e-3, 0.01, 0.1, 0.5), (0.5, 1.0, 2.0, 5.0), (1.1, 2.5, 7.3, 30.5, 200.5))))
+# (mpmath needs up to ~30 s for one large remove order at small sigma)
+def test_certified_bounds_bracket_mpmath_grid(q, sigma, alpha, direction):
+    _bracket_case(q, sigma, alpha, direction)
+
+
+@pytest.mark.parametrize("q,sigma,alpha", [(256 / 60000, 1.1, 9.7), (0.01, 0.8, 4.5),
+                                           (0.1, 2.0, 6.2), (1e-3, 5.0, 20.5)])
+def test_remove_bounds_are_tight_where_dpsgd_needs_them(q, sigma, alpha):
+    # the fractional series with its proven remainder: the bracket is far narrower than
+    # the chord of the neighbouring integer orders (which alone is up to 60% high)
+    upper, lower, truth = _bracket_case(q, sigma, alpha, "remove")
+    assert upper - lower <= 1e-6 * truth
+    lo_int, hi_int = math.floor(alpha) - 1.0, math.ceil(alpha) - 1.0
+    chord = np.interp(alpha - 1.0, [lo_int, hi_int],
+                      [float(mp_k_precise(q, sigma, lo_int + 1.0)),
+                       float(mp_k_precise(q, sigma, hi_int + 1.0))])
+    assert upper < chord
+
+
+@pytest.mark.parametrize("q,sigma", [(0.01, 0.8), (0.1, 1.0), (0.5, 2.0)])
+def test_certified_bounds_are_exact_at_integer_orders(q, sigma):
+    for alpha in (2, 3, 8, 20):
+        k = alpha - 1.0
+        exact = math.log(sum(math.comb(alpha, i) * q ** i * (1 - q) ** (alpha - i)
+                             * math.exp((i * i - i) / (2 * sigma * sigma))
+                             for i in range(alpha + 1)))
+        assert float(sgm.remove_cgf_upper(q, sigma, k)) == pytest.approx(exact, rel=1e-11)
+        assert float(sgm.remove_cgf_lower(q, sigma, k)) == pytest.approx(exact, rel=1e-11)
+        assert sgm.remove_cgf_lower(q, sigma, k) <= sgm.remove_cgf_upper(q, sigma, k)
+
+
+def test_certified_bounds_vectorise_and_refuse_bad_orders():
+    t = np.array([[0.0, 0.5], [3.0, 41.7]])
+    for fn in (sgm.remove_cgf_upper, sgm.remove_cgf_lower, sgm.add_cgf_upper,
+               sgm.add_cgf_lower):
+        out = fn(0.05, 1.3, t)
+        assert out.shape == t.shape and out[0, 0] == 0.0
+        np.testing.assert_allclose(out.ravel(), [float(fn(0.05, 1.3, x)) for x in t.ravel()],
+                                   rtol=1e-12)
+        with pytest.raises(ValueError, match="t"):
+            fn(0.05, 1.3, -0.5)
+        with pytest.raises(ValueError, match="q"):
+            fn(1.5, 1.3, 0.5)
+    # q = 1: the Gaussian, both directions, both sides
+    for fn in (sgm.remove_cgf_upper, sgm.remove_cgf_lower, sgm.add_cgf_upper,
+               sgm.add_cgf_lower):
+        assert float(fn(1.0, 2.0, 2.5)) == pytest.approx(2.5 * 3.5 / 8.0, rel=1e-15)
