@@ -14,7 +14,7 @@ from typing import Any, Iterable
 import attrs
 
 from .discretise import profile_support
-from .loss import MAX_GRID_POINTS, composed_grid_points
+from .loss import check_grid_points, composed_grid_points
 from .pair import Pair
 from .pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, compose_plds
 from .profile import PrivacyProfile
@@ -47,12 +47,6 @@ def _components(value: Iterable) -> tuple:
     return tuple(out)
 
 
-#: bytes a grid point costs at the peak of a discretisation or composition (profile
-#: values in two representations, the minorant's candidate lines, spectra): measured
-#: ≈ 250, rounded up
-BYTES_PER_POINT = 320
-
-
 def _support_points(pair: Pair, step: float) -> float:
     """Width in ε of one use's discretised loss support, [−e_backward, e_forward],
     where each directional profile falls to the discretisation tail
@@ -68,7 +62,7 @@ def estimate_grid_points(pair: Pair, count: int = 1, step: float = DEFAULT_STEP)
     before anything large is allocated: the largest of each component's discretised
     support (support/step) and the composed law's Chernoff window, the latter from a
     coarse discretisation (at most ~4000 points a component) scaled to ``step``.
-    Memory needed is about ``BYTES_PER_POINT`` times this; ``check_grid_size`` refuses
+    Memory needed is about ``loss.BYTES_PER_POINT`` times this; ``check_grid_size`` refuses
     beyond ``loss.MAX_GRID_POINTS``."""
     step = check_positive("step", step)
     count = check_count("count", count)
@@ -97,14 +91,7 @@ def check_grid_size(pair: Pair, count: int = 1, step: float = DEFAULT_STEP,
                     option: str = "step") -> int:
     """``estimate_grid_points``, or a ValueError naming ``option`` (the setting that
     fixes it), the size and the memory, when the grid exceeds ``MAX_GRID_POINTS``."""
-    n = estimate_grid_points(pair, count, step)
-    if n > MAX_GRID_POINTS:
-        need = n * BYTES_PER_POINT / 2 ** 30
-        raise ValueError(
-            f"the PLD at step {step:g} needs about {n:,} grid points (~{need:.1f} GiB; max "
-            f"{MAX_GRID_POINTS:,}); use a larger {option}"
-            + (f" (step ≥ {step * n / MAX_GRID_POINTS:.2g} fits)" if option == "step" else ""))
-    return n
+    return check_grid_points(estimate_grid_points(pair, count, step), step, option=option)
 
 
 @attrs.frozen(eq=False, slots=False)  # slots off: the PLD is cached on the instance
@@ -119,14 +106,15 @@ class ComposedPair(Pair):
 
     def curve(self, kind: type, **options: Any):
         if kind is PLD:
-            # refuse a grid too large for memory before allocating it
-            check_grid_size(self, 1, options.get("step") or DEFAULT_STEP)
             # a closed-form n-fold product (Gaussians: μ ↦ μ√n) beats an FFT power
             parts = []
             for p, c in self.components:
                 closed = p._self_compose(c) if c > 1 else None
+                # each single-use PLD refuses its own grid beyond the limit when built
                 parts.append((closed.curve(PLD, **options), 1) if closed is not None
                              else (p.curve(PLD, **options), c))
+            # the composition refuses its own grid, from the Chernoff window of these
+            # laws, before allocating it
             return compose_plds(parts)
         if kind in (RDP, ZCDP):
             parts = [p.curve(kind, **options).self_compose(c) if c > 1 else p.curve(kind, **options)

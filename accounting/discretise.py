@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from .loss import MAX_GRID_POINTS, LossPMF
+from .loss import LossPMF, check_grid_points
 
 __all__ = ["connect_the_dots", "convex_minorant", "profile_support", "profile_sup",
            "grid_indices", "grid_profile"]
@@ -38,10 +38,7 @@ def grid_indices(lo: float, hi: float, step: float) -> np.ndarray:
     """Integer grid indices covering [lo, hi] with one spare point each side."""
     i_lo = int(np.floor(lo / step)) - 1
     i_hi = int(np.ceil(hi / step)) + 1
-    n = i_hi - i_lo + 1
-    if n > MAX_GRID_POINTS:
-        raise ValueError(f"discretisation needs {n} grid points on [{lo:.4g}, {hi:.4g}] at step "
-                         f"{step:g} (max {MAX_GRID_POINTS}); use a larger step")
+    check_grid_points(i_hi - i_lo + 1, step, f"discretising [{lo:.4g}, {hi:.4g}]")
     return np.arange(i_lo, i_hi + 1)
 
 

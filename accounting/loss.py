@@ -31,11 +31,28 @@ import numpy as np
 
 from .validation import check_count, check_real
 
-__all__ = ["LossPMF", "MAX_GRID_POINTS", "compose_pmfs", "composed_grid_points"]
+__all__ = ["LossPMF", "MAX_GRID_POINTS", "BYTES_PER_POINT", "check_grid_points", "compose_pmfs",
+           "composed_grid_points"]
 
 #: Largest grid a PMF may occupy (about 1.3 GiB at the peak of a discretisation or a
 #: composition); beyond it the caller must coarsen the grid.
 MAX_GRID_POINTS = 1 << 22
+#: bytes a grid point costs at the peak of a discretisation or composition (profile
+#: values in two representations, the minorant's candidate lines, spectra): measured
+#: ≈ 250, rounded up
+BYTES_PER_POINT = 320
+
+
+def check_grid_points(n: int, step: float, what: str = "the PLD", option: str = "step") -> int:
+    """``n``, or a ValueError before anything is allocated when a grid of ``n`` points
+    exceeds ``MAX_GRID_POINTS``: it names the size, the memory and the ``option`` that
+    fixes it (for ``step``, the step that would fit)."""
+    if n > MAX_GRID_POINTS:
+        need = n * BYTES_PER_POINT / 2 ** 30
+        fits = f" (step ≥ {step * n / MAX_GRID_POINTS:.2g} fits)" if option == "step" else ""
+        raise ValueError(f"{what} at step {step:g} needs about {n:,} grid points (~{need:.1f} "
+                         f"GiB; max {MAX_GRID_POINTS:,}); use a larger {option}{fits}")
+    return n
 
 #: Mass below which an entry of a composed PMF is dropped (tails are accounted for).
 _TRUNCATION = 1e-40
@@ -375,9 +392,7 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
         lo_idx = min(lo_idx, int(np.floor(lo_ext / step + 1e-9)))
         hi_idx = max(hi_idx, int(np.ceil(hi_ext / step - 1e-9)))
     size = hi_idx - lo_idx + 1
-    if size > MAX_GRID_POINTS:
-        raise ValueError(f"the composition needs {size} grid points (max {MAX_GRID_POINTS}); "
-                         "use a coarser step")
+    check_grid_points(size, step, "the composition")
     import scipy.fft   # lazy: scipy.fft (and scipy.special under it) is most of import time
     n = scipy.fft.next_fast_len(size, real=True)
     window = np.arange(lo_idx, hi_idx + 1)
