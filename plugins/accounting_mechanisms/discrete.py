@@ -51,7 +51,7 @@ from scipy.special import log_ndtr, logsumexp
 
 from accounting.additive import AdditiveNoise
 from accounting.hookspecs import hookimpl
-from accounting.mechanism import positive
+from accounting.mechanism import NOISE_SCALE, Range, parameter
 from accounting.pair import Pair
 from accounting.validation import check_count, check_positive
 
@@ -74,10 +74,16 @@ _DROP = 750.0
 _TABLE_MAX = 1 << 20
 
 
+#: integer sensitivities accepted (the exact lattice sums were measured up to Δ = 1e6)
+MAX_INTEGER_SENSITIVITY = 10 ** 6
+#: the discrete Laplace decay a, as a·Δ in [1e-8, 1e8] (a·Δ is the pure-DP ε)
+DECAY_RATE = Range(1e-8, 1e8, per="sensitivity", per_power=-1, log=True)
+
+
 def _check_integer_sensitivity(label: str, value: float) -> int:
-    if not float(value).is_integer():
-        raise ValueError(f"{label}: sensitivity must be a positive integer for noise on the "
-                         f"integers, got {value!r}")
+    if not float(value).is_integer() or not 1 <= value <= MAX_INTEGER_SENSITIVITY:
+        raise ValueError(f"{label}: sensitivity must be an integer in [1, "
+                         f"{MAX_INTEGER_SENSITIVITY:g}] for noise on the integers, got {value!r}")
     return int(value)
 
 
@@ -291,7 +297,7 @@ class DiscreteGaussian(AdditiveNoise):
 
     name = "discrete_gaussian"
     domain = "integer"
-    sigma: float = attrs.field(validator=positive)
+    sigma: float = parameter(NOISE_SCALE)
 
     def __attrs_post_init__(self):
         _check_integer_sensitivity(self.name, self.sensitivity)
@@ -456,7 +462,7 @@ class DiscreteLaplace(AdditiveNoise):
 
     name = "discrete_laplace"
     domain = "integer"
-    a: float = attrs.field(validator=positive)
+    a: float = parameter(DECAY_RATE)
 
     def __attrs_post_init__(self):
         _check_integer_sensitivity(self.name, self.sensitivity)

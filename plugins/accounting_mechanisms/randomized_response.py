@@ -13,9 +13,8 @@ import attrs
 import numpy as np
 
 from accounting.hookspecs import hookimpl
-from accounting.mechanism import Mechanism, Neighbouring, as_neighbouring
+from accounting.mechanism import Mechanism, Neighbouring, Range, as_neighbouring, parameter
 from accounting.pair import LawPair, discrete_pair
-from accounting.validation import check_probability
 
 __all__ = ["RandomizedResponse", "rr_cgf"]
 
@@ -25,10 +24,6 @@ def rr_cgf(p: float, t: np.ndarray) -> np.ndarray:
     t = np.asarray(t, dtype=float)
     lp, lq = np.log(p), np.log1p(-p)
     return np.logaddexp((1 + t) * lp - t * lq, (1 + t) * lq - t * lp)
-
-
-def _p_validator(instance, attribute, value):
-    check_probability("p", value)
 
 
 @attrs.frozen
@@ -41,7 +36,7 @@ class RandomizedResponse(Mechanism):
     """
 
     name = "randomized_response"
-    p: float = attrs.field(validator=_p_validator)
+    p: float = parameter(Range(0.0, 1.0, lo_open=True, hi_open=True))
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
                                              converter=as_neighbouring)
 
