@@ -74,7 +74,7 @@ class Range:
             return self.lo, self.hi
         if instance is None:
             raise ValueError(f"this range is relative to {self.per}: pass the instance")
-        unit = float(getattr(instance, self.per)) ** self.per_power
+        unit = check_positive(self.per, getattr(instance, self.per)) ** self.per_power
         return self.lo * unit, self.hi * unit
 
     def check(self, name: str, value: Any, instance: Any = None) -> "float | int":
