@@ -66,8 +66,11 @@ def check_count(name: str, value: Any, *, minimum: int = 1, maximum: int = MAX_C
         n = int(value)
     else:
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} ({value!r})")
-    if n < minimum or n > maximum:
-        raise ValueError(f"{name} must be an integer in [{minimum}, {maximum:.6g}], got {n:.6g}")
+    if n < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {n}")
+    if n > maximum:
+        raise ValueError(f"{name} must be an integer <= {maximum} (at most {maximum:.6g}), "
+                         f"got {n:.6g}")
     return n
 
 

@@ -75,8 +75,8 @@ _DROP = 750.0
 _TABLE_MAX = 1 << 20
 
 
-#: integer sensitivities accepted (the exact lattice sums were measured up to Δ = 1e6)
-INTEGER_SENSITIVITY = Range(1, 10 ** 6, integer=True, log=True)
+#: integer sensitivities accepted (the lattice sums were measured up to Δ = 1e9)
+INTEGER_SENSITIVITY = Range(1, 10 ** 9, integer=True, log=True)
 #: the discrete Laplace decay a, as a·Δ in [1e-8, 1e8] (a·Δ is the pure-DP ε)
 DECAY_RATE = Range(1e-8, 1e8, per="sensitivity", per_power=-1, log=True)
 

@@ -13,7 +13,8 @@ import attrs
 import numpy as np
 
 from accounting.hookspecs import hookimpl
-from accounting.mechanism import Mechanism, Neighbouring, Range, as_neighbouring, parameter
+from accounting.mechanism import (Mechanism, Neighbouring, Range, as_neighbouring, parameter,
+                                  positive)
 from accounting.pair import LawPair, discrete_pair
 
 __all__ = ["RandomizedResponse", "rr_cgf"]
@@ -36,6 +37,9 @@ class RandomizedResponse(Mechanism):
     """
 
     name = "randomized_response"
+    #: declared as the one-point range {1} (the pair has no other sensitivity)
+    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=positive,
+                                     metadata={"range": Range(1.0, 1.0)})
     p: float = parameter(Range(0.0, 1.0, lo_open=True, hi_open=True))
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
                                              converter=as_neighbouring)
