@@ -30,9 +30,9 @@ import warnings
 import mpmath as mp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, assume, given, note, settings, strategies as st
+from hypothesis import HealthCheck, Phase, assume, given, settings, strategies as st
 
-from accounting import PLD, RDP, ZCDP, Accountant, PrivacyProfile, TradeOff
+from accounting import PLD, RDP, ZCDP, Accountant, Direction, PrivacyProfile, TradeOff
 from accounting.mechanism import Mechanism
 
 from closed_forms import discrete_delta, gaussian_delta, laplace_rdp, rr_rdp
@@ -41,7 +41,7 @@ from strategies import mechanisms, registered
 NAMES = sorted(registered())
 
 #: default profile (CI): a few draws per mechanism, coarse grid
-FAST = settings(max_examples=4, deadline=None, database=None, derandomize=True,
+FAST = settings(max_examples=3, deadline=None, database=None, derandomize=True,
                 phases=(Phase.explicit, Phase.generate), suppress_health_check=list(HealthCheck))
 #: the larger profile behind ``-m slow``
 SLOW = settings(max_examples=40, deadline=None, database=None,
@@ -242,13 +242,21 @@ def check_rdp(mech: Mechanism, k: int) -> None:
         exact = ref[1](ALPHAS)
         bad = ~_ge(up, exact, abs_=1e-12)
         assert not bad.any(), f"D_α {up[bad]} below the exact {exact[bad]} at α={ALPHAS[bad]}"
+
+
+def check_zcdp(mech: Mechanism) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)   # "sup at t → ∞" is labelled
         z = mech.curve(ZCDP)
-    rho = z.rho()
-    assert not math.isnan(rho) and rho >= 0, rho
-    if z.lower is not None:
-        assert _ge(rho, z.rho(bound="lower")), (rho, z.rho(bound="lower"))
+    for d in ("forward", "backward"):
+        rho = z.rho(d)
+        assert not math.isnan(rho) and rho >= 0, f"{d}: ρ = {rho}"
+        if z.lower is not None:
+            assert _ge(rho, z.rho(d, "lower")), f"{d}: ρ upper {rho} < lower {z.rho(d, 'lower')}"
+    ref = reference(mech)
+    if ref is not None:    # ρ* = sup_α D_α/α ≥ D_α/α at every order
+        exact = ref[1](ALPHAS) / ALPHAS
+        assert _ge(z.rho(), exact.max(), abs_=1e-12), (z.rho(), exact.max())
 
 
 def check_tradeoff(mech: Mechanism, step: float) -> None:
@@ -284,15 +292,102 @@ def check_tradeoff(mech: Mechanism, step: float) -> None:
                                        f"{betas[d][bad]} at α={TYPE_I[bad]}")
 
 
-def _run(mech: Mechanism, step: float, k: int) -> None:
-    import os, time
+def _run(mech: Mechanism, step: float, k: int, zcdp: bool) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        for f, args in ((check_profile, ()), (check_rdp, (k,)), (check_tradeoff, (step,)), (check_pld, (step, k))):
-            t = time.perf_counter()
-            f(mech, *args)
-            if os.environ.get("PROPS_DEBUG"):
-                print(f"{f.__name__} {time.perf_counter() - t:.2f}s {mech!r} k={k}", flush=True)
+        check_profile(mech)
+        check_rdp(mech, k)
+        check_tradeoff(mech, step)
+        check_pld(mech, step, k)
+        if zcdp:
+            check_zcdp(mech)
+
+
+def _closed_rho(mech: Mechanism) -> bool:
+    """Whether ρ* is in closed form (the numerical envelope costs seconds per draw)."""
+    return mech.pair()._rho(Direction.FORWARD) is not None
+
+
+# ------------------------------------------------------------------ known bugs
+# Library bugs this suite found in code outside its own files. Each has a pinned
+# strict xfail below with the measured numbers; draws in its region are skipped
+# (``assume``) so that every other property keeps running on the rest of the range.
+# When a fix lands the pinned case passes, the strict xfail fails, and the entry goes.
+def _loss_ratio(mech: Mechanism) -> float:
+    """Δ/scale of a Laplace-type noise (its pure-DP ε), through wrappers; 0 if none."""
+    name = type(mech).name
+    if name in ("laplace", "subsampled_laplace"):
+        return mech.sensitivity / mech.b
+    if name == "discrete_laplace":
+        return mech.a * mech.sensitivity
+    if name == "generalised_gaussian":
+        return mech.sensitivity / mech.scale
+    if hasattr(mech, "base"):
+        return _loss_ratio(mech.base)
+    return 0.0
+
+
+def known_bug(mech: Mechanism) -> "str | None":
+    name = type(mech).name
+    if _loss_ratio(mech) >= 1.0:
+        return "laplace-type losses of 1 and more: trade-off lower side and PLD mass (pinned below)"
+    if name == "gaussian_mixture" and min(mech.scales) < 1e-2 * mech.noise_width():
+        return "mixture components far narrower than the mixture: Rényi curve falls (pinned below)"
+    return None
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "trade-off from the PLD, lower (optimistic) side, is below the truth β(0) = 1 at α = 0: "
+    "Laplace Δ/b = 20 at step 1e-2 gives lower β(0) = 0.99932 (Δ/b = 44: 9.4e-9); "
+    "discrete Laplace a = 8.79e-8, Δ = 505798959 gives upper β(0) = 1.38e-8 above lower "
+    "2.97e-9; subsampled Laplace q = 0.167, b/Δ = 0.029 gives backward upper 1 > lower 0.835"))
+@pytest.mark.parametrize("mech", [
+    pytest.param(("laplace", dict(b=1 / 20)), id="laplace-20"),
+    pytest.param(("discrete_laplace", dict(a=8.787802980400534e-08, sensitivity=505798959)),
+                 id="discrete-laplace-44"),
+    pytest.param(("subsampled_laplace", dict(q=0.1671128928202519, b=0.06233385267696604,
+                                             sensitivity=2.154434690031884)),
+                 id="subsampled-laplace-35"),
+])
+def test_known_bug_tradeoff_lower_side_at_alpha_zero(mech):
+    from accounting import mechanism
+    to = mechanism(mech[0], **mech[1]).curve(TradeOff, step=FAST_STEP)
+    for d in ("forward", "backward"):
+        assert to.beta(0.0, d, "lower") >= 1.0 - ABS
+        assert to.beta(0.0, d, "lower") >= to.beta(0.0, d, "upper")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the pessimistic PLD law carries total mass above 1, so δ_upper(ε) > 1 at small ε: "
+    "discrete Laplace a = 0.1, Δ = 4096: mass − 1 = 1.04e-10 at step 1e-2 (2.1e-7 at the "
+    "default step 2e-4); generalised Gaussian β = 1.017, Δ/scale = 105.7: δ − 1 = 4.2e-11; "
+    "Laplace Δ/b = 100: 4.6e-12"))
+@pytest.mark.parametrize("mech", [
+    pytest.param(("discrete_laplace", dict(a=0.1, sensitivity=4096)), id="discrete-laplace"),
+    pytest.param(("generalised_gaussian", dict(beta=1.0172638794327824, scale=4.3810942992546483e-51,
+                                               sensitivity=4.632974445438183e-49)),
+                 id="generalised-gaussian"),
+    pytest.param(("laplace", dict(b=0.01)), id="laplace-100"),
+])
+def test_known_bug_pld_mass_above_one(mech):
+    from accounting import mechanism
+    pld = mechanism(mech[0], **mech[1]).curve(PLD, step=FAST_STEP)
+    for d in ("forward", "backward"):
+        assert float(np.max(pld.delta(EPS, d))) <= 1.0 + ABS
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "generic Rényi quadrature of a mixture whose components are far narrower than its "
+    "spread: D_α = 7.1e-7, 7.7e-7, 1.06e-6 at α = 1.01, 1.1, 1.5, then 26.2 at α = 2 and "
+    "less at α = 3 (not monotone; the small values under-report)"))
+def test_known_bug_separated_mixture_renyi_curve():
+    from accounting import mechanism
+    mech = mechanism("gaussian_mixture", sensitivity=7.180732459144514e+55,
+                     weights=(0.4740891698844371, 0.11080929262539733, 0.41510153749016554),
+                     means=(3.992634127885854e+32, -6.197085654869416e+16, 2.9193622002590423e+59),
+                     scales=(3.96290225937547e+53, 5.812922174694393e+52, 6.051586145968267e+58))
+    up = mech.curve(RDP).rdp(ALPHAS, "forward")
+    assert not _monotone(up, increasing=True, abs_=1e-12).any(), up
 
 
 # ------------------------------------------------------------------ the tests
@@ -301,8 +396,9 @@ def _run(mech: Mechanism, step: float, k: int) -> None:
 @given(data=st.data())
 def test_properties(name, data):
     mech = data.draw(mechanisms(name), label="mechanism")
+    assume(known_bug(mech) is None)
     k = data.draw(st.integers(2, 4), label="k")
-    _run(mech, FAST_STEP, k)
+    _run(mech, FAST_STEP, k, zcdp=_closed_rho(mech))
 
 
 @pytest.mark.slow
@@ -311,8 +407,9 @@ def test_properties(name, data):
 @given(data=st.data())
 def test_properties_slow(name, data):
     mech = data.draw(mechanisms(name), label="mechanism")
+    assume(known_bug(mech) is None)
     k = data.draw(st.integers(2, 12), label="k")
-    _run(mech, SLOW_STEP, k)
+    _run(mech, SLOW_STEP, k, zcdp=True)
 
 
 def test_every_registered_mechanism_declares_its_ranges():
