@@ -144,6 +144,10 @@ class Mechanism(abc.ABC):
     Subclasses set ``name`` (how the registry and the command line refer to them)
     and implement ``pair()``. ``sensitivity`` and ``neighbouring`` are keyword-only
     and shared by all mechanisms; each subclass documents their meaning for it.
+    Each numeric parameter declares where the mechanism's numerics hold with
+    ``parameter(Range(...))`` (or a ``"range"`` entry in its attrs metadata); values
+    outside are refused when the mechanism is built, and ``ranges()`` reports them
+    (the property suite draws from them).
     """
 
     name: ClassVar[str] = ""
