@@ -54,7 +54,12 @@ MAX_REFINEMENTS = 8
 
 
 def _check_step(step: Any) -> float:
-    return check_real("step", step, lo=MIN_STEP, hi=MAX_STEP)
+    x = check_real("step", step, lo=0.0, hi=MAX_STEP, lo_open=True)
+    if x < MIN_STEP:
+        raise ValueError(f"step must be in [{MIN_STEP:g}, {MAX_STEP:g}], got {x:g}: a finer grid "
+                         f"needs more grid points than memory allows (one Gaussian at step "
+                         f"2e-5 already takes ~1e6 points); use a larger step")
+    return x
 
 
 def _strict(method: Callable) -> Callable:
