@@ -29,6 +29,7 @@ import attrs
 import numpy as np
 
 from .compose import ComposedPair
+from .conversions import GRID_OPTIONS, check_options as check_grid_options
 from .mechanism import Mechanism
 from .pair import Pair
 from .pld import DEFAULT_STEP, PLD
@@ -47,8 +48,9 @@ ACCOUNTANTS = {"pld": PLD, "rdp": RDP, "zcdp": ZCDP}
 MIN_STEP = 1e-5
 #: the largest step: coarser grids lose all resolution of ε
 MAX_STEP = 1.0
-#: options ``Accountant.curve`` passes on to the PLD discretisation
-CURVE_OPTIONS = ("step", "tail", "lower")
+#: options ``Accountant.curve`` passes on to the PLD discretisation (the grid options of
+#: the conversion graph)
+CURVE_OPTIONS = GRID_OPTIONS
 #: how many times ``epsilon_interval(rtol=…)`` may halve the step
 MAX_REFINEMENTS = 8
 
@@ -125,8 +127,8 @@ class Accountant:
 
         ``options`` (``CURVE_OPTIONS``: ``step``, ``tail``, ``lower``) reach the PLD
         discretisation; anything else is refused."""
-        check_options("Accountant.curve()", options, CURVE_OPTIONS)
-        if "step" in options:
+        options = check_grid_options("Accountant.curve()", options)
+        if options.get("step") is not None:
             options["step"] = _check_step(options["step"])
         if kind is PLD:
             options.setdefault("step", self.step)

@@ -43,13 +43,13 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import attrs
 import numpy as np
-from scipy.optimize import brentq, minimize_scalar
 
 from .accountant import ACCOUNTANTS, Accountant
 from .conversions import ORDER_GRID, improved_epsilon
+from .curve import Exactness
 from .direction import Direction
 from .mechanism import Mechanism
-from .pld import DEFAULT_STEP
+from .pld import DEFAULT_STEP, PLD
 from .plugins import default_registry
 from .rdp import RDP
 from .validation import check_count, check_positive, check_probability, check_real
@@ -186,7 +186,11 @@ class Calibration:
     ``bracket`` = (lo, value): ε(lo) > target, so under monotonicity the smallest
     feasible value lies in (lo, value]; ``order``: the Rényi order α certifying
     ``epsilon`` (``rdp``/``zcdp``; None for ``pld``); ``evaluations``: distinct
-    values of x at which ε was computed; ``uses``: the workload at ``value``.
+    values of x at which ε was computed; ``uses``: the workload at ``value``;
+    ``exactness``: what ``epsilon`` is — ``Exactness.UPPER``, a certified upper bound
+    (the accountant's curve is exact or a sound bound), or ``Exactness.NUMERICAL``
+    when that curve is numerical (a quadrature Rényi curve): then neither ε nor the
+    order certifies anything, and ``describe``/``order_note`` say so.
     """
 
     parameter: str
@@ -200,11 +204,33 @@ class Calibration:
     evaluations: int
     order: Optional[float] = None
     uses: tuple = attrs.field(default=(), eq=False, repr=False)
+    exactness: Exactness = attrs.field(default=Exactness.UPPER,
+                                       validator=attrs.validators.instance_of(Exactness))
+
+    @property
+    def certified(self) -> bool:
+        """Whether ``epsilon`` is a certified upper bound (not a numerical value)."""
+        return self.exactness.certified
+
+    @property
+    def epsilon_label(self) -> str:
+        """What ``epsilon`` is, in words: "upper bound" or "numerical (not a certified bound)"."""
+        return "upper bound" if self.certified else "numerical (not a certified bound)"
+
+    @property
+    def order_note(self) -> str:
+        """The Rényi order, worded by the label: "certified at α = …" only when it is;
+        empty for ``pld``."""
+        if self.order is None:
+            return ""
+        word = "certified" if self.certified else "numerical, not certified,"
+        return f"{word} at α = {self.order:.6g}"
 
     def describe(self) -> str:
-        alpha = f" at α = {self.order:.6g}" if self.order is not None else ""
+        alpha = f", {self.order_note}" if self.order is not None else ""
+        label = "" if self.certified or self.order is not None else ", numerical: not certified"
         return (f"{self.parameter} = {self.value:.10g} gives ε = {self.epsilon:.10g} ≤ "
-                f"{self.target:g} at δ = {self.delta:g} ({self.accountant}{alpha}); "
+                f"{self.target:g} at δ = {self.delta:g} ({self.accountant}{alpha}{label}); "
                 f"bracket ({self.bracket[0]:.10g}, {self.bracket[1]:.10g}], "
                 f"{self.evaluations} evaluations")
 
@@ -214,6 +240,7 @@ def _best_order(cgf: Callable[[np.ndarray], np.ndarray], log_delta: float,
                 log_t0: float) -> tuple[float, float]:
     """min over t = α − 1 of the improved conversion, searched around log t0.
     Returns (ε, t). Any t gives a valid bound, so the result is sound."""
+    from scipy.optimize import minimize_scalar
     def objective(u: np.ndarray) -> np.ndarray:
         t = np.exp(u)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -250,6 +277,8 @@ class _Problem:
     step: float
     seen: dict = attrs.field(factory=dict)
     _log_t: dict = attrs.field(factory=dict)
+    #: what ε at each x is: a certified upper bound or a numerical value
+    labels: dict = attrs.field(factory=dict)
 
     def epsilon(self, x: float) -> float:
         if x not in self.seen:
@@ -262,16 +291,20 @@ class _Problem:
         for pair, count in pairs:
             acct.compose(pair, count)
         if self.accountant == "pld":
-            return float(acct.epsilon(self.delta)), None
+            eps = float(acct.epsilon(self.delta))
+            self.labels[x] = _epsilon_label(acct.curve(PLD, lower=False))
+            return eps, None
         # a product of pairs symmetric under reflection has equal directions: one will do
         symmetric = all(getattr(p, "symmetric", False) is True for p, _ in pairs)
         directions = _DIRECTIONS[:1] if symmetric else _DIRECTIONS
         # the public queries, which refuse a curve that is only a lower bound
         if self.accountant == "rdp":
             rdp = acct.curve(RDP)
+            self.labels[x] = _epsilon_label(rdp)
             cgfs = {d: (lambda t, d=d: rdp.cgf(t, d)) for d in directions}
         else:
             zcdp = acct.curve(ZCDP)
+            self.labels[x] = _epsilon_label(zcdp)
             cgfs = {d: (lambda t, r=zcdp.rho(d): r * t * (t + 1.0)) for d in directions}
         log_delta = math.log(self.delta)
         best = (-math.inf, None)
@@ -287,6 +320,12 @@ class _Problem:
             if eps > best[0]:
                 best = (eps, 1.0 + t)
         return best
+
+
+def _epsilon_label(curve) -> Exactness:
+    """What ε from the upper side of ``curve`` is: a certified upper bound when the
+    curve is exact or a sound bound, else (a numerical curve) numerical."""
+    return Exactness.UPPER if curve.provenance.exactness.certified else Exactness.NUMERICAL
 
 
 # --------------------------------------------------------------- the search
@@ -361,6 +400,7 @@ def calibrate_workload(terms: "Term | Sequence[Term]", *, epsilon: float, delta:
     ``pld`` the RDP calibration to 1e-3 when it succeeds); ``parameter``: the name
     reported for x (default: the first term's label).
     """
+    from scipy.optimize import brentq
     terms = _check_terms(terms)
     target = check_positive("epsilon", epsilon)
     delta = check_probability("delta", delta)
@@ -393,7 +433,8 @@ def calibrate_workload(terms: "Term | Sequence[Term]", *, epsilon: float, delta:
     uses = tuple((term.build(hi), term.count) for term in terms)
     return Calibration(parameter=label, value=hi, epsilon=eps, target=target, delta=delta,
                        accountant=accountant, bracket=(lo, hi), rtol=rtol,
-                       evaluations=len(problem.seen), order=order, uses=uses)
+                       evaluations=len(problem.seen), order=order, uses=uses,
+                       exactness=problem.labels[hi])
 
 
 def calibrate(family: Any, solve: Optional[str] = None, *, epsilon: float, delta: float,

@@ -17,10 +17,16 @@ grid step), ``--json``. A mechanism's parameters are its attrs fields
 (``Registry.mechanism(name).parameters()``), offered as ``--name VALUE``.
 
 Every answer is an upper bound, the max over both neighbouring directions; the PLD
-line also shows the certified bracket [optimistic, pessimistic]. Bad input (an
-out-of-range or non-numeric value, an unknown mechanism or parameter, a malformed
-workload file) prints one line ``accounting: error: …`` on stderr and exits with
-status 2, never a traceback.
+line also shows the certified bracket [optimistic, pessimistic].
+
+Exit status (``docs/cli.md``): 0 on success; 2 for a usage error (a bad argument,
+value or file, a refusal of the request by the library's own checks, an exception
+raised by the user's ``--mechanism`` code), printed as the one line
+``accounting: error: …``; 1 for an internal error (a bug: any other exception, or a
+ValueError/TypeError raised inside numpy/scipy rather than by a check of ours),
+printed as ``accounting: internal error — please report: <Type>: <msg>``; 3 from
+``audit --fail-on-reject``; 130 on Ctrl-C. The traceback is shown only under the
+global ``--debug`` flag (or ``ACCOUNTING_DEBUG=1``).
 """
 
 from __future__ import annotations
@@ -29,10 +35,12 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import textwrap
 import time
 import tomllib
+import traceback
 import warnings
 from typing import Any, Optional, Sequence
 
@@ -41,23 +49,21 @@ import numpy as np
 
 from . import __version__
 from .accountant import ACCOUNTANTS
-from .pld import DEFAULT_STEP, PLD
+from .cli_audit import _audit_parser, _cmd_audit
+from .cli_base import (EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, PROG, CLIError, UserCodeError,
+                       _count_text, _one_line, _parse_float, _parse_int, _Parser,
+                       _stdout_to_stderr)
+from .curve import Exactness
+from .pld import DEFAULT_STEP
 from .plugins import PluginError, Registry, default_registry
 from .profile import PrivacyProfile
-from .validation import check_array, check_positive
-from .workload import (ACCOUNTANT_CHOICES, Workload, WorkloadError, default_workload,
-                       load_workload, make_use, parameter_kind)
+from .validation import check_array, check_positive, check_real
+from .workload import (ACCOUNTANT_CHOICES, MAX_COUNT_TEXT, Workload, WorkloadError,
+                       default_workload, load_workload, make_use, parameter_kind)
 from .zcdp import ZCDP
 
-__all__ = ["main", "CLIError"]
-
-PROG = "accounting"
-#: exit status for bad input (argparse's convention)
-EXIT_USAGE = 2
-#: exit status for an unexpected internal error
-EXIT_INTERNAL = 1
-#: exit status of ``audit --fail-on-reject`` when the claim is rejected
-EXIT_REJECTED = 3
+__all__ = ["main", "CLIError", "UserCodeError", "EXIT_USAGE",
+           "EXIT_INTERNAL", "EXIT_REJECTED"]
 
 _SUBCOMMANDS = ("run", "demo", "mechanisms", "epsilon", "delta", "gap", "calibrate", "audit")
 #: α at which the main job reports the trade-off function
@@ -70,34 +76,18 @@ _ZCDP_NOTE = ("zCDP cannot see amplification by subsampling: ρ* of a Poisson-su
               "so its ε here is that of the full-batch mechanism — sound but useless.")
 
 
-class CLIError(Exception):
-    """Bad command-line usage; printed as one line, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with errors raised (to be printed as one line), not printed with usage,
-    and without abbreviations (``--s`` must not silently mean ``--step``)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str):  # type: ignore[override]
-        raise CLIError(f"{message} (see '{self.prog} --help')")
-
-
 # ------------------------------------------------------------------- parsers
 def _query_options(p: argparse.ArgumentParser, query: str) -> None:
     """Options shared by ``epsilon``, ``delta`` and ``run``."""
     if query == "epsilon":
-        p.add_argument("--delta", type=float, nargs="+", metavar="D",
+        p.add_argument("--delta", type=_parse_float, nargs="+", metavar="D",
                        help="target δ in (0, 1); several values allowed")
     else:
-        p.add_argument("--epsilon", type=float, nargs="+", metavar="E",
+        p.add_argument("--epsilon", type=_parse_float, nargs="+", metavar="E",
                        help="ε at which to report δ; several values allowed")
     p.add_argument("--accountant", choices=ACCOUNTANT_CHOICES, default=None,
                    help="representation to account under (default: all, or the workload's)")
-    p.add_argument("--step", type=float, default=None, metavar="S",
+    p.add_argument("--step", type=_parse_float, default=None, metavar="S",
                    help=f"PLD grid step of the privacy loss (default {DEFAULT_STEP:g})")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -114,6 +104,8 @@ def _build_parser() -> _Parser:
                "  accounting epsilon --workload job.toml --delta 1e-5 --json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     top.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    top.add_argument("--debug", action="store_true", help="show the traceback of an error "
+                     "(anywhere on the line; also ACCOUNTING_DEBUG=1)")
     sub = top.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser("run", aliases=["demo"], help="the main job (default): DP-SGD, "
@@ -152,8 +144,9 @@ def _query_mode_options(p: argparse.ArgumentParser, query: str) -> None:
                    help="a registered mechanism (see 'accounting mechanisms')")
     p.add_argument("--workload", metavar="FILE", help="a TOML workload file instead of "
                    "MECHANISM")
-    p.add_argument("--compose", type=int, default=None, metavar="K",
-                   help="number of independent uses of MECHANISM (default 1)")
+    p.add_argument("--compose", type=_count_text, default=None, metavar="K",
+                   help=f"number of independent uses of MECHANISM (default 1; at most "
+                        f"{MAX_COUNT_TEXT})")
     _query_options(p, query)
 
 
@@ -175,15 +168,15 @@ def _param_parser(prog: str, cls: type, *, query: Optional[str] = None) -> _Pars
         kw: dict[str, Any] = {"dest": f"param_{attr.name}", "metavar": kind.upper(),
                               "default": None, "help": default}
         if kind == "int":
-            kw["type"] = int
+            kw["type"] = _parse_int
         elif kind == "float":
-            kw["type"] = float
+            kw["type"] = _parse_float
         elif kind == "bool":
             kw["type"] = _parse_bool
         elif kind == "neighbouring":
             kw["metavar"] = "{add_remove,replace_one}"
         elif kind == "vector":
-            kw.update(type=float, nargs="+", metavar="X")
+            kw.update(type=_parse_float, nargs="+", metavar="X")
         elif kind == "mechanism":
             kw.update(type=_parse_table, metavar="'{name=\"…\", …}'")
         group.add_argument(*names, **kw)
@@ -207,7 +200,7 @@ def _option_names(param: str) -> list[str]:
 
 
 def _parse_bool(text: str) -> bool:
-    low = text.strip().lower()
+    low = str(text).lower()
     if low in ("1", "true", "yes", "on"):
         return True
     if low in ("0", "false", "no", "off"):
@@ -224,6 +217,8 @@ def _parse_table(text: str) -> dict:
         value = tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         raise ValueError(f"not a TOML inline table: {text!r}") from None
+    except RecursionError:
+        raise ValueError("the inline table is nested too deeply") from None
     if not isinstance(value, dict):
         raise ValueError(f"not a TOML inline table: {text!r}")
     return value
@@ -266,37 +261,155 @@ def _accountant_names(choice: Optional[str], workload: Workload) -> list[str]:
     return list(ACCOUNTANTS) if choice == "all" else [choice]
 
 
+#: above this many query values, the RDP accountant minimises over one shared grid of
+#: orders (``_rdp_sweep``) instead of refining the order separately for each value
+_SWEEP_MIN_VALUES = 16
+#: points of the fine order grid of a sweep, spread over the cells where the coarse
+#: grid found the optima
+_SWEEP_FINE_ORDERS = 400
+
+
+def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, int]:
+    """ε(δ) or δ(ε) of an RDP curve at many values from one shared set of orders.
+
+    The engine refines the order separately for each value (about 80 curve
+    evaluations each), which costs minutes for a curve computed by quadrature. Here
+    the curve is evaluated once on the engine's coarse grid ``ORDER_GRID``, then on
+    ``_SWEEP_FINE_ORDERS`` orders spread (geometrically) over the cells where the
+    coarse grid found the optima, and every value takes its min over that shared
+    set. Every order gives a valid bound (Canonne, Kamath, Steinke 2020, Prop. 12),
+    so the answer is an upper bound; it can only be slightly above the engine's
+    per-value optimum. Returns the answers and the number of orders used.
+    """
+    from .conversions import ORDER_GRID, improved_epsilon, improved_log_delta
+    from .direction import Direction
+    directions = ((Direction.FORWARD,) if getattr(rdp, "symmetric", False) is True
+                  else (Direction.FORWARD, Direction.BACKWARD))
+
+    def objective(k: np.ndarray, t: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            if query == "delta":
+                out = improved_log_delta(k[None, :], t[None, :], values[:, None])
+            else:
+                out = improved_epsilon(k[None, :], t[None, :], np.log(values)[:, None])
+        return np.where(np.isnan(out), np.inf, out)
+
+    best = np.full(values.shape, -np.inf)
+    n_orders = 0
+    for d in directions:
+        coarse = np.asarray(rdp.upper(ORDER_GRID, d), dtype=float)
+        vals = objective(coarse, ORDER_GRID)
+        j = np.argmin(vals, axis=1)
+        lo = ORDER_GRID[max(int(j.min()) - 1, 0)]
+        hi = ORDER_GRID[min(int(j.max()) + 1, ORDER_GRID.size - 1)]
+        fine_t = np.geomspace(lo, hi, _SWEEP_FINE_ORDERS)
+        fine = np.asarray(rdp.upper(fine_t, d), dtype=float)
+        per_d = np.minimum(vals.min(axis=1), objective(fine, fine_t).min(axis=1))
+        best = np.maximum(best, per_d)
+        n_orders = ORDER_GRID.size + fine_t.size
+    if query == "delta":
+        out = np.minimum(np.exp(best), 1.0)
+        return np.where(values == -np.inf, 1.0, out), n_orders
+    return np.maximum(best, 0.0), n_orders
+
+
+def _refusal(exc: Exception) -> Optional[str]:
+    """The one-line reason if ``exc`` is a refusal (a usage error), else None."""
+    return _one_line(exc) if _is_usage_error(exc) else None
+
+
 def _evaluate(workload: Workload, query: str, values: np.ndarray, names: list[str],
               step: float) -> tuple[Any, dict[str, dict]]:
-    """Run ``query`` ("epsilon" or "delta") at ``values`` under each accountant."""
+    """Run ``query`` ("epsilon" or "delta") at ``values`` under each accountant.
+
+    With several accountants, one that refuses (a usage error: e.g. a grid too large)
+    gets ``{"error": reason}`` and the others still answer; with one accountant, or
+    when every one refuses, the first refusal is raised. Internal errors propagate.
+    """
     acct = workload.accountant(step)
     results: dict[str, dict] = {}
+    first_error: Optional[Exception] = None
     for name in names:
         t0 = time.perf_counter()
-        res: dict[str, Any] = {}
-        if query == "epsilon":
-            res["epsilon"] = np.atleast_1d(acct.epsilon(values, accountant=name))
-            if name == "pld":
-                lo, hi = acct.epsilon_interval(values)
-                res["interval"] = np.stack([np.atleast_1d(lo), np.atleast_1d(hi)], axis=1)
-        else:
-            res["delta"] = np.atleast_1d(acct.delta(values, accountant=name))
-            if name == "pld":
-                lo, hi = acct.curve(PLD).delta_interval(values)
-                res["interval"] = np.stack([np.atleast_1d(lo), np.atleast_1d(hi)], axis=1)
-        curve = acct.curve(ACCOUNTANTS[name])
-        shown = curve if name == "pld" else curve.to(PrivacyProfile)
-        res["provenance"] = str(shown.provenance)
-        if isinstance(curve, ZCDP):
-            res["rho"] = curve.rho()
-        res["seconds"] = time.perf_counter() - t0
-        results[name] = res
+        try:
+            results[name] = _evaluate_one(acct, name, query, values)
+        except Exception as exc:
+            _nan_is_internal(exc)
+            reason = _refusal(exc)
+            if reason is None or len(names) == 1:
+                raise
+            first_error = first_error or exc
+            results[name] = {"error": reason}
+        results[name]["seconds"] = time.perf_counter() - t0
+    if first_error is not None and all("error" in r for r in results.values()):
+        raise first_error
     return acct, results
+
+
+def _evaluate_one(acct: Any, name: str, query: str, values: np.ndarray) -> dict:
+    res: dict[str, Any] = {}
+    kind = ACCOUNTANTS[name]
+    curve = acct.curve(kind)  # the full PLD first: the queries below reuse it
+    sweep = name == "rdp" and values.size > _SWEEP_MIN_VALUES
+    note = ""
+    if sweep:
+        answer, n_orders = _rdp_sweep(curve, query, values)
+        note = f"; minimised over one shared grid of {n_orders} orders for {values.size} values"
+    elif query == "epsilon":
+        answer = acct.epsilon(values, accountant=name)
+    else:
+        answer = acct.delta(values, accountant=name)
+    res[query] = np.atleast_1d(answer)
+    if name == "pld":
+        lo, hi = (curve.epsilon_interval(values) if query == "epsilon"
+                  else curve.delta_interval(values))
+        res["interval"] = np.stack([np.atleast_1d(lo), np.atleast_1d(hi)], axis=1)
+    shown = curve if name == "pld" else curve.to(PrivacyProfile)
+    res["provenance"] = str(shown.provenance) + note
+    res["exactness"] = shown.provenance.exactness.value
+    if isinstance(curve, ZCDP):
+        res["rho"] = curve.rho()
+    return res
+
+
+def _looseness_notes(query: str, results: dict[str, dict]) -> list[str]:
+    """Say when the PLD answer is looser than another accountant's (every answer is a
+    valid upper bound, so the smallest is the one to use), as happens when the grid
+    is too coarse for the composition: its certified lower end then collapses."""
+    pld = results.get("pld")
+    if not pld or "error" in pld:
+        return []
+    # only a certified answer can be offered in place of the PLD's
+    others = {n: r for n, r in results.items()
+              if n != "pld" and "error" not in r and _certified(r)}
+    notes = []
+    for i in range(len(pld[query])):
+        p = float(pld[query][i])
+        better = [(float(r[query][i]), n) for n, r in others.items()
+                  if float(r[query][i]) < p * (1.0 - 1e-9)]
+        if not better:
+            continue
+        b, who = min(better)
+        lo = float(pld["interval"][i][0])
+        why = (f"its certified lower end is {_num(lo)}" if lo > 0 else
+               "its certified lower end is 0")
+        notes.append(f"the PLD answer {_num(p)} is looser than {who}'s {_num(b)} here "
+                     f"({why}: the grid is too coarse for this composition; a smaller --step "
+                     f"tightens it); every line is an upper bound, so {_num(b)} holds")
+        break
+    return notes
+
+
+def _certified(res: dict) -> bool:
+    return Exactness(res["exactness"]).certified
 
 
 def _results_json(results: dict[str, dict]) -> dict:
     out = {}
     for name, res in results.items():
+        if "error" in res:
+            out[name] = {"error": res["error"], "seconds": res["seconds"]}
+            continue
         item: dict[str, Any] = {}
         for key, val in res.items():
             if key in ("epsilon", "delta"):
@@ -315,6 +428,9 @@ def _results_table(query: str, values: np.ndarray, results: dict[str, dict]) -> 
     given, answer = ("δ", "ε") if query == "epsilon" else ("ε", "δ")
     rows = [("accountant", given, answer, "certified interval", "time")]
     for name, res in results.items():
+        if "error" in res:
+            rows.append((name, "", "refused (below)", "", _seconds(res["seconds"])))
+            continue
         for i, v in enumerate(values):
             a = res[query][i]
             interval = ""
@@ -322,6 +438,8 @@ def _results_table(query: str, values: np.ndarray, results: dict[str, dict]) -> 
                 lo, hi = res["interval"][i]
                 interval = f"[{_num(lo)}, {_num(hi)}]"
             extra = f"  (ρ = {_num(res['rho'], 6)})" if "rho" in res and i == 0 else ""
+            if not _certified(res):
+                extra += "  (numerical)"
             rows.append((name, _num(v, 6), _num(a) + extra, interval, _seconds(res["seconds"])))
     widths = [max(len(r[k]) for r in rows) for k in range(5)]
     lines = []
@@ -329,11 +447,33 @@ def _results_table(query: str, values: np.ndarray, results: dict[str, dict]) -> 
         cells = [r[0].ljust(widths[0]), r[1].rjust(widths[1]), r[2].ljust(widths[2]),
                  r[3].ljust(widths[3]), r[4].rjust(widths[4])]
         lines.append("  " + "  ".join(cells).rstrip())
+    for name, res in results.items():
+        if "error" in res:
+            lines.append(textwrap.fill(f"{name} refused: {res['error']}", width=96,
+                                       initial_indent="  ", subsequent_indent="    "))
     return lines
 
 
+#: provenance longer than this is shortened in text output (a workload of thousands of
+#: entries has a provenance line per entry); ``--json`` gives it in full
+_PROVENANCE_CHARS = 400
+
+
+def _short(text: str, limit: int = _PROVENANCE_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit // 2], text[-limit // 3:]
+    omitted = len(text) - len(head) - len(tail)
+    return f"{head} … [{omitted} characters omitted; --json has all] … {tail}"
+
+
+def _print_note(note: str) -> None:
+    print(textwrap.fill(note, width=96, initial_indent="  note: ", subsequent_indent=" " * 8))
+
+
 def _provenance_lines(results: dict[str, dict]) -> list[str]:
-    return [f"  {name}: {res['provenance']}" for name, res in results.items()]
+    return [f"  {name}: {_short(res['provenance'])}" for name, res in results.items()
+            if "provenance" in res]
 
 
 # ------------------------------------------------------------------ commands
@@ -425,9 +565,9 @@ def _cmd_query(query: str, ns: argparse.Namespace, extras: list[str],
             p = _param_parser(f"{prog} {ns.mechanism}", cls, query=query)
         p.print_help()
         return 0
-    if ns.workload and ns.mechanism:
+    if ns.workload is not None and ns.mechanism is not None:
         raise CLIError("give either MECHANISM or --workload FILE, not both")
-    if ns.workload:
+    if ns.workload is not None:
         if extras:
             raise CLIError(f"unrecognized arguments: {' '.join(extras)} (mechanism parameters "
                            f"belong in the workload file)")
@@ -435,7 +575,7 @@ def _cmd_query(query: str, ns: argparse.Namespace, extras: list[str],
             raise CLIError("--compose applies to a single MECHANISM; set count in the workload")
         workload = load_workload(ns.workload, registry)
         header = f"workload {workload.source}: {workload.describe()}"
-    elif ns.mechanism:
+    elif ns.mechanism is not None:
         count = 1 if ns.compose is None else ns.compose
         use = _mechanism_use(prog, ns.mechanism, extras, registry, count)
         workload = Workload((use,), source="command line")
@@ -447,9 +587,10 @@ def _cmd_query(query: str, ns: argparse.Namespace, extras: list[str],
     step = _step(ns.step, workload)
     names = _accountant_names(ns.accountant, workload)
     _, results = _evaluate(workload, query, values, names, step)
+    notes = _looseness_notes(query, results)
     if ns.json:
         payload: dict[str, Any] = {"query": query}
-        if ns.mechanism:
+        if ns.mechanism is not None:
             only = workload.uses[0].as_dict()
             payload.update(mechanism=only["name"], params=only["params"], count=only["count"])
         payload["workload"] = workload.as_dict()
@@ -457,12 +598,18 @@ def _cmd_query(query: str, ns: argparse.Namespace, extras: list[str],
         payload["step"] = step
         payload["bound"] = "upper bound, max over neighbouring directions"
         payload["results"] = _results_json(results)
+        if notes:
+            payload["notes"] = notes
         print(json.dumps(payload, indent=2, ensure_ascii=False))
         return 0
     what = "ε(δ)" if query == "epsilon" else "δ(ε)"
-    print(header)
-    print(f"{what}: upper bounds, max over both neighbouring directions (PLD step {step:g})")
+    print(_short(header))
+    kinds = ("upper bounds" if all(_certified(r) for r in results.values() if "error" not in r)
+             else "upper bounds, except those marked numerical (estimates, not certified)")
+    print(f"{what}: {kinds}, max over both neighbouring directions (PLD step {step:g})")
     print("\n".join(_results_table(query, values, results)))
+    for note in notes:
+        _print_note(note)
     print("provenance:")
     print("\n".join(_provenance_lines(results)))
     return 0
@@ -504,10 +651,10 @@ def _gap_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
     p.add_argument("mechanism", nargs="?", metavar="MECHANISM",
                    help="a registered mechanism (see 'accounting mechanisms')")
-    p.add_argument("--t", type=float, nargs="+", metavar="T", dest="orders",
-                   help="orders t = α − 1 > 0 (default: "
+    p.add_argument("--t", type=_parse_float, nargs="+", metavar="T", dest="orders",
+                   help="orders t = α − 1 in (0, 1e6] (default: "
                         + " ".join(f"{v:g}" for v in _GAP_T) + ")")
-    p.add_argument("--compose", type=int, default=None, metavar="N",
+    p.add_argument("--compose", type=_count_text, default=None, metavar="N",
                    help="number of independent copies (default 1): ρ* and Γ scale by N")
     p.add_argument("--direction", choices=("max", "forward", "backward"), default="max",
                    help="neighbouring direction (default max: remove or add, the worse)")
@@ -538,17 +685,17 @@ def _mechanism_help(prog: str, mechanism: Optional[str], registry: Registry,
 
 
 def _cmd_gap(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
-    from .gap import information_gap
+    from .gap import T_MAX, information_gap
     from .validation import check_count
     prog = f"{PROG} gap"
     if ns.help:
         return _mechanism_help(prog, ns.mechanism, registry, _GAP_DESCRIPTION, _gap_options)
-    if not ns.mechanism:
+    if ns.mechanism is None:
         raise CLIError(f"give a MECHANISM (one of {', '.join(sorted(registry.mechanisms))})")
     count = check_count("compose", 1 if ns.compose is None else ns.compose)
     use = _mechanism_use(prog, ns.mechanism, extras, registry, count)
     orders = check_array("t", list(ns.orders) if ns.orders else list(_GAP_T),
-                         lo=0.0, lo_open=True)
+                         lo=0.0, hi=T_MAX, lo_open=True)
     target = use.mechanism if count == 1 else use.mechanism.pair().self_compose(count)
     res = information_gap(target, orders, ns.direction)
     if ns.json:
@@ -594,23 +741,23 @@ def _calibrate_options(p: argparse.ArgumentParser) -> None:
                    help="a registered mechanism (see 'accounting mechanisms')")
     p.add_argument("--solve", metavar="PARAM", help="the real parameter to calibrate "
                    "(e.g. sigma, b)")
-    p.add_argument("--epsilon", type=float, metavar="E", help="target ε > 0")
-    p.add_argument("--delta", type=float, metavar="D", help="target δ in (0, 1)")
-    p.add_argument("--compose", type=int, default=None, metavar="K",
+    p.add_argument("--epsilon", type=_parse_float, metavar="E", help="target ε > 0")
+    p.add_argument("--delta", type=_parse_float, metavar="D", help="target δ in (0, 1)")
+    p.add_argument("--compose", type=_count_text, default=None, metavar="K",
                    help="number of independent uses of MECHANISM (default 1)")
     p.add_argument("--accountant", choices=tuple(ACCOUNTANTS), default="pld",
                    help="representation to calibrate under (default pld)")
-    p.add_argument("--step", type=float, default=None, metavar="S",
+    p.add_argument("--step", type=_parse_float, default=None, metavar="S",
                    help=f"PLD grid step of the privacy loss (default {DEFAULT_STEP:g})")
-    p.add_argument("--rtol", type=float, default=None, metavar="R",
+    p.add_argument("--rtol", type=_parse_float, default=None, metavar="R",
                    help="relative width of the final bracket (default 1e-6)")
     p.add_argument("--dpsgd", action="store_true", help="DP-SGD: calibrate σ of the "
                    "Poisson-subsampled Gaussian for --q Q and --steps N")
-    p.add_argument("--steps", type=int, default=None, metavar="N",
+    p.add_argument("--steps", type=_count_text, default=None, metavar="N",
                    help="with --dpsgd: the number of training steps")
     # owned here so that a bare number after it is not taken for MECHANISM; handed back
     # to the mechanism's own parameters when a MECHANISM is given
-    p.add_argument("--q", type=float, default=None, metavar="Q",
+    p.add_argument("--q", type=_parse_float, default=None, metavar="Q",
                    help="with --dpsgd: the Poisson sampling rate in (0, 1]")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -637,12 +784,31 @@ def _calibrate_params(prog: str, name: str, solve: str, extras: list[str],
     return params
 
 
+#: values of the parameter being solved for probed before the search: calibration
+#: searches (0, ∞) in both directions from 1
+_SOLVE_PROBES = (1.0, 1e-6, 1e6)
+
+
+def _check_solvable(registry: Registry, name: str, solve: str, params: dict) -> None:
+    """Refuse, before the search, a parameter the search cannot move freely: it
+    brackets the answer on (0, ∞) from 1, so the mechanism must accept the probes."""
+    for x in _SOLVE_PROBES:
+        try:
+            make_use(registry, name, {**params, solve: x})
+        except (TypeError, ValueError) as exc:
+            raise CLIError(f"--solve {solve}: calibrate searches {solve} over (0, ∞), more "
+                           f"{solve} meaning more noise, but {name} refuses {solve} = {x:g} "
+                           f"({_one_line(exc)}); calibrate a noise scale such as sigma or "
+                           f"b") from None
+
+
 def _cmd_calibrate(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     from .calibrate import DEFAULT_RTOL, Term, calibrate
     from .validation import check_count
     prog = f"{PROG} calibrate"
     if ns.help:
-        return _mechanism_help(prog, ns.mechanism, registry, _CALIBRATE_DESCRIPTION, _calibrate_options)
+        return _mechanism_help(prog, ns.mechanism, registry, _CALIBRATE_DESCRIPTION,
+                               _calibrate_options)
     if ns.epsilon is None or ns.delta is None:
         raise CLIError("calibrate needs a target: --epsilon E and --delta D")
     if ns.dpsgd:
@@ -659,7 +825,7 @@ def _cmd_calibrate(ns: argparse.Namespace, extras: list[str], registry: Registry
     else:
         if ns.steps is not None:
             raise CLIError("--steps belongs to --dpsgd; give the number of uses as --compose K")
-        if not ns.mechanism:
+        if ns.mechanism is None:
             raise CLIError(f"give a MECHANISM (one of {', '.join(sorted(registry.mechanisms))})"
                            f" or --dpsgd")
         if not ns.solve:
@@ -670,11 +836,24 @@ def _cmd_calibrate(ns: argparse.Namespace, extras: list[str], registry: Registry
             extras = ["--q", repr(ns.q), *extras]
         params = _calibrate_params(prog, name, solve, extras, registry)
         count = check_count("compose", 1 if ns.compose is None else ns.compose)
+        _check_solvable(registry, name, solve, params)
+    check_positive("epsilon", ns.epsilon)
+    check_real("delta", ns.delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     step = check_positive("step", ns.step if ns.step is not None else DEFAULT_STEP)
     rtol = DEFAULT_RTOL if ns.rtol is None else ns.rtol
     t0 = time.perf_counter()
-    res = calibrate(name, solve, epsilon=ns.epsilon, delta=ns.delta, count=count,
-                    params=params, accountant=ns.accountant, step=step, rtol=rtol)
+    try:
+        res = calibrate(name, solve, epsilon=ns.epsilon, delta=ns.delta, count=count,
+                        params=params, accountant=ns.accountant, step=step, rtol=rtol)
+    except (ValueError, TypeError) as exc:
+        if not _is_usage_error(exc) or _raised_in(exc).startswith("accounting.calibrate") \
+                or _raised_in(exc).startswith("accounting.validation"):
+            raise  # calibrate's own checks and answers speak for themselves
+        # a refusal from deeper down (the accountant, at a value the search chose):
+        # say where it happened rather than quote an internal quantity bare
+        raise CLIError(f"calibrate: the {ns.accountant} accountant could not evaluate a "
+                       f"candidate {solve} during the search ({_one_line(exc)}); try another "
+                       f"--accountant or a larger --step") from None
     seconds = time.perf_counter() - t0
     if ns.json:
         payload: dict[str, Any] = {"command": "calibrate", "mechanism": name,
@@ -686,7 +865,8 @@ def _cmd_calibrate(ns: argparse.Namespace, extras: list[str], registry: Registry
                        bracket=[res.bracket[0], res.bracket[1]], rtol=res.rtol,
                        order=None if res.order is None else res.order,
                        evaluations=res.evaluations, seconds=seconds,
-                       bound="ε_achieved: upper bound, max over neighbouring directions")
+                       bound=f"ε_achieved: {res.epsilon_label}, max over neighbouring "
+                             f"directions", exactness=res.exactness.value)
         if res.accountant == "pld":
             payload["step"] = step
         print(json.dumps(payload, indent=2, ensure_ascii=False))
@@ -697,9 +877,9 @@ def _cmd_calibrate(ns: argparse.Namespace, extras: list[str], registry: Registry
           f"target ε ≤ {_num(res.target)} at δ = {_num(res.delta)} under {res.accountant}"
           + (f" (PLD step {step:g})" if res.accountant == "pld" else ""))
     print(f"  {solve} = {_num(res.value, 10)}")
-    alpha = f"; certified at α = {_num(res.order, 6)}" if res.order is not None else ""
-    print(f"  ε = {_num(res.epsilon, 10)} there (upper bound, max over both neighbouring "
-          f"directions{alpha})")
+    alpha = f"; {res.order_note}" if res.order is not None else ""
+    print(f"  ε = {_num(res.epsilon, 10)} there ({res.epsilon_label}, max over both "
+          f"neighbouring directions{alpha})")
     print(f"  bracket ({_num(res.bracket[0], 10)}, {_num(res.bracket[1], 10)}]: the smallest "
           f"feasible {solve} lies inside (rtol {res.rtol:g})")
     print(f"  {res.evaluations} evaluations, {_seconds(seconds)}")
@@ -726,7 +906,7 @@ def _gdp_mu(alpha: float, beta: float) -> float:
 
 def _cmd_run(ns: argparse.Namespace, registry: Registry) -> int:
     t_start = time.perf_counter()
-    if ns.workload:
+    if ns.workload is not None:
         workload = load_workload(ns.workload, registry)
     else:
         workload = default_workload(registry)
@@ -734,13 +914,20 @@ def _cmd_run(ns: argparse.Namespace, registry: Registry) -> int:
     step = _step(ns.step, workload)
     names = _accountant_names(ns.accountant, workload)
     acct, results = _evaluate(workload, "epsilon", values, names, step)
+    notes = _looseness_notes("epsilon", results)
 
     t0 = time.perf_counter()
-    tradeoff = acct.tradeoff()
-    alphas = np.array(_ALPHAS)
-    betas = np.atleast_1d(tradeoff.beta(alphas))
-    beta_gdp = float(np.atleast_1d(tradeoff.beta(np.array([_GDP_ALPHA])))[0])
-    mu = _gdp_mu(_GDP_ALPHA, beta_gdp)
+    tradeoff = tradeoff_error = None
+    try:
+        tradeoff = acct.tradeoff()
+        alphas = np.array(_ALPHAS)
+        betas = np.atleast_1d(tradeoff.beta(alphas))
+        beta_gdp = float(np.atleast_1d(tradeoff.beta(np.array([_GDP_ALPHA])))[0])
+        mu = _gdp_mu(_GDP_ALPHA, beta_gdp)
+    except Exception as exc:  # the trade-off needs the PLD; report its refusal
+        tradeoff_error = _refusal(exc)
+        if tradeoff_error is None:
+            raise
     t_tradeoff = time.perf_counter() - t0
     subsampled = any(u.name.startswith("subsampled") for u in workload.uses)
     total = time.perf_counter() - t_start
@@ -753,160 +940,48 @@ def _cmd_run(ns: argparse.Namespace, registry: Registry) -> int:
             "step": step,
             "bound": "upper bound, max over neighbouring directions",
             "results": _results_json(results),
-            "tradeoff": {
+            "seconds": total,
+        }
+        if tradeoff is not None:
+            payload["tradeoff"] = {
                 "alpha": list(_ALPHAS), "beta": [_json_num(b) for b in betas],
                 "provenance": str(tradeoff.provenance),
                 "gdp_mu": _json_num(mu), "gdp_alpha": _GDP_ALPHA,
                 "gdp_note": "summary, not a bound: μ with G_μ(α) = β at one α",
                 "seconds": t_tradeoff,
-            },
-            "seconds": total,
-        }
+            }
+        else:
+            payload["tradeoff"] = {"error": tradeoff_error}
         if "zcdp" in results and subsampled:
-            payload["notes"] = [_ZCDP_NOTE]
+            notes = [*notes, _ZCDP_NOTE]
+        if notes:
+            payload["notes"] = notes
         print(json.dumps(payload, indent=2, ensure_ascii=False))
         return 0
 
     title = workload.description or workload.describe()
-    print(f"{PROG} {__version__}: {title}")
-    print(f"  workload: {workload.describe()}  ({workload.source})")
+    print(_short(f"{PROG} {__version__}: {title}"))
+    print(_short(f"  workload: {workload.describe()}  ({workload.source})"))
     print(f"  ε(δ): upper bounds, max over add/remove (PLD step {step:g}; the PLD interval is "
           f"its certified bracket)")
     print("\n".join(_results_table("epsilon", values, results)))
+    for note in notes:
+        _print_note(note)
     if "zcdp" in results and subsampled:
-        print(textwrap.fill(_ZCDP_NOTE, width=96, initial_indent="  note: ",
-                            subsequent_indent="        "))
-    print(f"  trade-off (f-DP) of the composed PLD, min over directions ({_seconds(t_tradeoff)}):")
-    print("    " + "   ".join(f"β(α={a:g}) = {_num(b, 6)}" for a, b in zip(_ALPHAS, betas)))
-    print(f"    summary, not a bound: ≈ μ-GDP with μ = {_num(mu, 4)} (G_μ(α) = β at "
-          f"α = {_GDP_ALPHA:g})")
+        _print_note(_ZCDP_NOTE)
+    if tradeoff is None:
+        print(f"  trade-off (f-DP) of the composed PLD: refused: {tradeoff_error}")
+    else:
+        print(f"  trade-off (f-DP) of the composed PLD, min over directions "
+              f"({_seconds(t_tradeoff)}):")
+        print("    " + "   ".join(f"β(α={a:g}) = {_num(b, 6)}" for a, b in zip(_ALPHAS, betas)))
+        print(f"    summary, not a bound: ≈ μ-GDP with μ = {_num(mu, 4)} (G_μ(α) = β at "
+              f"α = {_GDP_ALPHA:g})")
     print(f"  total {_seconds(total)}")
     return 0
 
 
-# ---------------------------------------------------------------------- audit
-_AUDIT_DESCRIPTION = (
-    "Audit the claim that a mechanism is (ε, δ)-DP from samples of its outputs on two "
-    "neighbouring datasets: --x/--y .npy files of shape (n, d), or a Python callable "
-    "MODULE:FUNCTION (dataset, rng) -> output vector run --n times on --d0 and --d1 (each "
-    "a .npy file or MODULE:ATTRIBUTE). The auditor is looked up in the registry "
-    "(--auditor, default rkrd) and called through the interface documented in "
-    "accounting.hookspecs.accounting_register_auditors.")
-
-
-def _audit_parser(sub: Any) -> None:
-    p = sub.add_parser("audit", help="audit an (ε, δ) claim from samples of a black-box "
-                       "mechanism", description=_AUDIT_DESCRIPTION)
-    p.add_argument("--auditor", default="rkrd", metavar="NAME",
-                   help="a registered auditor (default rkrd)")
-    p.add_argument("--x", metavar="FILE.npy", help="outputs on D, shape (n, d)")
-    p.add_argument("--y", metavar="FILE.npy", help="outputs on D', shape (n, d)")
-    p.add_argument("--mechanism", metavar="MODULE:FUNCTION",
-                   help="a callable (dataset, rng) -> output vector")
-    p.add_argument("--d0", metavar="SPEC", help="dataset D: FILE.npy or MODULE:ATTRIBUTE")
-    p.add_argument("--d1", metavar="SPEC", help="dataset D': FILE.npy or MODULE:ATTRIBUTE")
-    p.add_argument("--n", type=int, metavar="N", help="outputs drawn on each dataset")
-    p.add_argument("--epsilon", type=float, required=True, metavar="E", help="claimed ε")
-    p.add_argument("--delta", type=float, required=True, metavar="D", help="claimed δ")
-    p.add_argument("--alpha", type=float, nargs="+", metavar="A", help="Rényi orders")
-    p.add_argument("--level", type=float, metavar="L", help="level of the test")
-    p.add_argument("--bandwidth", type=float, metavar="H", help="kernel bandwidth")
-    p.add_argument("--seed", type=int, metavar="S", help="seed (printed in the report)")
-    p.add_argument("--reference", metavar="MECHANISM",
-                   help="a registered mechanism to bootstrap against (with --shift)")
-    p.add_argument("--reference-param", action="append", default=[], metavar="KEY=VALUE",
-                   help="a parameter of --reference (repeatable)")
-    p.add_argument("--shift", type=float, nargs="+", metavar="V",
-                   help="f(D) - f(D'), d numbers, for --reference")
-    p.add_argument("--n-boot", type=int, metavar="B", help="bootstrap replicates")
-    p.add_argument("--progress", action="store_true", help="show progress on stderr")
-    p.add_argument("--fail-on-reject", action="store_true",
-                   help=f"exit with status {EXIT_REJECTED} when the claim is rejected (for CI)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-
-
-def _import_object(spec: str, what: str) -> Any:
-    """``MODULE:NAME`` imported (the current directory is searched first, as by python -m)."""
-    import importlib
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise CLIError(f"{what}: expected MODULE:NAME, got {spec!r}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise CLIError(f"{what}: cannot import module {module_name!r} ({exc})") from None
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise CLIError(f"{what}: module {module_name!r} has no attribute {attr!r}") from None
-
-
-def _load_npy(path: str, what: str) -> np.ndarray:
-    try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise CLIError(f"{what}: cannot read {path!r} as a .npy array ({_one_line(exc)})") from None
-
-
-def _cmd_audit(ns: argparse.Namespace, registry: Registry) -> int:
-    if ns.auditor not in registry.auditors:
-        known = ", ".join(sorted(registry.auditors)) or "none"
-        raise CLIError(f"unknown auditor {ns.auditor!r}; registered: {known}")
-    auditor = registry.auditors[ns.auditor]
-    settings: dict[str, Any] = {k: v for k, v in (
-        ("alphas", ns.alpha and tuple(ns.alpha)), ("level", ns.level),
-        ("bandwidth", ns.bandwidth), ("shift", ns.shift), ("n_boot", ns.n_boot))
-        if v is not None}
-    if ns.progress:
-        settings["progress"] = True
-    if ns.reference:
-        params = {}
-        for item in ns.reference_param:
-            key, sep, value = item.partition("=")
-            if not sep:
-                raise CLIError(f"--reference-param: expected KEY=VALUE, got {item!r}")
-            try:
-                params[key] = float(value)
-            except ValueError:
-                params[key] = value
-        settings["reference"] = registry.mechanism(ns.reference)(**params)
-    elif ns.reference_param:
-        raise CLIError("--reference-param needs --reference")
-    by_samples = ns.x is not None or ns.y is not None
-    by_callable = ns.mechanism is not None
-    if by_samples == by_callable:
-        raise CLIError("give either --x FILE --y FILE or --mechanism MODULE:FUNCTION "
-                       "--d0 SPEC --d1 SPEC --n N")
-    if by_samples:
-        if ns.x is None or ns.y is None:
-            raise CLIError("--x and --y go together")
-        x, y = _load_npy(ns.x, "--x"), _load_npy(ns.y, "--y")
-        report = auditor.audit_samples(x, y, epsilon=ns.epsilon, delta=ns.delta,
-                                       seed=ns.seed, **settings)
-    else:
-        if ns.d0 is None or ns.d1 is None or ns.n is None:
-            raise CLIError("--mechanism needs --d0 SPEC, --d1 SPEC and --n N")
-        fn = _import_object(ns.mechanism, "--mechanism")
-        data = [_import_object(s, f"--d{i}") if ":" in s and not os.path.exists(s)
-                else _load_npy(s, f"--d{i}") for i, s in enumerate((ns.d0, ns.d1))]
-        report = auditor.audit_callable(fn, data[0], data[1], n=ns.n, epsilon=ns.epsilon,
-                                        delta=ns.delta, seed=ns.seed, **settings)
-    if ns.json:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
-    else:
-        print(report)
-    return EXIT_REJECTED if ns.fail_on_reject and report.rejected else 0
-
-
 # ---------------------------------------------------------------------- main
-def _one_line(exc: BaseException) -> str:
-    msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-    msg = " ".join(str(msg).split())
-    return msg or type(exc).__name__
-
-
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     print(f"{PROG}: warning: {_one_line(Exception(str(message)))}", file=sys.stderr)
 
@@ -921,20 +996,35 @@ def _normalise_argv(argv: list[str]) -> list[str]:
     return argv
 
 
+def _registry() -> Registry:
+    """The default registry, built with stdout sent to stderr (a plugin that prints at
+    import must not corrupt the output). A plugin that calls sys.exit() while loading
+    is a broken plugin, not the end of the command."""
+    try:
+        with _stdout_to_stderr():
+            return default_registry()
+    except SystemExit as exc:
+        raise PluginError("?", f"a plugin called sys.exit({exc.code!r}) while the plugins "
+                               f"were loading; uninstall or fix it") from None
+
+
 def _dispatch(argv: list[str]) -> int:
     top = _build_parser()
-    ns, extras = top.parse_known_args(_normalise_argv(argv))
+    try:
+        ns, extras = top.parse_known_args(_normalise_argv(argv))
+    except SystemExit as exc:  # --help / --version: argparse is the one place allowed
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else EXIT_USAGE)
     command = ns.command
     if command in ("epsilon", "delta"):
-        registry = default_registry()
-        return _cmd_query(command, ns, extras, registry)
+        return _cmd_query(command, ns, extras, _registry())
     if command == "gap":
-        return _cmd_gap(ns, extras, default_registry())
+        return _cmd_gap(ns, extras, _registry())
     if command == "calibrate":
-        return _cmd_calibrate(ns, extras, default_registry())
+        return _cmd_calibrate(ns, extras, _registry())
     if extras:
         raise CLIError(f"unrecognized arguments: {' '.join(extras)} (see '{PROG} --help')")
-    registry = default_registry()
+    registry = _registry()
     if command == "audit":
         return _cmd_audit(ns, registry)
     if command == "mechanisms":
@@ -942,17 +1032,81 @@ def _dispatch(argv: list[str]) -> int:
     return _cmd_run(ns, registry)
 
 
+#: modules whose ValueError/TypeError is never a deliberate check of ours: raised
+#: there, it means the library handed them something it should not have (a bug)
+_FOREIGN_MODULES = ("numpy", "scipy", "mpmath", "pluggy", "importlib", "tomllib")
+
+
+def _raised_in(exc: BaseException) -> str:
+    """The module whose code raised ``exc`` (the innermost traceback frame)."""
+    tb = exc.__traceback__
+    if tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return str(tb.tb_frame.f_globals.get("__name__", ""))
+
+
+_NAN_WORD = re.compile(r"\bnan\b", re.IGNORECASE)
+
+
+def _nan_is_internal(exc: BaseException) -> None:
+    """Mark as internal a refusal that mentions NaN raised while evaluating inputs that
+    were all checked to be free of NaN: the library produced the NaN itself (a bug),
+    e.g. "inf_mass must be in [0, 1], got nan"."""
+    if isinstance(exc, (ValueError, TypeError)) and _NAN_WORD.search(str(exc)):
+        exc.accounting_internal = True  # type: ignore[attr-defined]
+
+
+def _is_usage_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the user's (exit 2) rather than a bug (exit 1).
+
+    Usage: ``CLIError`` (argument checks), ``WorkloadError`` (file checks),
+    ``UserCodeError`` (an exception from the user's --mechanism code), ``PluginError``
+    (an installed plugin is broken), and a ``ValueError``/``TypeError`` raised by a
+    check in the library or a plugin — the documented way they refuse a value or a
+    request. A ValueError/TypeError raised *inside* numpy, scipy, mpmath, … is not a
+    check of ours but a value the library should never have passed on: internal.
+    Everything else (KeyError, IndexError, AttributeError, ArithmeticError,
+    RecursionError, MemoryError, …) is internal, and so is a refusal mentioning NaN
+    raised while evaluating checked inputs (``_nan_is_internal``).
+    """
+    if isinstance(exc, (CLIError, WorkloadError, UserCodeError, PluginError)):
+        return True
+    if getattr(exc, "accounting_internal", False):
+        return False
+    if isinstance(exc, (ValueError, TypeError)):
+        module = _raised_in(exc)
+        return not any(module == m or module.startswith(m + ".") for m in _FOREIGN_MODULES)
+    return False
+
+
+def _split_debug(argv: list[str]) -> tuple[list[str], bool]:
+    """Remove the global ``--debug`` flag (anywhere before ``--``)."""
+    if "--" in argv:
+        cut = argv.index("--")
+        head, tail = argv[:cut], argv[cut:]
+    else:
+        head, tail = argv, []
+    debug = "--debug" in head
+    return [a for a in head if a != "--debug"] + tail, debug
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    debug = os.environ.get("ACCOUNTING_DEBUG", "") not in ("", "0")
+    argv = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
+    argv, debug = _split_debug(argv)
+    debug = debug or os.environ.get("ACCOUNTING_DEBUG", "") not in ("", "0")
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         try:
             return _dispatch(argv)
-        except SystemExit as exc:  # --help / --version
-            code = exc.code
-            return code if isinstance(code, int) else (0 if code is None else EXIT_USAGE)
+        except SystemExit as exc:  # from library code: a bug, not a way to exit
+            if debug:
+                traceback.print_exc(file=sys.stderr)
+            print(f"{PROG}: internal error — please report: SystemExit: {exc.code!r} raised "
+                  f"by library code", file=sys.stderr)
+            return EXIT_INTERNAL
         except BrokenPipeError:  # e.g. `accounting mechanisms --json | head`
             try:
                 devnull = os.open(os.devnull, os.O_WRONLY)
@@ -960,20 +1114,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             except (OSError, ValueError, AttributeError):
                 pass
             return EXIT_INTERNAL
-        except (CLIError, WorkloadError, ValueError, TypeError, KeyError, OSError,
-                tomllib.TOMLDecodeError, PluginError, ArithmeticError) as exc:
-            if debug:
-                raise
-            print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
-            return EXIT_USAGE
         except KeyboardInterrupt:
             print(f"{PROG}: interrupted", file=sys.stderr)
             return 130
-        except Exception as exc:  # a bug: still one line, with a way to see the traceback
+        except Exception as exc:
             if debug:
-                raise
-            print(f"{PROG}: internal error: {type(exc).__name__}: {_one_line(exc)} "
-                  f"(set ACCOUNTING_DEBUG=1 for the traceback)", file=sys.stderr)
+                traceback.print_exc(file=sys.stderr)
+            if _is_usage_error(exc):
+                print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+                return EXIT_USAGE
+            print(f"{PROG}: internal error — please report: {type(exc).__name__}: "
+                  f"{_one_line(exc)}", file=sys.stderr)
             return EXIT_INTERNAL
 
 

@@ -2,14 +2,18 @@
 
 Exact ring (unifying-accounting paper, Thm 1): PLD → profile, profile → PLD
 (connect-the-dots with its optimistic minorant), profile ⇄ trade-off, PLD →
-trade-off, PLD → RDP. Lossy edges: RDP → zCDP (the envelope ρ*), RDP → profile
-(improved conversion over continuous α), zCDP → RDP (D_α ≤ ρα).
+trade-off. Lossy edges: PLD → RDP (an upper bound: +∞ wherever the pessimistic law
+has mass at +∞; its lower side a lower bound), RDP → zCDP (the envelope ρ*), RDP →
+profile (improved conversion over continuous α), zCDP → RDP (D_α ≤ ρα).
+
+Every converter takes the options ``GRID_OPTIONS`` and refuses any other keyword
+(``check_options``).
 """
 
 from __future__ import annotations
 
 import warnings
-from typing import Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
@@ -25,12 +29,41 @@ from .tradeoff import TradeOff, VertexSide
 from .validation import check_positive, check_real
 from .zcdp import ZCDP
 
-__all__ = ["envelope_sup", "profile_to_pld", "rdp_delta", "rdp_epsilon", "zcdp_envelope",
+__all__ = ["GRID_OPTIONS", "check_options", "envelope_sup", "profile_to_pld", "rdp_delta",
+           "rdp_epsilon", "zcdp_envelope",
            "improved_epsilon", "improved_log_delta", "ORDER_GRID"]
 
 _FWD, _BWD = Direction.FORWARD, Direction.BACKWARD
 
 DeltaFn = Callable[[np.ndarray, Direction], np.ndarray]
+
+#: The options of the conversion graph: the PLD grid of ``profile_to_pld``.
+#: ``convert`` hands one set of options to every edge of a path, and ``pair.curve``
+#: to whichever route the pair takes (a closed form or a PLD), so every core
+#: converter and curve builder accepts exactly these — used where the route builds a
+#: PLD — and refuses any other keyword: a typo such as ``stpe`` is an error, never a
+#: silent run at the default.
+GRID_OPTIONS = ("step", "tail", "lower")
+
+
+def check_options(where: str, options: Mapping[str, Any]) -> dict:
+    """``options`` checked: TypeError naming any keyword outside ``GRID_OPTIONS`` and
+    the allowed ones; each given value validated (``step`` > 0 or None, ``tail`` in
+    (0, 1e-3], ``lower`` a bool) whether or not the route ends up using it."""
+    unknown = sorted(set(options) - set(GRID_OPTIONS))
+    if unknown:
+        names = ", ".join(repr(k) for k in unknown)
+        raise TypeError(f"{where} got unexpected keyword argument{'s' if len(unknown) > 1 else ''} "
+                        f"{names}; allowed: {', '.join(GRID_OPTIONS)}")
+    out = dict(options)
+    if out.get("step") is not None:
+        out["step"] = check_positive("step", out["step"])
+    if "tail" in out:
+        out["tail"] = check_real("tail", out["tail"], lo=0.0, hi=1e-3, lo_open=True)
+    if "lower" in out and not isinstance(out["lower"], (bool, np.bool_)):
+        raise TypeError(f"lower must be True or False, got {type(out['lower']).__name__} "
+                        f"({out['lower']!r})")
+    return out
 
 
 # ------------------------------------------------------------------ profile → PLD
@@ -56,7 +89,7 @@ def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
 
 
 def profile_to_pld(profile: PrivacyProfile, step: Optional[float] = None,
-                   tail: float = DEFAULT_TAIL, lower: bool = True, **_: object) -> PLD:
+                   tail: float = DEFAULT_TAIL, lower: bool = True, **unknown: Any) -> PLD:
     """Connect-the-dots PLD (upper) and convex-minorant PLD (lower) of a profile.
 
     The grid of each direction spans [−e_rev, e_dir], where e_d is the ε at which
@@ -65,6 +98,7 @@ def profile_to_pld(profile: PrivacyProfile, step: Optional[float] = None,
     from a PLD, else ``DEFAULT_STEP``. ``lower=False`` skips the optimistic side
     (half the work when only the sound upper bound is wanted).
     """
+    check_options("profile_to_pld", dict(unknown, step=step, tail=tail, lower=lower))
     if step is None:
         laws = getattr(profile.upper, "laws", None)
         step = laws[0].step if laws is not None and laws[0].step else DEFAULT_STEP
@@ -78,25 +112,33 @@ def profile_to_pld(profile: PrivacyProfile, step: Optional[float] = None,
     return PLD(upper, lower_laws)
 
 
-def _pld_to_profile(pld: PLD, **_: object) -> PrivacyProfile:
+def _pld_to_profile(pld: PLD, **options: Any) -> PrivacyProfile:
+    check_options("pld→profile", options)
     return PrivacyProfile(LawSide(pld.upper), LawSide(pld.lower) if pld.lower else None)
 
 
-def _pld_to_tradeoff(pld: PLD, **_: object) -> TradeOff:
+def _pld_to_tradeoff(pld: PLD, **options: Any) -> TradeOff:
+    check_options("pld→tradeoff", options)
     return TradeOff(VertexSide.from_laws(pld.upper),
                     VertexSide.from_laws(pld.lower, pessimistic=False) if pld.lower else None)
 
 
-def _profile_to_tradeoff(profile: PrivacyProfile, **options: object) -> TradeOff:
-    return _pld_to_tradeoff(profile_to_pld(profile, **options))
+def _profile_to_tradeoff(profile: PrivacyProfile, **options: Any) -> TradeOff:
+    return _pld_to_tradeoff(profile_to_pld(profile, **check_options("profile→tradeoff", options)))
 
 
-def _tradeoff_to_profile(tradeoff: TradeOff, **_: object) -> PrivacyProfile:
+def _tradeoff_to_profile(tradeoff: TradeOff, **options: Any) -> PrivacyProfile:
+    check_options("tradeoff→profile", options)
     lower = FunctionSide(tradeoff.lower.delta) if tradeoff.lower is not None else None
     return PrivacyProfile(FunctionSide(tradeoff.upper.delta), lower)
 
 
-def _pld_to_rdp(pld: PLD, **_: object) -> RDP:
+def _pld_to_rdp(pld: PLD, **options: Any) -> RDP:
+    """The CGFs of the PLD's laws, side by side. Labelled an upper bound, not exact: the
+    pessimistic laws put their cut tails at +∞, so the upper side answers +∞ at every
+    order (a valid, trivial bound) wherever they have mass there; the lower side, the
+    CGF of the optimistic laws, is a lower bound of the truth."""
+    check_options("pld→rdp", options)
     def cgf_of(laws):
         return CGF.of(lambda t, d: (laws[0] if d is _FWD else laws[1]).cgf(t))
     return RDP(cgf_of(pld.upper), cgf_of(pld.lower) if pld.lower else None)
@@ -176,7 +218,8 @@ def rdp_epsilon(cgf: Callable[[np.ndarray], np.ndarray], delta: np.ndarray) -> n
     return np.maximum(out, 0.0).reshape(delta.shape)
 
 
-def _rdp_to_profile(rdp: RDP, **_: object) -> PrivacyProfile:
+def _rdp_to_profile(rdp: RDP, **options: Any) -> PrivacyProfile:
+    check_options("rdp→profile", options)
     def delta_fn(eps, d):
         return rdp_delta(lambda t: rdp.upper(t, d), eps)
 
@@ -253,7 +296,8 @@ def envelope_sup(cgf: Callable[[np.ndarray], np.ndarray]) -> tuple[float, float]
     return float(best), float(t_best)
 
 
-def _rdp_to_zcdp(rdp: RDP, **_: object) -> ZCDP:
+def _rdp_to_zcdp(rdp: RDP, **options: Any) -> ZCDP:
+    check_options("rdp→zcdp", options)
     upper = tuple(zcdp_envelope(lambda t, d=d: rdp.upper(t, d)) for d in (_FWD, _BWD))
     lower = None
     if rdp.lower is not None:
@@ -261,7 +305,8 @@ def _rdp_to_zcdp(rdp: RDP, **_: object) -> ZCDP:
     return ZCDP(upper, lower)
 
 
-def _zcdp_to_rdp(z: ZCDP, **_: object) -> RDP:
+def _zcdp_to_rdp(z: ZCDP, **options: Any) -> RDP:
+    check_options("zcdp→rdp", options)
     rho = {_FWD: z.upper[0], _BWD: z.upper[1]}
     return RDP(CGF.of(lambda t, d: rho[d] * t * (t + 1.0)))
 
@@ -274,7 +319,7 @@ def accounting_register_converters(register):
     register(PLD, TradeOff, _pld_to_tradeoff, E, "pld→tradeoff")
     register(PrivacyProfile, TradeOff, _profile_to_tradeoff, E, "profile→tradeoff")
     register(TradeOff, PrivacyProfile, _tradeoff_to_profile, E, "tradeoff→profile")
-    register(PLD, RDP, _pld_to_rdp, E, "pld→rdp")
+    register(PLD, RDP, _pld_to_rdp, U, "pld→rdp")
     register(RDP, ZCDP, _rdp_to_zcdp, U, "rdp→zcdp (envelope)")
     register(RDP, PrivacyProfile, _rdp_to_profile, U, "rdp→profile (improved conversion)")
     register(ZCDP, RDP, _zcdp_to_rdp, U, "zcdp→rdp")

@@ -1,31 +1,63 @@
 """The converter graph: registered edges ``source kind → target kind``, each labelled.
 
 ``convert(curve, Target)`` finds the best path — fewest lossy edges, then fewest
-edges — among the converters of a registry (the core's own and every plugin's),
-applies it, and records the path and its combined label in the result's
-``provenance``. Chains whose labels contradict (an upper bound followed by a lower
-bound) are never taken.
+plugin edges, then fewest edges — among the converters of a registry, applies it,
+and records the path and its combined label in the result's ``provenance``. Chains
+whose labels contradict (an upper bound followed by a lower bound) are never taken.
+
+Precedence (a plugin edge never silently replaces a built-in path):
+
+* the search runs first over the **built-in** edges (the core's and those of the
+  plugins shipped with this distribution); third-party edges are considered only
+  when no built-in path exists, and then built-in edges still win every tie;
+* ``via="edge name"`` (or a tuple of names) asks for a path through the named
+  edges: that is how a user opts into a third-party shortcut where a built-in path
+  exists.
+
+Every edge's output is checked (``check_curve``): it must be a curve of the target
+kind; a third-party edge's output is also probed at a few points (no NaN, δ and β
+in [0, 1], monotone where the curve must be). A third-party edge that raises or
+fails the check is recorded in ``registry.errors`` naming its plugin (with a
+warning) and the search is run again without it, which falls back to the built-in
+route; a failing built-in edge raises.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-from typing import TYPE_CHECKING, Any, Callable, Optional
+import warnings
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 import attrs
+import numpy as np
 
 from .curve import Curve, Exactness
 
 if TYPE_CHECKING:
     from .plugins import Registry
 
-__all__ = ["Converter", "convert", "find_path"]
+__all__ = ["Converter", "ConverterError", "convert", "find_path", "check_curve"]
+
+
+class ConverterError(RuntimeError):
+    """A converter returned something that is not a valid curve of its target kind."""
+
+    def __init__(self, converter: "Converter", message: str):
+        super().__init__(f"converter {converter.name!r} (plugin {converter.plugin!r}) "
+                         f"{message}")
+        self.converter = converter
+        self.detail = f"converter {converter.name!r} {message}"
 
 
 @attrs.frozen
 class Converter:
-    """One edge: ``func(curve, **options) -> target curve``."""
+    """One edge: ``func(curve, **options) -> target curve``.
+
+    ``builtin`` marks the core's edges and those of this distribution's plugins
+    (by default: those of the plugin ``"core"``); see the module docstring for what
+    it changes.
+    """
 
     source: type
     target: type
@@ -33,12 +65,26 @@ class Converter:
     exactness: Exactness
     name: str
     plugin: str = "core"
+    builtin: bool = attrs.field(kw_only=True,
+                                default=attrs.Factory(lambda self: self.plugin == "core",
+                                                      takes_self=True))
 
     def __call__(self, curve: Curve, **options: Any) -> Curve:
-        out = self.func(curve, **options)
-        if not isinstance(out, self.target):
-            raise TypeError(f"converter {self.name} ({self.plugin}) returned "
-                            f"{type(out).__name__}, not {self.target.__name__}")
+        if self.builtin:
+            out = self.func(curve, **options)
+        else:
+            try:
+                from .plugins import _plugin_code
+                with _plugin_code():
+                    out = self.func(curve, **options)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # a plugin's failure, whatever it is
+                raise ConverterError(self, f"raised {type(exc).__name__}: "
+                                           f"{' '.join(str(exc).split())}") from exc
+        problem = check_curve(out, self.target, probe=not self.builtin)
+        if problem is not None:
+            raise ConverterError(self, f"labelled {self.exactness.value} returned {problem}")
         if self.exactness is Exactness.LOWER:
             # what a lower-bound edge computes is only a lower side; `Curve._side`
             # refuses upper-side (default) queries on a curve whose label is LOWER
@@ -46,26 +92,111 @@ class Converter:
         return attrs.evolve(out, provenance=curve.provenance.then(self.name, self.exactness))
 
 
+# ------------------------------------------------------------------ output checks
+_PROBE_EPS = np.array([-1.0, 0.0, 0.25, 1.0, 3.0, 10.0])
+_PROBE_DELTA = np.array([1e-9, 1e-5, 1e-2])
+_PROBE_ALPHA_TO = np.array([0.0, 0.01, 0.25, 0.5, 0.75, 1.0])
+_PROBE_ALPHA_RDP = np.array([1.25, 2.0, 8.0, 32.0])
+_SLACK = 1e-9
+
+
+def _probe(curve: Curve) -> Optional[str]:
+    """Query a curve at a few points through its public methods; what is wrong, if
+    anything. Only the properties every valid curve has are checked."""
+    from .pld import PLD
+    from .profile import PrivacyProfile
+    from .rdp import RDP
+    from .tradeoff import TradeOff
+    from .zcdp import ZCDP
+
+    kind = type(curve).__name__
+    sides = [s for s in ("upper", "lower") if getattr(curve, s, None) is not None]
+    if "upper" not in sides:
+        return f"a {kind} with no upper side"
+    for bound in sides:
+        for direction in ("forward", "backward"):
+            where = f"({bound} side, {direction})"
+            if isinstance(curve, (PrivacyProfile, PLD)):
+                d = np.asarray(curve.delta(_PROBE_EPS, direction, bound), dtype=float)
+                if np.any(np.isnan(d)) or np.any(d < -_SLACK) or np.any(d > 1 + _SLACK):
+                    return f"a {kind} with δ(ε) = {d.tolist()} at ε = {_PROBE_EPS.tolist()} " \
+                           f"{where}: not in [0, 1]"
+                if np.any(np.diff(d) > _SLACK):
+                    return f"a {kind} whose δ(ε) increases in ε {where}"
+                e = np.asarray(curve.epsilon(_PROBE_DELTA, direction, bound), dtype=float)
+                if np.any(np.isnan(e)) or np.any(e < 0):
+                    return f"a {kind} with ε(δ) = {e.tolist()} {where}"
+            elif isinstance(curve, TradeOff):
+                b = np.asarray(curve.beta(_PROBE_ALPHA_TO, direction, bound), dtype=float)
+                if np.any(np.isnan(b)) or np.any(b < -_SLACK) or np.any(b > 1 + _SLACK):
+                    return f"a {kind} with β(α) = {b.tolist()} {where}: not in [0, 1]"
+                if np.any(np.diff(b) > _SLACK):
+                    return f"a {kind} whose β(α) increases in α {where}"
+            elif isinstance(curve, RDP):
+                r = np.asarray(curve.rdp(_PROBE_ALPHA_RDP, direction, bound), dtype=float)
+                if np.any(np.isnan(r)) or np.any(r < -_SLACK):
+                    return f"a {kind} with D_α = {r.tolist()} at α = " \
+                           f"{_PROBE_ALPHA_RDP.tolist()} {where}"
+                if np.any(np.diff(r) < -_SLACK * np.maximum(1.0, np.abs(r[1:]))):
+                    return f"a {kind} whose D_α decreases in α {where}"
+            elif isinstance(curve, ZCDP):
+                rho = float(curve.rho(direction, bound))
+                if np.isnan(rho) or rho < 0:
+                    return f"a {kind} with ρ = {rho} {where}"
+    return None
+
+
+def check_curve(curve: Any, kind: type, *, probe: bool = True) -> Optional[str]:
+    """What is wrong with ``curve`` as a curve of ``kind``; None if nothing.
+
+    Always: it is an instance of ``kind``. With ``probe``: it is queried at a few
+    points (δ(ε) and ε(δ), β(α), D_α, ρ on each side it has and in each direction)
+    and must give no NaN, δ and β in [0, 1], δ and β non-increasing, D_α ≥ 0 and
+    non-decreasing; a ``validate()`` method of the curve, if it has one, is called
+    too. A query that raises is reported as the problem.
+    """
+    if not isinstance(curve, kind):
+        return f"{type(curve).__name__}, not {kind.__name__}"
+    if not probe:
+        return None
+    try:
+        validate = getattr(curve, "validate", None)
+        if callable(validate):
+            validate()
+        with np.errstate(all="ignore"):
+            return _probe(curve)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        return f"a {type(curve).__name__} that fails when queried " \
+               f"({type(exc).__name__}: {' '.join(str(exc).split())})"
+
+
+# ------------------------------------------------------------------ path search
 def find_path(converters: list[Converter], source: type, target: type,
               start: Exactness = Exactness.EXACT,
-              allow_lower: bool = False) -> Optional[list[Converter]]:
+              allow_lower: bool = False,
+              required: Iterable[str] = ()) -> Optional[list[Converter]]:
     """Cheapest valid path from ``source`` to ``target`` (Dijkstra over (kind, label)).
 
-    Lower-bound edges are taken only with ``allow_lower``: by default a conversion
-    never trades a sound answer for an optimistic one.
+    Cost: lossy edges, then third-party (non-built-in) edges, then edges. Lower-bound
+    edges are taken only with ``allow_lower``: by default a conversion never trades a
+    sound answer for an optimistic one. ``required`` names edges the path must use.
     """
-    if source is target:
+    required = tuple(dict.fromkeys(required))
+    full = (1 << len(required)) - 1
+    if source is target and not required:
         return []
     counter = itertools.count()
-    heap: list = [((0, 0), next(counter), source, start, [])]
+    heap: list = [((0, 0, 0), next(counter), source, start, 0, [])]
     seen: set = set()
     while heap:
-        cost, _, kind, label, path = heapq.heappop(heap)
-        if kind is target:
+        cost, _, kind, label, used, path = heapq.heappop(heap)
+        if kind is target and used == full:
             return path
-        if (kind, label) in seen:
+        if (kind, label, used) in seen:
             continue
-        seen.add((kind, label))
+        seen.add((kind, label, used))
         for edge in converters:
             if not issubclass(kind, edge.source):
                 continue
@@ -74,30 +205,86 @@ def find_path(converters: list[Converter], source: type, target: type,
             combined = label.then(edge.exactness)
             if combined is None:
                 continue
+            mark = used
+            if edge.name in required:
+                mark |= 1 << required.index(edge.name)
             lossy = 0 if edge.exactness is Exactness.EXACT else 1
-            heapq.heappush(heap, ((cost[0] + lossy, cost[1] + 1), next(counter),
-                                  edge.target, combined, path + [edge]))
+            foreign = 0 if edge.builtin else 1
+            heapq.heappush(heap, ((cost[0] + lossy, cost[1] + foreign, cost[2] + 1),
+                                  next(counter), edge.target, combined, mark, path + [edge]))
     return None
 
 
+def _choose(converters: list[Converter], source: type, target: type, start: Exactness,
+            allow_lower: bool, via: tuple[str, ...]) -> Optional[list[Converter]]:
+    """The precedence rule of the module docstring."""
+    builtin = [c for c in converters if c.builtin]
+    if via:
+        chosen = [c for c in converters if c.builtin or c.name in via]
+        return find_path(chosen, source, target, start, allow_lower, via)
+    path = find_path(builtin, source, target, start, allow_lower)
+    if path is None and len(builtin) < len(converters):
+        path = find_path(converters, source, target, start, allow_lower)
+    return path
+
+
+def _via(via: "str | Iterable[str] | None", converters: list[Converter]) -> tuple[str, ...]:
+    if via is None:
+        return ()
+    names = (via,) if isinstance(via, str) else tuple(via)
+    known = {c.name for c in converters}
+    for name in names:
+        if not isinstance(name, str) or name not in known:
+            raise ValueError(f"via: unknown converter {name!r}; registered: "
+                             f"{', '.join(sorted(known)) or 'none'}")
+    return names
+
+
 def convert(curve: Curve, target: type, *, registry: Optional["Registry"] = None,
-            allow_lower: bool = False, **options: Any) -> Curve:
+            allow_lower: bool = False, via: "str | Iterable[str] | None" = None,
+            **options: Any) -> Curve:
     """Convert ``curve`` to the kind ``target`` along the best registered path
-    (lower-bound edges only with ``allow_lower``)."""
+    (lower-bound edges only with ``allow_lower``; third-party edges only where no
+    built-in path exists, or through the edges named in ``via``)."""
     if not isinstance(curve, Curve):
         raise TypeError(f"expected a curve, got {type(curve).__name__}")
     if not (isinstance(target, type) and issubclass(target, Curve)):
         raise TypeError(f"target must be a curve class such as PLD or RDP, got {target!r}")
-    if isinstance(curve, target):
-        return curve
     if registry is None:
         from .plugins import default_registry
         registry = default_registry()
-    path = find_path(registry.converters, type(curve), target, curve.provenance.exactness,
-                     allow_lower or curve.provenance.exactness is Exactness.LOWER)
-    if path is None:
-        raise ValueError(f"no converter path from {type(curve).__name__} to {target.__name__} "
-                         f"(starting from a {curve.provenance.exactness.value})")
-    for edge in path:
-        curve = edge(curve, **options)
-    return curve
+    via = _via(via, registry.converters)
+    if isinstance(curve, target) and not via:
+        return curve
+    start = curve.provenance.exactness
+    allow = allow_lower or start is Exactness.LOWER
+    failed: list[str] = []
+    while True:
+        usable = [c for c in registry.converters if c.name not in failed]
+        path = _choose(usable, type(curve), target, start, allow,
+                       tuple(v for v in via if v not in failed))
+        if path is None:
+            why = f"; failed on the way: {', '.join(failed)}" if failed else ""
+            through = f" through {', '.join(via)}" if via else ""
+            raise ValueError(f"no converter path from {type(curve).__name__} to "
+                             f"{target.__name__}{through} (starting from a {start.value}){why}")
+        try:
+            out = curve
+            for edge in path:
+                out = edge(out, **options)
+            return out
+        except ConverterError as exc:
+            edge = exc.converter
+            if edge.builtin:
+                raise
+            failed.append(edge.name)
+            _record(registry, edge.plugin, f"{exc.detail}; not used, the conversion is "
+                                           f"done without it")
+
+
+def _record(registry: Any, plugin: str, message: str) -> None:
+    record = getattr(registry, "record_error", None)
+    if callable(record):
+        record(plugin, message)
+    else:
+        warnings.warn(f"plugin {plugin!r}: {message}", RuntimeWarning, stacklevel=3)

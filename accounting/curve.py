@@ -4,12 +4,14 @@ Each curve describes one ordered pair in both directions and carries an ``upper`
 side (sound: it reports at least the true privacy loss — larger δ and ε, smaller β,
 larger Rényi divergence) and, where one is known, a ``lower`` side. Exact curves have
 both sides equal. ``provenance`` records how the curve was obtained and whether the
-path was exact or a bound.
+path was exact, a bound, or numerical (``Exactness``).
 """
 
 from __future__ import annotations
 
 import enum
+import numbers
+import typing
 from typing import Any, Callable, Optional
 
 import attrs
@@ -21,32 +23,67 @@ __all__ = ["Exactness", "Provenance", "Curve", "directional_max"]
 
 
 class Exactness(enum.Enum):
-    """What a converter (or a chain of them) guarantees about its result.
+    """What a curve's numbers are, and what a converter (or a chain) guarantees.
 
-    ``EXACT``: carries the same information (each side maps to the same side).
-    ``UPPER``: the result over-reports privacy loss — a sound bound; only the upper
-    side survives. ``LOWER``: under-reports; only the lower side survives.
+    ``EXACT``: carries the same information (each side maps to the same side; a
+    curve labelled exact is exact, or a certified bracket whose sides are exact
+    for a dominating and a dominated pair, as a PLD's are).
+    ``UPPER``: the result over-reports privacy loss — a sound bound. Its ``upper``
+    side is certified; a ``lower`` side, where present, is a certified lower bound.
+    ``LOWER``: under-reports; only the lower side is meaningful.
+    ``NUMERICAL``: a numerical value with a stated (not certified) error, for
+    example a quadrature: neither exact nor a bound. Both sides of such a curve hold
+    the estimate (it may fall on either side of the truth), ``is_exact`` is False,
+    and ``str(provenance)`` says "numerical".
+
+    Chains (``then``) and compositions (``join``) keep the weakest guarantee:
+
+    ========= ========= ========= ========= =========
+    ·         EXACT     UPPER     LOWER     NUMERICAL
+    ========= ========= ========= ========= =========
+    EXACT     EXACT     UPPER     LOWER     NUMERICAL
+    UPPER     UPPER     UPPER     —         NUMERICAL
+    LOWER     LOWER     —         LOWER     —
+    NUMERICAL NUMERICAL NUMERICAL —         NUMERICAL
+    ========= ========= ========= ========= =========
+
+    (— : meaningless, refused.) An upper bound of a numerical value is only as good
+    as the value, so it stays numerical; a lower bound of one, or a numerical value
+    of a lower bound, could be mistaken for a sound side, so it is refused.
     """
 
     EXACT = "exact"
     UPPER = "upper bound"
     LOWER = "lower bound"
+    NUMERICAL = "numerical"
 
     def then(self, other: "Exactness") -> Optional["Exactness"]:
         """The label of a chain: this step, then ``other``; None if it means nothing."""
+        if not isinstance(other, Exactness):
+            raise TypeError(f"expected an Exactness, got {type(other).__name__} ({other!r})")
         if self is Exactness.EXACT:
             return other
         if other is Exactness.EXACT or other is self:
             return self
-        return None
+        if Exactness.LOWER in (self, other):
+            return None
+        return Exactness.NUMERICAL   # UPPER with NUMERICAL, either order
+
+    @property
+    def certified(self) -> bool:
+        """Whether the default (upper) side of a curve with this label is a certified
+        value: exact or a sound upper bound."""
+        return self in (Exactness.EXACT, Exactness.UPPER)
 
 
 @attrs.frozen
 class Provenance:
     """How a curve came to be: the source and the converters applied, and the label."""
 
-    exactness: Exactness = Exactness.EXACT
-    path: tuple[str, ...] = ()
+    exactness: Exactness = attrs.field(default=Exactness.EXACT,
+                                       validator=attrs.validators.instance_of(Exactness))
+    path: tuple[str, ...] = attrs.field(
+        default=(), converter=lambda p: (p,) if isinstance(p, str) else tuple(p))
 
     def then(self, step: str, exactness: Exactness) -> "Provenance":
         combined = self.exactness.then(exactness)
@@ -55,10 +92,11 @@ class Provenance:
         return Provenance(combined, self.path + (step,))
 
     def join(self, other: "Provenance") -> "Provenance":
-        """The provenance of a composition of two curves."""
+        """The provenance of a composition of two curves (the weaker label)."""
         worst = self.exactness.then(other.exactness)
         if worst is None:
-            raise ValueError("cannot compose an upper-bound curve with a lower-bound one")
+            raise ValueError(f"cannot compose a {self.exactness.value} curve with a "
+                             f"{other.exactness.value} one")
         path = self.path if self.path == other.path else self.path + other.path
         return Provenance(worst, path)
 
@@ -73,9 +111,77 @@ def directional_max(fn: Callable[[Direction], np.ndarray], direction: "Direction
     return np.max([fn(d) for d in comps], axis=0) if len(comps) > 1 else fn(comps[0])
 
 
+def _side_spec(cls: type) -> dict:
+    """{side name: its declared type, Optional unwrapped} from a curve class's
+    annotations (cached): what ``Curve.__attrs_post_init__`` checks against."""
+    spec = _SPECS.get(cls)
+    if spec is None:
+        try:
+            hints = typing.get_type_hints(cls)
+        except (NameError, TypeError):   # a plugin's curve with unresolvable annotations
+            hints = {}
+        spec = {}
+        for name in ("upper", "lower"):
+            hint = hints.get(name)
+            if typing.get_origin(hint) is typing.Union:   # Optional[X]
+                hint = next(a for a in typing.get_args(hint) if a is not type(None))
+            spec[name] = hint
+        _SPECS[cls] = spec
+    return spec
+
+
+_SPECS: dict = {}
+
+
+def _check_value(where: str, value: Any, hint: Any) -> None:
+    """TypeError unless ``value`` fits the declared side type ``hint``: a tuple of the
+    declared length and entry types, an instance of a class, or an object with the
+    methods of a ``Protocol`` (a curve side such as ``ProfileSide``)."""
+    if hint is None or hint is Any:
+        return
+    if typing.get_origin(hint) is tuple:
+        args = typing.get_args(hint)
+        if not isinstance(value, tuple) or len(value) != len(args):
+            raise TypeError(f"{where} must be a (forward, backward) tuple, "
+                            f"got {type(value).__name__} ({value!r:.80})")
+        for label, v, a in zip(("forward", "backward"), value, args):
+            _check_value(f"{where} {label}", v, a)
+        return
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{where} must be a real number, got {type(value).__name__} "
+                            f"({value!r:.80})")
+        return
+    if getattr(hint, "_is_protocol", False):
+        missing = [m for m in ("delta", "epsilon", "beta", "cgf")
+                   if callable(getattr(hint, m, None)) and not callable(getattr(value, m, None))]
+        if missing:
+            raise TypeError(f"{where} must be a {hint.__name__} (with methods "
+                            f"{', '.join(missing)}), got {type(value).__name__} ({value!r:.80})")
+        return
+    if isinstance(hint, type) and not isinstance(value, hint):
+        raise TypeError(f"{where} must be a {hint.__name__}, got {type(value).__name__} "
+                        f"({value!r:.80})")
+
+
 @attrs.frozen(eq=False)
 class Curve:
-    """Base class: conversion by ``to`` and bracket-side selection."""
+    """Base class: conversion by ``to``, bracket-side selection, and a check of the
+    contents when built (each side against its declared type, the provenance)."""
+
+    def __attrs_post_init__(self) -> None:
+        name = type(self).__name__
+        names = {a.name for a in attrs.fields(type(self))}
+        if "provenance" in names and not isinstance(self.provenance, Provenance):
+            raise TypeError(f"{name}.provenance must be a Provenance, got "
+                            f"{type(self.provenance).__name__}")
+        spec = _side_spec(type(self))
+        if "upper" in names:
+            if self.upper is None:
+                raise TypeError(f"{name} needs an upper side, got None")
+            _check_value(f"{name}.upper", self.upper, spec["upper"])
+        if "lower" in names and self.lower is not None:
+            _check_value(f"{name}.lower", self.lower, spec["lower"])
 
     def _side(self, bound: "Bound | str") -> Any:
         b = as_bound(bound)

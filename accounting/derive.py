@@ -5,7 +5,8 @@ one, else a route through curves the pair surely has (its profile, then the PLD)
 
 * profile: the pair's ``_profile`` (and ``_profile_lower``);
 * PLD: connect-the-dots / convex minorant of the profile on a grid;
-* trade-off: the pair's ``_beta`` if any, else the vertices of its PLD;
+* trade-off: the pair's ``_beta`` if any, else its loss laws' (a ``LawPair``), else
+  the vertices of its PLD;
 * RDP: the pair's ``_cgf`` if any, else the CGF of its PLD;
 * zCDP: the pair's ``_rho`` per direction if any, else the envelope of its RDP (or
   the pair's ``rho_bound`` where that is smaller, e.g. a sup only reached as t → ∞).
@@ -20,6 +21,8 @@ import numpy as np
 
 from .curve import Exactness, Provenance
 from .direction import Direction
+from .pair import LawPair
+from .primitives import check_primitive_output
 from .pld import PLD
 from .profile import FunctionSide, PrivacyProfile
 from .rdp import CGF, RDP
@@ -35,8 +38,16 @@ def _exact(step: str) -> Provenance:
     return Provenance(Exactness.EXACT, (step,))
 
 
-def _profile(pair, **_: Any) -> PrivacyProfile:
-    return PrivacyProfile(FunctionSide(pair._profile), FunctionSide(pair._profile_lower),
+def _checked(fn, what: str, pair):
+    """``fn`` with its output checked (no NaN; the pair and its plugin named)."""
+    def checked(x, direction):
+        return check_primitive_output(fn(x, direction), what, pair, at=x)
+    return checked
+
+
+def _profile(pair, **options: Any) -> PrivacyProfile:
+    return PrivacyProfile(FunctionSide(_checked(pair._profile, "_profile", pair)),
+                          FunctionSide(_checked(pair._profile_lower, "_profile_lower", pair)),
                           provenance=_exact(f"{pair.describe()} profile"))
 
 
@@ -48,33 +59,46 @@ def _pld(pair, **options: Any) -> PLD:
 
 def _tradeoff(pair, **options: Any) -> TradeOff:
     if pair._beta(_PROBE, Direction.FORWARD) is not None:
-        side = BetaSide(pair._beta, pair._profile)
+        side = BetaSide(_checked(pair._beta, "_beta", pair),
+                        _checked(pair._profile, "_profile", pair))
         return TradeOff(side, side, provenance=_exact(f"{pair.describe()} trade-off"))
+    if isinstance(pair, LawPair):  # finite laws: β from the laws, not a discretised PLD
+        return TradeOff.from_laws(pair.upper, pair.lower,
+                                  provenance=_exact(f"{pair.describe()} trade-off (laws)"))
     return _pld(pair, **options).to(TradeOff, **options)
 
 
 def _rdp(pair, **options: Any) -> RDP:
+    """The pair's Rényi curve, labelled by ``cgf_exactness()``: exact, an upper bound,
+    or numerical (a quadrature: both sides hold the estimate)."""
     if pair._cgf(_PROBE, Direction.FORWARD) is not None:
         exactness = pair.cgf_exactness()
         lower = None
         lower_fn = getattr(pair, "cgf_lower", None)
         if lower_fn is not None:
             if lower_fn(_PROBE, Direction.FORWARD) is not None:
-                lower = CGF.of(lower_fn)
+                lower = CGF.of(_checked(lower_fn, "cgf_lower", pair))
         elif pair.exact and exactness is Exactness.EXACT:
-            lower = CGF.of(pair._cgf)
-        return RDP(CGF.of(pair._cgf), lower, provenance=Provenance(
+            lower = CGF.of(_checked(pair._cgf, "_cgf", pair))
+        return RDP(CGF.of(_checked(pair._cgf, "_cgf", pair)), lower, provenance=Provenance(
             exactness, (f"{pair.describe()} rdp",)))
     return _pld(pair, **options).to(RDP, **options)
 
 
 def _zcdp(pair, **options: Any) -> ZCDP:
+    """ρ per direction: the pair's closed form, else the envelope of its Rényi curve
+    (or ``rho_bound`` where smaller). The label is the weakest of the directions':
+    a closed form is exact for an exact pair (else an upper bound), an envelope is
+    as good as the Rényi curve it comes from (numerical if that is), ``rho_bound``
+    an upper bound."""
     from .conversions import zcdp_envelope
+    base = Exactness.EXACT if pair.exact else Exactness.UPPER
     rdp = None
     rhos = []
-    bounded = False
+    label = base
     for d in (Direction.FORWARD, Direction.BACKWARD):
         rho = pair._rho(d)
+        this = base
         if rho is None:
             rdp = rdp or _rdp(pair, **options)
             bound = pair.rho_bound(d)
@@ -82,23 +106,30 @@ def _zcdp(pair, **options: Any) -> ZCDP:
                 if bound is not None:   # the envelope's "sup at t → ∞" warning is moot
                     warnings.simplefilter("ignore", RuntimeWarning)
                 rho = zcdp_envelope(lambda t, d=d: rdp.upper(t, d))
+            this = base.then(rdp.provenance.exactness)
             if bound is not None and bound < rho:
-                rho, bounded = bound, True
+                rho, this = bound, Exactness.UPPER
         rhos.append(rho)
-    exact = pair.exact and not bounded and (
-        rdp is None or rdp.provenance.exactness is Exactness.EXACT)
-    return ZCDP(tuple(rhos), tuple(rhos) if exact else None, provenance=Provenance(
-        Exactness.EXACT if exact else Exactness.UPPER, (f"{pair.describe()} zcdp",)))
+        label = label.then(this) or Exactness.NUMERICAL
+    lower = tuple(rhos) if label in (Exactness.EXACT, Exactness.NUMERICAL) else None
+    return ZCDP(tuple(rhos), lower, provenance=Provenance(label, (f"{pair.describe()} zcdp",)))
 
 
 _BUILDERS = {PrivacyProfile: _profile, PLD: _pld, TradeOff: _tradeoff, RDP: _rdp, ZCDP: _zcdp}
 
 
 def curve_of_pair(pair, kind: type, **options: Any):
-    """The curve of ``kind`` for ``pair`` (see the module docstring for the route)."""
+    """The curve of ``kind`` for ``pair`` (see the module docstring for the route).
+
+    ``options`` are the PLD grid options (``conversions.GRID_OPTIONS``: ``step``,
+    ``tail``, ``lower``), used wherever the route builds a PLD; they are accepted for
+    every kind, since the route depends on the pair, and checked up front: any other
+    keyword is a TypeError naming it and the allowed ones.
+    """
+    from .conversions import check_options
     try:
         builder = _BUILDERS[kind]
     except (KeyError, TypeError):
         names = ", ".join(k.__name__ for k in _BUILDERS)
         raise ValueError(f"unknown curve kind {kind!r}; expected one of {names}") from None
-    return builder(pair, **options)
+    return builder(pair, **check_options(f"curve({kind.__name__})", options))

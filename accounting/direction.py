@@ -38,19 +38,35 @@ class Bound(enum.Enum):
     LOWER = "lower"
 
 
-def as_direction(value: "Direction | str") -> Direction:
-    if isinstance(value, Direction):
+def _parse(enum_cls: type, value: object, parameter: str) -> "enum.Enum":
+    """``value`` as a member of ``enum_cls``: the member itself or its exact string value.
+
+    The one parser of every public ``direction=``/``bound=`` argument: no case folding
+    and no other spellings, so a typo is an error rather than a silent other side.
+    """
+    if isinstance(value, enum_cls):
         return value
-    try:
-        return Direction(str(value).lower())
-    except ValueError:
-        raise ValueError(f"direction must be one of 'forward', 'backward', 'max', got {value!r}") from None
+    allowed = ", ".join(repr(m.value) for m in enum_cls)
+    if not isinstance(value, str):
+        raise TypeError(f"{parameter} must be a {enum_cls.__name__} or one of the strings "
+                        f"{allowed}, got {type(value).__name__} ({value!r})")
+    for member in enum_cls:
+        if value == member.value:
+            return member
+    values = [repr(m.value) for m in enum_cls]
+    words = (" or ".join(values) if len(values) == 2 else "one of " + ", ".join(values))
+    members = ", ".join(f"{enum_cls.__name__}.{m.name}" for m in enum_cls)
+    raise ValueError(f"{parameter} must be {words} (or {members}; exact spelling), "
+                     f"got {value!r}")
 
 
-def as_bound(value: "Bound | str") -> Bound:
-    if isinstance(value, Bound):
-        return value
-    try:
-        return Bound(str(value).lower())
-    except ValueError:
-        raise ValueError(f"bound must be 'upper' or 'lower', got {value!r}") from None
+def as_direction(value: "Direction | str", parameter: str = "direction") -> Direction:
+    """A ``Direction`` from the enum or its exact string ('forward', 'backward', 'max');
+    TypeError for anything else than those types, ValueError for another string."""
+    return _parse(Direction, value, parameter)
+
+
+def as_bound(value: "Bound | str", parameter: str = "bound") -> Bound:
+    """A ``Bound`` from the enum or its exact string ('upper', 'lower'); TypeError for
+    anything else than those types, ValueError for another string (no case folding)."""
+    return _parse(Bound, value, parameter)

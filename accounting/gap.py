@@ -48,7 +48,6 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import attrs
 import numpy as np
-from scipy.optimize import brentq
 
 from .additive import log_integral
 from .compose import ComposedPair
@@ -62,10 +61,14 @@ from .zcdp import ZCDP
 
 __all__ = ["LossCumulants", "LocalExpansion", "InformationGap", "CompositionGap",
            "AllocationGap", "information_gap", "loss_cumulants", "composition_gap",
-           "allocation_gap", "calibrated_family", "DEFAULT_T"]
+           "allocation_gap", "calibrated_family", "DEFAULT_T", "T_MAX"]
 
 #: orders t = α − 1 reported when none are given
 DEFAULT_T = np.geomspace(1e-2, 1e2, 41)
+#: the largest order t accepted: beyond it Γ(t)/t = ρ*(t+1) − K(t)/t has settled to
+#: its asymptote to the precision shown, while some Rényi curves (integer-order sums
+#: of the subsampled Gaussian) cost memory in proportion to α
+T_MAX = 1e6
 
 PairLike = Union[Pair, Mechanism]
 
@@ -84,7 +87,7 @@ def _as_pair(obj: Any, name: str = "pair_or_mechanism") -> Pair:
 def _orders(t: Any) -> np.ndarray:
     if t is None:
         return DEFAULT_T.copy()
-    t = check_array("t", t, lo=0.0, lo_open=True)
+    t = check_array("t", t, lo=0.0, hi=T_MAX, lo_open=True)
     if t.ndim > 1:
         raise ValueError(f"t must be a number or a 1-d array of orders t = α − 1 > 0, "
                          f"got an array of shape {t.shape}")
@@ -408,21 +411,32 @@ class InformationGap:
         t: an infinite K is refused at construction by ``information_gap``)."""
         if np.isinf(self.rho):
             return np.full(np.shape(self.cgf), np.inf)
-        return self.envelope - self.cgf
+        with np.errstate(over="ignore"):
+            # where ρ*·t(t+1) overflows so does Γ (Γ ≥ ρ*t(t+1)·(1 − K/(ρ*t(t+1))) is
+            # the slack of a number beyond float64): +∞, never ∞ − ∞ = NaN
+            env = self.envelope
+            return np.where(np.isinf(env), np.inf, env - self.cgf)
 
     @property
     def gap_per_order(self) -> np.ndarray:
         """Γ(t)/t = ρ*α − D_α: the vertical distance between the zCDP line and the RDP
-        curve at α = 1 + t."""
-        return self.gap / self.t
+        curve at α = 1 + t, computed as ρ*(1 + t) − K(t)/t (no overflow of t(t+1))."""
+        if np.isinf(self.rho):
+            return np.full(np.shape(self.cgf), np.inf)
+        with np.errstate(over="ignore"):
+            return self.rho * (1.0 + self.t) - self.cgf / self.t
 
     @property
     def relative_gap(self) -> np.ndarray:
         """Γ(t)/(ρ*·t(t+1)) ∈ [0, 1]: the share of the zCDP bound that is slack (0 for
-        a pair with ρ* = 0, whose bound has none)."""
-        env = self.envelope
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(env > 0, self.gap / env, 0.0)
+        a pair with ρ* = 0, whose bound has none; 1 where ρ* = ∞), computed as
+        1 − (K(t)/(t(t+1)))/ρ*, which neither overflows nor gives ∞/∞."""
+        if np.isinf(self.rho):
+            return np.ones(np.shape(self.cgf))
+        if self.rho <= 0:
+            return np.zeros(np.shape(self.cgf))
+        ratio = (self.cgf / self.t) / (1.0 + self.t)
+        return np.clip(1.0 - ratio / self.rho, 0.0, 1.0)
 
     def as_dict(self) -> dict:
         """JSON-ready (±∞ as the strings "inf"/"-inf")."""
@@ -633,6 +647,7 @@ def calibrated_family(make: Callable[[float], PairLike], lo: float, hi: float,
     """ρ ↦ make(x) with x ∈ [lo, hi] solving ρ*(make(x)) = ρ (Brent's method on log x;
     ρ* must be monotone in x on the bracket). For families with ρ* in closed form
     (Laplace: ρ* = e + e^{−e} − 1 with e = Δ/b)."""
+    from scipy.optimize import brentq
     lo = check_positive("lo", lo)
     hi = check_positive("hi", hi)
     if not lo < hi:

@@ -5,6 +5,13 @@ A plugin is any module or object with functions named like these hooks, marked w
 plugins too) or at run time with ``Registry.register_plugin``. Each hook receives a
 ``register`` callback; the host, not the plugin, resolves collisions and names the
 offending plugin in its error.
+
+Contract for implementations (see ``accounting.plugins`` for what the host does):
+the hook takes the argument ``register`` (any other signature is refused), calls it
+once per contribution and returns None; ``register`` records a refused
+contribution as an error of the plugin and returns normally. Names are unique
+across all plugins; the built-in plugins load first and keep theirs, and a name
+claimed by two third-party plugins is refused for both.
 """
 
 from __future__ import annotations
@@ -22,8 +29,9 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def accounting_register_mechanisms(register):
     """Contribute mechanisms: ``register(cls)`` for each ``Mechanism`` subclass.
 
-    The class's ``name`` (a lower-case identifier) is how users and the command line
-    refer to it; it must be unique across all plugins.
+    The class's ``name`` (a lower-case identifier: letters, digits, underscores) is how
+    users and the command line refer to it; it must be unique across all plugins. The
+    class must be concrete (``pair()`` implemented).
     """
 
 
@@ -31,14 +39,19 @@ def accounting_register_mechanisms(register):
 def accounting_register_converters(register):
     """Contribute converters: ``register(source, target, func, exactness, name)``.
 
-    ``func(curve, **options)`` returns a curve of kind ``target``; ``exactness`` is an
-    ``Exactness`` saying whether the edge is exact or an upper or lower bound.
+    ``source`` and ``target`` are curve classes; ``func(curve, **options)`` takes the
+    curve as its one positional argument and returns a curve of kind ``target``;
+    ``exactness`` is an ``Exactness`` saying whether the edge is exact or an upper or
+    lower bound; ``name`` is unique. A plugin edge is used only where no built-in path
+    exists or when named with ``curve.to(Kind, via=name)``; its output is checked
+    (``accounting.convert.check_curve``) and a failing edge is recorded and skipped.
     """
 
 
 @hookspec
 def accounting_register_auditors(register):
-    """Contribute auditors: ``register(name, auditor)``; the name must be unique.
+    """Contribute auditors: ``register(name, auditor)``; the name (a lower-case
+    identifier) must be unique.
 
     An auditor tests an (ε, δ)-DP claim about a black-box mechanism from its outputs on
     two neighbouring datasets D, D′. It is an object with two methods:

@@ -29,7 +29,7 @@ import attrs
 import numpy as np
 
 from .curve import Exactness
-from .direction import Direction, as_direction
+from .direction import Bound, Direction, as_bound, as_direction
 from .loss import LossPMF
 from .validation import check_array
 
@@ -74,11 +74,13 @@ class Pair(abc.ABC):
 
     # ----------------------------------------------------------- public API
     def profile(self, eps: "np.ndarray | float", direction: "Direction | str" = "max",
-                bound: str = "upper") -> np.ndarray:
-        """δ(ε) in one direction or the max of both; ``bound='lower'`` for non-exact pairs."""
+                bound: "Bound | str" = "upper") -> np.ndarray:
+        """δ(ε) in one direction or the max of both; ``bound='lower'`` (or
+        ``Bound.LOWER``) for the optimistic side of a non-exact pair."""
         eps = check_array("eps", eps, allow_inf=True)
-        fn = self._profile if bound == "upper" else self._profile_lower
-        return np.max([fn(eps, d) for d in as_direction(direction).components], axis=0)
+        comps = as_direction(direction).components
+        fn = self._profile if as_bound(bound) is Bound.UPPER else self._profile_lower
+        return np.max([fn(eps, d) for d in comps], axis=0)
 
     def curve(self, kind: type, **options):
         """This pair's curve of the given kind (``PLD``, ``PrivacyProfile``, …)."""
@@ -116,9 +118,13 @@ class LawPair(Pair):
     def exact(self) -> bool:  # type: ignore[override]
         return all(u is l for u, l in zip(self.upper, self.lower))
 
-    def _law(self, direction: Direction, side: str) -> LossPMF:
-        laws = self.upper if side == "upper" else self.lower
-        return laws[0] if direction is Direction.FORWARD else laws[1]
+    def _law(self, direction: "Direction | str", side: "Bound | str") -> LossPMF:
+        """The loss law of one concrete direction on one side of the bracket."""
+        d = as_direction(direction)
+        if d is Direction.MAX:
+            raise ValueError("a loss law needs direction 'forward' or 'backward', got 'max'")
+        laws = self.upper if as_bound(side, "side") is Bound.UPPER else self.lower
+        return laws[0] if d is Direction.FORWARD else laws[1]
 
     def _profile(self, eps, direction):
         return self._law(direction, "upper").delta(eps)

@@ -1,31 +1,65 @@
 """Plugin loading and the registry of mechanisms, converters and auditors.
 
-``make_registry()`` builds a fresh registry: the core's own converters, then every
-entry point of the group ``accounting`` (built-in plugins are registered there like
-third-party ones). A plugin that fails to import, raises in a hook, or registers a
-name that is already taken is recorded in ``registry.errors`` with its name (and a
-warning is issued); the other plugins still load. ``default_registry()`` caches
-one registry for the process; tests and notebooks build their own or call
-``register_plugin`` to add one at run time.
+``make_registry()`` builds a fresh registry: the core's own converters, then the
+entry points of the group ``accounting``, **built-ins first**. A built-in is an entry
+point of the distribution that ships this ``accounting`` package (found with
+``importlib.metadata.packages_distributions()``, not by a hard-coded name); every
+other entry point is a third-party plugin. The rules:
+
+* built-ins load first, whatever the entry-point names, so a third party can never
+  take a name (mechanism, converter, auditor or plugin name) from a built-in: a third
+  party that registers a taken name has that registration refused, loudly, naming
+  the third-party plugin and the name;
+* third-party plugins are collected together and then checked against each other:
+  a name claimed by two of them is refused for both (never first-come-first-served
+  by name order); the same holds for two third-party entry points of one name;
+* a plugin that fails to import (any exception, ``SystemExit`` included; only
+  ``KeyboardInterrupt`` goes through), whose hooks do not match the specifications,
+  that raises in a hook, returns a value from a hook instead of calling
+  ``register``, or registers something invalid is recorded in ``registry.errors``
+  as a ``PluginError`` naming it (and a ``RuntimeWarning`` is issued); everything
+  else still loads. Its valid registrations are kept.
+
+While a plugin is imported and its hooks run, ``sys.stdout`` is redirected to
+``sys.stderr``, so a plugin that prints cannot corrupt machine-readable output.
+
+``default_registry()`` caches one registry for the process; tests and notebooks
+build their own or call ``register_plugin`` to add one at run time (a run-time
+plugin is a third party: it cannot take a registered name).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import importlib.metadata
+import inspect
+import re
+import sys
 import warnings
-from typing import Any, Callable, Optional
+import weakref
+from typing import Any, Callable, Iterable, Optional
 
 import attrs
 import pluggy
 
 from . import hookspecs
 from .convert import Converter
-from .curve import Exactness
+from .curve import Curve, Exactness
 
-__all__ = ["Registry", "PluginError", "make_registry", "default_registry", "ENTRY_POINT_GROUP"]
+__all__ = ["Registry", "PluginError", "make_registry", "default_registry", "ENTRY_POINT_GROUP",
+           "builtin_distributions"]
 
 ENTRY_POINT_GROUP = "accounting"
+
+#: how mechanisms and auditors are named on the command line
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+#: the hooks and what each registers (the kind named in messages)
+_HOOKS = {
+    "accounting_register_mechanisms": "mechanism",
+    "accounting_register_converters": "converter",
+    "accounting_register_auditors": "auditor",
+}
 
 
 class PluginError(RuntimeError):
@@ -34,6 +68,74 @@ class PluginError(RuntimeError):
     def __init__(self, plugin: str, message: str):
         super().__init__(f"plugin {plugin!r}: {message}")
         self.plugin = plugin
+
+
+def _canonical(name: str) -> str:
+    """A distribution name as the packaging specifications compare them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", str(name)).lower()
+
+
+@functools.lru_cache(maxsize=1)
+def builtin_distributions() -> frozenset[str]:
+    """Canonical names of the distribution(s) shipping this ``accounting`` package.
+
+    Their entry points are the built-in plugins. Empty when the package runs from a
+    source tree that is not installed (then every entry point is a third party).
+    """
+    import importlib.metadata   # lazy: ~0.1 s that `import accounting` need not pay
+    package = __name__.partition(".")[0]
+    try:
+        names = importlib.metadata.packages_distributions().get(package, [])
+    except Exception:  # some distribution's metadata is unreadable: skip just that one
+        names = []
+        for dist in importlib.metadata.distributions():
+            try:
+                top = (dist.read_text("top_level.txt") or "").split()
+                if package in top or any(f.parts[:1] == (package,) for f in dist.files or ()):
+                    names.append(dist.metadata["Name"])
+            except Exception:
+                continue
+    return frozenset(_canonical(n) for n in names if n)
+
+
+def _distribution(ep: Any, cache: Optional[dict] = None) -> Optional[str]:
+    """The canonical name of the distribution declaring ``ep`` (None if unknown).
+    Reading it parses METADATA: ``cache`` keeps one answer per distribution object."""
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return None
+    if cache is not None and id(dist) in cache:
+        return cache[id(dist)][1]
+    try:
+        name = getattr(dist, "name", None)
+    except Exception:  # unreadable METADATA: a third party of unknown name
+        name = None
+    result = _canonical(name) if isinstance(name, str) else None
+    if cache is not None:
+        cache[id(dist)] = (dist, result)          # the object is kept, so its id stays its own
+    return result
+
+
+@contextlib.contextmanager
+def _plugin_code():
+    """Around plugin code: its prints go to stderr."""
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+def _describe(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@attrs.define
+class _Item:
+    """One registration a plugin asked for, before it is committed."""
+
+    kind: str          # "mechanism", "converter" or "auditor"
+    name: str
+    value: Any
+    plugin: str
 
 
 @attrs.define
@@ -47,97 +149,292 @@ class Registry:
     auditors: dict[str, Any] = attrs.Factory(dict)
     auditor_sources: dict[str, str] = attrs.Factory(dict)
     errors: list[PluginError] = attrs.Factory(list)
+    #: names of the plugins that are built-in (the core and this distribution's)
+    builtin_plugins: set[str] = attrs.Factory(set)
+    #: third-party plugin name → its distribution (where known), for messages
+    distributions: dict[str, str] = attrs.Factory(dict)
 
     # -------------------------------------------------------------- loading
     def register_plugin(self, plugin: object, name: Optional[str] = None, *,
                         strict: bool = True) -> str:
-        """Register a plugin object (module, class or instance) and collect its hooks.
+        """Register a third-party plugin object (module, class or instance) and its hooks.
 
         With ``strict`` (the default for run-time registration) a failure raises
-        ``PluginError``; entry-point loading records it and carries on.
+        ``PluginError`` (the first one; all are in ``errors``); otherwise it is only
+        recorded. Names already registered are refused either way.
         """
-        name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+        name = self._plugin_name(plugin, name)
         before = len(self.errors)
-        try:
-            self.manager.register(plugin, name=name)
-        except ValueError as exc:  # pluggy: already registered / name taken
-            self._fail(name, f"cannot be registered: {exc}")
-        else:
-            self._collect(name)
+        items = self._register(plugin, name, builtin=False)
+        self._commit(items)
         if strict and len(self.errors) > before:
-            raise self.errors[-1]
+            raise self.errors[before]
         return name
 
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
-        for ep in sorted(importlib.metadata.entry_points(group=group), key=lambda e: e.name):
-            try:
-                obj = ep.load()
-            except Exception as exc:  # any import failure must not stop the others
-                self._fail(ep.name, f"failed to load ({type(exc).__name__}: {exc})")
+        """Load the entry points of ``group``: built-ins first, then the third parties
+        together (see the module docstring for the collision rules)."""
+        own = builtin_distributions()
+        eps = self._entry_points(group)
+        names: dict = {}
+        dist = {id(e): _distribution(e, names) for e in eps}
+        builtin = sorted((e for e in eps if dist[id(e)] in own), key=lambda e: str(e.name))
+        third = sorted((e for e in eps if dist[id(e)] not in own),
+                       key=lambda e: (str(e.name), dist[id(e)] or ""))
+        for ep in builtin:
+            obj = self._load(ep)
+            if obj is not None:
+                self._commit(self._register(obj, str(ep.name), builtin=True))
+        # two third-party entry points of one name: neither is loaded
+        by_name: dict[str, list] = {}
+        for ep in third:
+            by_name.setdefault(str(ep.name), []).append(ep)
+        staged: list[_Item] = []
+        for name, group_eps in by_name.items():
+            if len(group_eps) > 1:
+                dists = ", ".join(dist[id(e)] or "?" for e in group_eps)
+                self._fail(name, f"the plugin name {name!r} is used by more than one "
+                                 f"third-party entry point ({dists}); none of them is loaded")
                 continue
-            self.register_plugin(obj, ep.name, strict=False)
+            ep = group_eps[0]
+            if dist[id(ep)]:
+                self.distributions[name] = dist[id(ep)]
+            if self.manager.has_plugin(name):   # refused before any of its code runs
+                self._fail(name, f"cannot be registered: the plugin name {name!r} is taken "
+                                 f"by a built-in plugin; it is not loaded")
+                continue
+            obj = self._load(ep)
+            if obj is not None:
+                staged.extend(self._register(obj, name, builtin=False))
+        self._commit(staged)
 
-    def _fail(self, plugin: str, message: str) -> None:
-        err = PluginError(plugin, message)
+    def _entry_points(self, group: str) -> list:
+        """The entry points of ``group``; a distribution whose metadata cannot be read
+        is recorded as an error (naming it) instead of hiding every plugin."""
+        import importlib.metadata
+        try:
+            return list(importlib.metadata.entry_points(group=group))
+        except Exception:  # one unreadable dist-info: go through them one by one
+            pass
+        eps, seen = [], set()
+        for dist in importlib.metadata.distributions():
+            label = str(getattr(dist, "_path", None) or dist)
+            try:
+                name = _canonical(dist.metadata["Name"] or "")
+                if name in seen:   # shadowed by an earlier entry of sys.path, as importlib
+                    continue
+                seen.add(name)
+                eps.extend(dist.entry_points.select(group=group))
+            except Exception as exc:
+                self._fail(f"distribution {label}", f"its entry points cannot be read "
+                                                    f"({_describe(exc)}); none is loaded")
+        return eps
+
+    def record_error(self, plugin: str, message: str) -> PluginError:
+        """Record (and warn about) a failure of ``plugin``; used by the converter graph."""
+        return self._fail(plugin, message)
+
+    # -------------------------------------------------------------- internals
+    @staticmethod
+    def _plugin_name(plugin: object, name: Optional[str]) -> str:
+        if name is None:
+            name = getattr(plugin, "__name__", None)
+            if not isinstance(name, str) or not name:
+                name = type(plugin).__name__
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"a plugin name must be a non-empty string, got {name!r}")
+        return name
+
+    def _fail(self, plugin: str, message: str) -> PluginError:
+        dist = self.distributions.get(plugin)
+        err = PluginError(plugin, message + (f" [distribution {dist}]" if dist else ""))
         self.errors.append(err)
         warnings.warn(str(err), RuntimeWarning, stacklevel=3)
+        return err
 
-    def _collect(self, plugin: str) -> None:
-        """Call this plugin's hooks only, with callbacks that know who registers."""
-        hooks = {
-            "accounting_register_mechanisms": self._mechanism_callback,
-            "accounting_register_converters": self._converter_callback,
-            "accounting_register_auditors": self._auditor_callback,
-        }
-        for hook_name, make_cb in hooks.items():
-            caller = getattr(self.manager.hook, hook_name)
-            for impl in caller.get_hookimpls():
-                if impl.plugin_name != plugin:
+    def _load(self, ep: Any) -> Any:
+        """Import an entry point; None (and a recorded error) if that fails in any way
+        but a KeyboardInterrupt."""
+        name = str(getattr(ep, "name", "?"))
+        try:
+            with _plugin_code():
+                return ep.load()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit too: one plugin must not end the process
+            self._fail(name, f"failed to load ({_describe(exc)})")
+            return None
+
+    def _register(self, plugin: object, name: str, *, builtin: bool) -> list[_Item]:
+        """Register with pluggy and call the plugin's hooks; the registrations it asked
+        for (validated one by one), not yet committed."""
+        if self.manager.has_plugin(name):
+            owner = "a built-in plugin" if name in self.builtin_plugins else "another plugin"
+            self._fail(name, f"cannot be registered: the plugin name {name!r} is taken by {owner}")
+            return []
+        try:
+            with _plugin_code():
+                self.manager.register(plugin, name=name)
+        except KeyboardInterrupt:
+            raise
+        except pluggy.PluginValidationError as exc:
+            self._fail(name, f"cannot be registered: its hooks do not match the hook "
+                             f"specifications ({' '.join(str(exc).split())})")
+            return []
+        except BaseException as exc:  # pluggy: object already registered; hostile getattr
+            self._fail(name, f"cannot be registered ({_describe(exc)})")
+            return []
+        if builtin:
+            self.builtin_plugins.add(name)
+        unknown = sorted(h.name for h in self.manager.get_hookcallers(plugin) or []
+                         if h.spec is None)
+        if unknown:
+            self._fail(name, f"implements unknown hook(s) {', '.join(unknown)}; the hooks are "
+                             f"{', '.join(_HOOKS)}")
+        items: list[_Item] = []
+        for hook_name, kind in _HOOKS.items():
+            for impl in getattr(self.manager.hook, hook_name).get_hookimpls():
+                if impl.plugin_name != name:
                     continue
+                register = self._callback(kind, name, items)
                 try:
-                    impl.function(register=make_cb(plugin))
-                except PluginError as exc:
-                    self.errors.append(exc)
-                    warnings.warn(str(exc), RuntimeWarning, stacklevel=2)
-                except Exception as exc:
-                    self._fail(plugin, f"raised in {hook_name} ({type(exc).__name__}: {exc})")
+                    with _plugin_code():
+                        result = impl.function(**{arg: register for arg in impl.argnames})
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:
+                    self._fail(name, f"raised in {hook_name} ({_describe(exc)})")
+                    continue
+                if result is not None:
+                    self._fail(name, f"{hook_name} returned {type(result).__name__} instead of "
+                                     f"calling register(...); the value is ignored")
+        return items
 
-    def _mechanism_callback(self, plugin: str) -> Callable[[type], None]:
+    def _callback(self, kind: str, plugin: str, items: list[_Item]) -> Callable[..., None]:
+        """The ``register`` a hook receives: validates each registration, records a
+        refusal as an error of this plugin (and returns normally, so a plugin cannot
+        hide it by catching an exception), stages the rest."""
+        check = {"mechanism": self._check_mechanism, "converter": self._check_converter,
+                 "auditor": self._check_auditor}[kind]
+        signature = {"mechanism": "register(cls)",
+                     "converter": "register(source, target, func, exactness, name)",
+                     "auditor": "register(name, auditor)"}[kind]
+
+        def register(*args: Any, **kwargs: Any) -> None:
+            try:
+                item = check(plugin, *args, **kwargs)
+            except TypeError as exc:
+                self._fail(plugin, f"{kind} registration refused: {signature} expected "
+                                   f"({_describe(exc)})")
+            except _Refused as exc:
+                self._fail(plugin, str(exc))
+            except Exception as exc:  # e.g. a class attribute that raises when read
+                self._fail(plugin, f"{kind} registration refused ({_describe(exc)})")
+            else:
+                items.append(item)
+        return register
+
+    # one check per kind: the registration, or _Refused saying what is wrong
+    def _check_mechanism(self, plugin: str, cls: Any) -> _Item:
         from .mechanism import Mechanism
+        if not (isinstance(cls, type) and issubclass(cls, Mechanism)):
+            raise _Refused(f"register() needs a Mechanism subclass, got {_short(cls)}")
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not name:
+            raise _Refused(f"mechanism class {cls.__name__} has no name (set the class "
+                           f"attribute name = 'lower_case_identifier')")
+        if not _NAME.match(name):
+            raise _Refused(f"mechanism class {cls.__name__}: name {name!r} is not a lower-case "
+                           f"identifier (letters, digits, underscores)")
+        if inspect.isabstract(cls):
+            missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
+            raise _Refused(f"mechanism {name!r} ({cls.__name__}) is abstract: it does not "
+                           f"implement {missing}")
+        try:   # what `accounting mechanisms` and the command line read
+            cls.parameters()
+        except Exception as exc:
+            raise _Refused(f"mechanism {name!r} ({cls.__name__}): parameters() fails "
+                           f"({_describe(exc)})") from None
+        return _Item("mechanism", name, cls, plugin)
 
-        def register(cls: type) -> None:
-            if not (isinstance(cls, type) and issubclass(cls, Mechanism)):
-                raise PluginError(plugin, f"register() needs a Mechanism subclass, got {cls!r}")
-            name = getattr(cls, "name", None)
-            if not isinstance(name, str) or not name:
-                raise PluginError(plugin, f"mechanism class {cls.__name__} has no name")
-            if name in self.mechanisms:
-                raise PluginError(plugin, f"mechanism name {name!r} is already registered by "
-                                          f"plugin {self.mechanism_sources[name]!r}")
-            self.mechanisms[name] = cls
-            self.mechanism_sources[name] = plugin
-        return register
+    def _check_converter(self, plugin: str, source: Any, target: Any, func: Any,
+                         exactness: Any, name: Any) -> _Item:
+        if not isinstance(name, str) or not name.strip():
+            raise _Refused(f"converter name must be a non-empty string, got {_short(name)}")
+        for role, kind in (("source", source), ("target", target)):
+            if not (isinstance(kind, type) and issubclass(kind, Curve)):
+                raise _Refused(f"converter {name!r}: {role} must be a curve class such as PLD "
+                               f"or RDP, got {_short(kind)}")
+        if not isinstance(exactness, Exactness):
+            raise _Refused(f"converter {name!r}: exactness must be an Exactness, got "
+                           f"{_short(exactness)}")
+        if not callable(func):
+            raise _Refused(f"converter {name!r}: func must be callable, got {_short(func)}")
+        try:
+            inspect.signature(func).bind(object())
+        except TypeError as exc:
+            raise _Refused(f"converter {name!r}: func must accept the curve as its one "
+                           f"positional argument ({exc})") from None
+        except ValueError:  # no signature to inspect (some builtins): checked when called
+            pass
+        return _Item("converter", name, (source, target, func, exactness), plugin)
 
-    def _converter_callback(self, plugin: str):
-        def register(source: type, target: type, func: Callable, exactness: Exactness,
-                     name: str) -> None:
-            if not isinstance(exactness, Exactness):
-                raise PluginError(plugin, f"converter {name!r}: exactness must be an Exactness")
-            for c in self.converters:
-                if c.name == name:
-                    raise PluginError(plugin, f"converter name {name!r} is already registered "
-                                              f"by plugin {c.plugin!r}")
-            self.converters.append(Converter(source, target, func, exactness, name, plugin))
-        return register
+    def _check_auditor(self, plugin: str, name: Any, auditor: Any) -> _Item:
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise _Refused(f"auditor name must be a lower-case identifier, got {_short(name)}")
+        methods = ("audit_samples", "audit_callable")
+        present = [m for m in methods if getattr(auditor, m, None) is not None]
+        broken = [m for m in present if not callable(getattr(auditor, m))]
+        if not present or broken:
+            what = (f"{', '.join(broken)} not callable" if broken
+                    else f"neither {' nor '.join(methods)}")
+            raise _Refused(f"auditor {name!r} has {what} (see "
+                           f"accounting.hookspecs.accounting_register_auditors)")
+        return _Item("auditor", name, auditor, plugin)
 
-    def _auditor_callback(self, plugin: str):
-        def register(name: str, auditor: Any) -> None:
-            if name in self.auditors:
-                raise PluginError(plugin, f"auditor name {name!r} is already registered by "
-                                          f"plugin {self.auditor_sources[name]!r}")
-            self.auditors[name] = auditor
-            self.auditor_sources[name] = plugin
-        return register
+    def _taken_by(self, item: _Item) -> Optional[str]:
+        if item.kind == "mechanism":
+            return self.mechanism_sources.get(item.name)
+        if item.kind == "auditor":
+            return self.auditor_sources.get(item.name)
+        return next((c.plugin for c in self.converters if c.name == item.name), None)
+
+    def _commit(self, items: Iterable[_Item]) -> None:
+        """Add staged registrations: a name already registered is refused; a name
+        claimed twice within the batch is refused for every claimant."""
+        items = list(items)
+        claims: dict[tuple[str, str], list[_Item]] = {}
+        for item in items:
+            claims.setdefault((item.kind, item.name), []).append(item)
+        for (kind, name), group in claims.items():
+            owner = self._taken_by(group[0])
+            if owner is not None:
+                builtin = " (built-in)" if owner in self.builtin_plugins else ""
+                for item in group:
+                    self._fail(item.plugin, f"{kind} name {name!r} is already registered by "
+                                            f"plugin {owner!r}{builtin}; this registration "
+                                            f"is refused")
+                continue
+            if len(group) > 1:
+                plugins = sorted({item.plugin for item in group})
+                who = (f"plugins {', '.join(map(repr, plugins))}" if len(plugins) > 1
+                       else "this plugin more than once")
+                for plugin in plugins:
+                    self._fail(plugin, f"{kind} name {name!r} is claimed by {who}; "
+                                       f"every claim is refused")
+                continue
+            item = group[0]
+            if kind == "mechanism":
+                self.mechanisms[name] = item.value
+                self.mechanism_sources[name] = item.plugin
+            elif kind == "auditor":
+                self.auditors[name] = item.value
+                self.auditor_sources[name] = item.plugin
+            else:
+                source, target, func, exactness = item.value
+                self.converters.append(Converter(source, target, func, exactness, name,
+                                                 item.plugin,
+                                                 builtin=item.plugin in self.builtin_plugins))
 
     # -------------------------------------------------------------- queries
     def mechanism(self, name: str) -> type:
@@ -150,6 +447,13 @@ class Registry:
             known = ", ".join(sorted(self.mechanisms)) or "none"
             raise ValueError(f"unknown mechanism {name!r}; registered: {known}") from None
 
+    def plugin_of(self, cls: type) -> Optional[str]:
+        """The plugin that registered the mechanism class ``cls``, if one did."""
+        for name, registered in self.mechanisms.items():
+            if registered is cls:
+                return self.mechanism_sources[name]
+        return None
+
     def listing(self) -> dict[str, list[tuple[str, str]]]:
         """What is registered, by kind: (name, plugin) pairs."""
         return {
@@ -159,13 +463,32 @@ class Registry:
         }
 
 
+class _Refused(Exception):
+    """A registration that is refused (internal: becomes a PluginError)."""
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+#: every registry built in this process (to name the plugin behind a faulty mechanism)
+_LIVE: list[weakref.ref] = []
+
+
+def live_registries() -> list[Registry]:
+    """The registries built by ``make_registry`` that are still in use."""
+    return [reg for reg in (ref() for ref in _LIVE) if reg is not None]
+
+
 def make_registry(*, entry_points: bool = True) -> Registry:
     """A fresh registry with the core converters and (by default) all entry points."""
     from . import conversions
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     reg = Registry(pm)
-    reg.register_plugin(conversions, "core")
+    _LIVE[:] = [ref for ref in _LIVE if ref() is not None] + [weakref.ref(reg)]
+    reg._commit(reg._register(conversions, "core", builtin=True))
     if entry_points:
         reg.load_entry_points()
     return reg

@@ -15,7 +15,7 @@ import numpy as np
 
 from .curve import Curve, Provenance, directional_max
 from .direction import Bound, Direction
-from .validation import check_array, check_count
+from .validation import check_array, check_count, check_real
 
 __all__ = ["RDP", "CGF"]
 
@@ -26,7 +26,18 @@ CGFFn = Callable[[np.ndarray, Direction], np.ndarray]
 class CGF:
     """K(t, direction) = Σ_i c_i·K_i(t, direction): a weighted sum of component CGFs."""
 
-    terms: tuple[tuple[float, CGFFn], ...]
+    terms: tuple[tuple[float, CGFFn], ...] = attrs.field(converter=tuple)
+
+    def __attrs_post_init__(self) -> None:
+        for i, term in enumerate(self.terms):
+            if not (isinstance(term, tuple) and len(term) == 2):
+                raise TypeError(f"CGF.terms[{i}] must be a (weight, function) pair, "
+                                f"got {term!r:.80}")
+            c, fn = term
+            check_real(f"CGF.terms[{i}] weight", c, lo=0.0)
+            if not callable(fn):
+                raise TypeError(f"CGF.terms[{i}] function must be callable K(t, direction), "
+                                f"got {type(fn).__name__}")
 
     @classmethod
     def of(cls, fn: CGFFn) -> "CGF":
@@ -39,11 +50,22 @@ class CGF:
             total = total + c * np.asarray(fn(t, direction), dtype=float)
         return total
 
+    @classmethod
+    def _checked(cls, terms: tuple) -> "CGF":
+        """A CGF of terms that were checked when their CGFs were built: a composition of
+        n terms re-checked at every pairwise sum would cost O(n²)."""
+        cgf = object.__new__(cls)
+        object.__setattr__(cgf, "terms", terms)
+        return cgf
+
     def __add__(self, other: "CGF") -> "CGF":
-        return CGF(self.terms + other.terms)
+        if not isinstance(other, CGF):
+            return NotImplemented
+        return CGF._checked(self.terms + other.terms)
 
     def scale(self, count: float) -> "CGF":
-        return CGF(tuple((c * count, fn) for c, fn in self.terms))
+        count = check_real("count", count, lo=0.0)
+        return CGF._checked(tuple((c * count, fn) for c, fn in self.terms))
 
 
 @attrs.frozen(eq=False)

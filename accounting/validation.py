@@ -79,26 +79,23 @@ def check_array(name: str, value: Any, *, lo: float = -np.inf, hi: float = np.in
                 allow_inf: bool = False) -> np.ndarray:
     """Return ``value`` as a float64 array (0-d for scalars) checked elementwise.
 
-    Strings, bytes, booleans and complex numbers are refused (numpy would parse or
-    cast them silently).
-    """
-    if isinstance(value, (str, bytes)):
-        raise TypeError(f"{name} must be a real number or an array of real numbers, "
-                        f"got {type(value).__name__} ({value!r:.40})")
+    Strings, bytes, booleans and complex numbers are refused (TypeError), never
+    coerced: ``'1e-5'`` is not a δ and ``True`` is not 1."""
     try:
         raw = np.asarray(value)
-        kind = raw.dtype.kind
-        if kind == "b":
-            raise TypeError(f"{name} must be real-valued, got booleans")
-        if kind in "cSUVmM":
+        # a list mixing numbers with bools or strings is cast silently by numpy: look
+        # at its entries as Python objects
+        items = np.asarray(value, dtype=object) if isinstance(value, (list, tuple)) else raw
+        bad = [v for v in items.ravel() if isinstance(v, (str, bytes, bool, np.bool_))
+               or not isinstance(v, numbers.Real)] if items.dtype.kind == "O" else []
+        if raw.dtype.kind in "USbc" or bad:
+            kind = {"U": "strings", "S": "bytes", "b": "booleans", "c": "complex numbers"}.get(
+                raw.dtype.kind, f"an entry {bad[0]!r:.40}" if bad else "")
             raise TypeError(f"{name} must be a real number or an array of real numbers, "
-                            f"got dtype {raw.dtype}")
-        if kind == "O" and not all(isinstance(v, (numbers.Real, np.floating, np.integer))
-                                   and not isinstance(v, (bool, np.bool_)) for v in raw.flat):
-            raise TypeError(f"{name} must be a real number or an array of real numbers")
-        arr = np.asarray(raw, dtype=float)
-    except (TypeError, ValueError) as exc:
-        if str(exc).startswith(name + " must"):
+                            f"got {kind} ({type(value).__name__})")
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as err:
+        if isinstance(err, TypeError) and str(err).startswith(name):
             raise
         raise TypeError(f"{name} must be a real number or an array of real numbers, "
                         f"got {type(value).__name__}") from None

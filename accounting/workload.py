@@ -21,16 +21,20 @@ times it runs; optional top-level keys supply defaults for the query::
     count = 10
 
 Every key is checked: an unknown key, a missing ``name``, an unknown mechanism, a
-parameter of the wrong type or out of range, or a ``count`` that is not a positive
-integer raises ``WorkloadError`` (a ``ValueError``) whose one-line message names
-the file, the entry and the problem. ``Workload.accountant()`` builds the
-``Accountant`` that composes every entry.
+parameter of the wrong type or out of range, or a ``count`` that is not an integer
+in [1, ``MAX_COUNT``] raises ``WorkloadError`` (a ``ValueError``) whose one-line
+message names the file, the entry and the problem. A file is read only if it is a
+regular file of at most ``MAX_WORKLOAD_BYTES`` (not a FIFO or a device such as
+/dev/zero), as UTF-8; tables nested too deeply (TOML, or mechanisms inside
+mechanisms beyond ``MAX_MECHANISM_DEPTH``) are refused the same way.
+``Workload.accountant()`` builds the ``Accountant`` that composes every entry.
 """
 
 from __future__ import annotations
 
 import numbers
-import tomllib
+import os
+import stat
 from typing import Any, Mapping, Optional, Sequence
 
 import attrs
@@ -45,8 +49,18 @@ from .validation import check_array, check_positive
 __all__ = [
     "Workload", "Use", "WorkloadError", "load_workload", "parse_workload", "workload_from_dict",
     "make_use", "parameter_kind", "coerce_parameter", "default_workload",
-    "DEFAULT_WORKLOAD_TOML", "ACCOUNTANT_CHOICES",
+    "DEFAULT_WORKLOAD_TOML", "ACCOUNTANT_CHOICES", "MAX_COUNT", "MAX_COUNT_TEXT",
+    "MAX_WORKLOAD_BYTES", "MAX_MECHANISM_DEPTH",
 ]
+
+#: the largest count (uses of one mechanism) accepted from a file or the command line:
+#: beyond it counts stop being exact in float64 arithmetic (2^53 ≈ 9e15)
+MAX_COUNT = 10 ** 15
+MAX_COUNT_TEXT = "1e15"
+#: the largest workload file read (bytes): a workload is a few lines of TOML
+MAX_WORKLOAD_BYTES = 1 << 20
+#: how deep mechanisms may nest (a wrapper's ``base`` = 1 level)
+MAX_MECHANISM_DEPTH = 4
 
 #: what ``accountant =`` (and ``--accountant``) may name
 ACCOUNTANT_CHOICES = (*ACCOUNTANTS, "all")
@@ -102,7 +116,7 @@ def _type_name(value: Any) -> str:
 
 
 def coerce_parameter(attribute: attrs.Attribute, value: Any,
-                     registry: Optional[Registry] = None) -> Any:
+                     registry: Optional[Registry] = None, _depth: int = 0) -> Any:
     """``value`` (from TOML or already parsed from the command line) as the parameter's
     type; a ``TypeError`` naming the parameter if it has the wrong type. Range checks
     are the mechanism's own (its attrs validators). A ``"mechanism"`` parameter is a
@@ -116,9 +130,13 @@ def coerce_parameter(attribute: attrs.Attribute, value: Any,
             raise TypeError(f"{name} must be a table with the mechanism's name and "
                             f"parameters, e.g. {{name = \"gaussian\", sigma = 1.0}}, got "
                             f"{_type_name(value)} {value!r}")
+        if _depth >= MAX_MECHANISM_DEPTH:
+            raise ValueError(f"{name}: mechanisms nested more than {MAX_MECHANISM_DEPTH} deep "
+                             f"are not accepted")
         inner = dict(value)
         inner_name = inner.pop("name")
-        return make_use(registry or default_registry(), inner_name, inner).mechanism
+        return make_use(registry or default_registry(), inner_name, inner,
+                        _depth=_depth + 1).mechanism
     if kind == "vector":
         if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) \
                 or not value:
@@ -203,7 +221,8 @@ def _ordered(params: Mapping[str, attrs.Attribute]) -> list[attrs.Attribute]:
     return sorted(params.values(), key=lambda a: a.kw_only)
 
 
-def make_use(registry: Registry, name: Any, params: Mapping[str, Any], count: Any = 1) -> Use:
+def make_use(registry: Registry, name: Any, params: Mapping[str, Any], count: Any = 1,
+             *, _depth: int = 0) -> Use:
     """Validate ``params`` against mechanism ``name`` and construct it.
 
     Raises ``ValueError`` (unknown mechanism or parameter, value out of range) or
@@ -216,7 +235,7 @@ def make_use(registry: Registry, name: Any, params: Mapping[str, Any], count: An
             names = ", ".join(a.name for a in _ordered(known))
             raise ValueError(f"{name}: unknown parameter {key!r} (its parameters: {names})")
         try:
-            kwargs[key] = coerce_parameter(known[key], value, registry)
+            kwargs[key] = coerce_parameter(known[key], value, registry, _depth)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{name}: {exc}") from None
     missing = [a.name for a in _ordered(known)
@@ -226,8 +245,10 @@ def make_use(registry: Registry, name: Any, params: Mapping[str, Any], count: An
                          f"{', '.join(missing)}")
     if isinstance(count, bool) or not isinstance(count, numbers.Integral):
         raise TypeError(f"{name}: count must be a positive integer, got {count!r}")
-    if count < 1:
-        raise ValueError(f"{name}: count must be a positive integer, got {count}")
+    if not 1 <= count <= MAX_COUNT:
+        shown = f"{count}" if abs(count) < 10 ** 16 else f"{float(count):.3g}"
+        raise ValueError(f"{name}: count must be a positive integer (at most {MAX_COUNT_TEXT}), "
+                         f"got {shown}")
     try:
         mech = cls(**kwargs)
     except (TypeError, ValueError) as exc:
@@ -333,26 +354,51 @@ def workload_from_dict(data: Mapping[str, Any], source: str = "<workload>",
 def parse_workload(text: str, source: str = "<workload>",
                    registry: Optional[Registry] = None) -> Workload:
     """A workload from TOML text."""
+    import tomllib
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise WorkloadError(f"{source}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise WorkloadError(f"{source}: invalid TOML: arrays or tables nested too "
+                            f"deeply") from None
     return workload_from_dict(data, source, registry)
 
 
 def load_workload(path: "str | object", registry: Optional[Registry] = None) -> Workload:
-    """A workload from a TOML file."""
+    """A workload from a TOML file: a regular file of at most ``MAX_WORKLOAD_BYTES``,
+    in UTF-8 (a FIFO, a device or a directory is refused before it is opened, so
+    that reading cannot block or run forever)."""
     source = str(path)
     try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            kind = ("a directory" if stat.S_ISDIR(info.st_mode) else
+                    "a FIFO" if stat.S_ISFIFO(info.st_mode) else
+                    "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
+                    else "not a regular file")
+            raise WorkloadError(f"{source}: cannot read workload file ({kind}; give a "
+                                f"regular TOML file)")
+        if info.st_size > MAX_WORKLOAD_BYTES:
+            raise WorkloadError(f"{source}: workload file too large ({info.st_size} bytes; "
+                                f"at most {MAX_WORKLOAD_BYTES} are read)")
         with open(path, "rb") as fh:
-            raw = fh.read()
+            raw = fh.read(MAX_WORKLOAD_BYTES + 1)
     except OSError as exc:
         raise WorkloadError(f"{source}: cannot read workload file "
                             f"({exc.strerror or type(exc).__name__})") from None
+    except ValueError as exc:  # e.g. an embedded NUL in the path
+        if isinstance(exc, WorkloadError):
+            raise
+        raise WorkloadError(f"{source!r}: cannot read workload file ({exc})") from None
+    if len(raw) > MAX_WORKLOAD_BYTES:
+        raise WorkloadError(f"{source}: workload file too large (more than "
+                            f"{MAX_WORKLOAD_BYTES} bytes)")
     try:
         text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise WorkloadError(f"{source}: not a UTF-8 text file") from None
+    except UnicodeDecodeError as exc:
+        raise WorkloadError(f"{source}: not a UTF-8 text file (invalid byte at offset "
+                            f"{exc.start})") from None
     return parse_workload(text, source, registry)
 
 

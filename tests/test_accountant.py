@@ -130,10 +130,11 @@ from accounting.accountant import MIN_STEP  # noqa: E402
     (lambda: Accountant().epsilon_interval(1e-5, tol=1e-3), "tol", "delta, rtol"),
     (lambda: Accountant().tradeoff(step=1e-3), "step", "none"),
     (lambda: Accountant().pair(x=1), "x", "none"),
-    (lambda: Accountant().curve(PLD, stpe=1e-3), "stpe", "lower, step, tail"),
+    (lambda: Accountant().curve(PLD, stpe=1e-3), "stpe", "step, tail, lower"),
 ])
 def test_unknown_options_are_refused_naming_the_allowed_ones(call, keyword, allowed):
-    with pytest.raises(TypeError, match=rf"got unknown option '{keyword}'; allowed: {allowed}$"):
+    with pytest.raises(TypeError, match=rf"got (unknown option|unexpected keyword argument) "
+                                        rf"'{keyword}'; allowed: {allowed}$"):
         call()
 
 

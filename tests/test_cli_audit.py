@@ -50,7 +50,7 @@ def test_audit_npy_text_and_json_agree_with_the_api(capsys, npy):
         np.load(npy["x"]), np.load(npy["y"]), epsilon=1.0, delta=0.005, seed=7, alphas=(2, 6))
     assert doc["decision"] == "reject" and doc["rejected"] is True
     assert doc["lower_bound"]["epsilon"] == pytest.approx(api.lower_bound.epsilon, rel=1e-12)
-    assert doc["rkrdp_test"]["statistic"] == pytest.approx(list(api.statistics), rel=1e-12)
+    assert api.statistics is None and "descriptive" not in doc   # D̂ only on request
     assert doc["rkrdp_test"]["threshold"] == ["inf", "inf"]
     assert doc["seed"] == 7 and doc["settings"]["alphas"] == [2.0, 6.0]
 
@@ -119,9 +119,9 @@ def test_audit_unknown_auditor_and_a_runtime_one(capsys, npy, monkeypatch):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--x", "{wide}", "--y", "{y}"], "x and y must have the same dimension d"),
-    (["--x", "{short}", "--y", "{y}"], "x must hold n >= 2 samples"),
-    (["--x", "{nan}", "--y", "{y}"], "x must not contain NaN"),
+    (["--x", "{wide}", "--y", "{y}"], "--x and --y must have the same dimension d"),
+    (["--x", "{short}", "--y", "{y}"], r"holds n = 1 sample; at least 2 are needed"),
+    (["--x", "{nan}", "--y", "{y}"], r"holds a non-finite value \(nan at index \(0, 0\)\)"),
     (["--x", "{x}", "--y", "{y}", "--alpha", "0.5"], r"alpha must be in \[1"),
     (["--x", "{x}", "--y", "{y}", "--bandwidth", "0"], r"bandwidth must be in \(0"),
     (["--x", "{x}", "--y", "{y}", "--level", "2"], r"level must be in \(0, 1\)"),
@@ -157,4 +157,6 @@ def test_audit_subprocess_exit_status(npy):
                            str(npy["nan"]), "--y", str(npy["y"]), "--epsilon", "1",
                            "--delta", "0.01"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == "accounting: error: x must not contain NaN"
+    assert proc.stderr.strip() == (f"accounting: error: --x: {str(npy['nan'])!r} holds a "
+                                   f"non-finite value (nan at index (0, 0)); samples must "
+                                   f"be finite")

@@ -93,7 +93,7 @@ def test_help(capsys):
     (["calibrate", "gaussian", "--solve", "sigma", "--epsilon", "-1", "--delta", "1e-5"],
      "epsilon must be in"),
     (["calibrate", "gaussian", "--solve", "sigma", "--epsilon", "nan", "--delta", "1e-5"],
-     "epsilon must be a number"),
+     "argument --epsilon: NaN is not a number here"),
     (["calibrate", "gaussian", "--solve", "sigma", "--epsilon", "1", "--delta", "2"],
      "delta must be in"),
     (["calibrate", "gaussian", "--solve", "sigma", "--epsilon", "1"], "needs a target"),
@@ -109,7 +109,7 @@ def test_help(capsys):
     (["calibrate", "subsampled_gaussian", "--solve", "sigma", "--epsilon", "1",
       "--delta", "1e-5"], "missing parameter --q"),
     (["calibrate", "gaussian", "--solve", "sigma", "--epsilon", "1", "--delta", "1e-5",
-      "--compose", "0"], "compose must be an integer >= 1"),
+      "--compose", "0"], "argument --compose: a count must be a positive integer (at most 1e15), got 0"),
     (["calibrate", "gaussian", "--solve", "sigma", "--epsilon", "1", "--delta", "1e-5",
       "--accountant", "all"], "invalid choice"),
     (["calibrate", "gaussian", "--solve", "sigma", "--epsilon", "1", "--delta", "1e-5",
@@ -121,7 +121,7 @@ def test_help(capsys):
     (["calibrate", "--dpsgd", "--q", "0.1", "--epsilon", "1", "--delta", "1e-5"],
      "--dpsgd needs --q Q"),
     (["calibrate", "--dpsgd", "--q", "0.1", "--steps", "0", "--epsilon", "1",
-      "--delta", "1e-5"], "steps must be an integer >= 1"),
+      "--delta", "1e-5"], "argument --steps: a count must be a positive integer (at most 1e15), got 0"),
     (["calibrate", "gaussian", "--dpsgd", "--q", "0.1", "--steps", "5", "--epsilon", "1",
       "--delta", "1e-5"], "not MECHANISM"),
     (["calibrate", "--epsilon", "1", "--delta", "1e-5"], "give a MECHANISM"),
@@ -139,3 +139,28 @@ def test_subprocess_exit_status():
                           check=False, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------- regressions (hostile pass)
+def test_solve_parameter_outside_the_search_range_is_refused_up_front(capsys):
+    """`calibrate randomized_response --solve p` reported "p must be in (0, 1), got 1"
+    about a value the search generated; the parameter is now probed first."""
+    code, out, err = run(capsys, "calibrate", "randomized_response", "--solve", "p",
+                         "--epsilon", "1", "--delta", "1e-5")
+    assert code == 2 and out == ""
+    (line,) = err.splitlines()
+    assert line.startswith("accounting: error: --solve p: calibrate searches p over (0, ∞)")
+    assert "refuses p = 1" in line and "such as sigma or b" in line
+
+
+def test_engine_refusal_during_the_search_is_worded_as_such(capsys):
+    """`calibrate --dpsgd --steps 1e9` said "total mass must be at most 1" (an engine
+    bug being fixed elsewhere): an answer, or a line saying where the refusal arose."""
+    code, out, err = run(capsys, "calibrate", "--dpsgd", "--q", "0.01", "--steps", "1e9",
+                         "--epsilon", "1", "--delta", "1e-5")
+    if code == 0:
+        assert "DP-SGD noise multiplier" in out
+    else:
+        assert code == 2 and out == "" and len(err.splitlines()) == 1
+        assert not err.startswith("accounting: error: total mass")
+        assert "could not evaluate a candidate sigma during the search" in err

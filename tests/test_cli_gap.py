@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 
+import accounting
 from accounting.cli import main
 
 FLOAT = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf)"
@@ -90,10 +91,14 @@ def test_gap_help(capsys):
     (["gap"], "give a MECHANISM"),
     (["gap", "laplace"], "missing parameter --b"),
     (["gap", "laplace", "--b", "0"], "b must be in (0, inf), got 0"),
-    (["gap", "laplace", "--b", "1", "--t", "0"], "t must be in (0, inf), got 0"),
-    (["gap", "laplace", "--b", "1", "--t", "nan"], "t must not contain NaN"),
-    (["gap", "laplace", "--b", "1", "--t", "x"], "argument --t: invalid float value"),
-    (["gap", "laplace", "--b", "1", "--compose", "0"], "compose must be an integer >= 1"),
+    (["gap", "laplace", "--b", "1", "--t", "0"], "t must be in (0, 1e+06], got 0"),
+    (["gap", "laplace", "--b", "1", "--t", "1e300"], "t must be in (0, 1e+06], got 1e+300"),
+    (["gap", "laplace", "--b", "1", "--t", "nan"], "argument --t: NaN is not a number here"),
+    (["gap", "laplace", "--b", "1", "--t", "x"], "argument --t: invalid number 'x'"),
+    (["gap", "laplace", "--b", "1", "--compose", "0"],
+     "argument --compose: a count must be a positive integer (at most 1e15), got 0"),
+    (["gap", "subsampled_gaussian", "--q", "0.01", "--sigma", "1", "--t", "1e8"],
+     "t must be in (0, 1e+06], got 1e+08"),
     (["gap", "laplace", "--b", "1", "--bogus", "1"], "unknown parameter '--bogus'"),
     (["gap", "laplace", "--b", "1", "--direction", "up"], "argument --direction: invalid choice"),
     (["gap", "nosuch", "--b", "1"], "unknown mechanism 'nosuch'"),
@@ -112,3 +117,41 @@ def test_gap_subprocess_exit_status():
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
         "accounting: error: laplace: b must be in (0, inf), got -1"]
+
+
+# ------------------------------------------------- regressions (hostile pass)
+def test_gap_huge_orders_are_refused_not_nan():
+    """`gap laplace --t 1e300` printed NaN; `gap subsampled_gaussian --t 1e8` tried to
+    allocate gigabytes. Orders are bounded by T_MAX = 1e6."""
+    from accounting.gap import T_MAX, information_gap
+    assert T_MAX == 1e6
+    with pytest.raises(ValueError, match=r"t must be in \(0, 1e\+06\], got 1e\+300"):
+        information_gap(accounting.mechanism("laplace", b=1.0), [1e300])
+
+
+def test_gap_at_the_largest_order_is_finite_and_exact():
+    """At t = 1e6 the Laplace gap is finite, with Γ(t)/t = ρ*(1 + t) − K(t)/t and the
+    relative gap 1 − K/(ρ*t(t+1)), where ρ* is the KL divergence (the sup is the
+    t → 0 end): Δ/b − 1 + e^{−Δ/b} = e^{−1} for b = Δ = 1."""
+    from accounting.gap import information_gap
+    res = information_gap(accounting.mechanism("laplace", b=1.0), [1.0, 1e6])
+    assert np.all(np.isfinite(res.gap)) and np.all(np.isfinite(res.relative_gap))
+    rho = np.exp(-1.0)
+    assert res.rho == pytest.approx(rho, rel=1e-12)
+    t = res.t
+    assert np.allclose(res.gap_per_order, rho * (1 + t) - res.cgf / t, rtol=1e-12)
+    assert np.allclose(res.relative_gap, 1 - res.cgf / (rho * t * (t + 1)), rtol=1e-12)
+    assert np.all((res.relative_gap >= 0) & (res.relative_gap <= 1))
+
+
+def test_gap_huge_orders_on_the_command_line_exit_2_fast(capsys):
+    import time
+    t0 = time.perf_counter()
+    code, out, err = run(capsys, "gap", "subsampled_gaussian", "--q", "0.01", "--sigma", "1",
+                         "--t", "1e8")
+    assert code == 2 and out == "" and "t must be in (0, 1e+06]" in err
+    assert time.perf_counter() - t0 < 10
+    code, out, err = run(capsys, "gap", "laplace", "--b", "1", "--t", "1e6", "--json")
+    assert code == 0
+    payload = json.loads(out)
+    assert "nan" not in json.dumps(payload)

@@ -194,22 +194,37 @@ def test_convert_errors(gaussian1_pld):
         lower_rdp.to(PrivacyProfile)          # only an upper-bound edge leaves RDP
 
 
-def test_a_plugin_converter_is_used_and_checked(gaussian1):
+def test_a_plugin_converter_is_used_when_asked_and_checked(gaussian1):
+    """A third-party shortcut is not taken where a built-in path exists unless named
+    in ``via``; a broken one is recorded against its plugin and skipped."""
     class Plugin:
         @staticmethod
         @hookimpl
         def accounting_register_converters(register):
             register(ZCDP, PrivacyProfile,
                      lambda z, **_: PrivacyProfile(accounting.profile.FunctionSide(
-                         lambda e, d: np.full(np.shape(e), 0.123))),
+                         lambda e, d: np.where(np.asarray(e) < 0, 1.0, 0.123))),
                      Exactness.UPPER, "zcdp→profile (test)")
             register(TradeOff, ZCDP, lambda t, **_: "not a curve", Exactness.UPPER,
                      "tradeoff→zcdp (broken)")
 
     reg = make_registry(entry_points=False)
     reg.register_plugin(Plugin, "test-converters")
-    prof = ZCDP.symmetric(0.5).to(PrivacyProfile, registry=reg)
+    z = ZCDP.symmetric(0.5)
+    default = z.to(PrivacyProfile, registry=reg)
+    assert default.provenance.path == ("zcdp→rdp", "rdp→profile (improved conversion)")
+    prof = z.to(PrivacyProfile, registry=reg, via="zcdp→profile (test)")
     assert prof.provenance.path == ("zcdp→profile (test)",)
     assert prof.delta(1.0) == pytest.approx(0.123)
-    with pytest.raises(TypeError, match="tradeoff→zcdp \\(broken\\).*test-converters"):
-        gaussian1.curve(TradeOff).to(ZCDP, registry=reg)
+    assert not reg.errors
+    # the broken edge, asked for: recorded against its plugin, the built-in route is used
+    to = gaussian1.curve(TradeOff)
+    with pytest.warns(RuntimeWarning, match="test-converters.*tradeoff→zcdp \\(broken\\)"):
+        out = to.to(ZCDP, registry=reg, via="tradeoff→zcdp (broken)")
+    builtin = to.to(ZCDP, registry=reg)
+    assert out.provenance == builtin.provenance and out.rho() == builtin.rho() >= 0.5
+    assert "tradeoff→zcdp (broken)" not in out.provenance.path
+    [err] = reg.errors
+    assert err.plugin == "test-converters" and "str, not ZCDP" in str(err)
+    with pytest.raises(ValueError, match="via: unknown converter 'nope'"):
+        z.to(PrivacyProfile, registry=reg, via="nope")

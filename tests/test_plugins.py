@@ -81,8 +81,10 @@ def test_converters_carry_their_exactness_labels():
     assert labels["rdp→profile (improved conversion)"] is Exactness.UPPER
     assert labels["rdp→zcdp (envelope)"] is Exactness.UPPER
     assert labels["zcdp→rdp"] is Exactness.UPPER
+    # the pessimistic PLD's RDP is +∞ wherever its law has mass at +∞: an upper bound
+    assert labels["pld→rdp"] is Exactness.UPPER
     for exact in ("pld→profile", "profile→pld (connect-the-dots)", "pld→tradeoff",
-                  "profile→tradeoff", "tradeoff→profile", "pld→rdp"):
+                  "profile→tradeoff", "tradeoff→profile"):
         assert labels[exact] is Exactness.EXACT
 
 
@@ -118,7 +120,8 @@ def test_duplicate_mechanism_name_names_the_plugin():
 
     reg = _quiet_registry()
     with pytest.warns(RuntimeWarning, match="impostor"):
-        with pytest.raises(PluginError, match="'impostor'.*'gaussian' is already registered") as info:
+        with pytest.raises(PluginError,
+                           match="'impostor'.*'gaussian' is already registered") as info:
             reg.register_plugin(_plugin(accounting_register_mechanisms=hookimpl(
                 lambda register: register(Impostor))), "impostor")
     assert info.value.plugin == "impostor"
@@ -197,13 +200,31 @@ def test_a_failing_entry_point_is_recorded(monkeypatch):
     assert BUILTINS <= set(reg.mechanisms)
 
 
+class _NullAuditor:
+    def audit_samples(self, x, y, *, epsilon, delta, seed=None):
+        raise NotImplementedError
+
+    def audit_callable(self, fn, d0, d1, *, n, epsilon, delta, seed=None):
+        raise NotImplementedError
+
+
 def test_auditors_can_be_registered():
     reg = make_registry(entry_points=False)
-    auditor = object()
+    auditor = _NullAuditor()
     reg.register_plugin(_plugin(accounting_register_auditors=hookimpl(
         lambda register: register("null", auditor))), "aud")
     assert reg.auditors["null"] is auditor
     assert reg.listing()["auditors"] == [("null", "aud")]
+
+
+def test_an_auditor_without_the_interface_is_refused():
+    reg = make_registry(entry_points=False)
+    with pytest.warns(RuntimeWarning):
+        with pytest.raises(PluginError, match="'aud'.*'null' has neither audit_samples nor "
+                                              "audit_callable"):
+            reg.register_plugin(_plugin(accounting_register_auditors=hookimpl(
+                lambda register: register("null", object()))), "aud")
+    assert reg.auditors == {}
 
 
 # --------------------------------------------------- the run-time mechanism's curves

@@ -93,7 +93,8 @@ class GaussianMixture(AdditiveNoise):
     bracket of PLD/profile/trade-off from cell laws on 2^14 sinh-spaced cells (gap of
     order (cell width × loss slope)²), and the Rényi curve by log-space
     Gauss–Legendre quadrature on sinh-spaced panels, ~1e−11 relative (measured
-    ≤ 1e−12 against scipy quad; a numerical value, not a certified bound). When all components share one scale s, ρ* =
+    ≤ 1e−12 against scipy quad; labelled ``Exactness.NUMERICAL``: a numerical value,
+    not a certified bound). When all components share one scale s, ρ* =
     Δ²/(2s²) in closed form (its sup is the t → ∞ limit, which the numerical envelope
     cannot certify; see ``_EqualScalesMixturePair``); otherwise ρ* is the numerical
     envelope (+∞ with a warning if it still rises at t = 1e5). The grid is placed by
@@ -193,6 +194,9 @@ class _EqualScalesMixturePair(LawPair):
 
     def cgf_lower(self, t, direction):
         return self.inner.cgf_lower(t, direction)
+
+    def cgf_exactness(self):
+        return self.inner.cgf_exactness()   # the inner pair's quadrature: numerical
 
     def _rho(self, direction):
         return self.rho

@@ -57,8 +57,8 @@ class GeneralisedGaussian(AdditiveNoise):
     log-space Gauss–Legendre quadrature on sinh-spaced panels with 0 and Δ as panel
     edges: ~1e−9 relative or better where the density is smooth (β = 1.5 matches
     mpmath to 1e−10); below β = 1 the cusps cost accuracy (β = 0.5: 1.3e−6 low at
-    α = 1.5, 2e−5 low at α = 20) — a numerical value, not a certified bound; prefer
-    the PLD there. β > 2: the loss is unbounded and grows fast, so PLDs are slow
+    α = 1.5, 2e−5 low at α = 20) — labelled ``Exactness.NUMERICAL``, a numerical
+    value, not a certified bound; prefer the PLD there. β > 2: the loss is unbounded and grows fast, so PLDs are slow
     (β = 4: about 12 s at step 1e−3).
     """
 

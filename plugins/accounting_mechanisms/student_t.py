@@ -46,8 +46,8 @@ class StudentT(AdditiveNoise):
     PLD/profile/trade-off from cell laws on 2^14 sinh-spaced cells (gap of order
     (cell width × loss slope)²; measured ≤ 3.4e-5 relative on δ(ε) for ν ∈ {1, 3, 10}),
     and the Rényi curve by log-space Gauss–Legendre quadrature on sinh-spaced panels
-    around the integrand's peak, ≤ 1e-11 relative against scipy for ν = 3–10 (a
-    numerical value, not a certified bound). Known limit (a strict xfail in
+    around the integrand's peak, ≤ 1e-11 relative against scipy for ν = 3–10 (labelled
+    ``Exactness.NUMERICAL``: a numerical value, not a certified bound). Known limit (a strict xfail in
     tests/plugins/test_noise_families.py): the line is cut at 1e12·scale when the
     density has not fallen by e^{−745} there (every ν below about 55) and the rest
     renormalised — harmless down to ν = 1 (6e−13 of mass beyond), but for ν = 0.5

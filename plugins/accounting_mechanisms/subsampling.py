@@ -96,7 +96,8 @@ class PoissonSubsampledPair(Pair):
 
         * additive noise (``noise_density``): log-space quadrature of
           ∫ m^{1+t} q^{−t} (forward) or ∫ m^{−t} q^{1+t} (backward), m = (1 − q)·Q₀ + q·P₀
-          — numerical (~1e-10 relative, panels around the integrand's peak);
+          — numerical (~1e-10 relative, panels around the integrand's peak; labelled
+          ``Exactness.NUMERICAL``);
         * a loss law (``LawPair``): exact finite sums (``subsampled_rdp.law_cgf``);
         * a base CGF: the binomial bound (forward) and the Taylor / joint-convexity
           bound (backward) of ``subsampled_rdp`` — upper bounds, see ``cgf_exactness``;
@@ -127,8 +128,12 @@ class PoissonSubsampledPair(Pair):
 
     def cgf_exactness(self) -> Exactness:
         route = self._cgf_route()
+        if route == "quadrature":   # a numerical value with a stated error, not a bound
+            return Exactness.NUMERICAL
+        if route == "bound":        # a bound on the base's CGF: as good as that CGF
+            return Exactness.UPPER.then(self.base.cgf_exactness()) or Exactness.NUMERICAL
         # the law route sums over the base's upper law: exact only if that law is
-        if route == "bound" or (route == "law" and not self.base.exact):
+        if route == "law" and not self.base.exact:
             return Exactness.UPPER
         return Exactness.EXACT
 
@@ -259,7 +264,8 @@ class WithoutReplacementPair(Pair):
         return np.where(top < 50.0, small, np.where(np.isinf(top), np.inf, large))
 
     def cgf_exactness(self) -> Exactness:
-        return Exactness.UPPER
+        # a bound built on the Poisson pair's CGF: numerical if that CGF is
+        return Exactness.UPPER.then(self._poisson.cgf_exactness()) or Exactness.NUMERICAL
 
     def rho_bound(self, direction):
         """The base's ρ: the mechanism is a mixture, over batches, of base pairs, so by

@@ -9,6 +9,8 @@ Rényi divergence"; REFERENCE §7; docs/auditing.md):
 * ``rkrdp_threshold``, ``rkrdp_test``, ``dp_lambda``: the finite-sample RKRDP test and
   the λ₀ = δe^{−ε} that turns it into an (ε, δ)-DP test;
 * ``epsilon_lower_bound``: a certified ε lower bound (kernel witness, Clopper–Pearson);
+* ``witnesses``, ``holdout``, ``claims``: witness families chosen on a training split,
+  the held-out Clopper–Pearson test of an (ε, δ) claim or of a whole trade-off curve;
 * ``bootstrap_test``: parametric bootstrap against a claimed registered mechanism;
 * ``RKRDAuditor``, ``audit_samples``, ``audit_callable``: the black-box API and its
   ``AuditReport``; ``plot_sweep`` draws D̂ against λ (matplotlib, optional).
@@ -16,17 +18,22 @@ Rényi divergence"; REFERENCE §7; docs/auditing.md):
 Registered through the entry-point group ``accounting`` (module ``accounting_rkrd.plugin``).
 """
 
-from .auditor import RKRDAuditor, audit_callable, audit_samples
+from .auditor import MechanismError, RKRDAuditor, audit_callable, audit_samples
+from .claims import CurveClaim, EpsDeltaClaim, as_claim
+from .holdout import WitnessTest, detectable_epsilon
 from .bootstrap import NOISE_SAMPLERS, BootstrapResult, bootstrap_test, noise_sampler
 from .estimator import RKRDSweep, rkrd, rkrd_direct, rkrd_from_grams, rkrd_sweep
 from .experiments import gaussian_outputs, gaussian_sigma
 from .lower_bound import LowerBound, clopper_pearson_upper, epsilon_lower_bound
 from .plot import plot_sweep
-from .report import AuditReport
+from .report import AuditReport, RKRDPResult
+from .resources import MemoryBudgetError
 from .threshold import RKRDPTest, Threshold, dp_lambda, rkrdp_test, rkrdp_threshold
 
 __all__ = [
-    "RKRDAuditor", "audit_samples", "audit_callable", "AuditReport",
+    "RKRDAuditor", "audit_samples", "audit_callable", "AuditReport", "RKRDPResult",
+    "MechanismError", "MemoryBudgetError", "EpsDeltaClaim", "CurveClaim", "as_claim",
+    "WitnessTest", "detectable_epsilon",
     "rkrd", "rkrd_sweep", "rkrd_from_grams", "rkrd_direct", "RKRDSweep",
     "rkrdp_threshold", "rkrdp_test", "dp_lambda", "Threshold", "RKRDPTest",
     "epsilon_lower_bound", "clopper_pearson_upper", "LowerBound",

@@ -16,27 +16,52 @@ import numpy as np
 
 from accounting.validation import check_array, check_positive
 
-__all__ = ["check_samples", "squared_distances", "median_bandwidth", "rbf", "Grams",
+__all__ = ["real_array", "check_samples", "squared_distances", "median_bandwidth", "rbf", "Grams",
            "rbf_grams"]
+
+
+def real_array(name: str, value: Any) -> np.ndarray:
+    """``value`` as an array of a real numeric dtype (int or float), not yet converted.
+
+    Complex, object, string, boolean and other dtypes are a TypeError: a cast would
+    drop an imaginary part or guess a meaning.
+    """
+    try:
+        raw = value if isinstance(value, np.ndarray) else np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of real numbers ({exc})") from None
+    kind = raw.dtype.kind
+    if kind == "c":
+        raise TypeError(f"{name} must be real-valued, got a complex array ({raw.dtype}); "
+                        f"audit the real and imaginary parts as separate coordinates")
+    if kind not in "iuf":
+        what = {"O": "an object array", "b": "a boolean array", "U": "a string array",
+                "S": "a bytes array", "V": "a structured array", "M": "a datetime array",
+                "m": "a timedelta array"}.get(kind, f"an array of dtype {raw.dtype}")
+        raise TypeError(f"{name} must be an array of real numbers (int or float), got {what}")
+    return raw
 
 
 def check_samples(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     """``x`` and ``y`` as float64 arrays of shape (n_p, d) and (n_q, d).
 
     A 1-d array is one sample per entry (d = 1). Each needs at least 2 samples, the
-    same dimension d and only finite values.
+    same dimension d and only finite real values: complex, object, string and boolean
+    arrays are refused (a cast would drop the imaginary part or guess a meaning).
     """
     out = []
     for name, value in (("x", x), ("y", y)):
-        arr = check_array(name, value)
+        raw = real_array(name, value)
+        if raw.size == 0:
+            raise ValueError(f"{name} is empty (shape {raw.shape}); it must hold n >= 2 "
+                             f"samples of dimension d >= 1")
+        arr = check_array(name, raw)
         if arr.ndim == 1:
             arr = arr[:, None]
         if arr.ndim != 2:
             raise ValueError(f"{name} must have shape (n, d), got an array of shape {arr.shape}")
         if arr.shape[0] < 2:
             raise ValueError(f"{name} must hold n >= 2 samples (rows), got n = {arr.shape[0]}")
-        if arr.shape[1] < 1:
-            raise ValueError(f"{name} must have dimension d >= 1, got shape {arr.shape}")
         out.append(arr)
     if out[0].shape[1] != out[1].shape[1]:
         raise ValueError(f"x and y must have the same dimension d, got shapes {out[0].shape} "
@@ -51,8 +76,10 @@ def squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with their distances, hence the centring by the caller; roundoff can make an
     entry slightly negative, which is no distance, so it is set to 0.
     """
-    sq = np.einsum("ij,ij->i", a, a)[:, None] + np.einsum("ij,ij->i", b, b)[None, :]
-    sq -= 2.0 * (a @ b.T)
+    # in place: one n_a × n_b array, no temporaries of that size
+    sq = a @ (-2.0 * b).T
+    sq += np.einsum("ij,ij->i", a, a)[:, None]
+    sq += np.einsum("ij,ij->i", b, b)[None, :]
     np.maximum(sq, 0.0, out=sq)
     return sq
 

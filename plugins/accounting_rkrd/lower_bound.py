@@ -37,7 +37,7 @@ from accounting.validation import check_count, check_positive, check_probability
 from .kernel import check_samples, median_bandwidth, rbf, squared_distances
 
 __all__ = ["LowerBound", "epsilon_lower_bound", "lower_bound_from_split", "split_samples",
-           "witness_bandwidth", "clopper_pearson_upper"]
+           "witness_bandwidth", "clopper_pearson_upper", "ratio_bounds"]
 
 #: quantiles of the pooled first-half scores offered as candidate thresholds
 _CANDIDATES = np.linspace(0.005, 0.995, 199)
@@ -54,7 +54,7 @@ def clopper_pearson_upper(k: Any, m: int, level: float) -> np.ndarray:
     return np.where(full, 1.0, u)
 
 
-def _bounds(fpr_u: np.ndarray, fnr_u: np.ndarray, delta: float) -> np.ndarray:
+def ratio_bounds(fpr_u: np.ndarray, fnr_u: np.ndarray, delta: float) -> np.ndarray:
     """max of the two log-ratio bounds at each threshold; −inf where both are dropped."""
     with np.errstate(divide="ignore", invalid="ignore"):
         num1, num2 = 1.0 - delta - fnr_u, 1.0 - delta - fpr_u
@@ -66,7 +66,8 @@ def _bounds(fpr_u: np.ndarray, fnr_u: np.ndarray, delta: float) -> np.ndarray:
 @attrs.frozen
 class LowerBound:
     """A certified lower bound on ε: P(``epsilon`` > true ε) <= ``level`` for an
-    (ε, ``delta``)-DP mechanism. ``threshold`` and the rates are those of the best τ."""
+    (ε, ``delta``)-DP mechanism. ``threshold`` and the rates are those of the best τ;
+    ``bandwidth`` is the kernel witness's (None for other witnesses), ``witness`` names it."""
 
     epsilon: float
     level: float
@@ -79,7 +80,8 @@ class LowerBound:
     m_p: int
     m_q: int
     n_thresholds: int
-    bandwidth: float
+    bandwidth: Optional[float]
+    witness: str = "kernel mean difference"
 
     def to_dict(self) -> dict:
         return attrs.asdict(self)
@@ -144,13 +146,13 @@ def lower_bound_from_split(xa: np.ndarray, ya: np.ndarray, xb: np.ndarray, yb: n
     sy_a = kxya.mean(axis=0) - (kya.sum(axis=1) - 1.0) / (hy - 1)
     candidates = np.unique(np.quantile(np.concatenate([sx_a, sy_a]), _CANDIDATES))
     a = level / (2.0 * t)
-    fit = _bounds(*_rates(np.sort(sx_a), np.sort(sy_a), candidates, a), delta)
+    fit = ratio_bounds(*_rates(np.sort(sx_a), np.sort(sy_a), candidates, a), delta)
     order = np.argsort(-np.where(np.isfinite(fit), fit, -1e300), kind="stable")
     taus = np.sort(candidates[order[:t]])
 
     sx_b, sy_b = np.sort(score(xb)), np.sort(score(yb))
     fpr_u, fnr_u = _rates(sx_b, sy_b, taus, a)
-    eps = _bounds(fpr_u, fnr_u, delta)
+    eps = ratio_bounds(fpr_u, fnr_u, delta)
     best = int(np.argmax(eps))
     k_q = int(sy_b.size - np.searchsorted(sy_b, taus[best], side="right"))
     k_p = int(np.searchsorted(sx_b, taus[best], side="right"))

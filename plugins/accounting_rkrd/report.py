@@ -1,7 +1,10 @@
-"""The audit report: what was tested, the numbers, the decision and how to reproduce it.
+"""The audit report: the claim tested, the verdict, the numbers and how to reproduce it.
 
 A frozen record that prints as a table (``str``) and serialises to JSON (``to_dict``;
-infinities as the strings "inf"/"-inf", since JSON has none).
+infinities as the strings "inf"/"-inf", since JSON has none). Every report states
+the claim, the witness chosen, the detectable ε (the largest ε a perfect witness
+could certify at these sizes and level) and that "not rejected" is no certificate.
+The kernel divergence D̂ is shown only as a labelled descriptive statistic.
 """
 
 from __future__ import annotations
@@ -12,10 +15,12 @@ from typing import Any, Optional
 import attrs
 
 from .bootstrap import BootstrapResult
+from .claims import EpsDeltaClaim
 from .estimator import RKRDSweep
+from .holdout import WitnessTest
 from .lower_bound import LowerBound
 
-__all__ = ["AuditReport", "json_safe"]
+__all__ = ["AuditReport", "RKRDPResult", "json_safe"]
 
 
 def json_safe(value: Any) -> Any:
@@ -36,28 +41,54 @@ def _num(x: float, digits: int = 4) -> str:
 
 
 @attrs.frozen
-class AuditReport:
-    """Result of auditing a claim (ε, δ) from samples of M(D) and M(D′).
+class RKRDPResult:
+    """The finite-sample (α, λ₀, ε)-RKRDP test: thresholds decided from the sizes,
+    held-out statistics (None when skipped), its share of the level and its status."""
 
-    ``rejected`` is True when the certified lower bound exceeds ε or the finite-sample
-    RKRDP test at λ₀ = δe^{−ε} rejects; under an (ε, δ)-DP mechanism this happens with
-    probability at most ``level`` = ``level_lower_bound`` + ``level_threshold``.
-    ``statistics[i]`` is D̂_{α_i, λ₀} on all samples (descriptive: D̂ > ε is no test,
-    D̂ is biased upward at small λ); ``thresholds[i]`` is the test's rejection
-    threshold for D̂ on the held-out parts, ``held_out_statistics[i]`` (inf: vacuous).
+    alphas: tuple
+    thresholds: tuple
+    held_out_statistics: Optional[tuple]
+    level: float
+    status: str
+
+    @property
+    def vacuous(self) -> bool:
+        return all(math.isinf(t) for t in self.thresholds)
+
+    @property
+    def rejected(self) -> bool:
+        if self.held_out_statistics is None:
+            return False
+        return any(s > t for s, t in zip(self.held_out_statistics, self.thresholds))
+
+    def to_dict(self) -> dict:
+        return {"alphas": list(self.alphas), "threshold": list(self.thresholds),
+                "held_out_statistic": (None if self.held_out_statistics is None
+                                       else list(self.held_out_statistics)),
+                "level": self.level, "vacuous": self.vacuous, "status": self.status,
+                "rejects": self.rejected}
+
+
+@attrs.frozen
+class AuditReport:
+    """Result of auditing a claim from samples of M(D) and M(D′).
+
+    ``rejected`` is True when the witness test or the RKRDP test rejects; under a
+    mechanism satisfying the claim this happens with probability at most ``level`` =
+    ``level_witness`` + ``level_threshold``. Not rejected is *not* a certificate: it
+    only says no violation was found that this witness and n could detect.
+    ``statistics[i]`` is D̂_{α_i, λ₀} on all samples (descriptive, biased upward at
+    small λ, no estimate of ε; None when not computed).
     """
 
-    epsilon: float
-    delta: float
-    lambda0: float
+    claim: Any
     level: float
-    level_lower_bound: float
+    level_witness: float
     level_threshold: float
-    alphas: tuple
-    statistics: tuple
-    held_out_statistics: tuple
-    thresholds: tuple
-    lower_bound: LowerBound
+    lambda0: Optional[float]
+    witness: WitnessTest
+    rkrdp: Optional[RKRDPResult]
+    statistics: Optional[tuple]
     seed: int
     settings: dict = attrs.field(eq=False)
     bootstrap: Optional[BootstrapResult] = None
@@ -65,17 +96,49 @@ class AuditReport:
     seconds: float = 0.0
     auditor: str = "rkrd"
 
+    # ------------------------------------------------------------ the claim
     @property
-    def rejected_by_lower_bound(self) -> bool:
-        return self.lower_bound.epsilon > self.epsilon
+    def epsilon(self) -> Optional[float]:
+        return self.claim.epsilon if isinstance(self.claim, EpsDeltaClaim) else None
+
+    @property
+    def delta(self) -> Optional[float]:
+        return self.claim.delta if isinstance(self.claim, EpsDeltaClaim) else None
+
+    # ------------------------------------------------------------- verdict
+    @property
+    def epsilon_lower_bound(self) -> Optional[float]:
+        """The certified ε lower bound of an (ε, δ) claim's witness test (else None)."""
+        return self.witness.epsilon_lower_bound
+
+    @property
+    def lower_bound(self) -> Optional[LowerBound]:
+        """The certified bound with its best threshold, as a ``LowerBound`` ((ε, δ)
+        claims; None for a curve claim)."""
+        eps = self.witness.epsilon_lower_bound
+        if eps is None:
+            return None
+        w, r = self.witness, self.witness.best
+        return LowerBound(eps, self.level_witness, self.delta, r.threshold, r.fpr_upper,
+                          r.fnr_upper, r.false_positives, r.false_negatives, w.m_p, w.m_q,
+                          len(w.rows), None, f"{w.family}: {w.detail}")
+
+    @property
+    def detectable_epsilon(self) -> Optional[float]:
+        """The largest ε a perfect witness could certify at these sizes and level."""
+        return self.witness.detectable_epsilon
+
+    @property
+    def rejected_by_witness(self) -> bool:
+        return self.witness.rejected
 
     @property
     def rejected_by_threshold(self) -> bool:
-        return any(s > t for s, t in zip(self.held_out_statistics, self.thresholds))
+        return self.rkrdp is not None and self.rkrdp.rejected
 
     @property
     def rejected(self) -> bool:
-        return self.rejected_by_lower_bound or self.rejected_by_threshold
+        return self.rejected_by_witness or self.rejected_by_threshold
 
     @property
     def decision(self) -> str:
@@ -83,31 +146,66 @@ class AuditReport:
 
     @property
     def threshold_vacuous(self) -> bool:
-        return all(math.isinf(t) for t in self.thresholds)
+        return self.rkrdp is None or self.rkrdp.vacuous
+
+    def verdict(self) -> str:
+        """The verdict in words, with what it does and does not mean."""
+        w, lvl = self.witness, f"{self.level:g}"
+        if self.rejected:
+            if self.epsilon_lower_bound is not None and self.rejected_by_witness:
+                return (f"REJECTED at level {lvl}: the mechanism is not ({self.epsilon:g}, "
+                        f"{self.delta:g})-DP; with confidence {1 - self.level_witness:g}, ε ≥ "
+                        f"{self.epsilon_lower_bound:.4g} at δ = {self.delta:g}.")
+            if self.rejected_by_witness:
+                fprs = w.beaten_fprs
+                where = (f"FPR ≤ {fprs[0]:.3g}" if len(fprs) == 1 else
+                         f"{len(fprs)} of {len(w.rows)} thresholds, FPR ≤ "
+                         f"{min(fprs):.3g} … {max(fprs):.3g}")
+                return (f"REJECTED at level {lvl}: the samples beat {self.claim.describe()} "
+                        f"at {where} (rows marked 'yes').")
+            return f"REJECTED at level {lvl} by the RKRDP test."
+        text = (f"NOT REJECTED at level {lvl}. This is not a certificate of privacy: it "
+                f"says only that this audit found no violation it could detect.")
+        if self.detectable_epsilon is not None:
+            if not w.detectable:
+                text += (f" At these sizes even a perfect witness could certify at most ε = "
+                         f"{self.detectable_epsilon:.3g} ≤ the claimed ε, so no mechanism, "
+                         f"however leaky, could have been rejected: use more samples.")
+            else:
+                text += (f" A perfect witness could certify up to ε = "
+                         f"{self.detectable_epsilon:.3g} at these sizes; violations the "
+                         f"chosen witness cannot see go unnoticed.")
+        elif not w.detectable:
+            text += (" At these sizes even a perfect witness could not beat this curve at "
+                     f"any resolvable FPR (≥ {w.min_fpr:.3g}): use more samples.")
+        return text
 
     def to_dict(self) -> dict:
         out: dict[str, Any] = {
             "auditor": self.auditor,
-            "claim": {"epsilon": self.epsilon, "delta": self.delta},
+            "claim": self.claim.to_dict(),
             "decision": self.decision,
             "rejected": self.rejected,
+            "verdict": self.verdict(),
+            "not_rejected_is_not_a_certificate": True,
             "level": self.level,
             "lambda0": self.lambda0,
-            "lower_bound": {**self.lower_bound.to_dict(),
-                            "rejects": self.rejected_by_lower_bound},
-            "rkrdp_test": {
-                "level": self.level_threshold,
-                "alphas": list(self.alphas),
-                "statistic": list(self.statistics),
-                "held_out_statistic": list(self.held_out_statistics),
-                "threshold": list(self.thresholds),
-                "vacuous": self.threshold_vacuous,
-                "rejects": self.rejected_by_threshold,
-            },
+            "detectable_epsilon": self.detectable_epsilon,
+            "witness_test": {**self.witness.to_dict(), "level": self.level_witness},
             "seed": self.seed,
             "settings": dict(self.settings),
             "seconds": self.seconds,
         }
+        if self.lower_bound is not None:
+            out["lower_bound"] = {**self.lower_bound.to_dict(),
+                                  "rejects": self.rejected_by_witness}
+        if self.rkrdp is not None:
+            out["rkrdp_test"] = self.rkrdp.to_dict()
+        if self.statistics is not None:
+            out["descriptive"] = {"alphas": list(self.rkrdp.alphas) if self.rkrdp else None,
+                                  "kernel_divergence_at_lambda0": list(self.statistics),
+                                  "note": "D̂ is a biased kernel divergence estimate, not "
+                                          "an estimate of ε"}
         if self.bootstrap is not None:
             out["bootstrap"] = self.bootstrap.to_dict()
         if self.sweep is not None:
@@ -115,31 +213,46 @@ class AuditReport:
         return json_safe(out)
 
     def __str__(self) -> str:
-        s, lb = self.settings, self.lower_bound
-        lines = [
-            f"RKRD audit of the claim (ε, δ) = ({self.epsilon:g}, {self.delta:g}): "
-            f"{self.decision.upper()} at level {self.level:g}",
-            f"  samples n_p = {s.get('n_p')}, n_q = {s.get('n_q')}, d = {s.get('d')}; RBF "
-            f"bandwidth {_num(s.get('bandwidth', math.nan))} ({s.get('bandwidth_rule')}); "
-            f"seed {self.seed}",
-            f"  certified lower bound: ε ≥ {lb.epsilon:.4f} at level {lb.level:g} "
-            f"({'rejects' if self.rejected_by_lower_bound else 'does not reject'}; "
-            f"τ = {lb.threshold:.4g}, FPR ≤ {lb.fpr_upper:.4g}, FNR ≤ {lb.fnr_upper:.4g} "
-            f"on {lb.m_p} + {lb.m_q} held-out samples, T = {lb.n_thresholds})",
-            f"  RKRDP test at λ₀ = δe^(−ε) = {self.lambda0:.4g}, level {self.level_threshold:g}"
-            + (" — vacuous at this n (needs n·λ₀ ≫ log(1/λ₀)): never rejects"
-               if self.threshold_vacuous else ""),
-        ]
-        rows = [("α", "D̂(α, λ₀)", "held-out D̂", "threshold", "rejects")]
-        for a, st, ho, t in zip(self.alphas, self.statistics, self.held_out_statistics,
-                                self.thresholds):
-            rows.append((f"{a:g}", f"{st:.4f}", f"{ho:.4f}",
-                         "inf (vacuous)" if math.isinf(t) else f"{t:.4f}",
-                         "yes" if ho > t else "no"))
-        widths = [max(len(r[k]) for r in rows) for k in range(5)]
+        s, w = self.settings, self.witness
+        lines = [f"RKRD audit of the claim {self.claim.describe()}: {self.decision.upper()} "
+                 f"at level {self.level:g}",
+                 "  " + self.verdict(),
+                 f"  samples n_p = {s.get('n_p')}, n_q = {s.get('n_q')}, d = {s.get('d')}; "
+                 f"trained on {s['training'][0]} + {s['training'][1]}, counted on "
+                 f"{w.m_p} + {w.m_q} held out; seed {self.seed}",
+                 f"  witness: {w.family} — {w.detail} (chosen on the training part among "
+                 f"{w.n_candidates} candidates; level {self.level_witness:g})"]
+        if self.detectable_epsilon is not None:
+            lines.append(f"  detectable ε (perfect witness, these sizes and level): "
+                         f"{self.detectable_epsilon:.4g}")
+        rows = [("threshold", "false pos.", "FPR ≤", "false neg.", "FNR ≤", "claim: FNR ≥",
+                 "beats the claim")]
+        for r in w.rows:
+            rows.append((f"{r.threshold:.4g}", f"{r.false_positives}/{w.m_q}",
+                         f"{r.fpr_upper:.4g}", f"{r.false_negatives}/{w.m_p}",
+                         f"{r.fnr_upper:.4g}", f"{r.claimed_fnr:.4g}",
+                         "yes" if r.beaten else "no"))
+        widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
         for r in rows:
-            lines.append("    " + "  ".join(c.rjust(w) for c, w in zip(r, widths)))
-        lines.append("  note: D̂ > ε alone is not a valid test (D̂ is biased upward at small λ)")
+            lines.append("    " + "  ".join(c.rjust(wd) for c, wd in zip(r, widths)))
+        if self.epsilon_lower_bound is not None:
+            lines.append(f"  certified: ε ≥ {self.epsilon_lower_bound:.4f} at δ = {self.delta:g} with "
+                         f"confidence {1 - self.level_witness:g}")
+        if self.rkrdp is not None:
+            lines.append(f"  RKRDP test at λ₀ = δe^(−ε) = {self.lambda0:.4g}: {self.rkrdp.status}"
+                         + (f", level {self.rkrdp.level:g}, "
+                            f"{'rejects' if self.rkrdp.rejected else 'does not reject'}"
+                            if self.rkrdp.held_out_statistics is not None else ""))
+            if self.rkrdp.held_out_statistics is not None:
+                for a, ho, t in zip(self.rkrdp.alphas, self.rkrdp.held_out_statistics,
+                                    self.rkrdp.thresholds):
+                    lines.append(f"    α = {a:g}: held-out D̂ {ho:.4f}, threshold "
+                                 f"{'inf (vacuous)' if math.isinf(t) else f'{t:.4f}'}")
+        if self.statistics is not None:
+            stats = ", ".join(f"α={a:g}: {v:.3f}" for a, v in zip(self.rkrdp.alphas,
+                                                                   self.statistics))
+            lines.append(f"  descriptive only — kernel divergence D̂(α, λ₀) on all samples "
+                         f"(biased upward, not an estimate of ε): {stats}")
         if self.bootstrap is not None:
             b = self.bootstrap
             lines.append(f"  parametric bootstrap vs {b.mechanism}: p = {b.p_value:.4g} "

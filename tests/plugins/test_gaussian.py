@@ -147,25 +147,12 @@ def test_topped_up_puts_lost_mass_on_the_top_loss():
     assert full.topped_up() is full
 
 
-@pytest.mark.xfail(reason="BUG (accuracy at tiny α): the composed forward law's P-masses at "
-                          "very negative losses carry FFT roundoff of ~4e-16 each, which the "
-                          "implied Q-masses p·e^{−l} multiply by up to e^{22}, so the sound side "
-                          "over-states β by up to 3.0e-6 at α = 3e-12 (σ = 2, k = 100). It was 3e-4 "
-                          "before the P-mass lost to summation roundoff (1e-13) was put back on "
-                          "the top loss (LossPMF.topped_up). Fix: compose the Q-masses by their "
-                          "own (tilted) FFT for the bottom of the curve", strict=True)
 def test_composed_upper_tradeoff_is_sound_at_tiny_alpha(plds):
     to = plds[2.0].self_compose(100).to(TradeOff)
     a = np.geomspace(1e-12, 1e-6, 200)
     assert np.all(to.beta(a) <= gaussian_beta(5.0, a) + 1e-12)
 
 
-@pytest.mark.xfail(reason="BUG: accounting/loss.py compose_pmfs chooses the window of a composed "
-                          "law from P-tails only and drops what lies left of it, although its "
-                          "Q-mass is e^{−l} times larger; VertexSide reads the missing Q-mass as a "
-                          "Q-only atom, so the lower (optimistic) trade-off at α = 0 is "
-                          "ΣQ < G_μ(0) = 1: 0.971 for σ = 2, k = 100 and 1.3e-39 for σ = 0.5, "
-                          "k = 100 (at 435b998)", strict=True)
 def test_composed_lower_tradeoff_at_alpha_zero(plds):
     for sigma, k in ((2.0, 100), (0.5, 100)):
         to = plds[sigma].self_compose(k).to(TradeOff)

@@ -10,7 +10,10 @@ import pytest
 import accounting
 from accounting_rkrd import (RKRDAuditor, audit_callable, audit_samples,
                              dp_lambda, gaussian_outputs, gaussian_sigma, rkrd_sweep)
-from accounting_rkrd.lower_bound import lower_bound_from_split, split_samples
+from accounting_rkrd.claims import EpsDeltaClaim
+from accounting_rkrd.holdout import witness_test
+from accounting_rkrd.lower_bound import split_samples
+from accounting_rkrd.witnesses import FAMILIES, candidates
 
 
 def _gauss(n=150, d=6, mu=3.0, seed=0):
@@ -30,39 +33,54 @@ def test_registered_under_rkrd():
 
 def test_report_numbers_are_those_of_the_parts():
     x, y = _gauss()
-    rep = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=11)
+    rep = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=11, sweep=True)
     lam0 = dp_lambda(1.0, 1e-3)
-    assert rep.lambda0 == lam0 and rep.alphas == (2.0, 6.0, 12.0)
-    # statistics: D̂ at λ₀ on all samples, median bandwidth
-    direct = rkrd_sweep(x, y, rep.alphas, [lam0]).values[:, 0]
+    assert rep.lambda0 == lam0 and rep.rkrdp.alphas == (2.0, 6.0, 12.0)
+    # statistics: D̂ at λ₀ on all samples, median bandwidth (computed on request)
+    direct = rkrd_sweep(x, y, rep.rkrdp.alphas, [lam0]).values[:, 0]
     np.testing.assert_allclose(rep.statistics, direct, rtol=1e-12)
-    # the vacuous threshold hands the whole level to the lower bound
+    # the vacuous threshold is skipped and hands the whole level to the witness test
     assert rep.threshold_vacuous and rep.level_threshold == 0.0
-    assert rep.level_lower_bound == 0.05 == rep.lower_bound.level
-    # the lower bound is the documented split-sample computation, reproduced by hand
-    ss = np.random.SeedSequence(11).spawn(3)[1]
-    xa, xb, ya, yb = split_samples(x, y, seed=int(ss.generate_state(1)[0]))
-    lb = lower_bound_from_split(xa, ya, xb, yb, delta=1e-3, level=0.05)
-    assert rep.lower_bound == lb
-    assert rep.rejected == (lb.epsilon > 1.0) == rep.rejected_by_lower_bound
+    assert rep.rkrdp.held_out_statistics is None and "skipped" in rep.rkrdp.status
+    assert rep.level_witness == 0.05 == rep.witness.level
+    # the witness test is the documented split-sample computation, reproduced by hand
+    ss = np.random.SeedSequence(11).spawn(4)
+    xa, xb, ya, yb = split_samples(x, y, seed=int(ss[1].generate_state(1)[0]))
+    c = 0.5 * (xa.mean(axis=0) + ya.mean(axis=0))
+    cands = candidates(xa - c, ya - c, families=FAMILIES, bandwidth=None, kernel_points=1500,
+                       rng=np.random.default_rng(ss[3]))
+    wt = witness_test(cands, xb - c, yb - c, claim=EpsDeltaClaim(1.0, 1e-3), level=0.05)
+    assert rep.witness == wt
+    assert rep.rejected == (wt.epsilon_lower_bound > 1.0) == rep.rejected_by_witness
     assert rep.rejected          # μ = 3 is far from (1, 1e-3)-DP
+    assert rep.epsilon_lower_bound == wt.epsilon_lower_bound
+    lb = rep.lower_bound            # the LowerBound record of the best threshold
+    best = max(wt.rows, key=lambda r: r.epsilon_bound)
+    assert lb.epsilon == wt.epsilon_lower_bound and lb.threshold == best.threshold
+    assert (lb.fpr_upper, lb.fnr_upper) == (best.fpr_upper, best.fnr_upper)
+    assert lb.m_p == len(xb) and lb.witness.startswith(wt.family)
     # the sweep holds the λ grid and λ₀
     assert rep.sweep.at(12.0, lam0) == pytest.approx(rep.statistics[2], rel=1e-12)
 
 
 def test_report_json_and_table():
     x, y = _gauss(seed=1)
-    rep = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=5)
+    rep = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=5, sweep=True)
     doc = json.loads(json.dumps(rep.to_dict()))
-    assert doc["claim"] == {"epsilon": 1.0, "delta": 1e-3}
+    assert doc["claim"] == {"kind": "epsilon_delta", "epsilon": 1.0, "delta": 1e-3}
     assert doc["decision"] == rep.decision and doc["seed"] == 5
     assert doc["rkrdp_test"]["threshold"] == ["inf"] * 3 and doc["rkrdp_test"]["vacuous"]
-    assert doc["lower_bound"]["epsilon"] == rep.lower_bound.epsilon
+    assert doc["lower_bound"]["epsilon"] == rep.epsilon_lower_bound
+    assert doc["witness_test"]["family"] == rep.witness.family
+    assert doc["detectable_epsilon"] == rep.detectable_epsilon
+    assert doc["not_rejected_is_not_a_certificate"] is True
+    assert "not an estimate of ε" in doc["descriptive"]["note"]
     assert np.array(doc["sweep"]["values"]).shape == (3, 10)
     text = str(rep)
     assert text.splitlines()[0].startswith("RKRD audit of the claim (ε, δ) = (1, 0.001)")
-    assert f"ε ≥ {rep.lower_bound.epsilon:.4f}" in text and "vacuous" in text
-    assert "seed 5" in text
+    assert f"ε ≥ {rep.epsilon_lower_bound:.4f}" in text and "vacuous" in text
+    assert "seed 5" in text and "witness: " in text and "detectable ε" in text
+    assert "not an estimate of ε" in text
 
 
 def test_seed_reproduces_the_report():
@@ -79,10 +97,13 @@ def test_level_is_split_when_the_threshold_is_finite():
     the test gets half the level; equal distributions are not rejected."""
     x, y = _gauss(mu=0.0, seed=4)
     rep = audit_samples(x, y, epsilon=0.0, delta=0.5, alphas=(2.0,), seed=1, sweep=False)
-    assert not rep.threshold_vacuous
-    assert rep.level_threshold == rep.level_lower_bound == 0.025
-    assert rep.thresholds[0] > rep.held_out_statistics[0] and not rep.rejected
-    assert rep.sweep is None
+    assert not rep.threshold_vacuous and rep.rkrdp.status == "run"
+    assert rep.level_threshold == rep.level_witness == 0.025
+    assert rep.rkrdp.thresholds[0] > rep.rkrdp.held_out_statistics[0] and not rep.rejected
+    assert rep.sweep is None and rep.statistics is None
+    off = audit_samples(x, y, epsilon=0.0, delta=0.5, alphas=(2.0,), seed=1, sweep=False,
+                        rkrdp=False)
+    assert off.level_witness == 0.05 and off.rkrdp.held_out_statistics is None
 
 
 def test_audit_callable_equals_audit_of_its_draws():
@@ -94,7 +115,7 @@ def test_audit_callable_equals_audit_of_its_draws():
     d0, d1 = [2.0, 0.0, 0.0], [0.0, 0.0, 0.0]
     rep = audit_callable(mechanism, d0, d1, n=80, epsilon=2.0, delta=1e-2, seed=9,
                          sweep=False)
-    rng = np.random.default_rng(np.random.SeedSequence(9).spawn(3)[0])
+    rng = np.random.default_rng(np.random.SeedSequence(9).spawn(4)[0])
     x = np.stack([mechanism(d0, rng) for _ in range(80)])
     y = np.stack([mechanism(d1, rng) for _ in range(80)])
     again = audit_samples(x, y, epsilon=2.0, delta=1e-2, seed=9, sweep=False)
@@ -165,3 +186,26 @@ def test_plot_sweep(tmp_path):
     with pytest.raises(ValueError, match="same alphas and lambdas"):
         plot_sweep([sweeps[0], rkrd_sweep(x, y, [2.0], [1e-3])])
 
+
+
+def test_sweep_is_computed_on_request_or_automatically_for_small_n():
+    x, y = _gauss(n=40, d=2, seed=8)
+    assert audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=1).sweep is None
+    auto = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=1, sweep=None)
+    assert auto.sweep is not None and len(auto.statistics) == 3
+    from accounting_rkrd.auditor import AUTO_SWEEP_MAX
+    assert AUTO_SWEEP_MAX == 1000
+
+
+def test_progress_reports_every_stage(capsys):
+    def mechanism(data, rng):
+        return np.asarray(data, float) + rng.normal(size=2)
+
+    audit_callable(mechanism, [1.0, 0.0], [0.0, 0.0], n=60, epsilon=1.0, delta=0.5,
+                   alphas=(2.0,), seed=2, progress=True, sweep=True, rkrdp=True)
+    err = capsys.readouterr().err
+    for stage in ("sampling 60 outputs", "rkrd: sampling 120/120", "witness selection",
+                  "witness family threshold", "witness family kernel",
+                  "witness family likelihood_ratio", "witness family logistic", "chose ",
+                  "RKRDP test", "descriptive λ sweep", "done"):
+        assert stage in err, stage

@@ -1,0 +1,278 @@
+"""``accounting audit``: test an (ε, δ) claim with a registered auditor, from .npy
+samples or from the user's own callable (see ``accounting.cli`` and docs/cli.md).
+
+Everything the user supplies is checked before any work starts: .npy files from
+their header (nothing is unpickled, nothing cast), the memory the Gram matrices
+need, the claim's range; the user's module is imported with ``sys.path`` restored
+afterwards, and whatever their code raises is reported as theirs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import stat
+import sys
+from typing import Any, Optional
+
+import numpy as np
+
+from .cli_base import (EXIT_REJECTED, CLIError, UserCodeError, _count_text, _one_line,
+                       _parse_float, _parse_int, _stdout_to_stderr)
+from .plugins import Registry
+from .validation import check_positive, check_real
+
+__all__: list[str] = []
+
+
+_AUDIT_DESCRIPTION = (
+    "Audit the claim that a mechanism is (ε, δ)-DP from samples of its outputs on two "
+    "neighbouring datasets: --x/--y .npy files of shape (n, d), or a Python callable "
+    "MODULE:FUNCTION (dataset, rng) -> output vector run --n times on --d0 and --d1 (each "
+    "a .npy file or MODULE:ATTRIBUTE). The auditor is looked up in the registry "
+    "(--auditor, default rkrd) and called through the interface documented in "
+    "accounting.hookspecs.accounting_register_auditors. MODULE is imported with the "
+    "current directory searched first (as by python -m) during the import only; importing "
+    "it runs its code. Whatever your module or callable raises (SystemExit included) is "
+    "reported as one line naming it as yours, with exit status 2. Stages that need dense "
+    "n × n matrices (the kernel statistics, --sweep) are refused before they start when "
+    "they would exceed --max-memory; the witness tests need memory linear in n.")
+
+
+def _audit_parser(sub: Any) -> None:
+    p = sub.add_parser("audit", help="audit an (ε, δ) claim from samples of a black-box "
+                       "mechanism", description=_AUDIT_DESCRIPTION)
+    p.add_argument("--auditor", default="rkrd", metavar="NAME",
+                   help="a registered auditor (default rkrd)")
+    p.add_argument("--x", metavar="FILE.npy", help="outputs on D, shape (n, d)")
+    p.add_argument("--y", metavar="FILE.npy", help="outputs on D', shape (n, d)")
+    p.add_argument("--mechanism", metavar="MODULE:FUNCTION",
+                   help="a callable (dataset, rng) -> output vector")
+    p.add_argument("--d0", metavar="SPEC", help="dataset D: FILE.npy or MODULE:ATTRIBUTE")
+    p.add_argument("--d1", metavar="SPEC", help="dataset D': FILE.npy or MODULE:ATTRIBUTE")
+    p.add_argument("--n", type=_count_text, metavar="N", help="outputs drawn on each dataset")
+    p.add_argument("--epsilon", type=_parse_float, required=True, metavar="E", help="claimed ε")
+    p.add_argument("--delta", type=_parse_float, required=True, metavar="D", help="claimed δ")
+    p.add_argument("--alpha", type=_parse_float, nargs="+", metavar="A", help="Rényi orders")
+    p.add_argument("--level", type=_parse_float, metavar="L", help="level of the test")
+    p.add_argument("--bandwidth", type=_parse_float, metavar="H", help="kernel bandwidth")
+    p.add_argument("--seed", type=_parse_int, metavar="S", help="seed (printed in the report)")
+    p.add_argument("--reference", metavar="MECHANISM",
+                   help="a registered mechanism to bootstrap against (with --shift)")
+    p.add_argument("--reference-param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a parameter of --reference (repeatable)")
+    p.add_argument("--shift", type=_parse_float, nargs="+", metavar="V",
+                   help="f(D) - f(D'), d numbers, for --reference")
+    p.add_argument("--n-boot", type=_count_text, metavar="B", help="bootstrap replicates")
+    p.add_argument("--max-memory", type=_parse_float, default=None, metavar="GB",
+                   help="refuse stages whose dense n × n matrices would need more than GB "
+                        "gigabytes (default: the auditor's own budget)")
+    p.add_argument("--sweep", action="store_true",
+                   help="also compute the descriptive D̂ and λ sweep on all samples (n × n)")
+    p.add_argument("--progress", action="store_true", help="show progress on stderr")
+    p.add_argument("--fail-on-reject", action="store_true",
+                   help=f"exit with status {EXIT_REJECTED} when the claim is rejected (for CI)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _import_object(spec: str, what: str) -> Any:
+    """``MODULE:NAME`` imported, with the current directory searched first (as by
+    ``python -m``) only during the import: ``sys.path`` is restored afterwards. The
+    import runs the user's code: any exception it raises (SystemExit included) is
+    reported as theirs (``UserCodeError``)."""
+    import importlib
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise CLIError(f"{what}: expected MODULE:NAME, got {spec!r}")
+    saved = list(sys.path)
+    sys.path.insert(0, os.getcwd())
+    try:
+        with _stdout_to_stderr():
+            module = importlib.import_module(module_name)
+    except ImportError as exc:
+        if getattr(exc, "name", None) == module_name:
+            raise CLIError(f"{what}: cannot import module {module_name!r} ({exc})") from None
+        raise UserCodeError(f"{what}: importing {module_name!r} raised "
+                            f"{type(exc).__name__}: {_one_line(exc)}") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the user's module failed at import: theirs
+        raise UserCodeError(f"{what}: importing {module_name!r} raised "
+                            f"{type(exc).__name__}: {_one_line(exc)}") from None
+    finally:
+        sys.path[:] = saved
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise CLIError(f"{what}: module {module_name!r} has no attribute {attr!r}") from None
+
+
+def _user_callable(fn: Any, spec: str) -> Any:
+    """``fn`` wrapped so that whatever it raises — SystemExit and other BaseExceptions
+    included, Ctrl-C aside — is reported as the user's, and what it prints goes to
+    stderr (stdout carries the report)."""
+    if not callable(fn):
+        raise CLIError(f"--mechanism: {spec} is not callable (got {type(fn).__name__})")
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            with _stdout_to_stderr():
+                return fn(*args, **kwargs)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            raise UserCodeError(f"your mechanism {spec} raised {type(exc).__name__}: "
+                                f"{_one_line(exc)}") from None
+    return call
+
+
+#: the largest .npy file element count read by ``audit`` before the memory estimate
+#: (a header may claim anything)
+_NPY_MAX_ELEMENTS = 1 << 31
+
+
+def _npy_header(path: str, what: str) -> tuple[tuple, np.dtype]:
+    """Shape and dtype from a .npy header, read without loading the data; the file
+    must be a regular file holding as many bytes as the header claims."""
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise CLIError(f"{what}: {path!r} is not a regular file")
+        with open(path, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+            elif version in ((2, 0), (3, 0)):
+                shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+            else:
+                raise ValueError(f"unsupported .npy version {version}")
+            offset = fh.tell()
+    except CLIError:
+        raise
+    except (OSError, ValueError, EOFError) as exc:
+        raise CLIError(f"{what}: cannot read {path!r} as a .npy array "
+                       f"({_one_line(exc)})") from None
+    if dtype.hasobject:
+        raise CLIError(f"{what}: {path!r} holds Python objects; only numeric arrays are "
+                       f"read (nothing is unpickled)")
+    size = math.prod(shape)
+    if size > _NPY_MAX_ELEMENTS:
+        raise CLIError(f"{what}: {path!r} claims {size:.3g} elements (shape {shape}); at most "
+                       f"{_NPY_MAX_ELEMENTS:.3g} are read")
+    if info.st_size - offset < size * dtype.itemsize:
+        raise CLIError(f"{what}: {path!r} is truncated: its header claims shape {shape} "
+                       f"({size * dtype.itemsize} bytes) but it holds "
+                       f"{info.st_size - offset}")
+    return shape, dtype
+
+
+def _load_npy(path: str, what: str, *, samples: bool = False) -> np.ndarray:
+    """A .npy array, its header checked before loading. With ``samples``: real
+    numbers only (a complex, boolean, string or structured array is refused, never
+    cast), shape (n, d) or (n,), n ≥ 2, every value finite."""
+    shape, dtype = _npy_header(path, what)
+    if samples:
+        if dtype.kind not in "fiu":
+            kind = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes",
+                    "V": "structured", "M": "datetime", "m": "timedelta"}.get(dtype.kind,
+                                                                             str(dtype))
+            raise CLIError(f"{what}: {path!r} holds {kind} values ({dtype}); samples must be "
+                           f"real numbers")
+        if len(shape) not in (1, 2):
+            raise CLIError(f"{what}: {path!r} has shape {shape}; samples must have shape "
+                           f"(n, d) or (n,)")
+        if math.prod(shape) == 0:
+            raise CLIError(f"{what}: {path!r} is empty (shape {shape})")
+        if shape[0] < 2:
+            raise CLIError(f"{what}: {path!r} holds n = {shape[0]} sample; at least 2 "
+                           f"are needed")
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise CLIError(f"{what}: cannot read {path!r} as a .npy array "
+                       f"({_one_line(exc)})") from None
+    if samples:
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise CLIError(f"{what}: {path!r} holds a non-finite value "
+                           f"({arr[where]} at index {where}); samples must be finite")
+    return arr
+
+
+#: the smallest λ₀ = δe^{−ε} the auditor's tests can use: a normal float64
+_LOG_MIN_LAMBDA = math.log(np.finfo(float).tiny)
+
+
+def _check_audit_claim(epsilon: float, delta: float) -> None:
+    """ε ≥ 0 finite, δ ∈ (0, 1), and λ₀ = δe^{−ε} a normal float (log δ − ε ≥ −708)."""
+    epsilon = check_real("epsilon", epsilon, lo=0.0)
+    delta = check_real("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    if math.log(delta) - epsilon < _LOG_MIN_LAMBDA:
+        top = math.log(delta) - _LOG_MIN_LAMBDA
+        raise CLIError(f"epsilon must be at most {top:.4g} at delta = {delta:g}: the audit "
+                       f"tests the claim at λ₀ = δ·e^(−ε), which underflows beyond; got "
+                       f"{epsilon:g}")
+
+
+def _cmd_audit(ns: argparse.Namespace, registry: Registry) -> int:
+    if ns.auditor not in registry.auditors:
+        known = ", ".join(sorted(registry.auditors)) or "none"
+        raise CLIError(f"unknown auditor {ns.auditor!r}; registered: {known}")
+    auditor = registry.auditors[ns.auditor]
+    settings: dict[str, Any] = {k: v for k, v in (
+        ("alphas", ns.alpha and tuple(ns.alpha)), ("level", ns.level),
+        ("bandwidth", ns.bandwidth), ("shift", ns.shift), ("n_boot", ns.n_boot))
+        if v is not None}
+    if ns.progress:
+        settings["progress"] = True
+    if ns.reference:
+        params = {}
+        for item in ns.reference_param:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise CLIError(f"--reference-param: expected KEY=VALUE, got {item!r}")
+            try:
+                params[key] = _parse_float(value)
+            except argparse.ArgumentTypeError:
+                params[key] = value
+        settings["reference"] = registry.mechanism(ns.reference)(**params)
+    elif ns.reference_param:
+        raise CLIError("--reference-param needs --reference")
+    by_samples = ns.x is not None or ns.y is not None
+    by_callable = ns.mechanism is not None
+    if by_samples == by_callable:
+        raise CLIError("give either --x FILE --y FILE or --mechanism MODULE:FUNCTION "
+                       "--d0 SPEC --d1 SPEC --n N")
+    _check_audit_claim(ns.epsilon, ns.delta)
+    if ns.max_memory is not None:
+        # the auditor knows which of its stages need n × n memory and refuses up front
+        settings["memory_budget"] = check_positive("max-memory", ns.max_memory) * 1e9
+    if ns.sweep:
+        settings["sweep"] = True
+    if by_samples:
+        if ns.x is None or ns.y is None:
+            raise CLIError("--x and --y go together")
+        x, y = _load_npy(ns.x, "--x", samples=True), _load_npy(ns.y, "--y", samples=True)
+        dx = 1 if x.ndim == 1 else x.shape[1]
+        dy = 1 if y.ndim == 1 else y.shape[1]
+        if dx != dy:
+            raise CLIError(f"--x and --y must have the same dimension d, got shapes "
+                           f"{x.shape} and {y.shape}")
+        report = auditor.audit_samples(x, y, epsilon=ns.epsilon, delta=ns.delta,
+                                       seed=ns.seed, **settings)
+    else:
+        if ns.d0 is None or ns.d1 is None or ns.n is None:
+            raise CLIError("--mechanism needs --d0 SPEC, --d1 SPEC and --n N")
+        fn = _user_callable(_import_object(ns.mechanism, "--mechanism"), ns.mechanism)
+        data = [_import_object(s, f"--d{i}") if ":" in s and not os.path.exists(s)
+                else _load_npy(s, f"--d{i}") for i, s in enumerate((ns.d0, ns.d1))]
+        report = auditor.audit_callable(fn, data[0], data[1], n=ns.n, epsilon=ns.epsilon,
+                                        delta=ns.delta, seed=ns.seed, **settings)
+    if ns.json:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(report)
+    return EXIT_REJECTED if ns.fail_on_reject and report.rejected else 0
