@@ -29,6 +29,7 @@ import attrs
 import numpy as np
 
 from .compose import ComposedPair
+from .loss import MAX_GRID_POINTS
 from .conversions import GRID_OPTIONS, check_options as check_grid_options
 from .mechanism import Mechanism
 from .pair import Pair
@@ -36,7 +37,7 @@ from .pld import DEFAULT_STEP, PLD
 from .profile import PrivacyProfile
 from .rdp import RDP
 from .tradeoff import TradeOff
-from .validation import check_count, check_options, check_real
+from .validation import check_count, check_options, check_positive, check_real
 from .zcdp import ZCDP
 
 __all__ = ["Accountant", "ACCOUNTANTS", "MIN_STEP", "CURVE_OPTIONS"]
@@ -46,8 +47,6 @@ ACCOUNTANTS = {"pld": PLD, "rdp": RDP, "zcdp": ZCDP}
 #: Smallest PLD grid step accepted: memory and time grow as 1/step (measured for one
 #: Gaussian, σ = 1: 2e-4 → ~1e5 cells; 2e-5 → ~1e6 cells, 0.5 GB resident, ~45 s).
 MIN_STEP = 1e-5
-#: the largest step: coarser grids lose all resolution of ε
-MAX_STEP = 1.0
 #: options ``Accountant.curve`` passes on to the PLD discretisation (the grid options of
 #: the conversion graph)
 CURVE_OPTIONS = GRID_OPTIONS
@@ -56,11 +55,11 @@ MAX_REFINEMENTS = 8
 
 
 def _check_step(step: Any) -> float:
-    x = check_real("step", step, lo=0.0, hi=MAX_STEP, lo_open=True)
+    x = check_positive("step", step)
     if x < MIN_STEP:
-        raise ValueError(f"step must be in [{MIN_STEP:g}, {MAX_STEP:g}], got {x:g}: a finer grid "
-                         f"needs more grid points than memory allows (one Gaussian at step "
-                         f"2e-5 already takes ~1e6 points); use a larger step")
+        raise ValueError(f"step must be at least {MIN_STEP:g}, got {x:g}: a finer grid needs "
+                         f"more grid points than allowed (max {MAX_GRID_POINTS} per law; one "
+                         f"Gaussian at step 2e-5 already takes ~1e6 points); use a larger step")
     return x
 
 
@@ -90,7 +89,7 @@ def _kind(accountant: str) -> type:
 class Accountant:
     """Composes mechanisms (or pairs) and answers privacy queries about the whole.
 
-    ``step``: the PLD grid step, in [``MIN_STEP``, 1] (default ``DEFAULT_STEP``).
+    ``step``: the PLD grid step, at least ``MIN_STEP`` (default ``DEFAULT_STEP``).
     """
 
     step: float = attrs.field(default=DEFAULT_STEP, converter=_check_step)
