@@ -792,7 +792,11 @@ _SOLVE_PROBES = (1.0, 1e-6, 1e6)
 def _check_solvable(registry: Registry, name: str, solve: str, params: dict) -> None:
     """Refuse, before the search, a parameter the search cannot move freely: it
     brackets the answer on (0, ∞) from 1, so the mechanism must accept the probes."""
+    rng = registry.mechanism(name).ranges().get(solve)
     for x in _SOLVE_PROBES:
+        if rng is not None:     # probe inside the parameter's declared range
+            unit = float(params.get(rng.per, 1.0)) ** rng.per_power if rng.per else 1.0
+            x = min(max(x, rng.lo * unit), rng.hi * unit)
         try:
             make_use(registry, name, {**params, solve: x})
         except (TypeError, ValueError) as exc:

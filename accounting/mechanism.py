@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import abc
 import enum
-from typing import Any, ClassVar
+import math
+from typing import Any, ClassVar, Optional
 
 import attrs
 
 from .pair import Pair
-from .validation import check_positive
+from .validation import MAX_COUNT, check_count, check_positive, check_real
 
-__all__ = ["Neighbouring", "Mechanism", "positive", "as_neighbouring"]
+__all__ = ["Neighbouring", "Mechanism", "positive", "as_neighbouring", "Range", "in_range",
+           "parameter", "SENSITIVITY_RANGE",
+           "NOISE_SCALE", "RATE"]
 
 
 class Neighbouring(enum.Enum):
@@ -43,16 +46,112 @@ def positive(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
 
 
 @attrs.frozen
+class Range:
+    """The allowed values of a numeric parameter: an interval, machine-readable.
+
+    ``lo``/``hi`` are the ends (``lo_open``/``hi_open`` make them exclusive). With
+    ``per`` set to another field's name (say ``"sensitivity"``) the ends are
+    multiples of that field's value raised to ``per_power``: a noise scale is
+    declared as [1e-8, 1e8]·Δ because only σ/Δ enters the numerics. ``integer``
+    restricts to integers; ``log`` says the natural spread is logarithmic (a scale),
+    which is how the property suite draws values. A range states where the
+    mechanism's closed forms or quadratures were measured finite and correct;
+    outside it a value is refused when the mechanism is built.
+    """
+
+    lo: float
+    hi: float
+    lo_open: bool = False
+    hi_open: bool = False
+    per: Optional[str] = None
+    per_power: int = 1
+    integer: bool = False
+    log: bool = False
+
+    def bounds(self, instance: Any = None) -> tuple[float, float]:
+        """The ends for ``instance`` (the ``per`` field's value scales them)."""
+        if self.per is None:
+            return self.lo, self.hi
+        if instance is None:
+            raise ValueError(f"this range is relative to {self.per}: pass the instance")
+        unit = check_positive(self.per, getattr(instance, self.per)) ** self.per_power
+        return self.lo * unit, self.hi * unit
+
+    def check(self, name: str, value: Any, instance: Any = None) -> "float | int":
+        """``value`` checked against the range; a ValueError/TypeError naming ``name``."""
+        lo, hi = self.bounds(instance)
+        if self.integer:
+            return check_count(name, value, minimum=math.ceil(lo),
+                               maximum=math.floor(hi) if math.isfinite(hi) else MAX_COUNT)
+        try:
+            return check_real(name, value, lo=lo, hi=hi, lo_open=self.lo_open,
+                              hi_open=self.hi_open)
+        except ValueError as exc:
+            if self.per is None or "must be in" not in str(exc):
+                raise
+            raise ValueError(f"{exc} (the range is {self.describe()} with "
+                             f"{self.per} = {getattr(instance, self.per)!r})") from None
+
+    def describe(self) -> str:
+        left = "(" if self.lo_open else "["
+        right = ")" if self.hi_open else "]"
+        unit = ""
+        if self.per is not None:
+            unit = f"·{self.per}" if self.per_power == 1 else f"·{self.per}^{self.per_power}"
+        kind = "integers in " if self.integer else ""
+        return f"{kind}{left}{self.lo:g}, {self.hi:g}{right}{unit}"
+
+
+def in_range(rng: Range):
+    """attrs validator checking a value (or each element of a tuple) against ``rng``."""
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if isinstance(value, tuple):
+            for i, v in enumerate(value):
+                rng.check(f"{attribute.name}[{i}]", v, instance)
+        else:
+            rng.check(attribute.name, value, instance)
+    return check
+
+
+def parameter(rng: Range, **field_options: Any) -> Any:
+    """An attrs field whose values must lie in ``rng``, declared in its metadata
+    (``Mechanism.ranges()`` reads it back); other attrs options pass through."""
+    validators = [in_range(rng)]
+    extra = field_options.pop("validator", None)
+    if extra is not None:
+        validators.insert(0, extra)
+    metadata = dict(field_options.pop("metadata", {}) or {}, range=rng)
+    return attrs.field(validator=validators, metadata=metadata, **field_options)
+
+
+#: Any positive sensitivity whose noise scales, declared relative to it, stay far from
+#: float64 under- and overflow.
+SENSITIVITY_RANGE = Range(1e-100, 1e100, log=True)
+#: A noise scale with closed-form curves (σ, b): σ/Δ in [1e-8, 1e8]. Measured: the
+#: Gaussian closed forms stay finite and correct for σ/Δ in [1e-100, 1e150] and
+#: Laplace's for b/Δ up to ~1e9 (beyond, D_α rounds to −1e-36); the margin keeps
+#: every closed form well inside (ε up to ~1e16 at the small end).
+NOISE_SCALE = Range(1e-8, 1e8, per="sensitivity", log=True)
+#: A sampling rate in [1e-300, 1]: below, q is subnormal and the subsampled Gaussian's
+#: Rényi curve was measured not to finish (q = 5e-324); 1e-300 answers in 3 s.
+RATE = Range(1e-300, 1.0)
+
+
+@attrs.frozen
 class Mechanism(abc.ABC):
     """Base class of mechanism plugins.
 
     Subclasses set ``name`` (how the registry and the command line refer to them)
     and implement ``pair()``. ``sensitivity`` and ``neighbouring`` are keyword-only
     and shared by all mechanisms; each subclass documents their meaning for it.
+    Each numeric parameter declares where the mechanism's numerics hold with
+    ``parameter(Range(...))`` (or a ``"range"`` entry in its attrs metadata); values
+    outside are refused when the mechanism is built, and ``ranges()`` reports them
+    (the property suite draws from them).
     """
 
     name: ClassVar[str] = ""
-    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=positive)
+    sensitivity: float = parameter(SENSITIVITY_RANGE, default=1.0, kw_only=True)
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.ADD_REMOVE, kw_only=True,
                                              converter=as_neighbouring)
 
@@ -68,3 +167,10 @@ class Mechanism(abc.ABC):
     def parameters(cls) -> dict[str, attrs.Attribute]:
         """The parameters a user sets, by name (what the command line offers)."""
         return {a.name: a for a in attrs.fields(cls) if a.init}
+
+    @classmethod
+    def ranges(cls) -> dict[str, Range]:
+        """The declared ``Range`` of each numeric parameter, by name (fields built with
+        ``parameter``): where the mechanism's numerics are measured finite and correct."""
+        return {a.name: a.metadata["range"] for a in attrs.fields(cls)
+                if a.init and "range" in a.metadata}

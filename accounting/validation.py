@@ -7,7 +7,7 @@ value fails at the boundary rather than as a NaN deep inside the numerics.
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -17,7 +17,14 @@ __all__ = [
     "check_probability",
     "check_count",
     "check_array",
+    "check_options",
+    "MAX_COUNT",
 ]
+
+#: Largest count accepted anywhere (2^53: every integer up to it is exact in float64,
+#: and the closed forms scale by count in float64). Beyond it an n-fold composition has
+#: no meaningful float64 answer, so it is refused instead of overflowing deep inside.
+MAX_COUNT = 2 ** 53
 
 
 def check_real(name: str, value: Any, *, lo: float = -np.inf, hi: float = np.inf,
@@ -49,9 +56,9 @@ def check_probability(name: str, value: Any, *, lo_open: bool = True,
     return check_real(name, value, lo=0.0, hi=1.0, lo_open=lo_open, hi_open=hi_open)
 
 
-def check_count(name: str, value: Any, *, minimum: int = 1) -> int:
-    """An integer >= ``minimum`` (floats with an integral value are accepted)."""
-    if isinstance(value, bool):
+def check_count(name: str, value: Any, *, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+    """An integer in [``minimum``, ``maximum``] (floats with an integral value are accepted)."""
+    if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, got bool")
     if isinstance(value, (numbers.Integral, np.integer)):
         n = int(value)
@@ -61,6 +68,9 @@ def check_count(name: str, value: Any, *, minimum: int = 1) -> int:
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} ({value!r})")
     if n < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {n}")
+    if n > maximum:
+        raise ValueError(f"{name} must be an integer <= {maximum} (at most {maximum:.6g}), "
+                         f"got {n:.6g}")
     return n
 
 
@@ -107,3 +117,15 @@ def _check_range(name: str, arr: np.ndarray, lo: float, hi: float,
         bad = arr[bad_lo | bad_hi] if arr.ndim else arr
         shown = float(np.ravel(bad)[0])
         raise ValueError(f"{name} must be in {left}{lo:g}, {hi:g}{right}, got {shown:g}")
+
+
+def check_options(where: str, options: Mapping[str, Any], allowed: Iterable[str]) -> None:
+    """Refuse keyword options outside ``allowed``: a TypeError naming each unknown one
+    and the allowed ones (a misspelt option must never silently fall back to a default)."""
+    allowed = sorted(allowed)
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        listed = ", ".join(repr(k) for k in unknown)
+        ok = ", ".join(allowed) if allowed else "none"
+        raise TypeError(f"{where} got unknown option{'s' if len(unknown) > 1 else ''} "
+                        f"{listed}; allowed: {ok}")

@@ -112,3 +112,92 @@ def test_accountant_errors():
         acc.epsilon(0.0)
     with pytest.raises(ValueError, match="delta"):
         acc.epsilon(1.0, accountant="rdp")
+
+
+# ------------------------------------------------- strict options, guards (issue 10)
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+
+from accounting.accountant import MIN_STEP  # noqa: E402
+
+
+@pytest.mark.parametrize("call,keyword,allowed", [
+    (lambda: Accountant(stpe=1e-2), "stpe", "step"),
+    (lambda: Accountant().compose(accounting.mechanism("gaussian", sigma=1.0), cout=2), "cout",
+     "count, mechanism"),
+    (lambda: Accountant().epsilon(1e-5, acountant="rdp"), "acountant", "accountant, delta"),
+    (lambda: Accountant().delta(1.0, bound="lower"), "bound", "accountant, epsilon"),
+    (lambda: Accountant().epsilon_interval(1e-5, tol=1e-3), "tol", "delta, rtol"),
+    (lambda: Accountant().tradeoff(step=1e-3), "step", "none"),
+    (lambda: Accountant().pair(x=1), "x", "none"),
+    (lambda: Accountant().curve(PLD, stpe=1e-3), "stpe", "step, tail, lower"),
+])
+def test_unknown_options_are_refused_naming_the_allowed_ones(call, keyword, allowed):
+    with pytest.raises(TypeError, match=rf"got (unknown option|unexpected keyword argument) "
+                                        rf"'{keyword}'; allowed: {allowed}$"):
+        call()
+
+
+def test_known_options_still_work():
+    acc = Accountant(step=STEP).compose(mechanism=accounting.mechanism("gaussian", sigma=2.0),
+                                        count=10)
+    a = float(acc.epsilon(delta=1e-6, accountant="pld"))
+    assert a == pytest.approx(gaussian_epsilon(np.sqrt(10) / 2, 1e-6), abs=1e-3)
+    assert isinstance(acc.curve(PLD, step=2e-3, tail=1e-15, lower=False), PLD)
+
+
+@pytest.mark.parametrize("step", [1e-9, 2.4e-6, 0.5 * MIN_STEP, 1e-300])
+def test_steps_outside_the_grid_limits_are_refused_before_allocating(step):
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(ValueError, match=r"step must be at least 1e-05, got .*grid points"
+                                             r".*max 8388608.*use a larger step"):
+            Accountant(step=step)
+        acc = Accountant(step=1e-2).compose(accounting.mechanism("gaussian", sigma=1.0))
+        with pytest.raises(ValueError, match=r"step must be at least 1e-05"):
+            acc.curve(PLD, step=step)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert time.perf_counter() - t0 < 2.0 and peak < 2 ** 20
+
+
+def test_coarse_steps_are_accepted_and_stay_sound():
+    acc = Accountant(step=2.0).compose(accounting.mechanism("gaussian", sigma=1.0), 4)
+    assert float(acc.epsilon(1e-5)) >= gaussian_epsilon(2.0, 1e-5)
+
+
+def test_unreachable_rtol_is_refused_after_one_coarse_grid():
+    """At step 1e-2 the bracket of 3 Gaussians is ~1e-4 wide; a step² extrapolation to
+    the smallest step allowed cannot reach 1e-15, so no finer grid is built."""
+    acc = Accountant(step=1e-2).compose(accounting.mechanism("gaussian", sigma=1.0), 3)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"rtol=1e-15 cannot be reached: at step=0.01"):
+            acc.epsilon_interval(1e-5, rtol=1e-15)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peak < 64 * 2 ** 20
+    assert list(k[1] for k in acc._cache) == [(("step", 0.01),)]   # the one grid built
+
+
+def test_reachable_rtol_refines_and_stays_certified():
+    acc = Accountant(step=1e-2).compose(accounting.mechanism("gaussian", sigma=1.0), 3)
+    lo, hi = acc.epsilon_interval(1e-5, rtol=1e-5)
+    exact = gaussian_epsilon(np.sqrt(3), 1e-5)
+    assert lo <= exact <= hi and hi - lo <= 1e-5 * hi
+
+
+@pytest.mark.parametrize("count", [1e30, 10 ** 30, 2 ** 53 + 1, np.float64(1e23)])
+def test_huge_counts_are_refused(count):
+    with pytest.raises(ValueError, match=r"count must be an integer <= 9007199254740992"):
+        Accountant().compose(accounting.mechanism("gaussian", sigma=1.0), count)
+
+
+def test_largest_count_is_answered_by_rdp():
+    acc = Accountant().compose(accounting.mechanism("gaussian", sigma=1e8), 2 ** 53)
+    rho = 2 ** 53 / (2 * 1e16)
+    assert float(acc.epsilon(1e-5, accountant="zcdp")) == pytest.approx(
+        cks_zcdp_epsilon(rho, 1e-5), rel=1e-6)

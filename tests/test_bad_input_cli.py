@@ -93,7 +93,7 @@ CASES = [
      r"epsilon must be finite"),
     # negatives
     ("negative", ["epsilon", "gaussian", "--sigma=-1", "--delta", "1e-5"],
-     r"sigma must be in \(0, inf\), got -1"),
+     r"sigma must be in \[1e-08, 1e\+08\], got -1 \(the range is \[1e-08, 1e\+08\]·sensitivity"),
     ("negative", ["epsilon", "laplace", "--b=-2", "--delta", "1e-5"], r"b must be in"),
     ("negative", [*EPS, "--delta=-1e-5"], r"delta must be in \(0, 1\)"),
     ("negative", [*EPS, "--delta", "1e-5", "--step=-1e-3"], r"step must be in \(0, inf\)"),

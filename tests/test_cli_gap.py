@@ -90,7 +90,7 @@ def test_gap_help(capsys):
 @pytest.mark.parametrize("argv,message", [
     (["gap"], "give a MECHANISM"),
     (["gap", "laplace"], "missing parameter --b"),
-    (["gap", "laplace", "--b", "0"], "b must be in (0, inf), got 0"),
+    (["gap", "laplace", "--b", "0"], "b must be in [1e-08, 1e+08], got 0"),
     (["gap", "laplace", "--b", "1", "--t", "0"], "t must be in (0, 1e+06], got 0"),
     (["gap", "laplace", "--b", "1", "--t", "1e300"], "t must be in (0, 1e+06], got 1e+300"),
     (["gap", "laplace", "--b", "1", "--t", "nan"], "argument --t: NaN is not a number here"),
@@ -116,7 +116,8 @@ def test_gap_subprocess_exit_status():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
-        "accounting: error: laplace: b must be in (0, inf), got -1"]
+        "accounting: error: laplace: b must be in [1e-08, 1e+08], got -1 (the range is "
+        "[1e-08, 1e+08]·sensitivity with sensitivity = 1.0)"]
 
 
 # ------------------------------------------------- regressions (hostile pass)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -192,3 +193,135 @@ def test_positive_range_message_does_not_admit_infinity():
     with pytest.raises(ValueError) as info:
         accounting.mechanism("gaussian", sigma=0.0)
     assert "inf]" not in str(info.value)
+
+
+# -------------------------------------------------- counts, arrays, options (issue 10)
+def test_check_count_refuses_huge_counts():
+    from accounting.validation import MAX_COUNT
+    assert check_count("count", MAX_COUNT) == 2 ** 53
+    for bad in (MAX_COUNT + 1, 1e30, 10 ** 30, np.float64(1e23)):
+        with pytest.raises(ValueError, match=r"count must be an integer <= 9007199254740992"):
+            check_count("count", bad)
+    with pytest.raises(ValueError, match=r"n must be an integer <= 10"):
+        check_count("n", 11, maximum=10)
+    with pytest.raises(TypeError, match="count must be an integer, got bool"):
+        check_count("count", np.bool_(True))
+
+
+@pytest.mark.parametrize("value,what", [("1e-5", "str"), (b"1", "bytes"), (1e-5 + 0j, "complex"),
+                                        (np.array(["1"]), "strings"),
+                                        (np.array([1 + 0j]), "complex numbers"),
+                                        ([1.0, None], "real numbers"), ("", "str")])
+def test_check_array_refuses_non_reals(value, what):
+    with pytest.raises(TypeError, match=f"delta must be .*{re.escape(what)}"):
+        check_array("delta", value)
+
+
+def test_check_options():
+    from accounting.validation import check_options
+    check_options("f()", {"step": 1}, ["step", "tail"])
+    with pytest.raises(TypeError, match=r"f\(\) got unknown option 'stpe'; allowed: step, tail"):
+        check_options("f()", {"stpe": 1}, ["tail", "step"])
+    with pytest.raises(TypeError, match=r"unknown options 'a', 'b'; allowed: none"):
+        check_options("f()", {"b": 1, "a": 2}, [])
+
+
+# ------------------------------------------------------------ declared ranges
+from accounting.mechanism import NOISE_SCALE, Range  # noqa: E402
+
+
+def test_range_bounds_and_messages():
+    r = Range(0.5, 5.0)
+    assert r.bounds() == (0.5, 5.0) and r.describe() == "[0.5, 5]"
+    assert r.check("beta", 0.5) == 0.5 and r.check("beta", 5.0) == 5.0
+    with pytest.raises(ValueError, match=r"beta must be in \[0.5, 5\], got 0.4"):
+        r.check("beta", 0.4)
+    opened = Range(0.0, 1.0, lo_open=True, hi_open=True)
+    assert opened.describe() == "(0, 1)"
+    with pytest.raises(ValueError, match=r"p must be in \(0, 1\), got 1"):
+        opened.check("p", 1.0)
+    counts = Range(1, 100, integer=True)
+    assert counts.check("n", 100.0) == 100
+    with pytest.raises(TypeError, match="n must be an integer"):
+        counts.check("n", 2.5)
+    with pytest.raises(ValueError, match="n must be an integer <= 100"):
+        counts.check("n", 101)
+
+
+def test_relative_range_scales_with_the_sensitivity():
+    g = accounting.mechanism("gaussian", sigma=1e-91, sensitivity=1e-90)   # σ/Δ = 0.1
+    assert NOISE_SCALE.bounds(g) == pytest.approx((1e-98, 1e-82))
+    with pytest.raises(ValueError, match=r"sensitivity must be in \[1e-100, 1e\+100\]"):
+        accounting.mechanism("gaussian", sigma=1e-300, sensitivity=1e-299)
+    assert NOISE_SCALE.describe() == "[1e-08, 1e+08]·sensitivity"
+    with pytest.raises(ValueError, match=r"sigma must be in .* got 1e-300 \(the range is "
+                                         r"\[1e-08, 1e\+08\]·sensitivity with sensitivity = 1"):
+        accounting.mechanism("gaussian", sigma=1e-300)
+    inverse = default_registry().mechanism("discrete_laplace").ranges()["a"]
+    assert inverse.per == "sensitivity" and inverse.per_power == -1
+    d = accounting.mechanism("discrete_laplace", a=1e-3, sensitivity=1000)     # a·Δ = 1
+    assert inverse.bounds(d) == pytest.approx((1e-11, 1e5))
+    with pytest.raises(ValueError, match="pass the instance"):
+        NOISE_SCALE.bounds()
+
+
+@pytest.mark.parametrize("name", sorted(default_registry().mechanisms))
+def test_declared_ranges_are_enforced_at_both_ends(name):
+    """Each declared end is accepted and a value just beyond it refused, naming the field."""
+    cls = default_registry().mechanism(name)
+    base = _valid(name)
+    for field, rng in cls.ranges().items():
+        if field == "sensitivity" or field in ("weights", "means", "scales") or rng.integer:
+            continue
+        unit = float(base.get(rng.per, 1.0)) ** rng.per_power if rng.per else 1.0
+        lo, hi = rng.lo * unit, rng.hi * unit
+        for end, beyond, is_open in ((lo, lo * (1 - 1e-6) - 1e-300 if lo > 0 else lo - 1e-6,
+                                      rng.lo_open),
+                                     (hi, hi * (1 + 1e-6) + 1e-300, rng.hi_open)):
+            if not is_open:
+                cls(**{**base, field: end})
+            with pytest.raises(ValueError, match=rf"\b{field}\b must be"):
+                cls(**{**base, field: beyond})
+
+
+def _valid(name: str) -> dict:
+    """Parameters in the middle of every declared range."""
+    special = {
+        "gaussian_mixture": dict(weights=(0.5, 0.5), means=(0.0, 1.0), scales=(1.0, 2.0)),
+        "poisson_subsampled": dict(base=accounting.mechanism("gaussian", sigma=1.0), q=0.1),
+        "sampled_without_replacement": dict(
+            base=accounting.mechanism("gaussian", sigma=1.0, neighbouring="replace_one"),
+            batch_size=10, dataset_size=100),
+    }
+    if name in special:
+        return special[name]
+    cls = default_registry().mechanism(name)
+    out = {}
+    for field, rng in cls.ranges().items():
+        if field == "sensitivity":
+            continue
+        unit = 1.0
+        lo, hi = rng.lo * unit, rng.hi * unit
+        out[field] = math.sqrt(lo * hi) if rng.log else (lo + hi) / 2 if lo > 0 or not rng.lo_open \
+            else hi / 2
+    return out
+
+
+def test_every_registered_mechanism_builds_in_the_middle_of_its_ranges():
+    for name in default_registry().mechanisms:
+        default_registry().mechanism(name)(**_valid(name))
+
+
+@pytest.mark.parametrize("name,params,field", [
+    ("gaussian", dict(sigma=1e-300), "sigma"),        # was OverflowError in RDP
+    ("gaussian", dict(sigma=5e-324), "sigma"),        # was accepted
+    ("discrete_gaussian", dict(sigma=1e-300), "sigma"),   # was ZeroDivisionError
+    ("laplace", dict(b=1e20), "b"),                   # D_α rounded to −1.5e−36
+    ("subsampled_gaussian", dict(q=0.1, sigma=1e-8), "sigma"),   # did not finish in 20 s
+    ("student_t", dict(nu=3.0, scale=1e-4), "scale"),  # ρ* = 3270 against D_α ≈ 34
+    ("generalised_gaussian", dict(beta=0.1, scale=1.0), "beta"),  # negative D_α
+    ("gaussian", dict(sigma=1.0, sensitivity=1e300), "sensitivity"),
+])
+def test_hostile_parameters_are_refused(name, params, field):
+    with pytest.raises(ValueError, match=rf"{field} must be"):
+        accounting.mechanism(name, **params)

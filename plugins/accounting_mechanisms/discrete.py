@@ -44,6 +44,7 @@ from __future__ import annotations
 import functools
 import math
 from fractions import Fraction
+from typing import Any
 
 import attrs
 import numpy as np
@@ -51,9 +52,9 @@ from scipy.special import log_ndtr, logsumexp
 
 from accounting.additive import AdditiveNoise
 from accounting.hookspecs import hookimpl
-from accounting.mechanism import positive
+from accounting.mechanism import NOISE_SCALE, Range, parameter
 from accounting.pair import Pair
-from accounting.validation import check_count, check_positive
+from accounting.validation import check_count, check_positive, check_real
 
 __all__ = [
     "DiscreteGaussian",
@@ -74,11 +75,24 @@ _DROP = 750.0
 _TABLE_MAX = 1 << 20
 
 
+#: integer sensitivities accepted (the lattice sums were measured up to Δ = 1e9)
+INTEGER_SENSITIVITY = Range(1, 10 ** 9, integer=True, log=True)
+#: the discrete Laplace decay a, as a·Δ in [1e-8, 1e8] (a·Δ is the pure-DP ε)
+DECAY_RATE = Range(1e-8, 1e8, per="sensitivity", per_power=-1, log=True)
+
+
 def _check_integer_sensitivity(label: str, value: float) -> int:
-    if not float(value).is_integer():
-        raise ValueError(f"{label}: sensitivity must be a positive integer for noise on the "
-                         f"integers, got {value!r}")
-    return int(value)
+    x = check_real("sensitivity", value)
+    if not x.is_integer() or not INTEGER_SENSITIVITY.lo <= x <= INTEGER_SENSITIVITY.hi:
+        raise ValueError(f"{label}: sensitivity must be a positive integer (at most "
+                         f"{INTEGER_SENSITIVITY.hi:g}) for noise on the integers, got {value!r}")
+    return int(x)
+
+
+def _integer_sensitivity() -> Any:
+    """The ``sensitivity`` field of noise on the integers: declared range, checked first."""
+    return attrs.field(default=1.0, kw_only=True, metadata={"range": INTEGER_SENSITIVITY},
+                       validator=lambda i, a, v: _check_integer_sensitivity(i.name, v))
 
 
 # ==================================================================== discrete Gaussian
@@ -291,10 +305,8 @@ class DiscreteGaussian(AdditiveNoise):
 
     name = "discrete_gaussian"
     domain = "integer"
-    sigma: float = attrs.field(validator=positive)
-
-    def __attrs_post_init__(self):
-        _check_integer_sensitivity(self.name, self.sensitivity)
+    sensitivity: float = _integer_sensitivity()
+    sigma: float = parameter(NOISE_SCALE)
 
     def log_density(self, x):
         return -0.5 * (np.asarray(x, dtype=float) / self.sigma) ** 2
@@ -456,10 +468,8 @@ class DiscreteLaplace(AdditiveNoise):
 
     name = "discrete_laplace"
     domain = "integer"
-    a: float = attrs.field(validator=positive)
-
-    def __attrs_post_init__(self):
-        _check_integer_sensitivity(self.name, self.sensitivity)
+    sensitivity: float = _integer_sensitivity()
+    a: float = parameter(DECAY_RATE)
 
     def log_density(self, x):
         return -self.a * np.abs(np.asarray(x, dtype=float))

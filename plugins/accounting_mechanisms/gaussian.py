@@ -19,7 +19,7 @@ from scipy.special import log_ndtr, ndtr, ndtri
 
 from accounting.additive import AdditiveNoise
 from accounting.hookspecs import hookimpl
-from accounting.mechanism import positive
+from accounting.mechanism import NOISE_SCALE, parameter
 from accounting.pair import Pair
 from accounting.validation import check_positive
 
@@ -85,7 +85,7 @@ class Gaussian(AdditiveNoise):
     """
 
     name = "gaussian"
-    sigma: float = attrs.field(validator=positive)
+    sigma: float = parameter(NOISE_SCALE)
 
     def log_density(self, x):
         return -0.5 * (np.asarray(x, dtype=float) / self.sigma) ** 2

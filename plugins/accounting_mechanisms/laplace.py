@@ -17,7 +17,7 @@ import numpy as np
 
 from accounting.additive import AdditiveNoise
 from accounting.hookspecs import hookimpl
-from accounting.mechanism import positive
+from accounting.mechanism import NOISE_SCALE, parameter
 from accounting.pair import Pair
 from accounting.validation import check_positive
 
@@ -66,7 +66,7 @@ class Laplace(AdditiveNoise):
     """
 
     name = "laplace"
-    b: float = attrs.field(validator=positive)
+    b: float = parameter(NOISE_SCALE)
 
     def log_density(self, x):
         return -np.abs(np.asarray(x, dtype=float)) / self.b

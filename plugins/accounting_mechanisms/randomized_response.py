@@ -20,10 +20,11 @@ import attrs
 import numpy as np
 
 from accounting.hookspecs import hookimpl
-from accounting.mechanism import Mechanism, Neighbouring, as_neighbouring
 from accounting.loss import LossPMF
+from accounting.mechanism import (Mechanism, Neighbouring, Range, as_neighbouring, parameter,
+                                  positive)
 from accounting.pair import LawPair, discrete_pair
-from accounting.validation import check_count, check_probability
+from accounting.validation import check_count
 
 __all__ = ["RandomizedResponse", "rr_cgf", "rr_composed_law"]
 
@@ -48,10 +49,6 @@ def rr_composed_law(p: float, count: int) -> LossPMF:
     return LossPMF.from_atoms((2.0 * j - count) * eps0, binom.pmf(j, count, p))
 
 
-def _p_validator(instance, attribute, value):
-    check_probability("p", value)
-
-
 @attrs.frozen
 class RandomizedResponse(Mechanism):
     """Binary randomized response, truthful with probability ``p`` ∈ (0, 1).
@@ -62,7 +59,10 @@ class RandomizedResponse(Mechanism):
     """
 
     name = "randomized_response"
-    p: float = attrs.field(validator=_p_validator)
+    #: declared as the one-point range {1} (the pair has no other sensitivity)
+    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=positive,
+                                     metadata={"range": Range(1.0, 1.0)})
+    p: float = parameter(Range(0.0, 1.0, lo_open=True, hi_open=True))
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
                                              converter=as_neighbouring)
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from accounting.additive import AdditiveNoise, continuous_noise_pair
 from accounting.hookspecs import hookimpl
-from accounting.mechanism import positive
+from accounting.mechanism import Range, parameter
 from accounting.pair import Pair
 
 __all__ = ["StudentT"]
@@ -30,9 +30,11 @@ class StudentT(AdditiveNoise):
     Density: f(x) = Γ((ν+1)/2) / (√(νπ)·scale·Γ(ν/2)) · (1 + x²/(ν·scale²))^{−(ν+1)/2},
     i.e. Z = scale·T with T ~ t_ν; the log-density used is −(ν+1)/2·log1p(x²/(ν scale²)).
 
-    Parameters: ``nu`` > 0, the degrees of freedom (ν ≤ 2: infinite variance, ν ≤ 1:
-    no mean); ``scale`` > 0, in the units of Δ (finite reals; bool, strings, NaN,
-    ±∞ are rejected). ν → ∞ gives N(0, scale²).
+    Parameters: ``nu`` in [1, 1e6], the degrees of freedom (ν ≤ 2: infinite variance,
+    ν = 1: no mean); ``scale`` in [1e-3, 1e4]·Δ (finite reals; bool, strings, NaN,
+    ±∞ are rejected; ``ranges()``). Outside, the numerics were measured to fail:
+    ν = 0.5 loses the bracket (below), scale = 1e-4·Δ gives ρ* = 3270 against
+    D_α ≈ 34, scale = 1e-9·Δ a D_1.5 below that at 1e-8·Δ. ν → ∞ gives N(0, scale²).
 
     Neighbouring relation: M(D) = f(D) + Z with Δ the sensitivity of f under the
     relation in use (add/remove or replace-one; ``neighbouring`` only records which).
@@ -53,8 +55,8 @@ class StudentT(AdditiveNoise):
     """
 
     name = "student_t"
-    nu: float = attrs.field(validator=positive)
-    scale: float = attrs.field(validator=positive)  # type: ignore[assignment]
+    nu: float = parameter(Range(1.0, 1e6, log=True))
+    scale: float = parameter(Range(1e-3, 1e4, per="sensitivity", log=True))  # type: ignore[assignment]
 
     def log_density(self, x):
         x = np.asarray(x, dtype=float)

@@ -27,7 +27,7 @@ from accounting.additive import log_integral
 from accounting.curve import Exactness
 from accounting.direction import Direction
 from accounting.hookspecs import hookimpl
-from accounting.mechanism import Mechanism, Neighbouring, as_neighbouring, positive
+from accounting.mechanism import RATE, Mechanism, Neighbouring, Range, as_neighbouring, parameter
 from accounting.pair import LawPair, Pair
 from accounting.validation import check_count, check_probability
 
@@ -277,6 +277,10 @@ class WithoutReplacementPair(Pair):
         return f"WOR(γ={self.gamma:g})∘{self.base.describe()}"
 
 
+#: batch and dataset sizes: integers up to 2^53, exact in float64
+SIZE = Range(1, 2 ** 53, integer=True, log=True)
+
+
 def _require(relation: Neighbouring, what: str, value: Mechanism) -> None:
     if value.neighbouring is not relation:
         other = "sampled_without_replacement" if relation is Neighbouring.ADD_REMOVE \
@@ -316,7 +320,7 @@ class PoissonSubsampled(PoissonMechanism):
     name = "poisson_subsampled"
     base: Mechanism = attrs.field(validator=_base_under(Neighbouring.ADD_REMOVE,
                                                         "Poisson subsampling"))
-    q: float = attrs.field(validator=check_rate)
+    q: float = parameter(RATE)
 
     def pair(self) -> PoissonSubsampledPair:
         return poisson_pair(self.base.pair(), float(self.q))
@@ -337,8 +341,10 @@ class SampledWithoutReplacement(Mechanism):
     name = "sampled_without_replacement"
     base: Mechanism = attrs.field(validator=_base_under(Neighbouring.REPLACE_ONE,
                                                         "sampling without replacement"))
-    batch_size: int = attrs.field(converter=lambda v: check_count("batch_size", v))
-    dataset_size: int = attrs.field(converter=lambda v: check_count("dataset_size", v))
+    batch_size: int = attrs.field(converter=lambda v: check_count("batch_size", v),
+                                  metadata={"range": SIZE})
+    dataset_size: int = attrs.field(converter=lambda v: check_count("dataset_size", v),
+                                    metadata={"range": SIZE})
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
                                              converter=as_neighbouring)
 
@@ -363,8 +369,9 @@ class SubsampledLaplace(PoissonMechanism):
     Neighbouring: add/remove only (Δ bounds one record's contribution)."""
 
     name = "subsampled_laplace"
-    q: float = attrs.field(validator=check_rate)
-    b: float = attrs.field(validator=positive)
+    q: float = parameter(RATE)
+    #: b/Δ below 1e-2 is refused like the subsampled Gaussian's σ/Δ
+    b: float = parameter(Range(1e-2, 1e8, per="sensitivity", log=True))
 
     def pair(self) -> PoissonSubsampledPair:
         return PoissonSubsampledPair(LaplacePair(self.sensitivity / self.b), float(self.q))
