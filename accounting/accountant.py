@@ -30,37 +30,24 @@ import numpy as np
 
 from .compose import ComposedPair, check_grid_size
 from .conversions import GRID_OPTIONS, check_options as check_grid_options
-from .loss import MAX_GRID_POINTS
 from .mechanism import Mechanism
 from .pair import Pair
-from .pld import DEFAULT_STEP, PLD
+from .pld import DEFAULT_STEP, MIN_STEP, PLD, check_step
 from .profile import PrivacyProfile
 from .rdp import RDP
 from .tradeoff import TradeOff
-from .validation import check_count, check_options, check_positive, check_real
+from .validation import check_count, check_options, check_real
 from .zcdp import ZCDP
 
 __all__ = ["Accountant", "ACCOUNTANTS", "MIN_STEP", "CURVE_OPTIONS"]
 
 #: representations an accountant can report under, and the curve kind of each
 ACCOUNTANTS = {"pld": PLD, "rdp": RDP, "zcdp": ZCDP}
-#: Smallest PLD grid step accepted: memory and time grow as 1/step (measured for one
-#: Gaussian, σ = 1: 2e-4 → ~1e5 cells; 2e-5 → ~1e6 cells, 0.5 GB resident, ~45 s).
-MIN_STEP = 1e-5
 #: options ``Accountant.curve`` passes on to the PLD discretisation (the grid options of
 #: the conversion graph)
 CURVE_OPTIONS = GRID_OPTIONS
 #: how many times ``epsilon_interval(rtol=…)`` may halve the step
 MAX_REFINEMENTS = 8
-
-
-def _check_step(step: Any) -> float:
-    x = check_positive("step", step)
-    if x < MIN_STEP:
-        raise ValueError(f"step must be at least {MIN_STEP:g}, got {x:g}: a finer grid needs "
-                         f"more grid points than allowed (max {MAX_GRID_POINTS} per law; one "
-                         f"Gaussian at step 2e-5 already takes ~1e6 points); use a larger step")
-    return x
 
 
 def _strict(method: Callable) -> Callable:
@@ -92,7 +79,7 @@ class Accountant:
     ``step``: the PLD grid step, at least ``MIN_STEP`` (default ``DEFAULT_STEP``).
     """
 
-    step: float = attrs.field(default=DEFAULT_STEP, converter=_check_step)
+    step: float = attrs.field(default=DEFAULT_STEP, converter=check_step)
     _entries: dict = attrs.field(factory=dict, init=False)
     _cache: dict = attrs.field(factory=dict, init=False)
 
@@ -128,7 +115,7 @@ class Accountant:
         discretisation; anything else is refused."""
         options = check_grid_options("Accountant.curve()", options)
         if options.get("step") is not None:
-            options["step"] = _check_step(options["step"])
+            options["step"] = check_step(options["step"])
         if kind is PLD:
             options.setdefault("step", self.step)
         key = (kind, tuple(sorted(options.items())))

@@ -22,7 +22,7 @@ from .direction import Direction
 from .discretise import (connect_the_dots, convex_minorant, grid_indices, grid_profile,
                          profile_support)
 from .hookspecs import hookimpl
-from .pld import DEFAULT_STEP, DEFAULT_TAIL, PLD
+from .pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, check_step
 from .profile import FunctionSide, LawSide, PrivacyProfile
 from .rdp import CGF, RDP
 from .tradeoff import TradeOff, VertexSide
@@ -57,7 +57,7 @@ def check_options(where: str, options: Mapping[str, Any]) -> dict:
                         f"{names}; allowed: {', '.join(GRID_OPTIONS)}")
     out = dict(options)
     if out.get("step") is not None:
-        out["step"] = check_positive("step", out["step"])
+        out["step"] = check_step(out["step"])
     if "tail" in out:
         out["tail"] = check_real("tail", out["tail"], lo=0.0, hi=1e-3, lo_open=True)
     if "lower" in out and not isinstance(out["lower"], (bool, np.bool_)):

@@ -17,15 +17,30 @@ import numpy as np
 
 from .curve import Curve, Provenance, directional_max
 from .direction import Bound, Direction, as_direction
-from .loss import LossPMF, compose_pmfs
-from .validation import check_array, check_count
+from .loss import MAX_GRID_POINTS, LossPMF, compose_pmfs
+from .validation import check_array, check_count, check_positive
 
-__all__ = ["PLD", "DEFAULT_STEP", "DEFAULT_TAIL", "compose_plds"]
+__all__ = ["PLD", "DEFAULT_STEP", "DEFAULT_TAIL", "MIN_STEP", "check_step", "compose_plds"]
 
 #: Default grid step of the privacy loss: ε errors of order step² per composition.
 DEFAULT_STEP = 2e-4
 #: Default tail mass cut per direction when discretising a pair (sent to +∞).
 DEFAULT_TAIL = 1e-20
+
+#: the finest grid step accepted anywhere: finer grids need more points than
+#: ``loss.MAX_GRID_POINTS`` for any mechanism worth accounting (one Gaussian at step
+#: 2e-5 already takes ~1e6 points), and the support search would crawl towards them
+MIN_STEP = 1e-5
+
+
+def check_step(step: object) -> float:
+    """``step`` as a float in [``MIN_STEP``, ∞), or a ValueError saying why."""
+    x = check_positive("step", step)
+    if x < MIN_STEP:
+        raise ValueError(f"step must be at least {MIN_STEP:g}, got {x:g}: a finer grid needs "
+                         f"more grid points than allowed (max {MAX_GRID_POINTS} per law; one "
+                         f"Gaussian at step 2e-5 already takes ~1e6 points); use a larger step")
+    return x
 
 
 def _pmfs(value) -> tuple[LossPMF, LossPMF]:

@@ -119,6 +119,7 @@ import time  # noqa: E402
 import tracemalloc  # noqa: E402
 
 from accounting.accountant import MIN_STEP  # noqa: E402
+from accounting.loss import MAX_GRID_POINTS  # noqa: E402
 
 
 @pytest.mark.parametrize("call,keyword,allowed", [
@@ -152,7 +153,7 @@ def test_steps_outside_the_grid_limits_are_refused_before_allocating(step):
     t0 = time.perf_counter()
     try:
         with pytest.raises(ValueError, match=r"step must be at least 1e-05, got .*grid points"
-                                             r".*max 8388608.*use a larger step"):
+                                             rf".*max {MAX_GRID_POINTS}.*use a larger step"):
             Accountant(step=step)
         acc = Accountant(step=1e-2).compose(accounting.mechanism("gaussian", sigma=1.0))
         with pytest.raises(ValueError, match=r"step must be at least 1e-05"):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -23,47 +22,8 @@ import pytest
 
 import accounting
 from accounting import Accountant, cli
-from accounting.cli import main
 
-#: seconds any single in-process case may take
-CASE_SECONDS = 30
-
-
-class _Timeout(BaseException):
-    """Not an Exception: main() must not swallow it."""
-
-
-@pytest.fixture
-def alarm():
-    if not hasattr(signal, "SIGALRM"):
-        yield
-        return
-
-    def fire(signum, frame):
-        raise _Timeout(f"case took more than {CASE_SECONDS} s")
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.alarm(CASE_SECONDS)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_usage_error(code, out, err, message):
-    assert code == 2, (code, err)
-    assert out == "", out
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("accounting: error: "), err
-    assert "Traceback" not in err
-    assert re.search(message, lines[0]), (message, lines[0])
+from cli_cases import CASE_SECONDS, assert_usage_error, run
 
 
 EPS = ["epsilon", "gaussian", "--sigma", "1"]

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import signal
 import time
 
 import numpy as np
@@ -16,47 +14,10 @@ import pytest
 
 import accounting
 from accounting import Accountant
-from accounting.cli import main
 from accounting.workload import (MAX_MECHANISM_DEPTH, MAX_WORKLOAD_BYTES, WorkloadError,
                                  load_workload)
 
-CASE_SECONDS = 30
-
-
-class _Timeout(BaseException):
-    pass
-
-
-@pytest.fixture
-def alarm():
-    if not hasattr(signal, "SIGALRM"):
-        yield
-        return
-
-    def fire(signum, frame):
-        raise _Timeout(f"case took more than {CASE_SECONDS} s")
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.alarm(CASE_SECONDS)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_usage_error(code, out, err, message):
-    assert code == 2, (code, err)
-    assert out == ""
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("accounting: error: ") and "Traceback" not in err
-    assert re.search(message, lines[0]), (message, lines[0])
+from cli_cases import CASE_SECONDS, assert_usage_error, run
 
 
 G = '[[mechanism]]\nname = "gaussian"\n'

@@ -203,9 +203,11 @@ def test_pure_dp_of_a_gaussian_is_refused_as_unbounded():
 
 # ------------------------------------------------------------ memory before refusal
 def test_a_too_fine_grid_is_refused_before_allocation():
+    """Ten Gaussians at step 1.2e-5 (above MIN_STEP, which refuses finer steps at once)
+    need ~5.6e6 grid points: refused before the grid is allocated, naming a step that fits."""
     import resource
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    acct = _gaussians((1.0,), (10,), step=2.4e-6)
+    acct = _gaussians((1.0,), (10,), step=1.2e-5)
     with pytest.raises(ValueError, match=r"larger step.*step ≥"):
         acct.epsilon(1e-5)
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1e3

@@ -770,9 +770,10 @@ def _chord_log_a_add(q: float, sigma: float, ts: np.ndarray, reach: float) -> np
         log_f_left = _log_f(np.full(ts.size, ell_left), -ts)
         cells = lp0_c[None, :] + np.logaddexp(np.log1p(-w)[None, :] + log_f[:, :-1],
                                               np.log(w)[None, :] + log_f[:, 1:])
-        left = lp0[0] + np.logaddexp(math.log1p(-w_left) + log_f_left,
-                                     math.log(w_left) + log_f[:, 0])
-        right = np.log(ts) + math.log(q) + lp1[-1] + math.log1p(-math.exp(lp0[-1] - lp1[-1]))
+        # numpy's logs: w_left at 0 or 1 (a far tail) is a term of weight 0, not an error
+        left = lp0[0] + np.logaddexp(np.log1p(-w_left) + log_f_left,
+                                     np.log(w_left) + log_f[:, 0])
+        right = np.log(ts) + math.log(q) + lp1[-1] + np.log1p(-np.exp(lp0[-1] - lp1[-1]))
         terms = np.concatenate([left[:, None], cells, right[:, None]], axis=1)
         terms = np.where(np.isnan(terms), np.inf, terms)        # NaN: no bound from here
         top = terms.max(axis=1, keepdims=True)
