@@ -542,7 +542,7 @@ def _query_values(query: str, given: Optional[list[float]], workload: Workload,
                        + (" or set it in the workload file" if workload.source != "command line"
                           else ""))
     if query == "epsilon":
-        return check_array("delta", list(values), lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        return check_array("delta", list(values), lo=0.0, hi=1.0, hi_open=True)
     return check_array("epsilon", list(values), allow_inf=True)
 
 

@@ -55,7 +55,7 @@ CASES = [
     ("negative", ["epsilon", "gaussian", "--sigma=-1", "--delta", "1e-5"],
      r"sigma must be in \[1e-08, 1e\+08\], got -1 \(the range is \[1e-08, 1e\+08\]·sensitivity"),
     ("negative", ["epsilon", "laplace", "--b=-2", "--delta", "1e-5"], r"b must be in"),
-    ("negative", [*EPS, "--delta=-1e-5"], r"delta must be in \(0, 1\)"),
+    ("negative", [*EPS, "--delta=-1e-5"], r"delta must be in \[0, 1\)"),
     ("negative", [*EPS, "--delta", "1e-5", "--step=-1e-3"], r"step must be in \(0, inf\)"),
     ("negative", [*EPS, "--compose=-3", "--delta", "1e-5"],
      r"argument --compose: a count must be a positive integer"),
@@ -63,14 +63,15 @@ CASES = [
      r"epsilon must be in \[0, inf\)"),
     # zero
     ("zero", ["epsilon", "gaussian", "--sigma", "0", "--delta", "1e-5"], r"sigma must be in"),
-    ("zero", [*EPS, "--delta", "0"], r"delta must be in \(0, 1\), got 0"),
+    # δ = 0 is pure DP: a query, refused only where the loss is unbounded
+    ("zero", [*EPS, "--delta", "0"], r"delta = 0 \(pure DP\) has no finite ε here.*unbounded"),
     ("zero", [*EPS, "--delta", "1e-5", "--step", "0"], r"step must be in \(0, inf\), got 0"),
     ("zero", [*EPS, "--compose", "0", "--delta", "1e-5"], r"count must be a positive integer"),
     ("zero", ["epsilon", "subsampled_gaussian", "--q", "0", "--sigma", "1", "--delta", "1e-5"],
      r"q must be in"),
     ("zero", ["gap", "laplace", "--b", "1", "--t", "0"], r"t must be in \(0, 1e\+06\]"),
     # huge values
-    ("huge", [*EPS, "--delta", "1"], r"delta must be in \(0, 1\), got 1"),
+    ("huge", [*EPS, "--delta", "1"], r"delta must be in \[0, 1\), got 1"),
     ("huge", ["epsilon", "randomized_response", "--p", "1.5", "--delta", "1e-5"], r"p must be in"),
     ("huge", ["gap", "laplace", "--b", "1", "--t", "1e300"], r"t must be in \(0, 1e\+06\]"),
     ("huge", ["gap", "subsampled_gaussian", "--q", "0.01", "--sigma", "1", "--t", "1e8"],

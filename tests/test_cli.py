@@ -431,3 +431,16 @@ def test_subprocess_main_job():
     eps_zcdp = row_value(res.stdout, "zcdp")
     assert 2.0 < eps_pld < eps_rdp < 3.0 and eps_zcdp > 1000
     assert "β(α=0.01)" in res.stdout and "not a bound" in res.stdout
+
+
+def test_pure_dp_query_on_the_command_line(capsys):
+    """δ = 0: ten Laplace(b = 1) uses are exactly 10-DP (the largest composed loss);
+    the RDP and zCDP accountants cannot answer it and say so beside the PLD's answer."""
+    code, out, err = run(capsys, "epsilon", "laplace", "--b", "1", "--compose", "10",
+                         "--delta", "0", "--accountant", "all", "--json")
+    assert code == 0, err
+    res = json.loads(out)["results"]
+    assert res["pld"]["epsilon"] == [pytest.approx(10.0, rel=1e-12, abs=0)]
+    assert res["pld"]["epsilon"][0] >= 10.0
+    assert res["pld"]["interval"][0][0] == pytest.approx(10.0, rel=1e-12)
+    assert "error" in res["rdp"] and "error" in res["zcdp"]
