@@ -403,8 +403,9 @@ def calibrate_workload(terms: "Term | Sequence[Term]", *, epsilon: float, delta:
     from scipy.optimize import brentq
     terms = _check_terms(terms)
     target = check_positive("epsilon", epsilon)
-    delta = check_probability("delta", delta)
     accountant = _check_accountant(accountant)
+    # δ = 0 (pure DP) only the PLD answers, where the composed loss is bounded
+    delta = check_probability("delta", delta, lo_open=accountant != "pld")
     step = check_positive("step", step)
     rtol = check_real("rtol", rtol, lo=1e-12, hi=0.1)
     if start is not None:

@@ -842,7 +842,8 @@ def _cmd_calibrate(ns: argparse.Namespace, extras: list[str], registry: Registry
         count = check_count("compose", 1 if ns.compose is None else ns.compose)
         _check_solvable(registry, name, solve, params)
     check_positive("epsilon", ns.epsilon)
-    check_real("delta", ns.delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    # δ = 0 (pure DP): calibrate refuses it for the accountants that cannot answer it
+    check_real("delta", ns.delta, lo=0.0, hi=1.0, hi_open=True)
     step = check_positive("step", ns.step if ns.step is not None else DEFAULT_STEP)
     rtol = DEFAULT_RTOL if ns.rtol is None else ns.rtol
     t0 = time.perf_counter()

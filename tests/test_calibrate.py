@@ -313,3 +313,13 @@ def test_bad_workloads_and_helpers():
         compare_variance("laplace", 0)
     with pytest.raises(ValueError, match="s must be in"):
         paper_mixture(-1.0)
+
+
+def test_pure_dp_calibration_under_the_pld():
+    """δ = 0: ten Laplace uses are (10/b)-DP exactly, so ε ≤ 1 needs b ≥ 10; the
+    answer is feasible and within the bracket's tolerance of 10. RDP cannot answer δ = 0."""
+    res = accounting.calibrate("laplace", "b", epsilon=1.0, delta=0.0, count=10)
+    assert res.value >= 10.0 and res.value <= 10.0 * (1 + 1e-5)
+    assert res.epsilon <= 1.0 and res.delta == 0.0
+    with pytest.raises(ValueError, match="delta"):
+        accounting.calibrate("laplace", "b", epsilon=1.0, delta=0.0, count=10, accountant="rdp")
