@@ -659,13 +659,20 @@ def remove_cgf_upper(q: float, sigma: float, t: Any) -> np.ndarray:
     k_lo = _integer_k(qf, sf, lo)
     k_hi = np.where(w > 0, _integer_k(qf, sf, np.where(w > 0, lo + 1.0, lo)), k_lo)
     chord = (1.0 - w) * k_lo + w * k_hi
-    best = np.atleast_1d(chord * (1.0 + _margin(t + 1.0)))
-    t, w = np.atleast_1d(t), np.atleast_1d(w)
-    frac = w > 0
-    if frac.any():
-        _, series_hi = _series_k(qf, sf, t[frac])
-        best[frac] = np.minimum(best[frac], series_hi)
+    best = _with_series(qf, sf, t, chord * (1.0 + _margin(t + 1.0)), upper=True)
     return np.where(t == 0, 0.0, best).reshape(shape)
+
+
+def _with_series(q: float, sigma: float, t: np.ndarray, bound: np.ndarray,
+                 upper: bool) -> np.ndarray:
+    """``bound`` tightened at fractional orders by the certified §3.3 series bracket:
+    the smaller of the two upper bounds (``upper``) or the larger of the lower ones."""
+    t, best = np.atleast_1d(t), np.array(np.atleast_1d(bound), dtype=float)
+    frac = t != np.floor(t)
+    if frac.any():
+        lo, hi = _series_k(q, sigma, t[frac])
+        best[frac] = np.minimum(best[frac], hi) if upper else np.maximum(best[frac], lo)
+    return best
 
 
 def remove_cgf_lower(q: float, sigma: float, t: Any) -> np.ndarray:
@@ -690,12 +697,7 @@ def remove_cgf_lower(q: float, sigma: float, t: Any) -> np.ndarray:
     if frac.size:
         coarse[(flat > 0) & (flat != np.floor(flat))] = _coarse_log_a(qf, sf, 1.0 + frac)
     best = np.maximum(np.maximum(tangent, coarse.reshape(t.shape)), 0.0)
-    best = np.atleast_1d(best * (1.0 - _margin(t + 1.0)))
-    t, w = np.atleast_1d(t), np.atleast_1d(w)
-    frac = w > 0
-    if frac.any():
-        series_lo, _ = _series_k(qf, sf, t[frac])
-        best[frac] = np.maximum(best[frac], series_lo)
+    best = _with_series(qf, sf, t, best * (1.0 - _margin(t + 1.0)), upper=False)
     return np.where(t == 0, 0.0, best).reshape(shape)
 
 
