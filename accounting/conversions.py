@@ -239,7 +239,7 @@ def _rdp_to_profile(rdp: RDP, **options: Any) -> PrivacyProfile:
 
 # ------------------------------------------------------------------ RDP ⇄ zCDP
 def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray]) -> float:
-    """ρ* = sup_{t>0} K(t)/(t(t+1)) (REFERENCE §6), numerically (see ``envelope_sup``);
+    """ρ* = sup_{t>0} K(t)/(t(t+1)) (Su, Yang, Su, Wang, arXiv:2610.02414, §3), numerically (see ``envelope_sup``);
     +∞ with a ``RuntimeWarning`` when the sup is the t → ∞ limit."""
     rho, t_star = envelope_sup(cgf)
     if t_star == np.inf:
@@ -253,7 +253,7 @@ def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray]) -> float:
 
 
 def envelope_sup(cgf: Callable[[np.ndarray], np.ndarray]) -> tuple[float, float]:
-    """(ρ*, t*): ρ* = sup_{t>0} K(t)/(t(t+1)) (REFERENCE §6) and where it is reached.
+    """(ρ*, t*): ρ* = sup_{t>0} K(t)/(t(t+1)) (Su, Yang, Su, Wang, arXiv:2610.02414, §3) and where it is reached.
 
     A log grid over t ∈ [1e-6, 1e4] (extended to 1e5 when the ratio still rises at
     its top) covers both limits (t → 0, where the ratio tends to E[L] = KL, and large

@@ -7,7 +7,7 @@ its atom masses are the slope changes: m_i = x_i·(slope right of x_i − slope 
 
 * Pessimistic, connect-the-dots (Doroshenko, Ghazi, Kamath, Kumar, Manurangsi 2022,
   "Connect the dots: tighter discrete approximations of privacy loss distributions",
-  PETS, Thm 3.1; REFERENCE §5): the chords through (x_i, δ(x_i)) lie above the convex
+  PETS, Thm 3.1): the chords through (x_i, δ(x_i)) lie above the convex
   δ, so the PMF dominates the pair; the mass δ(x_n) goes to +∞.
 * Optimistic, the convex minorant built here: on each interval, the secants of the
   two neighbouring intervals, extended, lie below δ (convexity). Lowering each grid

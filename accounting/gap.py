@@ -5,7 +5,7 @@ For one ordered pair with privacy-loss CGF K(t) = log E_P[e^{tL}] (t = α − 1)
   ρ* = sup_{t>0} K(t)/(t(t+1)),   Γ(t) = ρ*·t(t+1) − K(t) ≥ 0
 
 (Su, Yang, Su, Wang, "Unifying privacy accounting: information equivalence and
-information loss", arXiv:2610.02414v1, §3; REFERENCE §6). Γ(t)/t = ρ*α − D_α is the
+information loss", arXiv:2610.02414v1, §3). Γ(t)/t = ρ*α − D_α is the
 vertical distance between the zCDP line and the RDP curve at α = 1 + t; Γ itself is on
 the scale of K, which adds under independent composition (ibid. §3.3, Thm 3.3).
 
@@ -479,7 +479,7 @@ def information_gap(pair_or_mechanism: PairLike, t: Any = None,
                     direction: "Direction | str" = "max", *, local: bool = True
                     ) -> InformationGap:
     """ρ*, t* and Γ(t) = ρ*·t(t+1) − K(t) at orders ``t`` (vectorised; default
-    ``DEFAULT_T``) — paper §3, REFERENCE §6.
+    ``DEFAULT_T``) — arXiv:2610.02414, §3.
 
     ρ* is the pair's closed form if it has one (then t* is located by probing the
     ratio at t → 0 and t = 1e4, 1e5), else the numerical envelope; products

@@ -4,7 +4,7 @@
 mass at +∞ (P has mass where Q has none). The Q-masses are implied, q_i = p_i e^{−l_i},
 and Q's atom at −∞ is 1 − Σ q_i. Every query is exact for the law it holds:
 
-* profile (hockey-stick divergence), REFERENCE §3:
+* profile (hockey-stick divergence; Balle, Barthe, Gaboardi 2018, arXiv:1807.01647, §2):
   δ(ε) = E_P[(1 − e^{ε−L})₊] + P(L = +∞) = Σ_{l_i>ε} p_i − e^ε Σ_{l_i>ε} p_i e^{−l_i} + p_∞;
 * its inverse ε(δ), solved exactly between atoms (δ is affine in e^ε there);
 * the CGF K(t) = log E_P[e^{tL}] (Mironov 2017, Def. 3 with α = 1 + t);

@@ -1,7 +1,7 @@
 """Zero-concentrated differential privacy: the smallest ρ with D_α ≤ ρα for all α > 1.
 
 ρ-zCDP (Bun and Steinke 2016, "Concentrated differential privacy", Def. 1.1) is
-equivalent to K(t) ≤ ρ t(t + 1) for all t > 0 (REFERENCE §3), so the best ρ of a pair
+equivalent to K(t) ≤ ρ t(t + 1) for all t > 0 (Bun and Steinke 2016, arXiv:1605.02065, Def. 1.1), so the best ρ of a pair
 is ρ* = sup_{t>0} K(t)/(t(t + 1)) — the zCDP envelope of its RDP curve. Composition
 adds ρ (ibid. Lemma 2.3). Each direction keeps its own ρ.
 """

@@ -1,4 +1,4 @@
-"""Reproduce Figure 1 of the RKRD paper (paper 000, §6): D̂_{α,λ} against λ.
+"""Reproduce Figure 1 of the RKRD paper (arXiv:2205.13941, §6): D̂_{α,λ} against λ.
 
 The Gaussian mechanism in d = 30 on two panels' worth of settings: Δ = 0 (σ = 0.01)
 and Δ = 10 with σ calibrated (analytic Gaussian, Brent) for (ε, δ) = (1, .005),
@@ -92,7 +92,7 @@ def main() -> None:
     t_lb = time.perf_counter() - t0
 
     fig.suptitle(r"RKRD estimates $\hat{D}_{\alpha,\lambda}$, Gaussian mechanism, d = 30 "
-                 "(cf. paper 000, Fig. 1)",
+                 "(cf. arXiv:2205.13941, Fig. 1)",
                  fontsize=10)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

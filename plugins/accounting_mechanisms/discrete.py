@@ -11,7 +11,7 @@ Discrete Gaussian N_ℤ(0, σ²), pmf ∝ e^{−x²/(2σ²)} on ℤ (Canonne, Ka
 "The discrete Gaussian for differential privacy", arXiv:2004.00010):
 
 * loss L(x) = (2xΔ − Δ²)/(2σ²) at output x, so L > ε ⟺ x > εσ²/Δ + Δ/2 and
-  δ(ε) = P[Y ≥ ⌊εσ²/Δ − Δ/2⌋ + 1] − e^ε P[Y ≥ ⌊εσ²/Δ + Δ/2⌋ + 1]   (CKS; REFERENCE §4),
+  δ(ε) = P[Y ≥ ⌊εσ²/Δ − Δ/2⌋ + 1] − e^ε P[Y ≥ ⌊εσ²/Δ + Δ/2⌋ + 1]   (CKS, arXiv:2004.00010),
   evaluated without that subtraction as D(b) + e^{L_b}Q[X ≥ b](1 − e^{ε − L_b}) from exact
   cumulative tables (``_dgauss_table``): ~1e−14 relative against 40-digit sums over the
   support wherever δ > 1e−200. Tables beyond 2²⁰ entries (σ ≳ 1.3e4 or huge Δ) fall
@@ -19,7 +19,7 @@ Discrete Gaussian N_ℤ(0, σ²), pmf ∝ e^{−x²/(2σ²)} on ℤ (Canonne, Ka
   to the subtraction (≤ 2e−9 relative at σ ≤ 300, ~1e−8 at σ ~ 1e4), as the
   continuous Gaussian's closed form does;
 * K(t) = t(t + 1)Δ²/(2σ²) + log R(tΔ), R(c) = Σ_x e^{−(x−c)²/(2σ²)} / Σ_x e^{−x²/(2σ²)},
-  i.e. D_α = αΔ²/(2σ²) + log R((1 − α)Δ)/(α − 1) (CKS; REFERENCE §4); R(c) ≤ 1
+  i.e. D_α = αΔ²/(2σ²) + log R((1 − α)Δ)/(α − 1) (CKS, arXiv:2004.00010); R(c) ≤ 1
   with equality iff c ∈ ℤ, so D_α ≤ αΔ²/(2σ²) with equality iff (α − 1)Δ ∈ ℤ, and
   ρ* = Δ²/(2σ²) (attained at t = 1/Δ). log R by Poisson summation (σ ≥ ½) or direct
   sums: ~1e−15 relative against 40-digit sums.
@@ -31,8 +31,8 @@ Discrete Laplace (two-sided geometric), pmf tanh(a/2)·e^{−a|x|} on ℤ, param
   x ≥ Δ. Its law under P has the finitely many atoms a(2k − Δ), k = 0, …, Δ, with masses
   P₀ = e^{−aΔ}/(1 + e^{−a}), P_Δ = 1/(1 + e^{−a}), P_k = tanh(a/2)e^{−a(Δ−k)} (0 < k < Δ)
   (geometric sums; for Δ = 1 the two atoms ±a with masses e^a/(1+e^a) and 1/(1+e^a),
-  REFERENCE §4); the profile and the CGF are these finite sums in closed form.
-* Δ = 1: D_α = log[(e^{αa} + e^{(1−α)a})/(1 + e^a)]/(α − 1) (REFERENCE §4).
+  arXiv:2004.00010); the profile and the CGF are these finite sums in closed form.
+* Δ = 1: D_α = log[(e^{αa} + e^{(1−α)a})/(1 + e^a)]/(α − 1) (from the two-atom loss law).
 * ρ* comes from the core's numerical envelope of the exact CGF. The sup of
   K(t)/(t(t+1)) sits at t → 0, where it equals the KL divergence E_P[L] (checked
   numerically for a ∈ [0.01, 20], Δ ≤ 50; not proved, so no closed-form ``_rho``).
@@ -233,7 +233,7 @@ def dgauss_log_sf(sigma: float, k: np.ndarray) -> np.ndarray:
 
 def _profile_by_tails(sigma: float, delta: int, eps: np.ndarray) -> np.ndarray:
     """δ(ε) = A·(1 − e^{ε + log B − log A}) with A = P[Y ≥ a], B = P[Y ≥ a + Δ],
-    a = ⌊εσ²/Δ − Δ/2⌋ + 1 (CKS; REFERENCE §4). Used when the exact table would be too
+    a = ⌊εσ²/Δ − Δ/2⌋ + 1 (CKS, arXiv:2004.00010). Used when the exact table would be too
     large; the subtraction costs about log₁₀(zσ/Δ) digits (z = a/σ), as for the
     continuous Gaussian's closed form."""
     s2 = sigma * sigma
@@ -297,7 +297,7 @@ class DiscreteGaussian(AdditiveNoise):
     is slightly below σ²). ``sensitivity`` Δ must be a positive integer: the ℓ1
     sensitivity of the integer query under the neighbouring relation in use
     (add/remove by default, or replace-one). The pair is (Δ + Y, Y).
-    Formulas (Canonne, Kamath, Steinke 2020, arXiv:2004.00010; REFERENCE §4):
+    Formulas (Canonne, Kamath, Steinke 2020, arXiv:2004.00010):
     δ(ε) = P[Y ≥ ⌊εσ²/Δ − Δ/2⌋+1] − e^ε P[Y ≥ ⌊εσ²/Δ + Δ/2⌋+1];
     D_α = αΔ²/(2σ²) + log[Σ_x e^{−(x−(1−α)Δ)²/(2σ²)} / Σ_x e^{−x²/(2σ²)}]/(α − 1)
     ≤ αΔ²/(2σ²), equality iff (α − 1)Δ ∈ ℤ; ρ* = Δ²/(2σ²).
@@ -417,7 +417,7 @@ class DiscreteLaplacePair(Pair):
 
     def _cgf(self, t, direction):
         """K(t) = log E_P[e^{tL}] over the Δ + 1 atoms (``_atom_cgf``); for Δ = 1 it is
-        log[(e^{(1+t)a} + e^{−ta})/(1 + e^a)] (REFERENCE §4). For Δ > 4096, the closed
+        log[(e^{(1+t)a} + e^{−ta})/(1 + e^a)] (from the two-atom loss law). For Δ > 4096, the closed
         form log[P₀e^{−taΔ} + P_Δe^{taΔ} + tanh(a/2)e^{−aΔ(1+t)}Σ_{k=1}^{Δ−1}e^{ka(1+2t)}]
         with the geometric sum in closed form (less accurate as t → 0)."""
         t = np.asarray(t, dtype=float)
@@ -462,7 +462,7 @@ class DiscreteLaplace(AdditiveNoise):
     in use (add/remove by default, or replace-one). The pair is (Δ + Y, Y); its loss
     a(|x| − |x − Δ|) takes the Δ + 1 values a(2k − Δ), so the mechanism is (aΔ)-DP.
     For Δ = 1 the PLD is two atoms, +a with mass e^a/(1+e^a) and −a with 1/(1+e^a), and
-    D_α = log[(e^{αa} + e^{(1−α)a})/(1 + e^a)]/(α − 1) (REFERENCE §4); general Δ by the
+    D_α = log[(e^{αa} + e^{(1−α)a})/(1 + e^a)]/(α − 1) (from the two-atom loss law); general Δ by the
     exact geometric sums of ``DiscreteLaplacePair``.
     """
 

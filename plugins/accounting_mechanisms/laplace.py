@@ -3,11 +3,11 @@
 M(D) = f(D) + Lap(0, b), sensitivity Δ (ℓ1). With e = Δ/b the loss lies in [−e, e]
 and the pair (Lap(Δ, b), Lap(0, b)) is symmetric.
 
-* profile (REFERENCE §4): δ(ε) = 1 − exp((ε − e)/2) for |ε| ≤ e, 0 above, 1 − e^ε below;
+* profile (from the loss law L = (|x − Δ| − |x|)/b): δ(ε) = 1 − exp((ε − e)/2) for |ε| ≤ e, 0 above, 1 − e^ε below;
 * RDP (Mironov 2017, Table II), in the stable form
   D_α = e + log1p((α − 1)·expm1(e(1 − 2α))/(2α − 1))/(α − 1);
 * ρ* = e + e^{−e} − 1, the KL divergence: the sup of K(t)/(t(t+1)) sits at t → 0
-  (unifying-accounting paper, §6 / REFERENCE §6).
+  (unifying-accounting paper, arXiv:2610.02414, §6).
 """
 
 from __future__ import annotations

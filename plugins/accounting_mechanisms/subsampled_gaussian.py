@@ -3,7 +3,7 @@
 Each record is included independently with probability q, then Gaussian noise of
 standard deviation σ is added to a sum of sensitivity Δ (DP-SGD: σ = noise multiplier
 × clipping norm, Δ = clipping norm). Under add/remove neighbouring the dominating
-pair is P = (1 − q)N(0, σ²) + qN(Δ, σ²), Q = N(0, σ²) (REFERENCE §2): its forward
+pair is P = (1 − q)N(0, σ²) + qN(Δ, σ²), Q = N(0, σ²) (Mironov, Talwar, Zhang 2019, arXiv:1908.10530, §3): its forward
 direction P‖Q is *remove*, its backward direction Q‖P is *add*.
 
 * profiles: with δ_G the profile of μ-GDP, μ = Δ/σ (Balle, Barthe, Gaboardi 2018,

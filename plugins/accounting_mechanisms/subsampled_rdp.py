@@ -1,6 +1,6 @@
 """Rényi curves of a subsampled pair from the base pair's own primitives.
 
-The subsampled pair is (P, Q) = ((1 − q)Q₀ + qP₀, Q₀) (REFERENCE §2). With the
+The subsampled pair is (P, Q) = ((1 − q)Q₀ + qP₀, Q₀) (Mironov, Talwar, Zhang 2019, arXiv:1908.10530, §3). With the
 likelihood ratio X = dP₀/dQ₀ and Y = 1 − q + qX = dP/dQ, both directions are
 expectations under Q₀ of a power of Y:
 

@@ -2,7 +2,7 @@
 
 Each record enters the batch independently with probability q, then the base
 mechanism runs. Under add/remove neighbouring, with (P₀, Q₀) the base pair, the
-dominating pair is P = (1 − q)Q₀ + qP₀, Q = Q₀ (REFERENCE §2; Zhu, Dong, Wang 2022,
+dominating pair is P = (1 − q)Q₀ + qP₀, Q = Q₀ (Zhu, Dong, Wang 2022,
 Prop. 30): the forward direction P‖Q is *remove*, the backward Q‖P is *add*. Both
 profiles follow exactly from the base's (Balle, Barthe, Gaboardi 2018, Thm 8,
 written out per direction by taking sup_S of the mixture):

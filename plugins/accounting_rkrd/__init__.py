@@ -2,8 +2,8 @@
 
 Audits a black-box mechanism from samples of its outputs on two neighbouring
 datasets, with the regularized kernel Rényi divergence between covariance operators
-(paper 000, "Auditing differential privacy in high dimensions with the kernel quantum
-Rényi divergence"; REFERENCE §7; docs/auditing.md):
+(arXiv:2205.13941, "Auditing differential privacy in high dimensions with the kernel quantum
+Rényi divergence", arXiv:2205.13941; docs/auditing.md):
 
 * ``rkrd``, ``rkrd_sweep``: the estimator D̂_{α,λ} (n × n form, symmetric eigensolvers);
 * ``rkrdp_threshold``, ``rkrdp_test``, ``dp_lambda``: the finite-sample RKRDP test and

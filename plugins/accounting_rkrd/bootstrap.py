@@ -9,7 +9,7 @@ D̂_{α,λ} with the same bandwidth rule, and report
     p = (1 + #{b : D̂_b >= D̂_obs})/(B + 1),
 
 which satisfies P(p <= u) <= u for every u under the null "the mechanism equals the
-reference" (the observed and bootstrap statistics are exchangeable; REFERENCE §7).
+reference" (the observed and bootstrap statistics are exchangeable; arXiv:2205.13941).
 This tests the whole mechanism, not a privacy bound: it rejects a mechanism whose
 outputs separate more than the claimed one's would.
 

@@ -1,17 +1,17 @@
 """The regularized kernel Rényi divergence (RKRD) between empirical covariance operators.
 
 For a kernel with k(x, x) = 1, feature map φ and Σ_p = E_p[φ(X)φ(X)*], the RKRD of
-order α > 1 and regularization λ > 0 is (paper 000, §2, quantum Rényi divergence of
+order α > 1 and regularization λ > 0 is (arXiv:2205.13941, §2, quantum Rényi divergence of
 Müller-Lennert et al. 2013 with B = Σ_q + λI)
 
     D_{α,λ}(Σ_p‖Σ_q) = 1/(α−1) · log tr[(B^s Σ_p B^s)^α],   s = (1 − α)/(2α),
 
 and at α → 1 the regularized kernel KL divergence tr[Σ_p(log Σ_p − log B)]. The
 estimator D̂ plugs in the empirical operators Σ̂_p = Σ_i w_i φ(x_i)φ(x_i)* and
-Σ̂_q = Σ_j v_j φ(y_j)φ(y_j)* (weights 1/n for samples; paper 000, §4, Prop. 7 gives
+Σ̂_q = Σ_j v_j φ(y_j)φ(y_j)* (weights 1/n for samples; arXiv:2205.13941, §4, Prop. 7 gives
 the 2n × 2n Gram form).
 
-The n × n form (REFERENCE §7). The non-zero eigenvalues of B^s A B^s are those of
+The n × n form (Domingo-Enrich and Mroueh 2022, arXiv:2205.13941). The non-zero eigenvalues of B^s A B^s are those of
 M = D_x^{1/2} Φ_x* B^{2s} Φ_x D_x^{1/2}. With K̃_y = D_y^{1/2} K_yy D_y^{1/2} = V diag(Λ) Vᵀ,
 the eigenvectors of Σ̂_q are u_j = Φ_y D_y^{1/2} v_j/√Λ_j with eigenvalues Λ_j, so with
 e = 2s = (1 − α)/α
@@ -176,7 +176,7 @@ def rkrd_direct(kxx: Any, kxy: Any, kyy: Any, alpha: float, lam: float, *,
 
     In the span of all features, with the joint Gram matrix K = R² (R = K^{1/2}),
     Σ̂_p ≅ R diag(w, 0) R and Σ̂_q + λI ≅ R diag(0, v) R + λI =: B̃; then
-    D = 1/(α−1)·log tr[(B̃^s Ã B̃^s)^α] (paper 000, Prop. 7). Three symmetric
+    D = 1/(α−1)·log tr[(B̃^s Ã B̃^s)^α] (arXiv:2205.13941, Prop. 7). Three symmetric
     eigendecompositions of the joint size: several times slower than ``rkrd_from_grams``.
     """
     kxx, kxy, kyy = _check_grams(kxx, kxy, kyy)

@@ -1,4 +1,4 @@
-"""The reference experiment of the RKRD paper (paper 000, §6 and App. E; REFERENCE §7).
+"""The reference experiment of the RKRD paper (Domingo-Enrich and Mroueh 2022, arXiv:2205.13941, §6 and App. E).
 
 The Gaussian mechanism in d = 30 with ‖f(D) − f(D′)‖ = Δ ∈ {0, 10}; for Δ = 10, σ is
 the smallest noise for which (ε, δ)-DP holds by the analytic Gaussian of Balle & Wang

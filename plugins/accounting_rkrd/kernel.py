@@ -1,9 +1,9 @@
 """The RBF kernel on samples: checked inputs, squared distances, bandwidth, Gram matrices.
 
 k(x, y) = exp(−‖x − y‖²/h²), so k(x, x) = 1 as the kernel Rényi divergence requires
-(paper 000, §2: tr Σ_p = 1). The bandwidth h is given, or chosen by the median
+(arXiv:2205.13941, §2: tr Σ_p = 1). The bandwidth h is given, or chosen by the median
 heuristic over the cross distances ‖x_i − y_j‖, the rule of the paper's experiments
-(REFERENCE §7). Distances come from ‖x‖² + ‖y‖² − 2⟨x, y⟩ on centred data, so no
+(Domingo-Enrich and Mroueh 2022, arXiv:2205.13941). Distances come from ‖x‖² + ‖y‖² − 2⟨x, y⟩ on centred data, so no
 n × n × d temporary is built.
 """
 

@@ -6,7 +6,7 @@ test S_τ = {s > τ}, with FPR = Q(S_τ) and FNR = P(S_τ^c), this gives
 
     ε >= log((1 − δ − FNR)/FPR)   and   ε >= log((1 − δ − FPR)/FNR).
 
-Procedure (REFERENCE §7): split each sample in two at random, a first part (a third
+Procedure (after Domingo-Enrich and Mroueh 2022, arXiv:2205.13941): split each sample in two at random, a first part (a third
 by default: more held-out counts buy more than a sharper witness at n = 600) and a
 second part. On the first parts, learn the score: the kernel mean-difference witness
 s(z) = mean_i k(z, x_i) − mean_j k(z, y_j) (RBF, median-heuristic bandwidth of the

@@ -1,4 +1,4 @@
-"""D̂_{α,λ} against λ for several α, with the ε and λ₀ = δe^{−ε} lines (paper 000, Fig. 1).
+"""D̂_{α,λ} against λ for several α, with the ε and λ₀ = δe^{−ε} lines (arXiv:2205.13941, Fig. 1).
 
 matplotlib is the optional ``plot`` extra, imported only when a plot is drawn.
 """

@@ -1,13 +1,13 @@
 """A rigorous finite-sample threshold for the (α, λ, ε₀)-RKRDP test, and the λ of (ε, δ)-DP.
 
-Null hypothesis: D_{α,λ}(Σ_p‖Σ_q) ≤ ε₀ (RKRDP, paper 000, §3). With γ = (α − 1)/α,
+Null hypothesis: D_{α,λ}(Σ_p‖Σ_q) ≤ ε₀ (RKRDP, arXiv:2205.13941, §3). With γ = (α − 1)/α,
 α ≥ 2, n_p samples of p and n_q of q (independent), reject when D̂_{α,λ} exceeds
 
     τ = ε₀ + log(1/(1−η)) + (1/γ)·log(1 + (1−η)^γ λ^{−γ} r e^{−γε₀}),
     r = (1 + √log(2/x₀))/√n_p,
     β = log(8(1 + 1/λ)/x₀),   η = β/(3n_q) + √(β²/(9n_q²) + 2β/(n_q λ)),
 
-a test of level x₀ for every p, q (REFERENCE §7; derivation in docs/auditing.md). It
+a test of level x₀ for every p, q (Domingo-Enrich and Mroueh 2022, arXiv:2205.13941, §5; derivation in docs/auditing.md). It
 needs η < 1; otherwise no finite threshold follows and the test is vacuous (never
 rejects). In brief, with B = Σ_q + λ, B̂ = Σ̂_q + λ and e^{γD} = ‖A^{1/2}B^{−γ}A^{1/2}‖_α:
 
@@ -21,7 +21,7 @@ rejects). In brief, with B = Σ_q + λ, B̂ = Σ̂_q + λ and e^{γD} = ‖A^{1/
   differences ‖φφ* − φ'φ'*‖_HS/n_p ≤ √2/n_p);
 * ‖B̂^{s}(Σ̂_p − Σ_p)B̂^{s}‖_α ≤ λ^{−γ}‖Σ̂_p − Σ_p‖_HS since ‖·‖_α ≤ ‖·‖_2 for α ≥ 2.
 
-(ε, δ)-DP implies (α, λ₀, ε)-RKRDP for every α > 1 at λ₀ = δe^{−ε} (paper 000,
+(ε, δ)-DP implies (α, λ₀, ε)-RKRDP for every α > 1 at λ₀ = δe^{−ε} (arXiv:2205.13941,
 Prop. 9), so the same test at λ₀ audits an (ε, δ) claim.
 """
 
@@ -103,7 +103,7 @@ def rkrdp_test(x: Any, y: Any, *, alpha: float, lam: float, epsilon0: float,
 
 
 def dp_lambda(epsilon: float, delta: float) -> float:
-    """λ₀ = δe^{−ε}: (ε, δ)-DP implies D_{α,λ₀} <= ε for all α > 1 (paper 000, Prop. 9)."""
+    """λ₀ = δe^{−ε}: (ε, δ)-DP implies D_{α,λ₀} <= ε for all α > 1 (arXiv:2205.13941, Prop. 9)."""
     epsilon = check_real("epsilon", epsilon, lo=0.0)
     delta = check_probability("delta", delta)
     return delta * math.exp(-epsilon)

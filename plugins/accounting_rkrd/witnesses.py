@@ -10,7 +10,7 @@ never touches the counted samples. Families:
   mean-difference direction ⟨z, x̄ − ȳ⟩ (fitted);
 * ``kernel``: the kernel mean-difference witness s(z) = mean_i k(z, x_i) −
   mean_j k(z, y_j) with the RBF kernel exp(−‖u − v‖²/h²) on a grid of bandwidths
-  h = c·h_med (paper 000's witness; out-of-sample scores by leave-one-out), h_med the
+  h = c·h_med (the RKRD paper's witness (arXiv:2205.13941); out-of-sample scores by leave-one-out), h_med the
   median of the non-zero cross distances (kernel families are dropped when all
   training points coincide);
 * ``likelihood_ratio``: the regularized least-squares estimate of dP/dQ in the RKHS,
