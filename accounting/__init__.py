@@ -33,12 +33,9 @@ __version__ = "0.1.0"
 def mechanism(name: str, **params):
     """An instance of the registered mechanism ``name`` with ``params``; a keyword the
     mechanism does not take is a TypeError naming it and the ones it does take."""
+    from .validation import check_options
     cls = default_registry().mechanism(name)
-    unknown = sorted(set(params) - set(cls.parameters()))
-    if unknown:
-        raise TypeError(f"mechanism {name!r} got unexpected parameter(s) "
-                        f"{', '.join(map(repr, unknown))}; its parameters: "
-                        f"{', '.join(cls.parameters())}")
+    check_options(f"mechanism {name!r}", params, cls.parameters())
     return cls(**params)
 
 

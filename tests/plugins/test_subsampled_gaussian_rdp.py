@@ -36,17 +36,24 @@ def _load_module():
 sgm = _load_module()
 
 
+def _mp_integrand(q: float, sigma: float, lam: float):
+    """x ↦ N(0, σ²) density · r(x)^lam, r = (1 − q) + q e^{(2x − 1)/(2σ²)}, at the
+    caller's mpmath precision: A_lam is its integral."""
+    q_, s, lam_ = mp.mpf(q), mp.mpf(sigma), mp.mpf(lam)
+    c = -mp.log(s * mp.sqrt(2 * mp.pi))
+    two_s2 = 2 * s * s
+
+    def integrand(x):
+        ratio = (1 - q_) + q_ * mp.exp((2 * x - 1) / two_s2)
+        return mp.exp(c - x * x / two_s2 + lam_ * mp.log(ratio))
+    return integrand
+
+
 @functools.lru_cache(maxsize=None)
 def mp_log_a(q: float, sigma: float, lam: float) -> mp.mpf:
     """log A_lam by mpmath quadrature of the raw integrand at 30 digits."""
     with mp.workdps(30):
-        q_, s, lam_ = mp.mpf(q), mp.mpf(sigma), mp.mpf(lam)
-        c = -mp.log(s * mp.sqrt(2 * mp.pi))
-        two_s2 = 2 * s * s
-
-        def integrand(x):
-            ratio = (1 - q_) + q_ * mp.exp((2 * x - 1) / two_s2)
-            return mp.exp(c - x * x / two_s2 + lam_ * mp.log(ratio))
+        integrand = _mp_integrand(q, sigma, lam)
 
         # The mass sits around 0..1 and around lam; split there so that every
         # piece is a smooth bump or a monotone tail.  Capping the degree halves
@@ -293,13 +300,7 @@ def mp_k_precise(q: float, sigma: float, lam: float) -> mp.mpf:
     """log A_lam at 40 digits, the Gauss-Legendre degree left to mpmath (error far
     below the narrowest bracket tested, ~1e-14 relative)."""
     with mp.workdps(40):
-        q_, s, lam_ = mp.mpf(q), mp.mpf(sigma), mp.mpf(lam)
-        c = -mp.log(s * mp.sqrt(2 * mp.pi))
-        two_s2 = 2 * s * s
-
-        def integrand(x):
-            ratio = (1 - q_) + q_ * mp.exp((2 * x - 1) / two_s2)
-            return mp.exp(c - x * x / two_s2 + lam_ * mp.log(ratio))
+        integrand = _mp_integrand(q, sigma, lam)
 
         # the bulk: around 0..1 and lam (remove), or left of 0 down to where the
         # negative order's weight (1 - q)^lam takes over (add)
