@@ -6,34 +6,39 @@ bound, composition, and an accountant. Mechanisms, converters and auditors come
 from plugins (pluggy, entry-point group ``accounting``).
 """
 
-from .accountant import ACCOUNTANTS, Accountant
-from .additive import AdditiveNoise
-from .calibrate import Calibration, Term, calibrate, calibrate_dpsgd, calibrate_workload
-from .compose import ComposedPair, compose
-from .convert import Converter, convert
-from .curve import Curve, Exactness, Provenance
-from .direction import Bound, Direction
-from .gap import (AllocationGap, CompositionGap, InformationGap, LocalExpansion, LossCumulants,
-                  allocation_gap, calibrated_family, composition_gap, information_gap,
-                  loss_cumulants)
-from .hookspecs import hookimpl
-from .loss import LossPMF
-from .mechanism import Mechanism, Neighbouring
-from .pair import LawPair, Pair, discrete_pair
-from .plugins import PluginError, Registry, default_registry, make_registry
-from .pld import PLD
-from .profile import PrivacyProfile
-from .rdp import RDP
-from .tradeoff import TradeOff
-from .zcdp import ZCDP
+__version__ = "0.2.0.dev0"
 
-__version__ = "0.1.0"
+from accounting.accountant import ACCOUNTANTS, Accountant
+from accounting.analysis.calibration import (Calibration, Term, calibrate, calibrate_dpsgd,
+                                             calibrate_workload)
+from accounting.analysis.gap import (AllocationGap, CompositionGap, InformationGap,
+                                     LocalExpansion, LossCumulants, allocation_gap,
+                                     calibrated_family, composition_gap, information_gap,
+                                     loss_cumulants)
+from accounting.composition import ComposedPair, compose
+from accounting.conversion.graph import Converter, convert
+from accounting.curves.curve import Curve, Provenance
+from accounting.curves.pld import PLD
+from accounting.curves.profile import PrivacyProfile
+from accounting.curves.rdp import RDP
+from accounting.curves.tradeoff import TradeOff
+from accounting.curves.zcdp import ZCDP
+from accounting.deprecated import install as _install_aliases
+from accounting.numerics.loss import LossPMF
+from accounting.pairs.additive import AdditiveNoise
+from accounting.pairs.mechanism import Mechanism, Neighbouring
+from accounting.pairs.pair import LawPair, Pair, discrete_pair
+from accounting.registry.hookspecs import hookimpl
+from accounting.registry.registry import PluginError, Registry, default_registry, make_registry
+from accounting.vocabulary import Bound, Direction, Exactness
+
+_install_aliases()
 
 
 def mechanism(name: str, **params):
     """An instance of the registered mechanism ``name`` with ``params``; a keyword the
     mechanism does not take is a TypeError naming it and the ones it does take."""
-    from .validation import check_options
+    from accounting.validation import check_options
     cls = default_registry().mechanism(name)
     check_options(f"mechanism {name!r}", params, cls.parameters())
     return cls(**params)

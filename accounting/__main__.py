@@ -1,5 +1,5 @@
-"""``python -m accounting``: the command line (see ``accounting.cli``)."""
+"""``python -m accounting``: the command line (see ``accounting.cli.app``)."""
 
-from .cli import main
+from accounting.cli import main
 
 raise SystemExit(main())

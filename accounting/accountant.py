@@ -28,16 +28,16 @@ from typing import Any, Callable, Optional
 import attrs
 import numpy as np
 
-from .compose import ComposedPair, check_grid_size
-from .conversions import GRID_OPTIONS, check_options as check_grid_options
-from .mechanism import Mechanism
-from .pair import Pair
-from .pld import DEFAULT_STEP, MIN_STEP, PLD, check_step
-from .profile import PrivacyProfile
-from .rdp import RDP
-from .tradeoff import TradeOff
-from .validation import check_count, check_options, check_real
-from .zcdp import ZCDP
+from accounting.composition import ComposedPair, check_grid_size
+from accounting.conversion.converters import GRID_OPTIONS, check_options as check_grid_options
+from accounting.pairs.mechanism import Mechanism
+from accounting.pairs.pair import Pair
+from accounting.curves.pld import DEFAULT_STEP, MIN_STEP, PLD, check_step
+from accounting.curves.profile import PrivacyProfile
+from accounting.curves.rdp import RDP
+from accounting.curves.tradeoff import TradeOff
+from accounting.validation import check_count, check_options, check_real
+from accounting.curves.zcdp import ZCDP
 
 __all__ = ["Accountant", "ACCOUNTANTS", "MIN_STEP", "CURVE_OPTIONS"]
 

@@ -3,7 +3,7 @@
 matplotlib is imported inside each function, so ``import accounting.plot`` works
 without it and a call says which extra to install. Every function draws on ``ax``
 (a new figure when ``None``) and returns the Axes; the numbers come from
-``accounting.gap`` (see that module for formulas and sources: Su, Yang, Su, Wang,
+``accounting.analysis.gap`` (see that module for formulas and sources: Su, Yang, Su, Wang,
 "Unifying privacy accounting", arXiv:2610.02414v1, §3–§4).
 """
 
@@ -13,8 +13,8 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from .gap import InformationGap, PairLike, allocation_gap, information_gap
-from .validation import check_array
+from accounting.analysis.gap import InformationGap, PairLike, allocation_gap, information_gap
+from accounting.validation import check_array
 
 __all__ = ["plot_gap", "plot_gap_vs_shift", "plot_gap_vs_parameter", "plot_allocation"]
 

@@ -4,7 +4,7 @@ The ACS-sized workload study of the unifying-accounting paper (002, §5.1, Fig. 
 §D.3): a workload of d independent queries, each released with centred additive
 noise of one family, calibrated to (ε, δ) = (3, 1e-5) once from the composed exact
 Rényi curve and once from the composed zCDP parameter ρ* (both through the same
-RDP → (ε, δ) conversion, see ``accounting.calibrate``). Per-query MSE is the noise
+RDP → (ε, δ) conversion, see ``accounting.analysis.calibration``). Per-query MSE is the noise
 variance, and the paper reports the variance ratio RDP/zCDP: 1 for Gaussian noise
 (its Rényi curve *is* its zCDP envelope), 0.989–0.997 for Laplace, 0.552–0.557 for its
 Gaussian mixture, over d = 5·(complete counties of a state) ∈ [330, 1060] for the 20
@@ -21,7 +21,7 @@ variance 1/I per query.
 Noise variance (``noise_variance``): the mechanism's own ``variance()`` or ``std()``
 if it has one, else quadrature of its noise log-density (``log_density`` of an
 ``AdditiveNoise``): log-space Gauss–Legendre panels around the peak of x²·f(x)
-(``accounting.additive.log_integral``), about the mean, with the mean and 0 as panel
+(``accounting.pairs.additive.log_integral``), about the mean, with the mean and 0 as panel
 edges (where densities such as Laplace have their kink); a sum on ℤ for integer
 noise.
 """
@@ -34,11 +34,11 @@ from typing import Optional, Sequence
 import attrs
 import numpy as np
 
-from .additive import AdditiveNoise, support_extent, log_integral
-from .calibrate import DEFAULT_RTOL, Calibration, Term, calibrate_workload
-from .mechanism import Mechanism
-from .plugins import default_registry
-from .validation import check_count, check_positive, check_probability
+from accounting.pairs.additive import AdditiveNoise, support_extent, log_integral
+from accounting.analysis.calibration import DEFAULT_RTOL, Calibration, Term, calibrate_workload
+from accounting.pairs.mechanism import Mechanism
+from accounting.registry.registry import default_registry
+from accounting.validation import check_count, check_positive, check_probability
 
 __all__ = ["noise_variance", "paper_mixture", "STUDY_FAMILIES", "ACS_DS", "ACS_TARGET",
            "VarianceComparison", "compare_variance", "variance_table"]

@@ -36,13 +36,13 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from .curve import Exactness
-from .mechanism import Mechanism
-from .pld import PLD
-from .profile import PrivacyProfile
-from .rdp import RDP
-from .tradeoff import TradeOff
-from .zcdp import ZCDP
+from accounting.curves.curve import Exactness
+from accounting.pairs.mechanism import Mechanism
+from accounting.curves.pld import PLD
+from accounting.curves.profile import PrivacyProfile
+from accounting.curves.rdp import RDP
+from accounting.curves.tradeoff import TradeOff
+from accounting.curves.zcdp import ZCDP
 
 __all__ = ["MechanismContract"]
 

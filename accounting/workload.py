@@ -40,11 +40,11 @@ from typing import Any, Mapping, Optional, Sequence
 import attrs
 import numpy as np
 
-from .accountant import ACCOUNTANTS, Accountant
-from .mechanism import Mechanism, Neighbouring, as_neighbouring
-from .pld import DEFAULT_STEP
-from .plugins import Registry, default_registry
-from .validation import check_array, check_positive
+from accounting.accountant import ACCOUNTANTS, Accountant
+from accounting.pairs.mechanism import Mechanism, Neighbouring, as_neighbouring
+from accounting.curves.pld import DEFAULT_STEP
+from accounting.registry.registry import Registry, default_registry
+from accounting.validation import check_array, check_positive
 
 __all__ = [
     "Workload", "Use", "WorkloadError", "load_workload", "parse_workload", "workload_from_dict",

@@ -2,7 +2,7 @@
 
     python docs/make_figures.py
 
-Each figure is a PNG under 150 KB; the numbers come from ``accounting.gap``.
+Each figure is a PNG under 150 KB; the numbers come from ``accounting.analysis.gap``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import accounting  # noqa: E402
-from accounting.gap import calibrated_family, information_gap  # noqa: E402
+from accounting.analysis.gap import calibrated_family, information_gap  # noqa: E402
 from accounting.plot import (  # noqa: E402
     plot_allocation,
     plot_gap,

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from accounting.cli import main
+from accounting.cli.app import main
 
 #: seconds any single in-process case may take
 CASE_SECONDS = 30

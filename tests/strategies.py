@@ -17,7 +17,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import accounting
-from accounting.mechanism import Mechanism, Neighbouring, Range
+from accounting.pairs.mechanism import Mechanism, Neighbouring, Range
 from accounting.validation import MAX_COUNT
 
 #: component counts of drawn mixtures

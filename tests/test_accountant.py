@@ -119,7 +119,7 @@ import time  # noqa: E402
 import tracemalloc  # noqa: E402
 
 from accounting.accountant import MIN_STEP  # noqa: E402
-from accounting.loss import MAX_GRID_POINTS  # noqa: E402
+from accounting.numerics.loss import MAX_GRID_POINTS  # noqa: E402
 
 
 @pytest.mark.parametrize("call,keyword,allowed", [

@@ -1,4 +1,4 @@
-"""Bad TOML workload files through ``accounting.cli.main``: each exits 2 with exactly
+"""Bad TOML workload files through ``accounting.cli.app``: each exits 2 with exactly
 one stderr line ``accounting: error: …`` naming the file and the problem, nothing on
 stdout, no traceback, and fast (an alarm fails a case that hangs: /dev/zero, a FIFO).
 """

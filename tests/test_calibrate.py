@@ -1,4 +1,4 @@
-"""Calibration (``accounting.calibrate``) and the ACS variance study (``accounting.study``).
+"""Calibration (``accounting.analysis.calibration``) and the ACS variance study (``accounting.study``).
 
 Reference values: closed forms of ``closed_forms`` (analytic Gaussian, the improved RDP
 conversion and the CKS zCDP conversion, minimised independently of the library), a
@@ -19,7 +19,7 @@ from scipy.stats import norm
 
 import accounting
 from accounting import Accountant
-from accounting.calibrate import (
+from accounting.analysis.calibration import (
     Calibration,
     Term,
     calibrate,

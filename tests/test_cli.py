@@ -1,4 +1,4 @@
-"""The command line (``accounting.cli``) and workload files (``accounting.workload``).
+"""The command line (``accounting.cli.app``) and workload files (``accounting.workload``).
 
 Most tests call ``main([...])`` in-process; a few run ``python -m accounting.cli`` in
 a subprocess to check the real exit status and stderr. Every numerical check uses
@@ -20,8 +20,8 @@ from scipy.optimize import minimize_scalar
 
 import accounting
 from accounting import Accountant, hookimpl, make_registry
-from accounting import cli
-from accounting.cli import main
+from accounting.cli import app as cli
+from accounting.cli.app import main
 from accounting.workload import (WorkloadError, default_workload, load_workload,
                                  parse_workload)
 
@@ -402,7 +402,7 @@ def test_bad_workload_errors_name_the_file(capsys, tmp_path):
 # ---------------------------------------------------------------- subprocess
 def _subprocess(*argv, timeout=120):
     env = dict(os.environ, PYTHONWARNINGS="ignore")
-    return subprocess.run([sys.executable, "-m", "accounting.cli", *argv], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "accounting", *argv], capture_output=True,
                           text=True, timeout=timeout, env=env)
 
 

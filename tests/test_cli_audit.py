@@ -12,9 +12,10 @@ import textwrap
 import numpy as np
 import pytest
 
-from accounting import cli, hookimpl, make_registry
-from accounting.cli import main
-from accounting.plugins import default_registry
+from accounting import hookimpl, make_registry
+from accounting.cli import app as cli
+from accounting.cli.app import main
+from accounting.registry.registry import default_registry
 
 
 def run(capsys, *argv):
@@ -153,7 +154,7 @@ def test_audit_bad_delta_and_missing_epsilon(capsys, npy):
 
 
 def test_audit_subprocess_exit_status(npy):
-    proc = subprocess.run([sys.executable, "-m", "accounting.cli", "audit", "--x",
+    proc = subprocess.run([sys.executable, "-m", "accounting", "audit", "--x",
                            str(npy["nan"]), "--y", str(npy["y"]), "--epsilon", "1",
                            "--delta", "0.01"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2

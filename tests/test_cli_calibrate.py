@@ -1,4 +1,4 @@
-"""``accounting calibrate`` (``accounting.cli``): text and JSON output, the DP-SGD form,
+"""``accounting calibrate`` (``accounting.cli.app``): text and JSON output, the DP-SGD form,
 and bad input as one line on stderr with exit status 2.
 
 Numbers are checked against the library's calibration and against closed forms: the
@@ -17,8 +17,8 @@ from closed_forms import cks_zcdp_epsilon
 
 import accounting
 from accounting import Accountant
-from accounting.calibrate import calibrate, calibrate_dpsgd
-from accounting.cli import main
+from accounting.analysis.calibration import calibrate, calibrate_dpsgd
+from accounting.cli.app import main
 
 
 def run(capsys, *argv):
@@ -134,7 +134,7 @@ def test_bad_input_is_one_line_exit_2(capsys, argv, message):
 
 
 def test_subprocess_exit_status():
-    proc = subprocess.run([sys.executable, "-m", "accounting.cli", "calibrate", "laplace",
+    proc = subprocess.run([sys.executable, "-m", "accounting", "calibrate", "laplace",
                            "--solve", "b", "--epsilon", "0", "--delta", "1e-5"],
                           check=False, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import accounting
-from accounting.cli import main
+from accounting.cli.app import main
 
 FLOAT = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf)"
 
@@ -112,7 +112,7 @@ def test_gap_bad_input_one_line_exit_2(capsys, argv, message):
 
 
 def test_gap_subprocess_exit_status():
-    proc = subprocess.run([sys.executable, "-m", "accounting.cli", "gap", "laplace", "--b", "-1"],
+    proc = subprocess.run([sys.executable, "-m", "accounting", "gap", "laplace", "--b", "-1"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
@@ -124,7 +124,7 @@ def test_gap_subprocess_exit_status():
 def test_gap_huge_orders_are_refused_not_nan():
     """`gap laplace --t 1e300` printed NaN; `gap subsampled_gaussian --t 1e8` tried to
     allocate gigabytes. Orders are bounded by T_MAX = 1e6."""
-    from accounting.gap import T_MAX, information_gap
+    from accounting.analysis.gap import T_MAX, information_gap
     assert T_MAX == 1e6
     with pytest.raises(ValueError, match=r"t must be in \(0, 1e\+06\], got 1e\+300"):
         information_gap(accounting.mechanism("laplace", b=1.0), [1e300])
@@ -134,7 +134,7 @@ def test_gap_at_the_largest_order_is_finite_and_exact():
     """At t = 1e6 the Laplace gap is finite, with Γ(t)/t = ρ*(1 + t) − K(t)/t and the
     relative gap 1 − K/(ρ*t(t+1)), where ρ* is the KL divergence (the sup is the
     t → 0 end): Δ/b − 1 + e^{−Δ/b} = e^{−1} for b = Δ = 1."""
-    from accounting.gap import information_gap
+    from accounting.analysis.gap import information_gap
     res = information_gap(accounting.mechanism("laplace", b=1.0), [1.0, 1e6])
     assert np.all(np.isfinite(res.gap)) and np.all(np.isfinite(res.relative_gap))
     rho = np.exp(-1.0)

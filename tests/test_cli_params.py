@@ -10,7 +10,7 @@ import pytest
 
 import accounting
 from accounting import Accountant
-from accounting.cli import main
+from accounting.cli.app import main
 from accounting.workload import parse_workload
 from accounting_mechanisms.subsampling import PoissonSubsampled, SampledWithoutReplacement
 

@@ -9,8 +9,8 @@ import pytest
 import accounting
 from accounting import (PLD, RDP, ZCDP, Converter, Exactness, PrivacyProfile, Provenance, TradeOff,
                         convert, hookimpl, make_registry)
-from accounting.convert import find_path
-from accounting.plugins import Registry
+from accounting.conversion.graph import find_path
+from accounting.registry.registry import Registry
 
 from closed_forms import (bun_steinke_epsilon, cks_zcdp_epsilon, discrete_delta, gaussian_delta,
                           gaussian_epsilon)
@@ -202,7 +202,7 @@ def test_a_plugin_converter_is_used_when_asked_and_checked(gaussian1):
         @hookimpl
         def accounting_register_converters(register):
             register(ZCDP, PrivacyProfile,
-                     lambda z, **_: PrivacyProfile(accounting.profile.FunctionSide(
+                     lambda z, **_: PrivacyProfile(accounting.curves.profile.FunctionSide(
                          lambda e, d: np.where(np.asarray(e) < 0, 1.0, 0.123))),
                      Exactness.UPPER, "zcdp→profile (test)")
             register(TradeOff, ZCDP, lambda t, **_: "not a curve", Exactness.UPPER,

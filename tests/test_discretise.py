@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from accounting.discretise import (connect_the_dots, convex_minorant, grid_indices, grid_profile,
+from accounting.numerics.discretise import (connect_the_dots, convex_minorant, grid_indices, grid_profile,
                                    profile_support)
-from accounting.loss import MAX_GRID_POINTS
+from accounting.numerics.loss import MAX_GRID_POINTS
 
 from closed_forms import gaussian_delta, laplace_delta
 

@@ -29,9 +29,9 @@ from scipy.optimize import brentq
 import accounting
 from accounting import (PLD, RDP, Accountant, Exactness, PluginError, PrivacyProfile,
                         hookimpl, make_registry)
-from accounting.convert import check_curve
-from accounting.plugins import builtin_distributions
-from accounting.primitives import PrimitiveError, check_primitive_output, culprit
+from accounting.conversion.graph import check_curve
+from accounting.registry.registry import builtin_distributions
+from accounting.pairs.primitives import PrimitiveError, check_primitive_output, culprit
 
 from closed_forms import gaussian_delta
 
@@ -40,9 +40,9 @@ _HEADER = """\
 import attrs
 import numpy as np
 from accounting import AdditiveNoise, Exactness, Mechanism, PLD, RDP, PrivacyProfile, hookimpl
-from accounting.mechanism import positive
-from accounting.pair import Pair, discrete_pair
-from accounting.profile import FunctionSide
+from accounting.pairs.mechanism import positive
+from accounting.pairs.pair import Pair, discrete_pair
+from accounting.curves.profile import FunctionSide
 """
 
 
@@ -70,7 +70,7 @@ class Site:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(self.root), *sys.path])
         env.pop("ACCOUNTING_DEBUG", None)
-        return subprocess.run([sys.executable, "-m", "accounting.cli", *args], env=env,
+        return subprocess.run([sys.executable, "-m", "accounting", *args], env=env,
                               capture_output=True, text=True, timeout=300,
                               cwd=self.root)
 
@@ -510,7 +510,7 @@ def test_a_nan_converter_labelled_exact_never_reaches_an_answer(site, clean, mon
     assert "labelled exact returned a PrivacyProfile with δ(ε)" in err and "nan" in err
     # the RDP accountant's answer with this registry as the process's: an upper bound,
     # not NaN, above the exact value
-    monkeypatch.setattr(accounting.plugins, "default_registry", lambda: reg)
+    monkeypatch.setattr(accounting.registry.registry, "default_registry", lambda: reg)
     eps = float(Accountant(step=1e-3).compose(reg.mechanism("gaussian")(sigma=1.0), count=10)
                 .epsilon(1e-5, accountant="rdp"))
     assert np.isfinite(eps) and EXACT_G10 <= eps < EXACT_G10 + 1.5
@@ -564,14 +564,14 @@ def test_check_curve_reports_what_is_wrong():
     assert check_curve(pld, PLD) is None
     assert check_curve(pld.to(RDP), RDP) is None
     assert check_curve(prof, RDP) == "PrivacyProfile, not RDP"
-    from accounting.profile import FunctionSide
+    from accounting.curves.profile import FunctionSide
     rising = PrivacyProfile(FunctionSide(lambda e, d: np.clip(np.asarray(e) / 20 + 0.5, 0, 1)))
     assert "increases" in check_curve(rising, PrivacyProfile)
     above = PrivacyProfile(FunctionSide(lambda e, d: np.full(np.shape(e), 1.5)))
     assert "not in [0, 1]" in check_curve(above, PrivacyProfile)
     boom = PrivacyProfile(FunctionSide(lambda e, d: 1 / 0))
     assert "fails when queried (ZeroDivisionError" in check_curve(boom, PrivacyProfile)
-    from accounting.rdp import CGF
+    from accounting.curves.rdp import CGF
     falling = RDP(CGF.of(lambda t, d: np.sqrt(np.asarray(t))))     # D_α = 1/√(α−1)
     assert "decreases" in check_curve(falling, RDP)
 

@@ -22,7 +22,7 @@ from accounting import (
     information_gap,
     loss_cumulants,
 )
-from accounting.gap import LocalExpansion
+from accounting.analysis.gap import LocalExpansion
 
 
 def gaussian(sigma, s=1.0):

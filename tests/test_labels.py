@@ -21,9 +21,9 @@ import pytest
 
 import accounting
 from accounting import PLD, RDP, ZCDP, PrivacyProfile
-from accounting.calibrate import calibrate
-from accounting.cli import main
-from accounting.curve import Exactness, Provenance
+from accounting.analysis.calibration import calibrate
+from accounting.cli.app import main
+from accounting.curves.curve import Exactness, Provenance
 from accounting.testing import MechanismContract
 
 E, U, L, N = Exactness.EXACT, Exactness.UPPER, Exactness.LOWER, Exactness.NUMERICAL

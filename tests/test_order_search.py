@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
-from accounting import conversions
-from accounting.conversions import (ORDER_GRID, improved_epsilon, improved_log_delta,
+from accounting.conversion import converters as conversions
+from accounting.conversion.converters import (ORDER_GRID, improved_epsilon, improved_log_delta,
                                     rdp_delta, rdp_epsilon)
 
 

@@ -108,7 +108,7 @@ def gaussian_fft(sigma: float, k: int, step: float = STEP) -> ac.PLD:
 
 
 @functools.lru_cache(maxsize=None)
-def subsampled_accountant(q: float, sigma: float, k: int, step: float = ac.pld.DEFAULT_STEP):
+def subsampled_accountant(q: float, sigma: float, k: int, step: float = ac.curves.pld.DEFAULT_STEP):
     m = ac.mechanism("subsampled_gaussian", q=q, sigma=sigma)
     return ac.Accountant(step=step).compose(m, k)
 

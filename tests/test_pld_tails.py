@@ -20,8 +20,8 @@ from scipy.special import gammaln
 
 import accounting
 from accounting import PLD
-from accounting.compose import check_grid_size, estimate_grid_points
-from accounting.loss import MAX_GRID_POINTS, LossPMF
+from accounting.composition import check_grid_size, estimate_grid_points
+from accounting.numerics.loss import MAX_GRID_POINTS, LossPMF
 
 
 # ----------------------------------------------------------------- references

@@ -18,7 +18,7 @@ from scipy.optimize import minimize_scalar
 import accounting
 from accounting import (PLD, RDP, ZCDP, AdditiveNoise, Exactness, Mechanism, PluginError,
                         PrivacyProfile, TradeOff, default_registry, hookimpl, make_registry)
-from accounting.mechanism import positive
+from accounting.pairs.mechanism import positive
 
 from closed_forms import gaussian_beta, gaussian_delta
 

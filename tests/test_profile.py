@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from accounting import Exactness, PrivacyProfile, discrete_pair
-from accounting.profile import FunctionSide, invert_decreasing
+from accounting.curves.profile import FunctionSide, invert_decreasing
 
 from closed_forms import discrete_delta, gaussian_delta, gaussian_epsilon
 

@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings, strategies a
 
 from accounting import (PLD, RDP, ZCDP, Accountant, Direction, Exactness, PrivacyProfile,
                         TradeOff)
-from accounting.mechanism import Mechanism
+from accounting.pairs.mechanism import Mechanism
 
 from closed_forms import discrete_delta, gaussian_delta, laplace_rdp, rr_rdp
 from strategies import mechanisms, registered

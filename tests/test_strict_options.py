@@ -8,10 +8,10 @@ import pytest
 
 import accounting
 from accounting import PLD, RDP, ZCDP, PrivacyProfile, TradeOff, convert
-from accounting.conversions import GRID_OPTIONS, check_options, profile_to_pld
-from accounting.curve import Exactness, Provenance
-from accounting.loss import LossPMF
-from accounting.rdp import CGF
+from accounting.conversion.converters import GRID_OPTIONS, check_options, profile_to_pld
+from accounting.curves.curve import Exactness, Provenance
+from accounting.numerics.loss import LossPMF
+from accounting.curves.rdp import CGF
 
 KINDS = (PLD, PrivacyProfile, TradeOff, RDP, ZCDP)
 

@@ -227,7 +227,7 @@ def test_check_options():
 
 
 # ------------------------------------------------------------ declared ranges
-from accounting.mechanism import NOISE_SCALE, Range  # noqa: E402
+from accounting.pairs.mechanism import NOISE_SCALE, Range  # noqa: E402
 
 
 def test_range_bounds_and_messages():

@@ -6,7 +6,7 @@ finds the information gap of order s² for small shifts s, and up to 45% less no
 variance when calibrating against the full RDP curve rather than zCDP.
 
 One component is the Gaussian pair in closed form; more use the generic numerics of
-``accounting.additive`` on the noise centred at its mean (the pair (Δ + Z, Z) does
+``accounting.pairs.additive`` on the noise centred at its mean (the pair (Δ + Z, Z) does
 not depend on where Z is centred, and the numerics place their grid around 0).
 """
 
@@ -19,10 +19,10 @@ from typing import Any, Optional
 import attrs
 import numpy as np
 
-from accounting.additive import AdditiveNoise, continuous_noise_pair
-from accounting.hookspecs import hookimpl
-from accounting.mechanism import Range, in_range
-from accounting.pair import LawPair, Pair
+from accounting.pairs.additive import AdditiveNoise, continuous_noise_pair
+from accounting.registry.hookspecs import hookimpl
+from accounting.pairs.mechanism import Range, in_range
+from accounting.pairs.pair import LawPair, Pair
 
 from .gaussian import GaussianPair
 
@@ -89,7 +89,7 @@ class GaussianMixture(AdditiveNoise):
     about a point; otherwise they differ and every query reports each or their max.
 
     Accuracy. One component: the Gaussian plugin's closed forms (exact). Several:
-    the generic numerics of ``accounting.additive`` on the centred noise — a certified
+    the generic numerics of ``accounting.pairs.additive`` on the centred noise — a certified
     bracket of PLD/profile/trade-off from cell laws on 2^14 sinh-spaced cells (gap of
     order (cell width × loss slope)²), and the Rényi curve by log-space
     Gauss–Legendre quadrature on sinh-spaced panels, ~1e−11 relative (measured

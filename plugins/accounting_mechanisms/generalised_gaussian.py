@@ -8,7 +8,7 @@ zero at β = 2, with small-shift leading term χ_β [t(t+1)]² s⁴, χ₁ = 1/1
 
 At β = 1 and β = 2 the pair is the Laplace and the Gaussian pair, and every curve
 comes from those plugins' closed forms; any other β uses the generic numerics of
-``accounting.additive`` (``generic_pair()`` gives them at every β, for checks).
+``accounting.pairs.additive`` (``generic_pair()`` gives them at every β, for checks).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import math
 import attrs
 import numpy as np
 
-from accounting.additive import AdditiveNoise, continuous_noise_pair
-from accounting.hookspecs import hookimpl
-from accounting.mechanism import Range, parameter
-from accounting.pair import Pair
+from accounting.pairs.additive import AdditiveNoise, continuous_noise_pair
+from accounting.registry.hookspecs import hookimpl
+from accounting.pairs.mechanism import Range, parameter
+from accounting.pairs.pair import Pair
 
 from .gaussian import GaussianPair
 from .laplace import LaplacePair
@@ -49,7 +49,7 @@ class GeneralisedGaussian(AdditiveNoise):
     coincide (unifying-accounting paper, Cor. A.1).
 
     Accuracy. β = 1 and β = 2: the closed forms of the Laplace and Gaussian plugins
-    (exact). Other β: the generic numerics of ``accounting.additive`` — a certified
+    (exact). Other β: the generic numerics of ``accounting.pairs.additive`` — a certified
     bracket of PLD/profile/trade-off from cell laws on 2^14 sinh-spaced cells with the
     kinks 0 and Δ as cell edges (gap of order (cell width × loss slope)²: 2.5e−4
     relative on δ(ε) for the generic pair at β = 2, σ = 1, δ > 1e−10; certified for
@@ -76,7 +76,7 @@ class GeneralisedGaussian(AdditiveNoise):
         return float(self.scale) * math.exp(0.5 * (math.lgamma(3.0 / b) - math.lgamma(1.0 / b)))
 
     def generic_pair(self) -> Pair:
-        """The pair by the generic numerics of ``accounting.additive``, at any β."""
+        """The pair by the generic numerics of ``accounting.pairs.additive``, at any β."""
         return continuous_noise_pair(self.log_density, self.sensitivity, self.noise_width(),
                                      label=self.name, symmetric=True)
 

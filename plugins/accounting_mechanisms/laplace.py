@@ -15,10 +15,10 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from accounting.additive import AdditiveNoise
-from accounting.hookspecs import hookimpl
-from accounting.mechanism import NOISE_SCALE, parameter
-from accounting.pair import Pair
+from accounting.pairs.additive import AdditiveNoise
+from accounting.registry.hookspecs import hookimpl
+from accounting.pairs.mechanism import NOISE_SCALE, parameter
+from accounting.pairs.pair import Pair
 from accounting.validation import check_positive
 
 __all__ = ["Laplace", "LaplacePair"]

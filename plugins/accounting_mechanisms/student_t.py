@@ -7,7 +7,7 @@ unifying-accounting paper (002, §4.4, Prop. 4.4) shows the small-shift quartic 
 coefficient peaks near ν ≈ 6.013 and vanishes in the Gaussian limit.
 
 No closed form: every curve comes from the generic numerics of
-``accounting.additive`` (``continuous_noise_pair``).
+``accounting.pairs.additive`` (``continuous_noise_pair``).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from accounting.additive import AdditiveNoise, continuous_noise_pair
-from accounting.hookspecs import hookimpl
-from accounting.mechanism import Range, parameter
-from accounting.pair import Pair
+from accounting.pairs.additive import AdditiveNoise, continuous_noise_pair
+from accounting.registry.hookspecs import hookimpl
+from accounting.pairs.mechanism import Range, parameter
+from accounting.pairs.pair import Pair
 
 __all__ = ["StudentT"]
 
@@ -42,7 +42,7 @@ class StudentT(AdditiveNoise):
     its backward direction Q‖P *add*. The noise is symmetric, so the two directions
     coincide (unifying-accounting paper, Cor. A.1).
 
-    Accuracy: the generic numerics of ``accounting.additive`` — a certified bracket of
+    Accuracy: the generic numerics of ``accounting.pairs.additive`` — a certified bracket of
     PLD/profile/trade-off from cell laws on 2^14 sinh-spaced cells (gap of order
     (cell width × loss slope)²; measured ≤ 3.4e-5 relative on δ(ε) for ν ∈ {1, 3, 10}),
     and the Rényi curve by log-space Gauss–Legendre quadrature on sinh-spaced panels
@@ -63,7 +63,7 @@ class StudentT(AdditiveNoise):
         return -0.5 * (self.nu + 1.0) * np.log1p((x / self.scale) ** 2 / self.nu)
 
     def generic_pair(self) -> Pair:
-        """The pair by the generic numerics of ``accounting.additive``."""
+        """The pair by the generic numerics of ``accounting.pairs.additive``."""
         return continuous_noise_pair(self.log_density, self.sensitivity, self.noise_width(),
                                      label=self.name, symmetric=True)
 

@@ -24,10 +24,10 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from accounting.curve import Exactness
-from accounting.direction import Direction
-from accounting.hookspecs import hookimpl
-from accounting.mechanism import RATE, Range, parameter
+from accounting.curves.curve import Exactness
+from accounting.vocabulary import Direction
+from accounting.registry.hookspecs import hookimpl
+from accounting.pairs.mechanism import RATE, Range, parameter
 from accounting.validation import check_positive
 
 from . import subsampled_gaussian_rdp as _rdp

@@ -43,8 +43,8 @@ from typing import Callable
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from accounting.direction import Direction
-from accounting.loss import LossPMF
+from accounting.vocabulary import Direction
+from accounting.numerics.loss import LossPMF
 
 __all__ = ["law_cgf", "remove_cgf_bound", "add_cgf_bound", "MAX_BINOMIAL_ORDER"]
 

@@ -23,12 +23,12 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from accounting.additive import log_integral
-from accounting.curve import Exactness
-from accounting.direction import Direction
-from accounting.hookspecs import hookimpl
-from accounting.mechanism import RATE, Mechanism, Neighbouring, Range, as_neighbouring, parameter
-from accounting.pair import LawPair, Pair
+from accounting.pairs.additive import log_integral
+from accounting.curves.curve import Exactness
+from accounting.vocabulary import Direction
+from accounting.registry.hookspecs import hookimpl
+from accounting.pairs.mechanism import RATE, Mechanism, Neighbouring, Range, as_neighbouring, parameter
+from accounting.pairs.pair import LawPair, Pair
 from accounting.validation import check_count, check_probability
 
 from . import subsampled_rdp as _rdp

@@ -1,7 +1,7 @@
 """The RKRD auditor: audit a privacy claim from samples, or from a black-box mechanism.
 
 This is the object the plugin registers under the name "rkrd"; it implements the
-auditor interface of ``accounting.hookspecs.accounting_register_auditors``:
+auditor interface of ``accounting.registry.hookspecs.accounting_register_auditors``:
 
 * ``audit_samples(x, y, *, epsilon, delta, seed=None, claim=None, **settings)`` with
   x ~ M(D), y ~ M(D′) of shape (n, d);

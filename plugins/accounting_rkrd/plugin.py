@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from accounting.hookspecs import hookimpl
+from accounting.registry.hookspecs import hookimpl
 
 from .auditor import DEFAULT_AUDITOR
 

@@ -11,7 +11,7 @@ import pytest
 
 import accounting
 from accounting import PLD, AdditiveNoise, hookimpl, make_registry
-from accounting.mechanism import positive
+from accounting.pairs.mechanism import positive
 from accounting.testing import MechanismContract
 
 NAN = float("nan")
@@ -96,7 +96,7 @@ def test_every_builtin_mechanism_has_a_contract_class():
     # us is not ours to cover.
     dist = importlib.metadata.packages_distributions()["accounting"][0]
     ours = {ep.module.partition(".")[0] for ep in importlib.metadata.distribution(dist).entry_points
-            if ep.group == accounting.plugins.ENTRY_POINT_GROUP}
+            if ep.group == accounting.registry.registry.ENTRY_POINT_GROUP}
     builtin = {name for name, cls in accounting.default_registry().mechanisms.items()
                if cls.__module__.partition(".")[0] in ours}
     assert builtin, "no built-in mechanism found among this distribution's entry points"

@@ -19,7 +19,7 @@ from scipy.special import logsumexp
 
 import accounting
 from accounting import PLD, RDP, ZCDP, PluginError, PrivacyProfile, TradeOff
-from accounting.additive import integer_noise_pair
+from accounting.pairs.additive import integer_noise_pair
 from accounting_mechanisms import discrete as discrete_module
 from accounting_mechanisms.discrete import (DiscreteGaussian, DiscreteGaussianPair,
                                             DiscreteLaplace, DiscreteLaplacePair)

@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 
 import accounting
 from accounting import PLD, RDP, ZCDP, Exactness, PrivacyProfile, TradeOff
-from accounting.loss import LossPMF
+from accounting.numerics.loss import LossPMF
 
 from closed_forms import gaussian_beta, gaussian_delta, gaussian_epsilon
 

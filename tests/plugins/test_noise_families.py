@@ -1,6 +1,6 @@
 """Noise families defined by a log-density: generalised Gaussian, Student-t, Gaussian mixture.
 
-The generic numerics of ``accounting.additive`` (cell laws for the PLD/profile, Rényi
+The generic numerics of ``accounting.pairs.additive`` (cell laws for the PLD/profile, Rényi
 curve by log-space quadrature) are checked against closed forms where the family has
 them (generalised Gaussian at β = 2 and β = 1 are the Gaussian and the Laplace
 mechanism) and against independent quadratures (scipy / mpmath, in this file, never

@@ -1,5 +1,5 @@
 """One way to say "which side": every public ``bound=``/``direction=`` goes through
-``accounting.direction.as_bound``/``as_direction``, which take the enum or its exact
+``accounting.vocabulary.as_bound``/``as_direction``, which take the enum or its exact
 string and refuse anything else.
 
 For every built-in mechanism (the instances of ``test_contract``'s contract classes,
@@ -19,7 +19,7 @@ from hypothesis import given, strategies as st
 import accounting
 import test_contract as contract   # same directory (pytest's rootdir-relative import)
 from accounting import PLD, RDP, ZCDP, PrivacyProfile, TradeOff
-from accounting.direction import Bound, Direction, as_bound, as_direction
+from accounting.vocabulary import Bound, Direction, as_bound, as_direction
 from accounting.testing import MechanismContract
 
 EPS = np.array([-0.5, 0.0, 0.3, 1.0, 2.5])
@@ -34,7 +34,7 @@ def _builtin_cases() -> list:
     """(name, contract class) for every mechanism of this distribution's entry points."""
     dist = importlib.metadata.packages_distributions()["accounting"][0]
     ours = {ep.module.partition(".")[0] for ep in importlib.metadata.distribution(dist).entry_points
-            if ep.group == accounting.plugins.ENTRY_POINT_GROUP}
+            if ep.group == accounting.registry.registry.ENTRY_POINT_GROUP}
     builtin = sorted(name for name, cls in accounting.default_registry().mechanisms.items()
                      if cls.__module__.partition(".")[0] in ours)
     by_name = {}

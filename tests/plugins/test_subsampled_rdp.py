@@ -11,9 +11,9 @@ import pytest
 
 import accounting
 from accounting import PLD, RDP, Accountant, PrivacyProfile
-from accounting.curve import Exactness
-from accounting.direction import Direction
-from accounting.pair import Pair, discrete_pair
+from accounting.curves.curve import Exactness
+from accounting.vocabulary import Direction
+from accounting.pairs.pair import Pair, discrete_pair
 from accounting_mechanisms import subsampled_gaussian_rdp as exact_sgm
 from accounting_mechanisms.discrete import DiscreteLaplacePair
 from accounting_mechanisms.gaussian import GaussianPair

@@ -9,8 +9,8 @@ from scipy import integrate
 
 import accounting
 from accounting import PLD, RDP, ZCDP, PrivacyProfile, TradeOff
-from accounting.additive import AdditiveNoise
-from accounting.direction import Direction
+from accounting.pairs.additive import AdditiveNoise
+from accounting.vocabulary import Direction
 from accounting_mechanisms import subsampled_gaussian_rdp as exact_sgm
 from accounting_mechanisms.gaussian import GaussianPair
 from accounting_mechanisms.subsampling import PoissonSubsampled, PoissonSubsampledPair

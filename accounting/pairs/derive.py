@@ -19,15 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from .curve import Exactness, Provenance
-from .direction import Direction
-from .pair import LawPair
-from .primitives import check_primitive_output
-from .pld import PLD
-from .profile import FunctionSide, PrivacyProfile
-from .rdp import CGF, RDP
-from .tradeoff import BetaSide, TradeOff
-from .zcdp import ZCDP
+from accounting.curves.curve import Exactness, Provenance
+from accounting.vocabulary import Direction
+from accounting.pairs.pair import LawPair
+from accounting.pairs.primitives import check_primitive_output
+from accounting.curves.pld import PLD
+from accounting.curves.profile import FunctionSide, PrivacyProfile
+from accounting.curves.rdp import CGF, RDP
+from accounting.curves.tradeoff import BetaSide, TradeOff
+from accounting.curves.zcdp import ZCDP
 
 __all__ = ["curve_of_pair"]
 
@@ -52,7 +52,7 @@ def _profile(pair, **options: Any) -> PrivacyProfile:
 
 
 def _pld(pair, **options: Any) -> PLD:
-    from .conversions import profile_to_pld
+    from accounting.conversion.converters import profile_to_pld
     pld = profile_to_pld(_profile(pair), **options)
     return PLD(pld.upper, pld.lower, provenance=_exact(f"{pair.describe()} pld"))
 
@@ -91,7 +91,7 @@ def _zcdp(pair, **options: Any) -> ZCDP:
     a closed form is exact for an exact pair (else an upper bound), an envelope is
     as good as the Rényi curve it comes from (numerical if that is), ``rho_bound``
     an upper bound."""
-    from .conversions import zcdp_envelope
+    from accounting.conversion.converters import zcdp_envelope
     base = Exactness.EXACT if pair.exact else Exactness.UPPER
     rdp = None
     rhos = []
@@ -126,7 +126,7 @@ def curve_of_pair(pair, kind: type, **options: Any):
     every kind, since the route depends on the pair, and checked up front: any other
     keyword is a TypeError naming it and the allowed ones.
     """
-    from .conversions import check_options
+    from accounting.conversion.converters import check_options
     try:
         builder = _BUILDERS[kind]
     except (KeyError, TypeError):

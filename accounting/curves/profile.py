@@ -13,10 +13,10 @@ from typing import Callable, Optional, Protocol
 import attrs
 import numpy as np
 
-from .curve import Curve, Provenance, directional_max
-from .direction import Bound, Direction
-from .loss import LossPMF
-from .validation import check_array
+from accounting.curves.curve import Curve, Provenance, directional_max
+from accounting.vocabulary import Bound, Direction
+from accounting.numerics.loss import LossPMF
+from accounting.validation import check_array
 
 __all__ = ["PrivacyProfile", "ProfileSide", "LawSide", "FunctionSide", "invert_decreasing"]
 

@@ -16,8 +16,8 @@ from typing import Any, ClassVar, Optional
 
 import attrs
 
-from .pair import Pair
-from .validation import MAX_COUNT, check_count, check_positive, check_real
+from accounting.pairs.pair import Pair
+from accounting.validation import MAX_COUNT, check_count, check_positive, check_real
 
 __all__ = ["Neighbouring", "Mechanism", "positive", "as_neighbouring", "Range", "in_range",
            "parameter", "SENSITIVITY_RANGE",

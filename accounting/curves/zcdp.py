@@ -12,9 +12,9 @@ from typing import Optional
 
 import attrs
 
-from .curve import Curve, Provenance
-from .direction import Bound, Direction, as_direction
-from .validation import check_count, check_real
+from accounting.curves.curve import Curve, Provenance
+from accounting.vocabulary import Bound, Direction, as_direction
+from accounting.validation import check_count, check_real
 
 __all__ = ["ZCDP"]
 
@@ -49,7 +49,7 @@ class ZCDP(Curve):
 
     def rdp(self, alphas, direction="max"):
         """The zCDP bound on the Rényi curve, D_α ≤ ρα."""
-        from .rdp import RDP
+        from accounting.curves.rdp import RDP
         return self.to(RDP).rdp(alphas, direction)
 
     def compose(self, other: "ZCDP") -> "ZCDP":
@@ -75,9 +75,9 @@ class ZCDP(Curve):
 
     def epsilon(self, delta, direction="max"):
         """ε(δ) by the tight CKS conversion (Canonne, Kamath, Steinke 2020, Cor. 13)."""
-        from .profile import PrivacyProfile
+        from accounting.curves.profile import PrivacyProfile
         return self.to(PrivacyProfile).epsilon(delta, direction)
 
     def delta(self, epsilon, direction="max"):
-        from .profile import PrivacyProfile
+        from accounting.curves.profile import PrivacyProfile
         return self.to(PrivacyProfile).delta(epsilon, direction)

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .plugins import PluginError, default_registry, live_registries
+from accounting.registry.registry import PluginError, default_registry, live_registries
 
 __all__ = ["PrimitiveError", "check_primitive_output", "culprit"]
 

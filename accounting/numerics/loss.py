@@ -29,7 +29,7 @@ from typing import Optional
 import attrs
 import numpy as np
 
-from .validation import check_count, check_real
+from accounting.validation import check_count, check_real
 
 __all__ = ["LossPMF", "MAX_GRID_POINTS", "BYTES_PER_POINT", "check_grid_points", "compose_pmfs",
            "composed_grid_points"]

@@ -13,15 +13,15 @@ from typing import Any, Iterable
 
 import attrs
 
-from .discretise import profile_support
-from .loss import check_grid_points, composed_grid_points
-from .pair import Pair
-from .pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, compose_plds
-from .profile import PrivacyProfile
-from .rdp import RDP
-from .tradeoff import TradeOff
-from .validation import check_count, check_positive
-from .zcdp import ZCDP
+from accounting.numerics.discretise import profile_support
+from accounting.numerics.loss import check_grid_points, composed_grid_points
+from accounting.pairs.pair import Pair
+from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, compose_plds
+from accounting.curves.profile import PrivacyProfile
+from accounting.curves.rdp import RDP
+from accounting.curves.tradeoff import TradeOff
+from accounting.validation import check_count, check_positive
+from accounting.curves.zcdp import ZCDP
 
 __all__ = ["compose", "ComposedPair", "estimate_grid_points", "check_grid_size"]
 
@@ -51,7 +51,7 @@ def _support_points(pair: Pair, step: float) -> float:
     """Width in ε of one use's discretised loss support, [−e_backward, e_forward],
     where each directional profile falls to the discretisation tail
     (``profile_support``, a handful of profile calls)."""
-    from .direction import Direction
+    from accounting.vocabulary import Direction
     fwd = profile_support(lambda e: pair.profile(e, Direction.FORWARD), DEFAULT_TAIL, step / 4)
     bwd = profile_support(lambda e: pair.profile(e, Direction.BACKWARD), DEFAULT_TAIL, step / 4)
     return fwd + bwd

@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 import attrs
 import numpy as np
 
-from .curve import Curve, Exactness
+from accounting.curves.curve import Curve, Exactness
 
 if TYPE_CHECKING:
-    from .plugins import Registry
+    from accounting.registry.registry import Registry
 
 __all__ = ["Converter", "ConverterError", "convert", "find_path", "check_curve"]
 
@@ -74,7 +74,7 @@ class Converter:
             out = self.func(curve, **options)
         else:
             try:
-                from .plugins import _plugin_code
+                from accounting.registry.registry import _plugin_code
                 with _plugin_code():
                     out = self.func(curve, **options)
             except KeyboardInterrupt:
@@ -103,11 +103,11 @@ _SLACK = 1e-9
 def _probe(curve: Curve) -> Optional[str]:
     """Query a curve at a few points through its public methods; what is wrong, if
     anything. Only the properties every valid curve has are checked."""
-    from .pld import PLD
-    from .profile import PrivacyProfile
-    from .rdp import RDP
-    from .tradeoff import TradeOff
-    from .zcdp import ZCDP
+    from accounting.curves.pld import PLD
+    from accounting.curves.profile import PrivacyProfile
+    from accounting.curves.rdp import RDP
+    from accounting.curves.tradeoff import TradeOff
+    from accounting.curves.zcdp import ZCDP
 
     kind = type(curve).__name__
     sides = [s for s in ("upper", "lower") if getattr(curve, s, None) is not None]
@@ -251,7 +251,7 @@ def convert(curve: Curve, target: type, *, registry: Optional["Registry"] = None
     if not (isinstance(target, type) and issubclass(target, Curve)):
         raise TypeError(f"target must be a curve class such as PLD or RDP, got {target!r}")
     if registry is None:
-        from .plugins import default_registry
+        from accounting.registry.registry import default_registry
         registry = default_registry()
     via = _via(via, registry.converters)
     if isinstance(curve, target) and not via:

@@ -6,7 +6,7 @@ plugins too) or at run time with ``Registry.register_plugin``. Each hook receive
 ``register`` callback; the host, not the plugin, resolves collisions and names the
 offending plugin in its error.
 
-Contract for implementations (see ``accounting.plugins`` for what the host does):
+Contract for implementations (see ``accounting.registry.registry`` for what the host does):
 the hook takes the argument ``register`` (any other signature is refused), calls it
 once per contribution and returns None; ``register`` records a refused
 contribution as an error of the plugin and returns normally. Names are unique
@@ -44,7 +44,7 @@ def accounting_register_converters(register):
     ``exactness`` is an ``Exactness`` saying whether the edge is exact or an upper or
     lower bound; ``name`` is unique. A plugin edge is used only where no built-in path
     exists or when named with ``curve.to(Kind, via=name)``; its output is checked
-    (``accounting.convert.check_curve``) and a failing edge is recorded and skipped.
+    (``accounting.conversion.graph.check_curve``) and a failing edge is recorded and skipped.
     """
 
 

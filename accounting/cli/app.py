@@ -47,20 +47,20 @@ from typing import Any, Optional, Sequence
 import attrs
 import numpy as np
 
-from . import __version__
-from .accountant import ACCOUNTANTS
-from .cli_audit import _audit_parser, _cmd_audit
-from .cli_base import (EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, PROG, CLIError, UserCodeError,
+from accounting import __version__
+from accounting.accountant import ACCOUNTANTS
+from accounting.cli.audit import _audit_parser, _cmd_audit
+from accounting.cli.base import (EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, PROG, CLIError, UserCodeError,
                        _count_text, _one_line, _parse_float, _parse_int, _Parser,
                        _stdout_to_stderr)
-from .curve import Exactness
-from .pld import DEFAULT_STEP
-from .plugins import PluginError, Registry, default_registry
-from .profile import PrivacyProfile
-from .validation import check_array, check_positive, check_real
-from .workload import (ACCOUNTANT_CHOICES, MAX_COUNT_TEXT, Workload, WorkloadError,
+from accounting.curves.curve import Exactness
+from accounting.curves.pld import DEFAULT_STEP
+from accounting.registry.registry import PluginError, Registry, default_registry
+from accounting.curves.profile import PrivacyProfile
+from accounting.validation import check_array, check_positive, check_real
+from accounting.workload import (ACCOUNTANT_CHOICES, MAX_COUNT_TEXT, Workload, WorkloadError,
                        default_workload, load_workload, make_use, parameter_kind)
-from .zcdp import ZCDP
+from accounting.curves.zcdp import ZCDP
 
 __all__ = ["main", "CLIError", "UserCodeError", "EXIT_USAGE",
            "EXIT_INTERNAL", "EXIT_REJECTED"]
@@ -281,8 +281,8 @@ def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, in
     so the answer is an upper bound; it can only be slightly above the engine's
     per-value optimum. Returns the answers and the number of orders used.
     """
-    from .conversions import ORDER_GRID, improved_epsilon, improved_log_delta
-    from .direction import Direction
+    from accounting.conversion.converters import ORDER_GRID, improved_epsilon, improved_log_delta
+    from accounting.vocabulary import Direction
     directions = ((Direction.FORWARD,) if getattr(rdp, "symmetric", False) is True
                   else (Direction.FORWARD, Direction.BACKWARD))
 
@@ -685,8 +685,8 @@ def _mechanism_help(prog: str, mechanism: Optional[str], registry: Registry,
 
 
 def _cmd_gap(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
-    from .gap import T_MAX, information_gap
-    from .validation import check_count
+    from accounting.analysis.gap import T_MAX, information_gap
+    from accounting.validation import check_count
     prog = f"{PROG} gap"
     if ns.help:
         return _mechanism_help(prog, ns.mechanism, registry, _GAP_DESCRIPTION, _gap_options)
@@ -807,8 +807,8 @@ def _check_solvable(registry: Registry, name: str, solve: str, params: dict) -> 
 
 
 def _cmd_calibrate(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
-    from .calibrate import DEFAULT_RTOL, Term, calibrate
-    from .validation import check_count
+    from accounting.analysis.calibration import DEFAULT_RTOL, Term, calibrate
+    from accounting.validation import check_count
     prog = f"{PROG} calibrate"
     if ns.help:
         return _mechanism_help(prog, ns.mechanism, registry, _CALIBRATE_DESCRIPTION,
@@ -851,7 +851,7 @@ def _cmd_calibrate(ns: argparse.Namespace, extras: list[str], registry: Registry
         res = calibrate(name, solve, epsilon=ns.epsilon, delta=ns.delta, count=count,
                         params=params, accountant=ns.accountant, step=step, rtol=rtol)
     except (ValueError, TypeError) as exc:
-        if not _is_usage_error(exc) or _raised_in(exc).startswith("accounting.calibrate") \
+        if not _is_usage_error(exc) or _raised_in(exc).startswith("accounting.analysis.calibration") \
                 or _raised_in(exc).startswith("accounting.validation"):
             raise  # calibrate's own checks and answers speak for themselves
         # a refusal from deeper down (the accountant, at a value the search chose):

@@ -44,12 +44,12 @@ from typing import ClassVar
 import attrs
 import numpy as np
 
-from .curve import Exactness
-from .loss import LossPMF
-from .mechanism import Mechanism
-from .direction import Direction
-from .primitives import check_primitive_output
-from .pair import LawPair, Pair
+from accounting.curves.curve import Exactness
+from accounting.numerics.loss import LossPMF
+from accounting.pairs.mechanism import Mechanism
+from accounting.vocabulary import Direction
+from accounting.pairs.primitives import check_primitive_output
+from accounting.pairs.pair import LawPair, Pair
 
 __all__ = ["AdditiveNoise", "continuous_noise_pair", "integer_noise_pair", "log_integral",
            "support_extent"]

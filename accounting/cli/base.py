@@ -1,6 +1,6 @@
 """What every part of the command line shares: the exit statuses, the usage-error
 classes, the argparse parser that raises instead of exiting, the strict number
-syntax, one-line messages and the stdout guard (see ``accounting.cli``)."""
+syntax, one-line messages and the stdout guard (see ``accounting.cli.app``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from .workload import MAX_COUNT, MAX_COUNT_TEXT
+from accounting.workload import MAX_COUNT, MAX_COUNT_TEXT
 
 __all__ = ["PROG", "EXIT_USAGE", "EXIT_INTERNAL", "EXIT_REJECTED", "CLIError", "UserCodeError"]
 

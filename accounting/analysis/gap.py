@@ -49,15 +49,15 @@ from typing import Any, Callable, Optional, Sequence, Union
 import attrs
 import numpy as np
 
-from .additive import log_integral
-from .compose import ComposedPair
-from .conversions import envelope_sup
-from .direction import Direction, as_direction
-from .mechanism import Mechanism
-from .pair import LawPair, Pair
-from .rdp import RDP
-from .validation import check_array, check_count, check_positive
-from .zcdp import ZCDP
+from accounting.pairs.additive import log_integral
+from accounting.composition import ComposedPair
+from accounting.conversion.converters import envelope_sup
+from accounting.vocabulary import Direction, as_direction
+from accounting.pairs.mechanism import Mechanism
+from accounting.pairs.pair import LawPair, Pair
+from accounting.curves.rdp import RDP
+from accounting.validation import check_array, check_count, check_positive
+from accounting.curves.zcdp import ZCDP
 
 __all__ = ["LossCumulants", "LocalExpansion", "InformationGap", "CompositionGap",
            "AllocationGap", "information_gap", "loss_cumulants", "composition_gap",

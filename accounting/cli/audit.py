@@ -1,5 +1,5 @@
 """``accounting audit``: test an (ε, δ) claim with a registered auditor, from .npy
-samples or from the user's own callable (see ``accounting.cli`` and docs/cli.md).
+samples or from the user's own callable (see ``accounting.cli.app`` and docs/cli.md).
 
 Everything the user supplies is checked before any work starts: .npy files from
 their header (nothing is unpickled, nothing cast), the memory the Gram matrices
@@ -19,10 +19,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .cli_base import (EXIT_REJECTED, CLIError, UserCodeError, _count_text, _one_line,
+from accounting.cli.base import (EXIT_REJECTED, CLIError, UserCodeError, _count_text, _one_line,
                        _parse_float, _parse_int, _stdout_to_stderr)
-from .plugins import Registry
-from .validation import check_positive, check_real
+from accounting.registry.registry import Registry
+from accounting.validation import check_positive, check_real
 
 __all__: list[str] = []
 
@@ -33,7 +33,7 @@ _AUDIT_DESCRIPTION = (
     "MODULE:FUNCTION (dataset, rng) -> output vector run --n times on --d0 and --d1 (each "
     "a .npy file or MODULE:ATTRIBUTE). The auditor is looked up in the registry "
     "(--auditor, default rkrd) and called through the interface documented in "
-    "accounting.hookspecs.accounting_register_auditors. MODULE is imported with the "
+    "accounting.registry.hookspecs.accounting_register_auditors. MODULE is imported with the "
     "current directory searched first (as by python -m) during the import only; importing "
     "it runs its code. Whatever your module or callable raises (SystemExit included) is "
     "reported as one line naming it as yours, with exit status 2. Stages that need dense "

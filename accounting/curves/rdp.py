@@ -13,9 +13,9 @@ from typing import Callable, Optional
 import attrs
 import numpy as np
 
-from .curve import Curve, Provenance, directional_max
-from .direction import Bound, Direction
-from .validation import check_array, check_count, check_real
+from accounting.curves.curve import Curve, Provenance, directional_max
+from accounting.vocabulary import Bound, Direction
+from accounting.validation import check_array, check_count, check_real
 
 __all__ = ["RDP", "CGF"]
 
@@ -110,9 +110,9 @@ class RDP(Curve):
 
     def epsilon(self, delta, direction="max"):
         """ε(δ) by the improved RDP conversion, optimised over continuous α (upper bound)."""
-        from .profile import PrivacyProfile
+        from accounting.curves.profile import PrivacyProfile
         return self.to(PrivacyProfile).epsilon(delta, direction)
 
     def delta(self, epsilon, direction="max"):
-        from .profile import PrivacyProfile
+        from accounting.curves.profile import PrivacyProfile
         return self.to(PrivacyProfile).delta(epsilon, direction)

@@ -44,17 +44,17 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import attrs
 import numpy as np
 
-from .accountant import ACCOUNTANTS, Accountant
-from .conversions import ORDER_GRID, improved_epsilon
-from .curve import Exactness
-from .direction import Direction
-from .mechanism import Mechanism
-from .pld import DEFAULT_STEP, PLD
-from .plugins import default_registry
-from .rdp import RDP
-from .validation import check_count, check_positive, check_probability, check_real
-from .workload import coerce_parameter, parameter_kind
-from .zcdp import ZCDP
+from accounting.accountant import ACCOUNTANTS, Accountant
+from accounting.conversion.converters import ORDER_GRID, improved_epsilon
+from accounting.curves.curve import Exactness
+from accounting.vocabulary import Direction
+from accounting.pairs.mechanism import Mechanism
+from accounting.curves.pld import DEFAULT_STEP, PLD
+from accounting.registry.registry import default_registry
+from accounting.curves.rdp import RDP
+from accounting.validation import check_count, check_positive, check_probability, check_real
+from accounting.workload import coerce_parameter, parameter_kind
+from accounting.curves.zcdp import ZCDP
 
 __all__ = ["Calibration", "Term", "calibrate", "calibrate_workload", "calibrate_dpsgd",
            "DEFAULT_RTOL"]

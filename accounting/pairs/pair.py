@@ -17,7 +17,7 @@ knows and inherits the rest:
 * ``_self_compose(count)`` (optional): a closed-form pair for the count-fold product
   (for example Gaussians: μ ↦ μ√count).
 
-Every curve then follows from ``accounting.derive`` (``pair.curve(Kind)``).
+Every curve then follows from ``accounting.pairs.derive`` (``pair.curve(Kind)``).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from typing import Optional
 import attrs
 import numpy as np
 
-from .curve import Exactness
-from .direction import Bound, Direction, as_bound, as_direction
-from .loss import LossPMF
-from .validation import check_array
+from accounting.curves.curve import Exactness
+from accounting.vocabulary import Bound, Direction, as_bound, as_direction
+from accounting.numerics.loss import LossPMF
+from accounting.validation import check_array
 
 __all__ = ["Pair", "LawPair", "discrete_pair"]
 
@@ -84,12 +84,12 @@ class Pair(abc.ABC):
 
     def curve(self, kind: type, **options):
         """This pair's curve of the given kind (``PLD``, ``PrivacyProfile``, …)."""
-        from .derive import curve_of_pair  # derive imports the curve modules
+        from accounting.pairs.derive import curve_of_pair  # derive imports the curve modules
         return curve_of_pair(self, kind, **options)
 
     def self_compose(self, count: int) -> "Pair":
         """The count-fold product pair, in closed form where the pair has one."""
-        from .compose import ComposedPair
+        from accounting.composition import ComposedPair
         closed = self._self_compose(count)
         return closed if closed is not None else ComposedPair(((self, count),))
 

@@ -17,63 +17,9 @@ from typing import Any, Callable, Optional
 import attrs
 import numpy as np
 
-from .direction import Bound, Direction, as_bound, as_direction
+from accounting.vocabulary import Bound, Direction, Exactness, as_bound, as_direction
 
 __all__ = ["Exactness", "Provenance", "Curve", "directional_max"]
-
-
-class Exactness(enum.Enum):
-    """What a curve's numbers are, and what a converter (or a chain) guarantees.
-
-    ``EXACT``: carries the same information (each side maps to the same side; a
-    curve labelled exact is exact, or a certified bracket whose sides are exact
-    for a dominating and a dominated pair, as a PLD's are).
-    ``UPPER``: the result over-reports privacy loss — a sound bound. Its ``upper``
-    side is certified; a ``lower`` side, where present, is a certified lower bound.
-    ``LOWER``: under-reports; only the lower side is meaningful.
-    ``NUMERICAL``: a numerical value with a stated (not certified) error, for
-    example a quadrature: neither exact nor a bound. Both sides of such a curve hold
-    the estimate (it may fall on either side of the truth), ``is_exact`` is False,
-    and ``str(provenance)`` says "numerical".
-
-    Chains (``then``) and compositions (``join``) keep the weakest guarantee:
-
-    ========= ========= ========= ========= =========
-    ·         EXACT     UPPER     LOWER     NUMERICAL
-    ========= ========= ========= ========= =========
-    EXACT     EXACT     UPPER     LOWER     NUMERICAL
-    UPPER     UPPER     UPPER     —         NUMERICAL
-    LOWER     LOWER     —         LOWER     —
-    NUMERICAL NUMERICAL NUMERICAL —         NUMERICAL
-    ========= ========= ========= ========= =========
-
-    (— : meaningless, refused.) An upper bound of a numerical value is only as good
-    as the value, so it stays numerical; a lower bound of one, or a numerical value
-    of a lower bound, could be mistaken for a sound side, so it is refused.
-    """
-
-    EXACT = "exact"
-    UPPER = "upper bound"
-    LOWER = "lower bound"
-    NUMERICAL = "numerical"
-
-    def then(self, other: "Exactness") -> Optional["Exactness"]:
-        """The label of a chain: this step, then ``other``; None if it means nothing."""
-        if not isinstance(other, Exactness):
-            raise TypeError(f"expected an Exactness, got {type(other).__name__} ({other!r})")
-        if self is Exactness.EXACT:
-            return other
-        if other is Exactness.EXACT or other is self:
-            return self
-        if Exactness.LOWER in (self, other):
-            return None
-        return Exactness.NUMERICAL   # UPPER with NUMERICAL, either order
-
-    @property
-    def certified(self) -> bool:
-        """Whether the default (upper) side of a curve with this label is a certified
-        value: exact or a sound upper bound."""
-        return self in (Exactness.EXACT, Exactness.UPPER)
 
 
 @attrs.frozen
@@ -197,7 +143,7 @@ class Curve:
     def to(self, kind: type, *, registry=None, allow_lower: bool = False, **options) -> "Curve":
         """Convert to another curve kind along the best registered path; lower-bound
         converters are used only with ``allow_lower``."""
-        from .convert import convert
+        from accounting.conversion.graph import convert
         return convert(self, kind, registry=registry, allow_lower=allow_lower, **options)
 
     @property

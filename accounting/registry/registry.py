@@ -42,9 +42,9 @@ from typing import Any, Callable, Iterable, Optional
 import attrs
 import pluggy
 
-from . import hookspecs
-from .convert import Converter
-from .curve import Curve, Exactness
+from accounting.registry import hookspecs
+from accounting.conversion.graph import Converter
+from accounting.curves.curve import Curve, Exactness
 
 __all__ = ["Registry", "PluginError", "make_registry", "default_registry", "ENTRY_POINT_GROUP",
            "builtin_distributions"]
@@ -336,7 +336,7 @@ class Registry:
 
     # one check per kind: the registration, or _Refused saying what is wrong
     def _check_mechanism(self, plugin: str, cls: Any) -> _Item:
-        from .mechanism import Mechanism
+        from accounting.pairs.mechanism import Mechanism
         if not (isinstance(cls, type) and issubclass(cls, Mechanism)):
             raise _Refused(f"register() needs a Mechanism subclass, got {_short(cls)}")
         name = getattr(cls, "name", None)
@@ -389,7 +389,7 @@ class Registry:
             what = (f"{', '.join(broken)} not callable" if broken
                     else f"neither {' nor '.join(methods)}")
             raise _Refused(f"auditor {name!r} has {what} (see "
-                           f"accounting.hookspecs.accounting_register_auditors)")
+                           f"accounting.registry.hookspecs.accounting_register_auditors)")
         return _Item("auditor", name, auditor, plugin)
 
     def _taken_by(self, item: _Item) -> Optional[str]:
@@ -483,7 +483,7 @@ def live_registries() -> list[Registry]:
 
 def make_registry(*, entry_points: bool = True) -> Registry:
     """A fresh registry with the core converters and (by default) all entry points."""
-    from . import conversions
+    from accounting.conversion import converters as conversions
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     reg = Registry(pm)

@@ -1,4 +1,6 @@
-"""Directions of an ordered pair (P, Q), and which side of a bracket to report.
+"""The vocabulary every layer shares: directions, sides of a bracket, and exactness.
+
+Directions of an ordered pair (P, Q), and which side of a bracket to report.
 
 A pair answers both directions: ``FORWARD`` is P‖Q (privacy loss L = log dP/dQ under
 P) and ``BACKWARD`` is Q‖P (loss −L under Q). For add/remove neighbouring the two
@@ -10,8 +12,9 @@ via characteristic function", §2; unifying-accounting paper, Thm 1).
 from __future__ import annotations
 
 import enum
+from typing import Optional
 
-__all__ = ["Direction", "Bound", "as_direction", "as_bound"]
+__all__ = ["Direction", "Bound", "Exactness", "as_direction", "as_bound"]
 
 
 class Direction(enum.Enum):
@@ -70,3 +73,57 @@ def as_bound(value: "Bound | str", parameter: str = "bound") -> Bound:
     """A ``Bound`` from the enum or its exact string ('upper', 'lower'); TypeError for
     anything else than those types, ValueError for another string (no case folding)."""
     return _parse(Bound, value, parameter)
+
+
+class Exactness(enum.Enum):
+    """What a curve's numbers are, and what a converter (or a chain) guarantees.
+
+    ``EXACT``: carries the same information (each side maps to the same side; a
+    curve labelled exact is exact, or a certified bracket whose sides are exact
+    for a dominating and a dominated pair, as a PLD's are).
+    ``UPPER``: the result over-reports privacy loss — a sound bound. Its ``upper``
+    side is certified; a ``lower`` side, where present, is a certified lower bound.
+    ``LOWER``: under-reports; only the lower side is meaningful.
+    ``NUMERICAL``: a numerical value with a stated (not certified) error, for
+    example a quadrature: neither exact nor a bound. Both sides of such a curve hold
+    the estimate (it may fall on either side of the truth), ``is_exact`` is False,
+    and ``str(provenance)`` says "numerical".
+
+    Chains (``then``) and compositions (``join``) keep the weakest guarantee:
+
+    ========= ========= ========= ========= =========
+    ·         EXACT     UPPER     LOWER     NUMERICAL
+    ========= ========= ========= ========= =========
+    EXACT     EXACT     UPPER     LOWER     NUMERICAL
+    UPPER     UPPER     UPPER     —         NUMERICAL
+    LOWER     LOWER     —         LOWER     —
+    NUMERICAL NUMERICAL NUMERICAL —         NUMERICAL
+    ========= ========= ========= ========= =========
+
+    (— : meaningless, refused.) An upper bound of a numerical value is only as good
+    as the value, so it stays numerical; a lower bound of one, or a numerical value
+    of a lower bound, could be mistaken for a sound side, so it is refused.
+    """
+
+    EXACT = "exact"
+    UPPER = "upper bound"
+    LOWER = "lower bound"
+    NUMERICAL = "numerical"
+
+    def then(self, other: "Exactness") -> Optional["Exactness"]:
+        """The label of a chain: this step, then ``other``; None if it means nothing."""
+        if not isinstance(other, Exactness):
+            raise TypeError(f"expected an Exactness, got {type(other).__name__} ({other!r})")
+        if self is Exactness.EXACT:
+            return other
+        if other is Exactness.EXACT or other is self:
+            return self
+        if Exactness.LOWER in (self, other):
+            return None
+        return Exactness.NUMERICAL   # UPPER with NUMERICAL, either order
+
+    @property
+    def certified(self) -> bool:
+        """Whether the default (upper) side of a curve with this label is a certified
+        value: exact or a sound upper bound."""
+        return self in (Exactness.EXACT, Exactness.UPPER)

@@ -17,17 +17,17 @@ from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
-from .curve import Exactness
-from .direction import Direction
-from .discretise import (connect_the_dots, convex_minorant, grid_indices, grid_profile,
+from accounting.curves.curve import Exactness
+from accounting.vocabulary import Direction
+from accounting.numerics.discretise import (connect_the_dots, convex_minorant, grid_indices, grid_profile,
                          profile_support)
-from .hookspecs import hookimpl
-from .pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, check_step
-from .profile import FunctionSide, LawSide, PrivacyProfile
-from .rdp import CGF, RDP
-from .tradeoff import TradeOff, VertexSide
-from .validation import check_positive, check_real
-from .zcdp import ZCDP
+from accounting.registry.hookspecs import hookimpl
+from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, check_step
+from accounting.curves.profile import FunctionSide, LawSide, PrivacyProfile
+from accounting.curves.rdp import CGF, RDP
+from accounting.curves.tradeoff import TradeOff, VertexSide
+from accounting.validation import check_positive, check_real
+from accounting.curves.zcdp import ZCDP
 
 __all__ = ["GRID_OPTIONS", "check_options", "envelope_sup", "profile_to_pld", "rdp_delta",
            "rdp_epsilon", "zcdp_envelope",

@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from .loss import LossPMF, check_grid_points
+from accounting.numerics.loss import LossPMF, check_grid_points
 
 __all__ = ["connect_the_dots", "convex_minorant", "profile_support", "profile_sup",
            "grid_indices", "grid_profile"]

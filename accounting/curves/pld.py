@@ -2,7 +2,7 @@
 
 ``PLD.upper`` holds pessimistic (forward, backward) loss PMFs on a common grid, whose
 pairs dominate the true pair; ``PLD.lower`` optimistic ones, dominated by it
-(construction in ``accounting.discretise``). Composition convolves the laws
+(construction in ``accounting.numerics.discretise``). Composition convolves the laws
 (losses add; Dwork, Rothblum, Vadhan 2010 / Koskela, Jälkö, Honkela 2020), and
 dominance is preserved by composition, so every query on a composed PLD still
 brackets the truth: δ_lower(ε) ≤ δ(ε) ≤ δ_upper(ε), ε_lower(δ) ≤ ε(δ) ≤ ε_upper(δ).
@@ -15,10 +15,10 @@ from typing import Optional
 import attrs
 import numpy as np
 
-from .curve import Curve, Provenance, directional_max
-from .direction import Bound, Direction, as_direction
-from .loss import MAX_GRID_POINTS, LossPMF, compose_pmfs
-from .validation import check_array, check_count, check_positive
+from accounting.curves.curve import Curve, Provenance, directional_max
+from accounting.vocabulary import Bound, Direction, as_direction
+from accounting.numerics.loss import MAX_GRID_POINTS, LossPMF, compose_pmfs
+from accounting.validation import check_array, check_count, check_positive
 
 __all__ = ["PLD", "DEFAULT_STEP", "DEFAULT_TAIL", "MIN_STEP", "check_step", "compose_plds"]
 

@@ -33,10 +33,10 @@ from typing import Callable, Optional, Protocol
 import attrs
 import numpy as np
 
-from .curve import Curve, Provenance
-from .direction import Bound, Direction, as_direction
-from .loss import LossPMF
-from .validation import check_array
+from accounting.curves.curve import Curve, Provenance
+from accounting.vocabulary import Bound, Direction, as_direction
+from accounting.numerics.loss import LossPMF
+from accounting.validation import check_array
 
 __all__ = ["TradeOff", "TradeOffSide", "VertexSide", "BetaSide"]
 
