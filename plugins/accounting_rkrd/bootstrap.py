@@ -1,7 +1,7 @@
 """Parametric bootstrap of D̂ against a claimed additive-noise mechanism from the registry.
 
 The claim: M(D) = f(D) + Z with Z i.i.d. per coordinate from a registered noise
-family (e.g. ``accounting.pairs.mechanism("gaussian", sigma=2.0)``) and f(D) − f(D′) equal
+family (e.g. ``accounting.mechanism("gaussian", sigma=2.0)``) and f(D) − f(D′) equal
 to a given shift vector. The RBF kernel is translation invariant, so under the claim
 (x, y) has the law of (shift + Z, Z′). Draw B replicates at the same sizes, recompute
 D̂_{α,λ} with the same bandwidth rule, and report
