@@ -1,22 +1,38 @@
-"""Plots of the information gap (optional: needs the ``plot`` extra, matplotlib).
+"""Pictures of privacy curves and of the information gap (the ``plot`` extra, matplotlib).
 
 matplotlib is imported inside each function, so ``import accounting.plot`` works
 without it and a call says which extra to install. Every function draws on ``ax``
-(a new figure when ``None``) and returns the Axes; the numbers come from
-``accounting.analysis.gap`` (see that module for formulas and sources: Su, Yang, Su, Wang,
-"Unifying privacy accounting", arXiv:2610.02414v1, §3–§4).
+(a new figure when ``None``) and returns the Axes.
+
+Curves (any kind; each plot converts to the kind it draws, and shows both sides of
+the bracket where the curve has them — the certified upper side solid, the lower side
+dashed, the band between them shaded):
+
+* ``plot_tradeoff`` — β = T(α) with the (ε, δ) lines that bound it, β ≥ 1 − δ − e^ε α
+  and β ≥ e^{−ε}(1 − δ − α) (Dong, Roth, Su, arXiv:1905.02383, Prop. 2.5);
+* ``plot_profile`` — δ(ε) on a log scale;
+* ``plot_pld`` — the privacy-loss masses on the grid, and the mass at +∞;
+* ``plot_rdp`` — D_α against α with the zCDP envelope ρα, the gap shaded;
+* ``plot_accountants`` — ε(δ) of one or several accountants on one plot.
+
+Information gap (numbers from ``accounting.analysis.gap``; Su, Yang, Su, Wang,
+"Unifying privacy accounting", arXiv:2610.02414v1, §3–§4): ``plot_gap``,
+``plot_gap_vs_shift``, ``plot_gap_vs_parameter``, ``plot_allocation``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
 from accounting.analysis.gap import InformationGap, PairLike, allocation_gap, information_gap
 from accounting.validation import check_array
+from accounting.vocabulary import Bound, Direction, as_direction
 
-__all__ = ["plot_gap", "plot_gap_vs_shift", "plot_gap_vs_parameter", "plot_allocation"]
+__all__ = ["plot_tradeoff", "plot_profile", "plot_pld", "plot_rdp", "plot_accountants",
+           "plot_gap", "plot_gap_vs_shift", "plot_gap_vs_parameter", "plot_allocation",
+           "save"]
 
 
 def _axes(ax: Any) -> Any:
@@ -26,8 +42,198 @@ def _axes(ax: Any) -> Any:
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ImportError("accounting.plot needs matplotlib: install the 'plot' extra "
-                          "(pip install 'accounting[plot]')") from exc
+                          "(pip install 'accounting-dp[plot]')") from exc
     return plt.figure(figsize=(5.0, 3.4)).gca()
+
+
+def save(ax: Any, path: str, *, dpi: int = 120) -> None:
+    """Write the figure of ``ax`` to ``path`` (format from the suffix) and close it."""
+    import matplotlib.pyplot as plt
+    fig = ax.get_figure()
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+
+
+def _as(curve: Any, kind: type) -> Any:
+    """``curve`` as a curve of ``kind`` (converted through the registry when needed)."""
+    from accounting.curves.curve import Curve
+    if isinstance(curve, kind):
+        return curve
+    if not isinstance(curve, Curve):
+        raise TypeError(f"expected a privacy curve (PLD, PrivacyProfile, TradeOff, RDP or "
+                        f"ZCDP), got {type(curve).__name__}")
+    return curve.to(kind)
+
+
+def _sides(curve: Any) -> list[tuple[Bound, str, str]]:
+    """The sides to draw: (bound, line style, legend suffix); the lower only if known."""
+    sides = [(Bound.UPPER, "-", "upper (certified)" if curve.provenance.exactness.certified
+              else "upper")]
+    if getattr(curve, "lower", None) is not None:
+        sides.append((Bound.LOWER, "--", "lower"))
+    return sides
+
+
+def plot_tradeoff(curve: Any, ax: Any = None, *, direction: "Direction | str" = "max",
+                  epsilons: Optional[Sequence[float]] = None, label: str = "") -> Any:
+    """β = T(α) of ``curve`` (any kind; converted to a ``TradeOff``), both sides where
+    known, the band between them shaded, with the (ε, δ(ε)) lines that bound it from
+    below: max(0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)) (Dong, Roth, Su, arXiv:1905.02383,
+    Prop. 2.5), for a few ε (``epsilons``; default three spread over the curve)."""
+    from accounting.curves.profile import PrivacyProfile
+    from accounting.curves.tradeoff import TradeOff
+    trade = _as(curve, TradeOff)
+    d = as_direction(direction)
+    alpha = np.unique(np.concatenate([np.linspace(0.0, 1.0, 401), np.geomspace(1e-6, 1.0, 200)]))
+    ax = _axes(ax)
+    name = label or "T(α)"
+    betas = {}
+    for bound, ls, suffix in _sides(trade):
+        betas[bound] = trade.beta(alpha, d, bound)
+        ax.plot(alpha, betas[bound], ls=ls, color="C0", label=f"{name}, {suffix}")
+    if len(betas) == 2:
+        ax.fill_between(alpha, betas[Bound.UPPER], betas[Bound.LOWER], color="C0", alpha=0.2)
+    profile = _as(curve, PrivacyProfile)
+    if epsilons is None:   # the ε at δ = 0.1, 0.01 and 0.001, where they are positive
+        eps = np.asarray(profile.epsilon(np.array([1e-1, 1e-2, 1e-3]), d), dtype=float)
+        epsilons = eps[np.isfinite(eps) & (eps > 0)] if np.any(eps > 0) else [1.0]
+    eps = check_array("epsilons", epsilons, lo=0.0)
+    for k, e in enumerate(np.atleast_1d(eps)):
+        dl = float(profile.delta(e, d))
+        line = np.maximum.reduce([np.zeros_like(alpha), 1 - dl - np.exp(e) * alpha,
+                                  np.exp(-e) * (1 - dl - alpha)])
+        ax.plot(alpha, line, ls=":", lw=1.0, color=f"C{k + 1}",
+                label=f"(ε, δ) = ({e:.3g}, {dl:.2g})")
+    ax.plot([0, 1], [1, 0], color="0.6", lw=0.6)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_aspect("equal")
+    ax.set_xlabel("type I error α (false-positive rate)")
+    ax.set_ylabel("type II error β = T(α)")
+    ax.legend(fontsize="x-small")
+    return ax
+
+
+def plot_profile(curve: Any, ax: Any = None, *, direction: "Direction | str" = "max",
+                 epsilons: Optional[Sequence[float]] = None, label: str = "") -> Any:
+    """δ(ε) of ``curve`` (converted to a ``PrivacyProfile``) on a log scale, both sides
+    where known."""
+    from accounting.curves.profile import PrivacyProfile
+    prof = _as(curve, PrivacyProfile)
+    d = as_direction(direction)
+    if epsilons is None:
+        top = float(prof.epsilon(1e-12, d))
+        top = top if np.isfinite(top) and top > 0 else 10.0
+        epsilons = np.linspace(0.0, top, 200)
+    eps = check_array("epsilons", epsilons, lo=0.0)
+    ax = _axes(ax)
+    name = label or "δ(ε)"
+    deltas = {}
+    for bound, ls, suffix in _sides(prof):
+        deltas[bound] = prof.delta(eps, d, bound)
+        ax.semilogy(eps, np.maximum(deltas[bound], 1e-300), ls=ls, color="C0",
+                    label=f"{name}, {suffix}")
+    if len(deltas) == 2:
+        ax.fill_between(eps, np.maximum(deltas[Bound.LOWER], 1e-300),
+                        np.maximum(deltas[Bound.UPPER], 1e-300), color="C0", alpha=0.2)
+    ax.set_ylim(bottom=max(1e-16, float(np.min(deltas[Bound.UPPER][deltas[Bound.UPPER] > 0],
+                                               initial=1.0)) / 10))
+    ax.set_xlabel("ε")
+    ax.set_ylabel("δ(ε)")
+    ax.legend(fontsize="small")
+    return ax
+
+
+def plot_pld(curve: Any, ax: Any = None, *, direction: "Direction | str" = "forward",
+             label: str = "") -> Any:
+    """The privacy-loss masses of ``curve`` (converted to a ``PLD``) in one direction
+    (``forward`` is the loss log dP/dQ under P), both sides where known, on a log scale;
+    the mass at +∞ is written in the legend."""
+    from accounting.curves.pld import PLD
+    pld = _as(curve, PLD)
+    d = as_direction(direction)
+    if d is Direction.MAX:
+        raise ValueError("plot_pld needs direction 'forward' or 'backward', not 'max'")
+    ax = _axes(ax)
+    name = label or f"PLD ({d.value})"
+    for bound, ls, suffix in _sides(pld):
+        law = pld.law(d, bound)
+        keep = law.masses > 0
+        ax.semilogy(law.losses[keep], law.masses[keep], ls=ls, lw=0.9, color="C0",
+                    drawstyle="steps-mid",
+                    label=f"{name}, {suffix}; mass at +∞ {law.inf_mass + 0.0:.2g}")
+    ax.set_xlabel("privacy loss ℓ")
+    ax.set_ylabel("mass at ℓ")
+    ax.legend(fontsize="small")
+    return ax
+
+
+def plot_rdp(curve: Any, ax: Any = None, *, alphas: Optional[Sequence[float]] = None,
+             direction: "Direction | str" = "max", label: str = "") -> Any:
+    """D_α of ``curve`` (converted to ``RDP``) against α, with the zCDP envelope ρα of
+    the same curve (its smallest ρ with D_α ≤ ρα for every α > 1) and the gap between
+    them shaded (unifying-accounting paper, arXiv:2610.02414v1, §3)."""
+    from accounting.curves.rdp import RDP
+    from accounting.curves.zcdp import ZCDP
+    rdp = _as(curve, RDP)
+    d = as_direction(direction)
+    a = check_array("alphas", np.geomspace(1.01, 64.0, 120) if alphas is None else alphas,
+                    lo=1.0, lo_open=True)
+    ax = _axes(ax)
+    name = label or "D_α"
+    values = rdp.rdp(a, d)
+    line, = ax.plot(a, values, color="C0", label=f"{name} (RDP, {rdp.provenance.exactness.value})")
+    rho = float(_as(rdp, ZCDP).rho(d))
+    if np.isfinite(rho):
+        ax.plot(a, rho * a, ls="--", color="C1", label=f"zCDP envelope ρα, ρ = {rho:.4g}")
+        ax.fill_between(a, values, rho * a, color="C1", alpha=0.2, label="information gap")
+    ax.set_xscale("log")
+    ax.set_xlabel("order α")
+    ax.set_ylabel("Rényi divergence")
+    ax.legend(fontsize="small")
+    return ax
+
+
+def plot_accountants(accountants: "Mapping[str, Any] | Any", ax: Any = None, *,
+                     deltas: Optional[Sequence[float]] = None,
+                     methods: Sequence[str] = ("pld",)) -> Any:
+    """ε(δ) against δ for each accountant (a mapping ``{label: Accountant}``, or one
+    accountant) under each of ``methods`` (``"pld"``, ``"rdp"``, ``"zcdp"``): the
+    certified PLD bracket shaded, the other methods as lines — accountants and methods
+    compared on one plot."""
+    from accounting.accountant import Accountant
+    if isinstance(accountants, Accountant):
+        accountants = {"": accountants}
+    if not isinstance(accountants, Mapping) or not accountants:
+        raise TypeError("accountants must be an Accountant or a non-empty mapping "
+                        "{label: Accountant}")
+    dl = check_array("deltas", np.geomspace(1e-12, 1e-2, 60) if deltas is None else deltas,
+                     lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    ax = _axes(ax)
+    for k, (name, acct) in enumerate(accountants.items()):
+        if not isinstance(acct, Accountant):
+            raise TypeError(f"accountants[{name!r}] must be an Accountant, got "
+                            f"{type(acct).__name__}")
+        for j, method in enumerate(methods):
+            tag = f"{name}, {method}".lstrip(", ")
+            if method == "pld":
+                lo, hi = acct.epsilon_interval(dl)
+                ax.semilogx(dl, hi, color=f"C{k}", label=f"{tag} (certified upper)")
+                ax.fill_between(dl, lo, hi, color=f"C{k}", alpha=0.25)
+            else:
+                ax.semilogx(dl, acct.epsilon(dl, accountant=method), color=f"C{k}",
+                            ls=("--", "-.", ":")[j % 3], label=tag)
+    low, high = ax.get_ylim()
+    if low > 0 and high / low > 20:    # methods far apart: a log scale keeps both legible
+        from matplotlib.ticker import ScalarFormatter
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(ScalarFormatter())
+        ax.yaxis.set_minor_formatter(ScalarFormatter())
+    ax.set_xlabel("δ")
+    ax.set_ylabel("ε(δ)")
+    ax.legend(fontsize="small")
+    return ax
 
 
 def plot_gap(gap: "InformationGap | PairLike", ax: Any = None, *, t: Any = None,

@@ -1,4 +1,5 @@
-"""Draw the figures of docs/information-gap.md into docs/img/ (needs the ``plot`` extra).
+"""Draw the figures of docs/information-gap.md and docs/plots.md into docs/img/ (needs the
+``plot`` extra).
 
     python docs/make_figures.py
 
@@ -19,10 +20,15 @@ import numpy as np  # noqa: E402
 import accounting  # noqa: E402
 from accounting.analysis.gap import calibrated_family, information_gap  # noqa: E402
 from accounting.plot import (  # noqa: E402
+    plot_accountants,
     plot_allocation,
     plot_gap,
     plot_gap_vs_parameter,
     plot_gap_vs_shift,
+    plot_pld,
+    plot_profile,
+    plot_rdp,
+    plot_tradeoff,
 )
 
 OUT = Path(__file__).resolve().parent / "img"
@@ -77,6 +83,29 @@ def main() -> None:
                      "mixture": lambda rho: mixture(1.0 / math.sqrt(2.0 * rho))}, 0.5, 8, ax,
                     t=np.linspace(0.1, 3.0, 24))
     save(fig, "gap-allocation.png")
+    curve_figures()
+
+
+def curve_figures() -> None:
+    """The pictures of docs/plots.md: one per curve kind, and accountants compared."""
+    gauss = accounting.Accountant().compose(accounting.mechanism("gaussian", sigma=2.0), count=10)
+    save(plot_tradeoff(gauss.tradeoff(), label="10 × Gaussian σ=2").get_figure(),
+         "curve-tradeoff.png")
+    save(plot_profile(gauss.curve(accounting.PLD), label="10 × Gaussian σ=2").get_figure(),
+         "curve-profile.png")
+    laplace = accounting.Accountant(step=1e-2).compose(accounting.mechanism("laplace", b=1.0),
+                                                       count=3)
+    save(plot_pld(laplace.curve(accounting.PLD), label="3 × Laplace b=1").get_figure(),
+         "curve-pld.png")
+    save(plot_rdp(accounting.mechanism("laplace", b=1.0).curve(accounting.RDP),
+                  label="Laplace b=1", alphas=np.geomspace(1.01, 20.0, 100)).get_figure(),
+         "curve-rdp.png")
+
+    def dpsgd(sigma: float):
+        mech = accounting.mechanism("subsampled_gaussian", sigma=sigma, q=0.01)
+        return accounting.Accountant().compose(mech, count=1000)
+    save(plot_accountants({"σ=1": dpsgd(1.0), "σ=2": dpsgd(2.0)}, methods=("pld", "rdp"))
+         .get_figure(), "curve-accountants.png")
 
 
 if __name__ == "__main__":
