@@ -225,8 +225,9 @@ def test_help_shows_defaults(capsys):
 
 
 # ------------------------------------------------- python -m, logging, reprs
-def test_python_m_accounting_version():
-    proc = subprocess.run([sys.executable, "-m", "accounting", "--version"],
+@pytest.mark.parametrize("module", ["accounting", "accounting.cli"])
+def test_python_m_accounting_version(module):
+    proc = subprocess.run([sys.executable, "-m", module, "--version"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stderr == ""
     assert proc.stdout == f"accounting {accounting.__version__}\n"
