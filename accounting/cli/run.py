@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from accounting import __version__
-from accounting.analysis.risk import GDP_ALPHA, gdp_mu
+from accounting.analysis.risk import GDP_ALPHA, tradeoff_gdp_mu
 from accounting.cli import evaluate as ev
 from accounting.cli.base import PROG, CLIError, _refusal, _unknown
 from accounting.cli.output import (_json_num, _num, _print_note, _results_json,
@@ -86,8 +86,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         tradeoff = acct.tradeoff()
         alphas = np.array(_ALPHAS)
         betas = np.atleast_1d(tradeoff.beta(alphas))
-        beta_gdp = float(np.atleast_1d(tradeoff.beta(np.array([GDP_ALPHA])))[0])
-        mu = gdp_mu(GDP_ALPHA, beta_gdp)
+        mu = tradeoff_gdp_mu(tradeoff, GDP_ALPHA)
     except Exception as exc:  # the trade-off needs the PLD; report its refusal
         tradeoff_error = _refusal(exc)
         if tradeoff_error is None:
