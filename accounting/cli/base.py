@@ -69,7 +69,17 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
+        bad = _INVALID_CHOICE.search(message)
+        if bad is not None:   # argparse lists the choices; add the closest to the message
+            choices = re.findall(r"[\w-]+", bad.group("choices"))
+            message = message.replace(bad.group(0), bad.group(0) + did_you_mean(
+                bad.group("value"), choices))
         raise CLIError(f"{message} (see '{self.prog} --help')")
+
+
+#: argparse's message for a value outside ``choices``
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \(choose from "
+                             r"(?P<choices>[^)]*)\)")
 
 
 class UserCodeError(Exception):
