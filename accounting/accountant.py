@@ -87,6 +87,13 @@ class Accountant:
         check_options("Accountant()", options, ["step"])
         self.__attrs_init__(step)
 
+    def __repr__(self) -> str:
+        """``Accountant(step=…, N uses: Mechanism(…) × k, …)``, at most 200 characters
+        (the cached curves are never shown)."""
+        uses = ", ".join(f"{m!r} × {c}" for m, c in self._entries.items())
+        text = f"Accountant(step={self.step:g}, {self.count} uses" + (f": {uses})" if uses else ")")
+        return text if len(text) <= 200 else text[:198] + "…)"
+
     @_strict
     def compose(self, mechanism: "Mechanism | Pair", count: int = 1) -> "Accountant":
         """Add ``count`` independent uses of ``mechanism``; returns self for chaining."""

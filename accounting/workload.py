@@ -48,9 +48,8 @@ from accounting.validation import check_array, check_positive
 
 __all__ = [
     "Workload", "Use", "WorkloadError", "load_workload", "parse_workload", "workload_from_dict",
-    "make_use", "parameter_kind", "coerce_parameter", "default_workload",
-    "DEFAULT_WORKLOAD_TOML", "ACCOUNTANT_CHOICES", "MAX_COUNT", "MAX_COUNT_TEXT",
-    "MAX_WORKLOAD_BYTES", "MAX_MECHANISM_DEPTH",
+    "make_use", "parameter_kind", "coerce_parameter", "ACCOUNTANT_CHOICES", "MAX_COUNT",
+    "MAX_COUNT_TEXT", "MAX_WORKLOAD_BYTES", "MAX_MECHANISM_DEPTH",
 ]
 
 #: the largest count (uses of one mechanism) accepted from a file or the command line:
@@ -67,20 +66,6 @@ ACCOUNTANT_CHOICES = (*ACCOUNTANTS, "all")
 
 _TOP_KEYS = ("mechanism", "description", "delta", "epsilon", "accountant", "step")
 _ENTRY_KEYS = ("name", "count")
-
-#: The built-in main job: DP-SGD on MNIST-sized data (60,000 examples, batches of
-#: 256 by Poisson sampling, noise multiplier 1.1, 60 epochs = 14,062 steps).
-DEFAULT_WORKLOAD_TOML = """\
-description = "DP-SGD: Poisson-subsampled Gaussian, q = 256/60000, sigma = 1.1, 14062 steps"
-delta = 1e-5
-
-[[mechanism]]
-name = "subsampled_gaussian"
-q = 0.004266666666666667   # 256 / 60000
-sigma = 1.1                # noise multiplier (clipping norm = sensitivity = 1)
-count = 14062
-"""
-
 
 class WorkloadError(ValueError):
     """A workload that cannot be used; the message names its source and the problem."""
@@ -401,7 +386,3 @@ def load_workload(path: "str | object", registry: Optional[Registry] = None) -> 
                             f"{exc.start})") from None
     return parse_workload(text, source, registry)
 
-
-def default_workload(registry: Optional[Registry] = None) -> Workload:
-    """The built-in main job (DP-SGD; see ``DEFAULT_WORKLOAD_TOML``)."""
-    return parse_workload(DEFAULT_WORKLOAD_TOML, "built-in DP-SGD workload", registry)

@@ -1,6 +1,6 @@
 """ACS-sized workload: per-query noise variance under RDP and zCDP calibration.
 
-The study of the unifying-accounting paper (002, §5.1, Fig. 8): d independent
+The study of the unifying-accounting paper (arXiv:2610.02414, §5.1, Fig. 8): d independent
 queries (d = 5·counties ∈ [330, 1060]), each with centred additive noise, calibrated
 to (ε, δ) = (3, 1e-5) from the composed exact Rényi curve and from the composed ρ*,
 for Gaussian, Laplace and the Gaussian mixture ½N(−s, s²) + ½N(s, s²). Prints the
@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from accounting.study import ACS_DS, ACS_TARGET, STUDY_FAMILIES, variance_table
+from acs_study import ACS_DS, ACS_TARGET, STUDY_FAMILIES, variance_table  # beside this file
 
 PAPER = {"gaussian": ("1", "0"), "laplace": ("0.989–0.997", "16.170–16.205"),
          "gaussian_mixture": ("0.552–0.557", "652.3–2115.7")}

@@ -1,11 +1,8 @@
-"""Calibration (``accounting.analysis.calibration``) and the ACS variance study (``accounting.study``).
+"""Calibration (``accounting.analysis.calibration``); the ACS variance study built on
+it is tested in ``test_acs_study.py``.
 
 Reference values: closed forms of ``closed_forms`` (analytic Gaussian, the improved RDP
-conversion and the CKS zCDP conversion, minimised independently of the library), a
-Fisher information by scipy quadrature, and the figures of the unifying-accounting
-paper (002, §5.1, Fig. 8): variance ratios RDP/zCDP of 1 (Gaussian), 0.989–0.997
-(Laplace) and 0.552–0.557 (Gaussian mixture), ΔMSE 16.170–16.205 and 652.3–2115.7,
-for d = 330…1060 queries at (ε, δ) = (3, 1e-5).
+conversion and the CKS zCDP conversion, minimised independently of the library).
 """
 
 from __future__ import annotations
@@ -14,8 +11,7 @@ import math
 
 import pytest
 from closed_forms import cks_zcdp_epsilon, gaussian_epsilon, improved_rdp_epsilon
-from scipy import integrate, optimize
-from scipy.stats import norm
+from scipy import optimize
 
 import accounting
 from accounting import Accountant
@@ -26,23 +22,15 @@ from accounting.analysis.calibration import (
     calibrate_dpsgd,
     calibrate_workload,
 )
-from accounting.study import (
-    ACS_TARGET,
-    compare_variance,
-    noise_variance,
-    paper_mixture,
-    variance_table,
-)
 
-EPS, DELTA = ACS_TARGET
+EPS, DELTA = 3.0, 1e-5
 RTOL = 1e-9
 
 
-@pytest.fixture(scope="module")
-def acs():
-    """The study at the ends of the paper's range, d = 330 and 1060, keyed (family, d)."""
-    rows = variance_table(ds=(330, 1060), rtol=RTOL)
-    return {(r.family, r.d): r for r in rows}
+def mixture(s: float) -> accounting.Mechanism:
+    """½N(−s, s²) + ½N(s, s²): a family of mechanisms given as a callable."""
+    return accounting.mechanism("gaussian_mixture", weights=(0.5, 0.5), means=(-s, s),
+                                scales=(s, s))
 
 
 def gaussian_sigma_exact(k: int, eps: float, delta: float) -> float:
@@ -99,18 +87,8 @@ def test_gaussian_rdp_and_zcdp_calibrations_coincide(k):
     assert r.value ** 2 / z.value ** 2 == pytest.approx(1.0, abs=1e-6)
 
 
-def test_gaussian_variance_ratio_is_one(acs):
-    for d in (330, 1060):
-        row = acs["gaussian", d]
-        assert row.ratio == pytest.approx(1.0, abs=1e-6)
-        assert row.zcdp_variance == pytest.approx(row.zcdp.value ** 2, rel=1e-9)
-
-
 # ------------------------------------------------ RDP never needs more noise
-def test_rdp_never_needs_more_noise_than_zcdp(acs):
-    for (family, d), row in acs.items():
-        assert row.rdp.value <= row.zcdp.value * (1 + 1e-9), (family, d)
-        assert row.ratio <= 1 + 1e-8, (family, d)
+def test_rdp_never_needs_more_noise_than_zcdp():
     for d in (1, 10, 100):
         r = calibrate("laplace", "b", epsilon=1.0, delta=1e-6, count=d, accountant="rdp")
         z = calibrate("laplace", "b", epsilon=1.0, delta=1e-6, count=d, accountant="zcdp")
@@ -126,39 +104,6 @@ def test_rdp_never_needs_more_noise_than_zcdp(acs):
     z = calibrate_dpsgd(0.05, 200, epsilon=2.0, delta=1e-5, accountant="zcdp", rtol=1e-4,
                         start=r.value)
     assert r.value < 0.5 * z.value
-
-
-# ------------------------------------------------------- the paper's ratios
-def test_laplace_variance_ratio_in_paper_range(acs):
-    lo, hi = acs["laplace", 330], acs["laplace", 1060]
-    assert round(lo.ratio, 3) == 0.989 and round(hi.ratio, 3) == 0.997
-    assert 0.988 < lo.ratio < hi.ratio < 0.997
-    # ΔMSE in ($1000)² per query, Δ = 1: the paper's 16.170–16.205
-    assert lo.mse_difference == pytest.approx(16.170, abs=0.01)
-    assert hi.mse_difference == pytest.approx(16.205, abs=0.01)
-    assert lo.rdp_variance == pytest.approx(2 * lo.rdp.value ** 2, rel=1e-9)
-
-
-def test_gaussian_mixture_ratio_reported(acs):
-    """½N(−s, s²) + ½N(s, s²): the paper's 0.552–0.557 and ΔMSE 652.3–2115.7."""
-    lo, hi = acs["gaussian_mixture", 330], acs["gaussian_mixture", 1060]
-    assert round(lo.ratio, 3) == 0.557 and round(hi.ratio, 3) == 0.552
-    assert lo.mse_difference == pytest.approx(652.3, abs=0.1)
-    assert hi.mse_difference == pytest.approx(2115.7, abs=0.1)
-    # zCDP sees only one component (ρ* = 1/(2s²)): its s is the Gaussian σ, and the
-    # mixture's variance 2s² is twice the Gaussian one
-    for d in (330, 1060):
-        g = acs["gaussian", d]
-        m = acs["gaussian_mixture", d]
-        assert m.zcdp.value == pytest.approx(g.zcdp.value, rel=1e-8)
-        assert m.zcdp_variance == pytest.approx(2 * g.zcdp_variance, rel=1e-8)
-    # many small shifts: the ratio falls towards s²·I, I the location Fisher information
-    w = (0.5, 0.5)
-    f = lambda x: sum(wi * norm.pdf(x, m, 1) for wi, m in zip(w, (-1, 1)))
-    fp = lambda x: sum(wi * norm.pdf(x, m, 1) * (m - x) for wi, m in zip(w, (-1, 1)))
-    fisher = integrate.quad(lambda x: fp(x) ** 2 / f(x), -30, 30, limit=200)[0]
-    assert fisher == pytest.approx(0.5504, abs=1e-4)
-    assert fisher < hi.ratio < lo.ratio
 
 
 # --------------------------------------------------------- PLD soundness
@@ -204,7 +149,7 @@ def test_shared_multiplier_workload_matches_single_gaussian():
 
 
 def test_callable_family_and_class_family():
-    t = Term(paper_mixture, "s", count=5)
+    t = Term(mixture, "s", count=5)
     assert t.label == "s" and t.build(2.0).means == (-2.0, 2.0)
     cls = accounting.default_registry().mechanism("laplace")
     a = calibrate(cls, "b", epsilon=1.0, delta=1e-6, count=5, accountant="zcdp")
@@ -214,23 +159,6 @@ def test_callable_family_and_class_family():
     c = calibrate("laplace", "b", epsilon=1.0, delta=1e-6, count=5, accountant="zcdp",
                   params={"sensitivity": 2.0}, rtol=RTOL)
     assert c.value == pytest.approx(2 * b.value, rel=1e-6)
-
-
-# --------------------------------------------------------- noise variance
-def test_noise_variance_closed_forms():
-    m = accounting.mechanism
-    assert noise_variance(m("gaussian", sigma=3.0)) == pytest.approx(9.0, rel=1e-12)
-    assert noise_variance(m("laplace", b=2.0)) == pytest.approx(8.0, rel=1e-12)
-    assert noise_variance(paper_mixture(2.0)) == pytest.approx(8.0, rel=1e-12)
-    mix = m("gaussian_mixture", weights=[0.3, 0.7], means=[1.0, 4.0], scales=[1.0, 2.0])
-    # Σ w(s² + m²) − m̄² = 0.3·2 + 0.7·20 − 3.1²
-    assert noise_variance(mix) == pytest.approx(0.6 + 14.0 - 3.1 ** 2, rel=1e-12)
-    a = 0.5   # discrete Laplace, pmf ∝ e^{−a|k|}: variance 2e^{−a}/(1 − e^{−a})²
-    assert noise_variance(m("discrete_laplace", a=a)) == pytest.approx(
-        2 * math.exp(-a) / (1 - math.exp(-a)) ** 2, rel=1e-12)
-    gg = m("generalised_gaussian", beta=1.5, scale=2.0)   # offers std()
-    assert noise_variance(gg) == pytest.approx(4 * math.gamma(2.0) / math.gamma(2 / 3),
-                                               rel=1e-12)
 
 
 # -------------------------------------------------------------- monotonicity
@@ -283,7 +211,7 @@ def test_bad_arguments(kwargs, exc, match):
     ("gaussian", "sigma", {"sensitivity": -1.0}, ValueError, "gaussian: sensitivity must be"),
     (42, "sigma", None, TypeError, "family must be a mechanism name"),
     (lambda x: 1.0, "x", None, TypeError, "must return a Mechanism"),
-    (paper_mixture, "s", {"s": 1.0}, ValueError, "params apply to a registered"),
+    (mixture, "s", {"s": 1.0}, ValueError, "params apply to a registered"),
 ])
 def test_bad_families(family, solve, params, exc, match):
     with pytest.raises(exc, match=match):
@@ -303,16 +231,6 @@ def test_bad_workloads_and_helpers():
         calibrate_dpsgd(1.5, 100, epsilon=1.0, delta=1e-5)
     with pytest.raises(ValueError, match="steps must be an integer >= 1"):
         calibrate_dpsgd(0.1, 0, epsilon=1.0, delta=1e-5)
-    with pytest.raises(TypeError, match="not additive noise"):
-        noise_variance(accounting.mechanism("subsampled_gaussian", q=0.1, sigma=1.0))
-    with pytest.raises(TypeError, match="must be a Mechanism"):
-        noise_variance("gaussian")
-    with pytest.raises(ValueError, match="family must be one of"):
-        compare_variance("cauchy", 10)
-    with pytest.raises(ValueError, match="d must be an integer >= 1"):
-        compare_variance("laplace", 0)
-    with pytest.raises(ValueError, match="s must be in"):
-        paper_mixture(-1.0)
 
 
 def test_pure_dp_calibration_under_the_pld():

@@ -22,8 +22,9 @@ import accounting
 from accounting import Accountant, hookimpl, make_registry
 from accounting.cli import app as cli
 from accounting.cli.app import main
-from accounting.workload import (WorkloadError, default_workload, load_workload,
-                                 parse_workload)
+from accounting.cli.run import _job_workload
+from accounting.registry.registry import default_registry
+from accounting.workload import WorkloadError, load_workload, parse_workload
 
 FLOAT = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf)"
 
@@ -281,7 +282,8 @@ def test_workload_module_api():
     assert wl.describe() == "gaussian(sigma=2) × 5 ⊗ laplace(b=2, sensitivity=1) × 10"
     assert float(wl.accountant().epsilon(1e-5, "rdp")) == pytest.approx(
         float(hand_built().epsilon(1e-5, "rdp")), rel=1e-12)
-    job = default_workload()
+    registry = default_registry()
+    job = _job_workload(registry.default_job(), registry)   # registered by a plugin
     (use,) = job.uses
     assert use.name == "subsampled_gaussian" and use.count == 14062
     assert use.mechanism.q == pytest.approx(256 / 60000) and use.mechanism.sigma == 1.1

@@ -21,6 +21,16 @@ curve's certified (upper) side, and says which way it bounds:
 For ``direction="max"`` (the default) each figure is the worst over both
 directions, which is the right bound for add/remove neighbouring where either
 dataset may be the one with the target.
+
+The μ-GDP summary of a curve (``gdp_mu``, ``tradeoff_gdp_mu``): μ-GDP (Dong, Roth, Su, arXiv:1905.02383, Def. 2.6–2.7): a mechanism is μ-GDP when its
+trade-off function is at least G_μ(α) = Φ(Φ⁻¹(1 − α) − μ), the trade-off between
+N(0, 1) and N(μ, 1). Solving G_μ(α) = β for μ at one α gives
+
+    μ = Φ⁻¹(1 − α) − Φ⁻¹(β),
+
+the μ whose Gaussian trade-off passes through (α, β). Read at a single α it is a
+summary of the curve, **not a bound**: the curve may dip below G_μ elsewhere. μ = 0
+when β ≥ 1 − α (no test beats a coin there) and μ = ∞ when β = 0.
 """
 
 from __future__ import annotations
@@ -28,11 +38,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.special import ndtri
 
 from accounting.validation import check_array
 from accounting.vocabulary import Bound, Direction, as_bound, as_direction
 
-__all__ = ["tpr_at_fpr", "advantage", "bayes_risk"]
+__all__ = ["tpr_at_fpr", "advantage", "bayes_risk", "gdp_mu", "tradeoff_gdp_mu", "GDP_ALPHA"]
 
 
 def _curve(curve: Any, kind: type) -> Any:
@@ -46,11 +57,6 @@ def _curve(curve: Any, kind: type) -> Any:
     return curve.to(kind)
 
 
-def _worst_side(bound: "Bound | str") -> Bound:
-    """The side of the curve that gives the attacker the most (the default, sound)."""
-    return as_bound(bound)
-
-
 def tpr_at_fpr(curve: Any, fpr: "np.ndarray | float", *, direction: "Direction | str" = "max",
                bound: "Bound | str" = "upper") -> np.ndarray:
     """The largest true-positive rate of any attack at false-positive rate ``fpr``:
@@ -58,7 +64,7 @@ def tpr_at_fpr(curve: Any, fpr: "np.ndarray | float", *, direction: "Direction |
     attack's TPR; ``bound="lower"`` gives the optimistic side beside it."""
     from accounting.curves.tradeoff import TradeOff
     a = check_array("fpr", fpr, lo=0.0, hi=1.0)
-    side = _worst_side(bound)
+    side = as_bound(bound)
     trade = _curve(curve, TradeOff)
     beta = trade.beta(a, as_direction(direction), side)
     # 1 − β is exact in floating point for β ≥ ½ (Sterbenz), but β itself was rounded to
@@ -75,7 +81,7 @@ def advantage(curve: Any, *, direction: "Direction | str" = "max",
     the pair's distributions. ``bound="upper"`` (default) is a certified upper bound."""
     from accounting.curves.profile import PrivacyProfile
     profile = _curve(curve, PrivacyProfile)
-    return float(profile.delta(0.0, as_direction(direction), _worst_side(bound)))
+    return float(profile.delta(0.0, as_direction(direction), as_bound(bound)))
 
 
 def bayes_risk(curve: Any, prior: float, *, direction: "Direction | str" = "max",
@@ -92,5 +98,40 @@ def bayes_risk(curve: Any, prior: float, *, direction: "Direction | str" = "max"
     # the attack errs on a member with prob. π·FNR and on a non-member with (1−π)·FPR;
     # the hockey-stick form needs the direction whose alternative is "member present"
     d = d.reverse() if d is not Direction.MAX else d
-    delta = float(profile.delta(np.log((1.0 - pi) / pi), d, _worst_side(bound)))
+    delta = float(profile.delta(np.log((1.0 - pi) / pi), d, as_bound(bound)))
     return pi * (1.0 - delta)
+
+#: the α at which ``tradeoff_gdp_mu`` reads the curve by default
+GDP_ALPHA = 0.01
+
+
+def gdp_mu(alpha: Any, beta: Any) -> "float | np.ndarray":
+    """μ with G_μ(α) = β, G_μ(α) = Φ(Φ⁻¹(1 − α) − μ) (arXiv:1905.02383, Def. 2.7).
+
+    ``alpha`` in (0, 1), ``beta`` in [0, 1], broadcast together; μ = Φ⁻¹(1 − α) −
+    Φ⁻¹(β), clipped at 0 (β ≥ 1 − α), ∞ at β = 0. A float for scalar input. A summary
+    of one point of a trade-off curve, not a privacy bound (see the module docstring).
+    """
+    a = check_array("alpha", alpha, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    b = check_array("beta", beta, lo=0.0, hi=1.0)
+    a, b = np.broadcast_arrays(a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = np.maximum(ndtri(1.0 - a) - ndtri(b), 0.0)
+    mu = np.where(b <= 0.0, np.inf, mu)
+    mu = np.where(b >= 1.0 - a, 0.0, mu)
+    return float(mu) if mu.ndim == 0 else mu
+
+
+def tradeoff_gdp_mu(tradeoff: Any, alpha: float = GDP_ALPHA, *,
+                    direction: str = "max") -> float:
+    """The μ of ``gdp_mu`` at the point (α, β(α)) of a ``TradeOff`` curve.
+
+    β is the curve's sound side (``bound="upper"``), min over the neighbouring
+    directions by default (``direction``): the less private of the two.
+    """
+    from accounting.curves.tradeoff import TradeOff
+    if not isinstance(tradeoff, TradeOff):
+        raise TypeError(f"tradeoff must be a TradeOff, got {type(tradeoff).__name__}")
+    a = float(check_array("alpha", alpha, lo=0.0, hi=1.0, lo_open=True, hi_open=True))
+    beta = float(np.atleast_1d(tradeoff.beta(np.array([a]), direction))[0])
+    return float(gdp_mu(a, beta))

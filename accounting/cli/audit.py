@@ -19,8 +19,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from accounting.cli.base import (EXIT_REJECTED, CLIError, UserCodeError, _count_text, _one_line,
-                       _parse_float, _parse_int, _stdout_to_stderr)
+from accounting.cli.base import (EXIT_REJECTED, CLIError, UserCodeError, _count_text,
+                                 _one_line, _parse_float, _parse_int, _stdout_to_stderr,
+                                 _unknown)
 from accounting.registry.registry import Registry
 from accounting.validation import check_positive, check_real
 
@@ -32,7 +33,7 @@ _AUDIT_DESCRIPTION = (
     "neighbouring datasets: --x/--y .npy files of shape (n, d), or a Python callable "
     "MODULE:FUNCTION (dataset, rng) -> output vector run --n times on --d0 and --d1 (each "
     "a .npy file or MODULE:ATTRIBUTE). The auditor is looked up in the registry "
-    "(--auditor, default rkrd) and called through the interface documented in "
+    "(--auditor NAME; needed only when more than one is registered) and called through the interface documented in "
     "accounting.registry.hookspecs.accounting_register_auditors. MODULE is imported with the "
     "current directory searched first (as by python -m) during the import only; importing "
     "it runs its code. Whatever your module or callable raises (SystemExit included) is "
@@ -41,11 +42,13 @@ _AUDIT_DESCRIPTION = (
     "they would exceed --max-memory; the witness tests need memory linear in n.")
 
 
-def _audit_parser(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     p = sub.add_parser("audit", help="audit an (ε, δ) claim from samples of a black-box "
                        "mechanism", description=_AUDIT_DESCRIPTION)
-    p.add_argument("--auditor", default="rkrd", metavar="NAME",
-                   help="a registered auditor (default rkrd)")
+    p.set_defaults(handler=run, takes_extras=False)
+    p.add_argument("--auditor", default=None, metavar="NAME",
+                   help="a registered auditor (default: the only one registered; required "
+                        "when there are several)")
     p.add_argument("--x", metavar="FILE.npy", help="outputs on D, shape (n, d)")
     p.add_argument("--y", metavar="FILE.npy", help="outputs on D', shape (n, d)")
     p.add_argument("--mechanism", metavar="MODULE:FUNCTION",
@@ -55,17 +58,18 @@ def _audit_parser(sub: Any) -> None:
     p.add_argument("--n", type=_count_text, metavar="N", help="outputs drawn on each dataset")
     p.add_argument("--epsilon", type=_parse_float, required=True, metavar="E", help="claimed ε")
     p.add_argument("--delta", type=_parse_float, required=True, metavar="D", help="claimed δ")
-    p.add_argument("--alpha", type=_parse_float, nargs="+", metavar="A", help="Rényi orders")
-    p.add_argument("--level", type=_parse_float, metavar="L", help="level of the test")
-    p.add_argument("--bandwidth", type=_parse_float, metavar="H", help="kernel bandwidth")
-    p.add_argument("--seed", type=_parse_int, metavar="S", help="seed (printed in the report)")
+    p.add_argument("--alpha", type=_parse_float, nargs="+", metavar="A", help="Rényi orders (default: the auditor's)")
+    p.add_argument("--level", type=_parse_float, metavar="L", help="level of the test (default: the auditor's)")
+    p.add_argument("--bandwidth", type=_parse_float, metavar="H", help="kernel bandwidth (default: the auditor's)")
+    p.add_argument("--seed", type=_parse_int, metavar="S",
+                   help="seed (printed in the report; default: the auditor's)")
     p.add_argument("--reference", metavar="MECHANISM",
                    help="a registered mechanism to bootstrap against (with --shift)")
     p.add_argument("--reference-param", action="append", default=[], metavar="KEY=VALUE",
                    help="a parameter of --reference (repeatable)")
     p.add_argument("--shift", type=_parse_float, nargs="+", metavar="V",
                    help="f(D) - f(D'), d numbers, for --reference")
-    p.add_argument("--n-boot", type=_count_text, metavar="B", help="bootstrap replicates")
+    p.add_argument("--n-boot", type=_count_text, metavar="B", help="bootstrap replicates (default: the auditor's)")
     p.add_argument("--max-memory", type=_parse_float, default=None, metavar="GB",
                    help="refuse stages whose dense n × n matrices would need more than GB "
                         "gigabytes (default: the auditor's own budget)")
@@ -217,11 +221,23 @@ def _check_audit_claim(epsilon: float, delta: float) -> None:
                        f"{epsilon:g}")
 
 
-def _cmd_audit(ns: argparse.Namespace, registry: Registry) -> int:
-    if ns.auditor not in registry.auditors:
-        known = ", ".join(sorted(registry.auditors)) or "none"
-        raise CLIError(f"unknown auditor {ns.auditor!r}; registered: {known}")
-    auditor = registry.auditors[ns.auditor]
+def _auditor(name: Optional[str], registry: Registry) -> Any:
+    """The auditor named ``name``, or without a name the only one registered."""
+    if name is None:
+        if len(registry.auditors) == 1:
+            return next(iter(registry.auditors.values()))
+        if not registry.auditors:
+            raise CLIError("no auditor is registered: install a plugin that provides one "
+                           "(see 'accounting mechanisms')")
+        raise CLIError(f"several auditors are registered ({', '.join(sorted(registry.auditors))})"
+                       f": choose one with --auditor NAME")
+    if name not in registry.auditors:
+        raise _unknown("auditor", name, registry.auditors)
+    return registry.auditors[name]
+
+
+def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
+    auditor = _auditor(ns.auditor, registry)
     settings: dict[str, Any] = {k: v for k, v in (
         ("alphas", ns.alpha and tuple(ns.alpha)), ("level", ns.level),
         ("bandwidth", ns.bandwidth), ("shift", ns.shift), ("n_boot", ns.n_boot))

@@ -1,6 +1,8 @@
 """What every part of the command line shares: the exit statuses, the usage-error
-classes, the argparse parser that raises instead of exiting, the strict number
-syntax, one-line messages and the stdout guard (see ``accounting.cli.app``)."""
+classes and the rule telling a usage error from a bug, the argparse parser that
+raises instead of exiting (and shows defaults in ``--help``), the strict number
+syntax, "did you mean" suggestions, one-line messages and the stdout guard (see
+``accounting.cli.app``)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ import contextlib
 import re
 import sys
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Iterable, Optional
 
-from accounting.workload import MAX_COUNT, MAX_COUNT_TEXT
+from accounting.registry.registry import PluginError, did_you_mean
+from accounting.workload import MAX_COUNT, MAX_COUNT_TEXT, WorkloadError
 
 __all__ = ["PROG", "EXIT_USAGE", "EXIT_INTERNAL", "EXIT_REJECTED", "CLIError", "UserCodeError"]
 
@@ -28,16 +31,55 @@ class CLIError(Exception):
     """Bad command-line usage; printed as one line, exit status 2."""
 
 
+class _ShowDefaults:
+    """``--help`` shows an option's default: "(default X)" is appended to its help
+    unless the help already says what the default is, or there is none to show
+    (None, False, a suppressed value)."""
+
+    def _get_help_string(self, action: argparse.Action) -> Optional[str]:
+        text = action.help or ""
+        default = action.default
+        if ("default" in text or "%(default)" in text or default is None or default is False
+                or default is argparse.SUPPRESS or not action.option_strings
+                or action.nargs == 0):
+            return text
+        if isinstance(default, (list, tuple)):
+            if not default:
+                return text
+            default = " ".join(map(str, default))
+        return f"{text} (default {str(default).replace('%', '%%')})" if text else text
+
+
+class HelpFormatter(_ShowDefaults, argparse.HelpFormatter):
+    """argparse's formatter (description re-wrapped), with defaults shown."""
+
+
+class RawHelpFormatter(_ShowDefaults, argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter that keeps the description's line breaks, with defaults shown."""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with errors raised (to be printed as one line), not printed with usage,
-    and without abbreviations (``--s`` must not silently mean ``--step``)."""
+    without abbreviations (``--s`` must not silently mean ``--step``), and with
+    defaults shown in ``--help`` (``HelpFormatter``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
+        bad = _INVALID_CHOICE.search(message)
+        if bad is not None:   # argparse lists the choices; add the closest to the message
+            choices = re.findall(r"[\w-]+", bad.group("choices"))
+            message = message.replace(bad.group(0), bad.group(0) + did_you_mean(
+                bad.group("value"), choices))
         raise CLIError(f"{message} (see '{self.prog} --help')")
+
+
+#: argparse's message for a value outside ``choices``
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \(choose from "
+                             r"(?P<choices>[^)]*)\)")
 
 
 class UserCodeError(Exception):
@@ -112,3 +154,65 @@ def _stdout_to_stderr():
     (``--json`` above all)."""
     with contextlib.redirect_stdout(sys.stderr):
         yield
+
+
+def _unknown(what: str, name: str, known: Iterable[str], hint: str = "") -> CLIError:
+    """``unknown WHAT 'name'; did you mean 'x'? registered: …`` as a CLIError."""
+    known = sorted(known)
+    return CLIError(f"unknown {what} {name!r}{did_you_mean(name, known)}; registered: "
+                    f"{', '.join(known) or 'none'}{hint}")
+
+
+# ------------------------------------------------ usage error or internal error
+#: modules whose ValueError/TypeError is never a deliberate check of ours: raised
+#: there, it means the library handed them something it should not have (a bug)
+_FOREIGN_MODULES = ("numpy", "scipy", "mpmath", "pluggy", "importlib", "tomllib")
+
+
+def _raised_in(exc: BaseException) -> str:
+    """The module whose code raised ``exc`` (the innermost traceback frame)."""
+    tb = exc.__traceback__
+    if tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return str(tb.tb_frame.f_globals.get("__name__", ""))
+
+
+_NAN_WORD = re.compile(r"\bnan\b", re.IGNORECASE)
+
+
+def _nan_is_internal(exc: BaseException) -> None:
+    """Mark as internal a refusal that mentions NaN raised while evaluating inputs that
+    were all checked to be free of NaN: the library produced the NaN itself (a bug),
+    e.g. "inf_mass must be in [0, 1], got nan"."""
+    if isinstance(exc, (ValueError, TypeError)) and _NAN_WORD.search(str(exc)):
+        exc.accounting_internal = True  # type: ignore[attr-defined]
+
+
+def _is_usage_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the user's (exit 2) rather than a bug (exit 1).
+
+    Usage: ``CLIError`` (argument checks), ``WorkloadError`` (file checks),
+    ``UserCodeError`` (an exception from the user's --mechanism code), ``PluginError``
+    (an installed plugin is broken), and a ``ValueError``/``TypeError`` raised by a
+    check in the library or a plugin — the documented way they refuse a value or a
+    request. A ValueError/TypeError raised *inside* numpy, scipy, mpmath, … is not a
+    check of ours but a value the library should never have passed on: internal.
+    Everything else (KeyError, IndexError, AttributeError, ArithmeticError,
+    RecursionError, MemoryError, …) is internal, and so is a refusal mentioning NaN
+    raised while evaluating checked inputs (``_nan_is_internal``).
+    """
+    if isinstance(exc, (CLIError, WorkloadError, UserCodeError, PluginError)):
+        return True
+    if getattr(exc, "accounting_internal", False):
+        return False
+    if isinstance(exc, (ValueError, TypeError)):
+        module = _raised_in(exc)
+        return not any(module == m or module.startswith(m + ".") for m in _FOREIGN_MODULES)
+    return False
+
+
+def _refusal(exc: BaseException) -> Optional[str]:
+    """The one-line reason if ``exc`` is a refusal (a usage error), else None."""
+    return _one_line(exc) if _is_usage_error(exc) else None

@@ -137,6 +137,21 @@ NOISE_SCALE = Range(1e-8, 1e8, per="sensitivity", log=True)
 RATE = Range(1e-300, 1.0)
 
 
+#: the longest ``repr`` of a mechanism (characters)
+REPR_CHARS = 200
+
+
+def _short_value(value: Any) -> str:
+    """A parameter value for a repr: an enum by its value, a vector of more than six
+    numbers by its ends and length."""
+    if isinstance(value, enum.Enum):
+        return repr(value.value)
+    if isinstance(value, tuple) and len(value) > 6:
+        head = ", ".join(repr(v) for v in value[:3])
+        return f"({head}, …, {value[-1]!r}; {len(value)} values)"
+    return repr(value)
+
+
 @attrs.frozen
 class Mechanism(abc.ABC):
     """Base class of mechanism plugins.
@@ -154,6 +169,33 @@ class Mechanism(abc.ABC):
     sensitivity: float = parameter(SENSITIVITY_RANGE, default=1.0, kw_only=True)
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.ADD_REMOVE, kw_only=True,
                                              converter=as_neighbouring)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # attrs writes a long repr (every field, defaults too) into each decorated
+        # subclass; keep the short one below unless the subclass wrote its own
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("__repr__")
+        code = getattr(own, "__code__", None)
+        if code is not None and code.co_filename.startswith("<attrs generated"):
+            cls.__repr__ = Mechanism.__repr__  # type: ignore[method-assign]
+
+    def __repr__(self) -> str:
+        """``Class(param=value, …)``: the parameters that differ from their defaults,
+        own parameters first; long vectors abbreviated; at most ``REPR_CHARS``."""
+        fields = sorted((a for a in attrs.fields(type(self)) if a.init and a.repr),
+                        key=lambda a: a.kw_only)
+        parts = []
+        for a in fields:
+            value = getattr(self, a.name)
+            if a.default is not attrs.NOTHING and not isinstance(a.default, attrs.Factory):
+                try:
+                    if bool(value == a.default):
+                        continue
+                except Exception:   # a value that does not compare: show it
+                    pass
+            parts.append(f"{a.name}={_short_value(value)}")
+        text = f"{type(self).__name__}({', '.join(parts)})"
+        return text if len(text) <= REPR_CHARS else text[:REPR_CHARS - 2] + "…)"
 
     @abc.abstractmethod
     def pair(self) -> Pair:

@@ -70,3 +70,20 @@ def accounting_register_auditors(register):
     ``reference`` (a mechanism instance for a parametric bootstrap), ``shift``
     (f(D) − f(D′), list of floats) and ``n_boot``.
     """
+
+
+@hookspec
+def accounting_register_jobs(register):
+    """Contribute named jobs: ``register(name, workload, description, *, default=False,
+    solve=None, notes=None)``; the name (a lower-case identifier) must be unique.
+
+    A job is a ready-made workload that ``accounting run --job NAME`` accounts for.
+    The core defines none: the job marked ``default=True`` by a built-in plugin (one at
+    most; a third party's mark is refused) is what ``accounting`` and ``accounting run``
+    run without arguments. ``workload`` is TOML text or the equivalent dict in the
+    workload-file format (``accounting.workload``); its mechanisms are checked when the
+    job is used, since they may come from other plugins. ``description`` is a short
+    title ("DP-SGD"). ``solve`` names the noise parameter that ``accounting calibrate``
+    solves for when the job has one mechanism; ``notes`` maps an accountant name
+    ("zcdp") to a note printed beside that accountant's answer.
+    """

@@ -46,8 +46,8 @@ from accounting.registry import hookspecs
 from accounting.conversion.graph import Converter
 from accounting.curves.curve import Curve, Exactness
 
-__all__ = ["Registry", "PluginError", "make_registry", "default_registry", "ENTRY_POINT_GROUP",
-           "builtin_distributions"]
+__all__ = ["Registry", "PluginError", "Job", "make_registry", "default_registry",
+           "ENTRY_POINT_GROUP", "builtin_distributions", "did_you_mean"]
 
 ENTRY_POINT_GROUP = "accounting"
 
@@ -59,7 +59,35 @@ _HOOKS = {
     "accounting_register_mechanisms": "mechanism",
     "accounting_register_converters": "converter",
     "accounting_register_auditors": "auditor",
+    "accounting_register_jobs": "job",
 }
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` naming the registered names closest to ``name``
+    (difflib's ratio ≥ 0.6), or "" when none is close."""
+    import difflib
+    close = difflib.get_close_matches(str(name), sorted(known), n=3)
+    if not close:
+        return ""
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)"
+
+
+@attrs.frozen
+class Job:
+    """A named, ready-made workload contributed by a plugin
+    (``hookspecs.accounting_register_jobs``): what ``accounting run --job NAME`` runs."""
+
+    name: str
+    #: the workload as the table of a workload file (``accounting.workload``)
+    table: dict = attrs.field(eq=False, repr=False)
+    description: str
+    plugin: str
+    default: bool = False
+    #: the noise parameter ``accounting calibrate`` solves for, if the job names one
+    solve: Optional[str] = None
+    #: accountant name → a note printed under that accountant's answer
+    notes: tuple[tuple[str, str], ...] = attrs.field(default=(), repr=False)
 
 
 class PluginError(RuntimeError):
@@ -148,11 +176,19 @@ class Registry:
     converters: list[Converter] = attrs.Factory(list)
     auditors: dict[str, Any] = attrs.Factory(dict)
     auditor_sources: dict[str, str] = attrs.Factory(dict)
+    jobs: dict[str, Job] = attrs.Factory(dict)
     errors: list[PluginError] = attrs.Factory(list)
     #: names of the plugins that are built-in (the core and this distribution's)
     builtin_plugins: set[str] = attrs.Factory(set)
     #: third-party plugin name → its distribution (where known), for messages
     distributions: dict[str, str] = attrs.Factory(dict)
+
+    def __repr__(self) -> str:
+        def n(count: int, word: str) -> str:
+            return f"{count} {word}{'' if count == 1 else 's'}"
+        return (f"Registry({n(len(self.mechanisms), 'mechanism')}, "
+                f"{n(len(self.converters), 'converter')}, {n(len(self.auditors), 'auditor')}, "
+                f"{n(len(self.jobs), 'job')}, {n(len(self.errors), 'plugin error')})")
 
     # -------------------------------------------------------------- loading
     def register_plugin(self, plugin: object, name: Optional[str] = None, *,
@@ -315,10 +351,12 @@ class Registry:
         refusal as an error of this plugin (and returns normally, so a plugin cannot
         hide it by catching an exception), stages the rest."""
         check = {"mechanism": self._check_mechanism, "converter": self._check_converter,
-                 "auditor": self._check_auditor}[kind]
+                 "auditor": self._check_auditor, "job": self._check_job}[kind]
         signature = {"mechanism": "register(cls)",
                      "converter": "register(source, target, func, exactness, name)",
-                     "auditor": "register(name, auditor)"}[kind]
+                     "auditor": "register(name, auditor)",
+                     "job": "register(name, workload, description, *, default=False, "
+                            "solve=None, notes=None)"}[kind]
 
         def register(*args: Any, **kwargs: Any) -> None:
             try:
@@ -392,11 +430,39 @@ class Registry:
                            f"accounting.registry.hookspecs.accounting_register_auditors)")
         return _Item("auditor", name, auditor, plugin)
 
+    def _check_job(self, plugin: str, name: Any, workload: Any, description: Any, *,
+                   default: bool = False, solve: Optional[str] = None,
+                   notes: Optional[dict] = None) -> _Item:
+        import copy
+        import tomllib
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise _Refused(f"job name must be a lower-case identifier, got {_short(name)}")
+        if isinstance(workload, str):
+            try:
+                workload = tomllib.loads(workload)
+            except (tomllib.TOMLDecodeError, RecursionError) as exc:
+                raise _Refused(f"job {name!r}: its workload is not valid TOML "
+                               f"({_describe(exc)})") from None
+        if not isinstance(workload, dict) or not isinstance(workload.get("mechanism"), list):
+            raise _Refused(f"job {name!r}: workload must be TOML text or a dict with "
+                           f"[[mechanism]] entries, got {_short(workload)}")
+        if not isinstance(description, str) or not description.strip():
+            raise _Refused(f"job {name!r}: description must be a non-empty string")
+        if not isinstance(default, bool) or not (solve is None or isinstance(solve, str)):
+            raise _Refused(f"job {name!r}: default must be a bool and solve a string or None")
+        notes = dict(notes or {})
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in notes.items()):
+            raise _Refused(f"job {name!r}: notes must map accountant names to strings")
+        return _Item("job", name, Job(name, copy.deepcopy(workload), description, plugin,
+                                      default, solve, tuple(notes.items())), plugin)
+
     def _taken_by(self, item: _Item) -> Optional[str]:
         if item.kind == "mechanism":
             return self.mechanism_sources.get(item.name)
         if item.kind == "auditor":
             return self.auditor_sources.get(item.name)
+        if item.kind == "job":
+            return self.jobs[item.name].plugin if item.name in self.jobs else None
         return next((c.plugin for c in self.converters if c.name == item.name), None)
 
     def _commit(self, items: Iterable[_Item]) -> None:
@@ -430,6 +496,15 @@ class Registry:
             elif kind == "auditor":
                 self.auditors[name] = item.value
                 self.auditor_sources[name] = item.plugin
+            elif kind == "job":
+                job = item.value
+                if job.default and (item.plugin not in self.builtin_plugins
+                                    or self.default_job() is not None):
+                    self._fail(item.plugin, f"job {name!r} cannot be the default job: only a "
+                                            f"built-in plugin sets it, once; it is registered "
+                                            f"as an ordinary job")
+                    job = attrs.evolve(job, default=False)
+                self.jobs[name] = job
             else:
                 source, target, func, exactness = item.value
                 self.converters.append(Converter(source, target, func, exactness, name,
@@ -445,7 +520,12 @@ class Registry:
             return self.mechanisms[name]
         except KeyError:
             known = ", ".join(sorted(self.mechanisms)) or "none"
-            raise ValueError(f"unknown mechanism {name!r}; registered: {known}") from None
+            raise ValueError(f"unknown mechanism {name!r}{did_you_mean(name, self.mechanisms)}; "
+                             f"registered: {known}") from None
+
+    def default_job(self) -> Optional[Job]:
+        """The job a built-in plugin marked as the default (what ``accounting`` runs)."""
+        return next((j for j in self.jobs.values() if j.default), None)
 
     def plugin_of(self, cls: type) -> Optional[str]:
         """The plugin that registered the mechanism class ``cls``, if one did."""
@@ -460,6 +540,7 @@ class Registry:
             "mechanisms": sorted(self.mechanism_sources.items()),
             "converters": [(c.name, c.plugin) for c in self.converters],
             "auditors": sorted(self.auditor_sources.items()),
+            "jobs": sorted((j.name, j.plugin) for j in self.jobs.values()),
         }
 
 

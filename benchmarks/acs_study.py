@@ -1,7 +1,11 @@
 """Noise variance at a certified privacy level: RDP against zCDP calibration.
 
-The ACS-sized workload study of the unifying-accounting paper (002, §5.1, Fig. 8;
-§D.3): a workload of d independent queries, each released with centred additive
+A reproduction, kept with the benchmarks rather than in the library (it names plugin
+mechanisms); ``benchmarks/acs_workload.py`` prints it and ``tests/test_acs_study.py``
+checks it against the paper. Import it with ``benchmarks/`` on ``sys.path``.
+
+The ACS-sized workload study of the unifying-accounting paper (arXiv:2610.02414,
+§5.1, Fig. 8; §D.3): a workload of d independent queries, each released with centred additive
 noise of one family, calibrated to (ε, δ) = (3, 1e-5) once from the composed exact
 Rényi curve and once from the composed zCDP parameter ρ* (both through the same
 RDP → (ε, δ) conversion, see ``accounting.analysis.calibration``). Per-query MSE is the noise

@@ -1,0 +1,199 @@
+"""``accounting calibrate``: the smallest noise parameter meeting a target (ε, δ)
+(``accounting.analysis.calibration``).
+
+::
+
+    accounting calibrate MECHANISM --solve PARAM --PARAM VALUE … [--compose K] --epsilon E --delta D
+    accounting calibrate --dpsgd --q Q --steps N --epsilon E --delta D
+
+``--dpsgd`` calibrates the job named ``dpsgd`` that a plugin registers
+(``hookspecs.accounting_register_jobs``): its one mechanism, solving for the job's
+``solve`` parameter, with ``--q`` as its sampling rate ``q`` and ``--steps`` uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from accounting.accountant import ACCOUNTANTS
+from accounting.cli.base import (PROG, CLIError, _count_text, _is_usage_error, _one_line,
+                                 _parse_float, _raised_in)
+from accounting.cli.output import _json_num, _num, _seconds, _show_param
+from accounting.cli.parser import _mechanism_help, _mechanism_names, _parse_params
+from accounting.curves.pld import DEFAULT_STEP
+from accounting.registry.registry import Registry
+from accounting.validation import check_count, check_positive, check_real
+from accounting.workload import make_use
+
+__all__: list[str] = []
+
+#: the job ``--dpsgd`` calibrates
+DPSGD_JOB = "dpsgd"
+
+_DESCRIPTION = (
+    "The smallest value of the noise parameter --solve of MECHANISM (its other parameters "
+    "fixed as --NAME VALUE) for which --compose K independent uses meet ε ≤ --epsilon at "
+    "--delta under --accountant (default pld), by Brent's method on a bracket; the answer "
+    "is the feasible end of the final bracket, so its ε never exceeds the target. "
+    "--dpsgd --q Q --steps N: the DP-SGD noise multiplier, calibrating the mechanism of "
+    f"the job '{DPSGD_JOB}' that a plugin registers (see 'accounting mechanisms') at "
+    "sampling rate Q for N steps. See accounting.calibrate.")
+
+
+def _options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
+    p.add_argument("mechanism", nargs="?", metavar="MECHANISM",
+                   help="a registered mechanism (see 'accounting mechanisms')")
+    p.add_argument("--solve", metavar="PARAM", help="the real parameter to calibrate "
+                   "(e.g. sigma, b)")
+    p.add_argument("--epsilon", type=_parse_float, metavar="E", help="target ε > 0")
+    p.add_argument("--delta", type=_parse_float, metavar="D", help="target δ in (0, 1)")
+    p.add_argument("--compose", type=_count_text, default=None, metavar="K",
+                   help="number of independent uses of MECHANISM (default 1)")
+    p.add_argument("--accountant", choices=tuple(ACCOUNTANTS), default="pld",
+                   help="representation to calibrate under (default pld)")
+    p.add_argument("--step", type=_parse_float, default=None, metavar="S",
+                   help=f"PLD grid step of the privacy loss (default {DEFAULT_STEP:g})")
+    p.add_argument("--rtol", type=_parse_float, default=None, metavar="R",
+                   help="relative width of the final bracket (default 1e-6)")
+    p.add_argument("--dpsgd", action="store_true", help="DP-SGD: calibrate the noise "
+                   f"multiplier of the job '{DPSGD_JOB}' for --q Q and --steps N")
+    p.add_argument("--steps", type=_count_text, default=None, metavar="N",
+                   help="with --dpsgd: the number of training steps")
+    # owned here so that a bare number after it is not taken for MECHANISM; handed back
+    # to the mechanism's own parameters when a MECHANISM is given
+    p.add_argument("--q", type=_parse_float, default=None, metavar="Q",
+                   help="with --dpsgd: the Poisson sampling rate in (0, 1]")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("calibrate", add_help=False, help="the smallest noise parameter "
+                       "meeting a target (ε, δ)", description=_DESCRIPTION)
+    _options(p)
+    p.set_defaults(handler=run, takes_extras=True)
+
+
+#: values of the parameter being solved for probed before the search: calibration
+#: searches (0, ∞) in both directions from 1
+_SOLVE_PROBES = (1.0, 1e-6, 1e6)
+
+
+def _check_solvable(registry: Registry, name: str, solve: str, params: dict) -> None:
+    """Refuse, before the search, a parameter the search cannot move freely: it
+    brackets the answer on (0, ∞) from 1, so the mechanism must accept the probes."""
+    rng = registry.mechanism(name).ranges().get(solve)
+    for x in _SOLVE_PROBES:
+        if rng is not None:     # probe inside the parameter's declared range
+            unit = float(params.get(rng.per, 1.0)) ** rng.per_power if rng.per else 1.0
+            x = min(max(x, rng.lo * unit), rng.hi * unit)
+        try:
+            make_use(registry, name, {**params, solve: x})
+        except (TypeError, ValueError) as exc:
+            raise CLIError(f"--solve {solve}: calibrate searches {solve} over (0, ∞), more "
+                           f"{solve} meaning more noise, but {name} refuses {solve} = {x:g} "
+                           f"({_one_line(exc)}); calibrate a noise scale such as sigma or "
+                           f"b") from None
+
+
+def _dpsgd_job(registry: Registry, q: float) -> tuple[str, str, dict]:
+    """The mechanism, the parameter to solve and the fixed parameters of ``--dpsgd``:
+    those of the job ``DPSGD_JOB``, its sampling rate ``q`` replaced."""
+    job = registry.jobs.get(DPSGD_JOB)
+    entries = job.table["mechanism"] if job is not None else []
+    if job is None or job.solve is None or len(entries) != 1 \
+            or not isinstance(entries[0].get("name"), str):
+        raise CLIError(f"--dpsgd calibrates the job {DPSGD_JOB!r} (one mechanism and the "
+                       f"parameter to solve for), which no installed plugin registers; "
+                       f"give MECHANISM --solve PARAM instead")
+    entry = entries[0]
+    params = {k: v for k, v in entry.items() if k not in ("name", "count", job.solve)}
+    params["q"] = q
+    return entry["name"], job.solve, params
+
+
+def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
+    from accounting.analysis.calibration import DEFAULT_RTOL, Term, calibrate
+    prog = f"{PROG} calibrate"
+    if ns.help:
+        return _mechanism_help(prog, ns.mechanism, registry, _DESCRIPTION, _options)
+    if ns.epsilon is None or ns.delta is None:
+        raise CLIError("calibrate needs a target: --epsilon E and --delta D")
+    if ns.dpsgd:
+        if ns.mechanism or ns.solve or ns.compose is not None:
+            raise CLIError("--dpsgd takes --q Q and --steps N, not MECHANISM, --solve or "
+                           "--compose")
+        if ns.steps is None or ns.q is None:
+            raise CLIError("--dpsgd needs --q Q (the sampling rate) and --steps N")
+        if extras:
+            raise CLIError(f"--dpsgd: unexpected argument {extras[0]!r} (it takes --q Q, "
+                           f"--steps N)")
+        name, solve, params = _dpsgd_job(registry, ns.q)
+        count = check_count("steps", ns.steps)
+    else:
+        if ns.steps is not None:
+            raise CLIError("--steps belongs to --dpsgd; give the number of uses as --compose K")
+        if ns.mechanism is None:
+            raise CLIError(f"give a MECHANISM (one of {_mechanism_names(registry)}) or --dpsgd")
+        if not ns.solve:
+            raise CLIError(f"{ns.mechanism}: give the parameter to calibrate as --solve PARAM")
+        name, solve = ns.mechanism, ns.solve
+        Term(name, solve)  # an unknown mechanism or a parameter that cannot be solved for
+        if ns.q is not None:
+            extras = ["--q", repr(ns.q), *extras]
+        cls = registry.mechanism(name)
+        params = _parse_params(prog, cls, extras, lambda: f"see '{prog} {name} --help'",
+                               solve=solve)
+        count = check_count("compose", 1 if ns.compose is None else ns.compose)
+        _check_solvable(registry, name, solve, params)
+    check_positive("epsilon", ns.epsilon)
+    # δ = 0 (pure DP): calibrate refuses it for the accountants that cannot answer it
+    check_real("delta", ns.delta, lo=0.0, hi=1.0, hi_open=True)
+    step = check_positive("step", ns.step if ns.step is not None else DEFAULT_STEP)
+    rtol = DEFAULT_RTOL if ns.rtol is None else ns.rtol
+    t0 = time.perf_counter()
+    try:
+        res = calibrate(name, solve, epsilon=ns.epsilon, delta=ns.delta, count=count,
+                        params=params, accountant=ns.accountant, step=step, rtol=rtol)
+    except (ValueError, TypeError) as exc:
+        if not _is_usage_error(exc) or _raised_in(exc).startswith("accounting.analysis.calibration") \
+                or _raised_in(exc).startswith("accounting.validation"):
+            raise  # calibrate's own checks and answers speak for themselves
+        # a refusal from deeper down (the accountant, at a value the search chose):
+        # say where it happened rather than quote an internal quantity bare
+        raise CLIError(f"calibrate: the {ns.accountant} accountant could not evaluate a "
+                       f"candidate {solve} during the search ({_one_line(exc)}); try another "
+                       f"--accountant or a larger --step") from None
+    seconds = time.perf_counter() - t0
+    if ns.json:
+        payload: dict[str, Any] = {"command": "calibrate", "mechanism": name,
+                                   "params": params, "solve": solve, "count": count}
+        if ns.dpsgd:
+            payload.update(dpsgd=True, q=params["q"], steps=count)
+        payload.update(epsilon=res.target, delta=res.delta, accountant=res.accountant,
+                       value=res.value, epsilon_achieved=_json_num(res.epsilon),
+                       bracket=[res.bracket[0], res.bracket[1]], rtol=res.rtol,
+                       order=None if res.order is None else res.order,
+                       evaluations=res.evaluations, seconds=seconds,
+                       bound=f"ε_achieved: {res.epsilon_label}, max over neighbouring "
+                             f"directions", exactness=res.exactness.value)
+        if res.accountant == "pld":
+            payload["step"] = step
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        return 0
+    fixed = ", ".join(f"{k}={_show_param(v)}" for k, v in params.items())
+    what = "DP-SGD noise multiplier" if ns.dpsgd else "calibrate"
+    print(f"{what}: {name}({solve}=?{', ' + fixed if fixed else ''}) × {count}, "
+          f"target ε ≤ {_num(res.target)} at δ = {_num(res.delta)} under {res.accountant}"
+          + (f" (PLD step {step:g})" if res.accountant == "pld" else ""))
+    print(f"  {solve} = {_num(res.value, 10)}")
+    alpha = f"; {res.order_note}" if res.order is not None else ""
+    print(f"  ε = {_num(res.epsilon, 10)} there ({res.epsilon_label}, max over both "
+          f"neighbouring directions{alpha})")
+    print(f"  bracket ({_num(res.bracket[0], 10)}, {_num(res.bracket[1], 10)}]: the smallest "
+          f"feasible {solve} lies inside (rtol {res.rtol:g})")
+    print(f"  {res.evaluations} evaluations, {_seconds(seconds)}")
+    return 0

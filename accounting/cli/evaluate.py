@@ -1,0 +1,183 @@
+"""Accounting a workload under one or several accountants, as ``run``, ``epsilon`` and
+``delta`` do: the answers, their certified intervals, provenance and timings, one
+accountant's refusal kept beside the others' answers, and the notes saying when an
+answer is looser than another's.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Optional
+
+import numpy as np
+
+from accounting.accountant import ACCOUNTANTS
+from accounting.cli.base import CLIError, _nan_is_internal, _refusal
+from accounting.cli.output import _certified, _num
+from accounting.curves.pld import DEFAULT_STEP
+from accounting.curves.profile import PrivacyProfile
+from accounting.curves.zcdp import ZCDP
+from accounting.validation import check_array, check_positive
+from accounting.workload import Workload
+
+__all__: list[str] = []
+
+
+def _accountant_names(choice: Optional[str], workload: Workload) -> list[str]:
+    choice = choice or workload.accountant_name or "all"
+    return list(ACCOUNTANTS) if choice == "all" else [choice]
+
+
+#: above this many query values, the RDP accountant minimises over one shared grid of
+#: orders (``_rdp_sweep``) instead of refining the order separately for each value
+_SWEEP_MIN_VALUES = 16
+#: points of the fine order grid of a sweep, spread over the cells where the coarse
+#: grid found the optima
+_SWEEP_FINE_ORDERS = 400
+
+
+def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, int]:
+    """ε(δ) or δ(ε) of an RDP curve at many values from one shared set of orders.
+
+    The engine refines the order separately for each value (about 80 curve
+    evaluations each), which costs minutes for a curve computed by quadrature. Here
+    the curve is evaluated once on the engine's coarse grid ``ORDER_GRID``, then on
+    ``_SWEEP_FINE_ORDERS`` orders spread (geometrically) over the cells where the
+    coarse grid found the optima, and every value takes its min over that shared
+    set. Every order gives a valid bound (Canonne, Kamath, Steinke, arXiv:2004.00010,
+    Prop. 12), so the answer is an upper bound; it can only be slightly above the
+    engine's per-value optimum. Returns the answers and the number of orders used.
+    """
+    from accounting.conversion.converters import ORDER_GRID, improved_epsilon, improved_log_delta
+    from accounting.vocabulary import Direction
+    directions = ((Direction.FORWARD,) if getattr(rdp, "symmetric", False) is True
+                  else (Direction.FORWARD, Direction.BACKWARD))
+
+    def objective(k: np.ndarray, t: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            if query == "delta":
+                out = improved_log_delta(k[None, :], t[None, :], values[:, None])
+            else:
+                out = improved_epsilon(k[None, :], t[None, :], np.log(values)[:, None])
+        return np.where(np.isnan(out), np.inf, out)
+
+    best = np.full(values.shape, -np.inf)
+    n_orders = 0
+    for d in directions:
+        coarse = np.asarray(rdp.upper(ORDER_GRID, d), dtype=float)
+        vals = objective(coarse, ORDER_GRID)
+        j = np.argmin(vals, axis=1)
+        lo = ORDER_GRID[max(int(j.min()) - 1, 0)]
+        hi = ORDER_GRID[min(int(j.max()) + 1, ORDER_GRID.size - 1)]
+        fine_t = np.geomspace(lo, hi, _SWEEP_FINE_ORDERS)
+        fine = np.asarray(rdp.upper(fine_t, d), dtype=float)
+        per_d = np.minimum(vals.min(axis=1), objective(fine, fine_t).min(axis=1))
+        best = np.maximum(best, per_d)
+        n_orders = ORDER_GRID.size + fine_t.size
+    if query == "delta":
+        out = np.minimum(np.exp(best), 1.0)
+        return np.where(values == -np.inf, 1.0, out), n_orders
+    return np.maximum(best, 0.0), n_orders
+
+
+def _evaluate(workload: Workload, query: str, values: np.ndarray, names: list[str],
+              step: float) -> tuple[Any, dict[str, dict]]:
+    """Run ``query`` ("epsilon" or "delta") at ``values`` under each accountant.
+
+    With several accountants, one that refuses (a usage error: e.g. a grid too large)
+    gets ``{"error": reason}`` and the others still answer; with one accountant, or
+    when every one refuses, the first refusal is raised. Internal errors propagate.
+    """
+    acct = workload.accountant(step)
+    results: dict[str, dict] = {}
+    first_error: Optional[Exception] = None
+    for name in names:
+        t0 = time.perf_counter()
+        try:
+            results[name] = _evaluate_one(acct, name, query, values)
+        except Exception as exc:
+            _nan_is_internal(exc)
+            reason = _refusal(exc)
+            if reason is None or len(names) == 1:
+                raise
+            first_error = first_error or exc
+            results[name] = {"error": reason}
+        results[name]["seconds"] = time.perf_counter() - t0
+    if first_error is not None and all("error" in r for r in results.values()):
+        raise first_error
+    return acct, results
+
+
+def _evaluate_one(acct: Any, name: str, query: str, values: np.ndarray) -> dict:
+    res: dict[str, Any] = {}
+    kind = ACCOUNTANTS[name]
+    curve = acct.curve(kind)  # the full PLD first: the queries below reuse it
+    sweep = name == "rdp" and values.size > _SWEEP_MIN_VALUES
+    note = ""
+    if sweep:
+        answer, n_orders = _rdp_sweep(curve, query, values)
+        note = f"; minimised over one shared grid of {n_orders} orders for {values.size} values"
+    elif query == "epsilon":
+        answer = acct.epsilon(values, accountant=name)
+    else:
+        answer = acct.delta(values, accountant=name)
+    res[query] = np.atleast_1d(answer)
+    if name == "pld":
+        lo, hi = (curve.epsilon_interval(values) if query == "epsilon"
+                  else curve.delta_interval(values))
+        res["interval"] = np.stack([np.atleast_1d(lo), np.atleast_1d(hi)], axis=1)
+    shown = curve if name == "pld" else curve.to(PrivacyProfile)
+    res["provenance"] = str(shown.provenance) + note
+    res["exactness"] = shown.provenance.exactness.value
+    if isinstance(curve, ZCDP):
+        res["rho"] = curve.rho()
+    return res
+
+
+def _looseness_notes(query: str, results: dict[str, dict]) -> list[str]:
+    """Say when the PLD answer is looser than another accountant's (every answer is a
+    valid upper bound, so the smallest is the one to use), as happens when the grid
+    is too coarse for the composition: its certified lower end then collapses."""
+    pld = results.get("pld")
+    if not pld or "error" in pld:
+        return []
+    # only a certified answer can be offered in place of the PLD's
+    others = {n: r for n, r in results.items()
+              if n != "pld" and "error" not in r and _certified(r)}
+    notes = []
+    for i in range(len(pld[query])):
+        p = float(pld[query][i])
+        better = [(float(r[query][i]), n) for n, r in others.items()
+                  if float(r[query][i]) < p * (1.0 - 1e-9)]
+        if not better:
+            continue
+        b, who = min(better)
+        lo = float(pld["interval"][i][0])
+        why = (f"its certified lower end is {_num(lo)}" if lo > 0 else
+               "its certified lower end is 0")
+        notes.append(f"the PLD answer {_num(p)} is looser than {who}'s {_num(b)} here "
+                     f"({why}: the grid is too coarse for this composition; a smaller --step "
+                     f"tightens it); every line is an upper bound, so {_num(b)} holds")
+        break
+    return notes
+
+
+def _query_values(query: str, given: Optional[list[float]], workload: Workload,
+                  default: Optional[tuple[float, ...]] = None) -> np.ndarray:
+    values = given if given is not None else (workload.delta if query == "epsilon"
+                                              else workload.epsilon)
+    if values is None:
+        values = default
+    if values is None:
+        flag = "--delta D" if query == "epsilon" else "--epsilon E"
+        raise CLIError(f"no {'δ' if query == 'epsilon' else 'ε'} given: pass {flag}"
+                       + (" or set it in the workload file" if workload.source != "command line"
+                          else ""))
+    if query == "epsilon":
+        return check_array("delta", list(values), lo=0.0, hi=1.0, hi_open=True)
+    return check_array("epsilon", list(values), allow_inf=True)
+
+
+def _step(ns_step: Optional[float], workload: Workload) -> float:
+    step = ns_step if ns_step is not None else workload.step
+    return check_positive("step", step if step is not None else DEFAULT_STEP)

@@ -1,0 +1,170 @@
+"""Command-line options generated from a mechanism's parameters.
+
+A registered mechanism's parameters are its attrs fields
+(``Registry.mechanism(name).parameters()``); each is offered as ``--NAME VALUE``
+(also ``--NA-ME`` for ``NA_ME``), typed by ``accounting.workload.parameter_kind``:
+numbers in the strict syntax of ``accounting.cli.base``, booleans, the neighbouring
+relation, vectors (``--means 0 1``) and nested mechanisms as TOML inline tables
+(``--base '{name = "laplace", b = 1}'``). A parameter named like one of the
+command's own options is offered as ``--param-NAME``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tomllib
+from typing import Any, Callable, Optional
+
+import attrs
+
+from accounting.cli.base import (CLIError, RawHelpFormatter, _Parser, _parse_float,
+                                 _parse_int)
+from accounting.registry.registry import Registry
+from accounting.workload import Use, make_use, parameter_kind
+
+__all__: list[str] = []
+
+#: options of the commands themselves: a mechanism parameter of one of these names is
+#: offered as ``--param-NAME`` instead of ``--NAME``
+_RESERVED = frozenset({"h", "help", "workload", "compose", "delta", "epsilon", "accountant",
+                       "step", "json", "version"})
+
+
+def _option_names(param: str) -> list[str]:
+    """Command-line spellings of a parameter: ``NAME`` (and ``NA-ME`` for ``NA_ME``),
+    or ``param-NAME`` where ``NAME`` is one of the command's own options."""
+    base = f"param-{param}" if param in _RESERVED else param
+    names = [base]
+    if "_" in base:
+        names.append(base.replace("_", "-"))
+    return names
+
+
+def _parse_bool(text: str) -> bool:
+    low = str(text).lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+_parse_bool.__name__ = "boolean"  # argparse names the type in its message
+
+
+def _parse_table(text: str) -> dict:
+    """A TOML inline table, e.g. ``{name = "gaussian", sigma = 1.0}`` (a mechanism)."""
+    try:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        raise ValueError(f"not a TOML inline table: {text!r}") from None
+    except RecursionError:
+        raise ValueError("the inline table is nested too deeply") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"not a TOML inline table: {text!r}")
+    return value
+
+
+_parse_table.__name__ = "inline table"
+
+
+def _default_text(value: Any) -> str:
+    if isinstance(value, attrs.Factory):  # type: ignore[arg-type]
+        return "(computed)"
+    if hasattr(value, "value") and not isinstance(value, (int, float)):
+        return str(value.value)
+    return repr(value) if isinstance(value, str) else f"{value}"
+
+
+def _ordered(cls: type) -> list[attrs.Attribute]:
+    """A mechanism's own parameters first, then the shared keyword-only ones."""
+    return sorted(cls.parameters().values(), key=lambda a: a.kw_only)
+
+
+def _param_parser(prog: str, cls: type, *,
+                  add_options: Optional[Callable[[argparse.ArgumentParser], None]] = None
+                  ) -> _Parser:
+    """A parser of ``--NAME VALUE`` for each parameter of mechanism class ``cls``.
+
+    ``add_options`` adds the command's own options too (for ``--help``)."""
+    p = _Parser(prog=prog, add_help=False, description=(cls.__doc__ or "").strip() or None,
+                formatter_class=RawHelpFormatter)
+    if add_options is not None:
+        add_options(p)
+    group = p.add_argument_group(f"parameters of {cls.name}")
+    for attr in _ordered(cls):
+        kind = parameter_kind(attr)
+        required = attr.default is attrs.NOTHING
+        default = "required" if required else f"default {_default_text(attr.default)}"
+        names = [f"--{n}" for n in _option_names(attr.name)]
+        kw: dict[str, Any] = {"dest": f"param_{attr.name}", "metavar": kind.upper(),
+                              "default": None, "help": default}
+        if kind == "int":
+            kw["type"] = _parse_int
+        elif kind == "float":
+            kw["type"] = _parse_float
+        elif kind == "bool":
+            kw["type"] = _parse_bool
+        elif kind == "neighbouring":
+            kw["metavar"] = "{add_remove,replace_one}"
+        elif kind == "vector":
+            kw.update(type=_parse_float, nargs="+", metavar="X")
+        elif kind == "mechanism":
+            kw.update(type=_parse_table, metavar="'{name=\"…\", …}'")
+        group.add_argument(*names, **kw)
+    return p
+
+
+def _parse_params(prog: str, cls: type, extras: list[str], rest_hint: Callable[[], str],
+                  *, solve: Optional[str] = None) -> dict:
+    """The ``--PARAM VALUE`` options of mechanism class ``cls`` in ``extras``; an
+    unknown option or a stray argument is refused (``rest_hint()`` says where to look),
+    and so is a missing required parameter other than ``solve``."""
+    name = cls.name
+    pns, rest = _param_parser(f"{prog} {name}", cls).parse_known_args(extras)
+    if rest:
+        bad = next((r for r in rest if r.startswith("-")), rest[0])
+        what = "unknown parameter" if bad.startswith("-") else "unexpected argument"
+        raise CLIError(f"{name}: {what} {bad!r} ({rest_hint()})")
+    params = {k[len("param_"):]: v for k, v in vars(pns).items() if v is not None}
+    if solve is not None and solve in params:
+        raise CLIError(f"{name}: --{_option_names(solve)[0]} is the parameter being solved "
+                       f"for; do not give it")
+    missing = [a.name for a in cls.parameters().values()
+               if a.default is attrs.NOTHING and a.name not in params and a.name != solve]
+    if missing:
+        raise CLIError(f"{name}: missing parameter "
+                       + ", ".join(f"--{_option_names(m)[0]}" for m in missing))
+    return params
+
+
+def _mechanism_use(prog: str, name: str, extras: list[str], registry: Registry,
+                   count: int) -> Use:
+    """The mechanism ``name`` from its ``--PARAM VALUE`` options in ``extras``, as a
+    workload ``Use`` run ``count`` times."""
+    cls = registry.mechanism(name)
+
+    def hint() -> str:
+        return "its parameters: " + ", ".join(f"--{_option_names(a.name)[0]}"
+                                              for a in _ordered(cls))
+    return make_use(registry, name, _parse_params(prog, cls, extras, hint), count)
+
+
+def _mechanism_help(prog: str, mechanism: Optional[str], registry: Registry,
+                    description: str, add_options: Callable[[argparse.ArgumentParser], None]
+                    ) -> int:
+    """``--help`` of a subcommand taking MECHANISM: its options, and with a MECHANISM
+    that mechanism's parameters first."""
+    cls = registry.mechanism(mechanism) if mechanism else None
+    p = _Parser(prog=prog if cls is None else f"{prog} {mechanism}", add_help=False,
+                description=description if cls is None else None)
+    add_options(p)
+    if cls is not None:
+        _param_parser(f"{prog} {mechanism}", cls).print_help()
+        print()
+    p.print_help()
+    return 0
+
+
+def _mechanism_names(registry: Registry) -> str:
+    return ", ".join(sorted(registry.mechanisms))

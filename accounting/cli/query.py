@@ -1,0 +1,135 @@
+"""``accounting epsilon`` and ``accounting delta``: ε(δ) or δ(ε) of a mechanism
+composed ``--compose`` times, or of a TOML ``--workload``, under every accountant.
+
+::
+
+    accounting epsilon MECHANISM --PARAM VALUE … [--compose K] --delta D [D …]
+    accounting delta   MECHANISM --PARAM VALUE … [--compose K] --epsilon E [E …]
+    accounting epsilon --workload FILE.toml [--delta D …]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from accounting.cli import evaluate as ev
+from accounting.cli.base import PROG, CLIError, _count_text, _parse_float, _Parser
+from accounting.cli.output import (_certified, _json_num, _print_note, _provenance_lines,
+                                   _results_json, _results_table, _short)
+from accounting.cli.parser import _mechanism_names, _mechanism_use, _param_parser
+from accounting.curves.pld import DEFAULT_STEP
+from accounting.registry.registry import Registry
+from accounting.workload import ACCOUNTANT_CHOICES, MAX_COUNT_TEXT, Workload, load_workload
+
+__all__: list[str] = []
+
+_WHAT = {"epsilon": "ε(δ)", "delta": "δ(ε)"}
+
+
+def _query_options(p: argparse.ArgumentParser, query: str) -> None:
+    """Options shared by ``epsilon``, ``delta`` and ``run``."""
+    if query == "epsilon":
+        p.add_argument("--delta", type=_parse_float, nargs="+", metavar="D",
+                       help="target δ in (0, 1); several values allowed")
+    else:
+        p.add_argument("--epsilon", type=_parse_float, nargs="+", metavar="E",
+                       help="ε at which to report δ; several values allowed")
+    p.add_argument("--accountant", choices=ACCOUNTANT_CHOICES, default=None,
+                   help="representation to account under (default: all, or the workload's)")
+    p.add_argument("--step", type=_parse_float, default=None, metavar="S",
+                   help=f"PLD grid step of the privacy loss (default {DEFAULT_STEP:g})")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _query_mode_options(p: argparse.ArgumentParser, query: str) -> None:
+    p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
+    p.add_argument("mechanism", nargs="?", metavar="MECHANISM",
+                   help="a registered mechanism (see 'accounting mechanisms')")
+    p.add_argument("--workload", metavar="FILE", help="a TOML workload file instead of "
+                   "MECHANISM")
+    p.add_argument("--compose", type=_count_text, default=None, metavar="K",
+                   help=f"number of independent uses of MECHANISM (default 1; at most "
+                        f"{MAX_COUNT_TEXT})")
+    _query_options(p, query)
+
+
+def add_parser(sub: Any) -> None:
+    """The ``epsilon`` and ``delta`` subcommands."""
+    for query, what in _WHAT.items():
+        p = sub.add_parser(query, add_help=False, help=f"{what} of a mechanism or a workload",
+                           description=f"{what} of MECHANISM composed --compose times, or of "
+                                       f"a TOML --workload. Mechanism parameters are given "
+                                       f"as --NAME VALUE (see 'accounting mechanisms').")
+        _query_mode_options(p, query)
+        p.set_defaults(handler=run, takes_extras=True)
+
+
+def _help(query: str, ns: argparse.Namespace, registry: Registry) -> int:
+    prog = f"{PROG} {query}"
+    cls = registry.mechanism(ns.mechanism) if ns.mechanism else None
+    if cls is None:
+        p = _Parser(prog=prog, add_help=False, description=(
+            f"{_WHAT[query]} of MECHANISM or of a --workload. "
+            f"Give MECHANISM to see its parameters: {_mechanism_names(registry)}."))
+        _query_mode_options(p, query)
+    else:
+        p = _param_parser(f"{prog} {ns.mechanism}", cls,
+                          add_options=lambda q: _query_mode_options(q, query))
+    p.print_help()
+    return 0
+
+
+def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
+    query = ns.command
+    prog = f"{PROG} {query}"
+    if ns.help:
+        return _help(query, ns, registry)
+    if ns.workload is not None and ns.mechanism is not None:
+        raise CLIError("give either MECHANISM or --workload FILE, not both")
+    if ns.workload is not None:
+        if extras:
+            raise CLIError(f"unrecognized arguments: {' '.join(extras)} (mechanism parameters "
+                           f"belong in the workload file)")
+        if ns.compose is not None:
+            raise CLIError("--compose applies to a single MECHANISM; set count in the workload")
+        workload = load_workload(ns.workload, registry)
+        header = f"workload {workload.source}: {workload.describe()}"
+    elif ns.mechanism is not None:
+        count = 1 if ns.compose is None else ns.compose
+        use = _mechanism_use(prog, ns.mechanism, extras, registry, count)
+        workload = Workload((use,), source="command line")
+        header = use.describe()
+    else:
+        raise CLIError(f"give a MECHANISM (one of {_mechanism_names(registry)}) "
+                       f"or --workload FILE")
+    values = ev._query_values(query, ns.delta if query == "epsilon" else ns.epsilon, workload)
+    step = ev._step(ns.step, workload)
+    names = ev._accountant_names(ns.accountant, workload)
+    _, results = ev._evaluate(workload, query, values, names, step)
+    notes = ev._looseness_notes(query, results)
+    if ns.json:
+        payload: dict[str, Any] = {"query": query}
+        if ns.mechanism is not None:
+            only = workload.uses[0].as_dict()
+            payload.update(mechanism=only["name"], params=only["params"], count=only["count"])
+        payload["workload"] = workload.as_dict()
+        payload["delta" if query == "epsilon" else "epsilon"] = [_json_num(v) for v in values]
+        payload["step"] = step
+        payload["bound"] = "upper bound, max over neighbouring directions"
+        payload["results"] = _results_json(results)
+        if notes:
+            payload["notes"] = notes
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        return 0
+    print(_short(header))
+    kinds = ("upper bounds" if all(_certified(r) for r in results.values() if "error" not in r)
+             else "upper bounds, except those marked numerical (estimates, not certified)")
+    print(f"{_WHAT[query]}: {kinds}, max over both neighbouring directions (PLD step {step:g})")
+    print("\n".join(_results_table(query, values, results)))
+    for note in notes:
+        _print_note(note)
+    print("provenance:")
+    print("\n".join(_provenance_lines(results)))
+    return 0
