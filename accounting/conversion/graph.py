@@ -255,6 +255,14 @@ def convert(curve: Curve, target: type, *, registry: Optional["Registry"] = None
         registry = default_registry()
     via = _via(via, registry.converters)
     if isinstance(curve, target) and not via:
+        if options:
+            # nothing runs, so an option (a typo such as ``stpe``, or even ``step``)
+            # would be silently ignored: refuse it
+            names = ", ".join(repr(k) for k in sorted(options))
+            raise TypeError(f"convert() got unexpected keyword argument"
+                            f"{'s' if len(options) > 1 else ''} {names}; allowed here: none "
+                            f"(the curve is already of kind {target.__name__}, so no "
+                            f"converter runs and every option would be ignored)")
         return curve
     start = curve.provenance.exactness
     allow = allow_lower or start is Exactness.LOWER

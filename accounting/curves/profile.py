@@ -142,4 +142,6 @@ def compose_via_pld(a: Curve, b: Curve) -> Curve:
                             f"{c.provenance.exactness.value} ({c.provenance}): only an exact "
                             f"{kind.__name__} composes (through its PLD); compose its PLD, "
                             f"RDP or ZCDP instead")
-    return a.to(PLD).compose(b.to(PLD)).to(kind)
+    pa = a.to(PLD)
+    pb = pa if b is a else b.to(PLD)
+    return pa.compose(pb).to(kind)
