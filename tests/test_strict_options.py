@@ -101,6 +101,7 @@ def _law():
     lambda: ZCDP((True, 1.0)),
     lambda: ZCDP((0.5, 0.5), provenance="exact"),
     lambda: Provenance("exact"),
+    lambda: Provenance(Exactness.EXACT, ("a", 3)),
 ])
 def test_curves_validate_their_contents(build):
     with pytest.raises((TypeError, ValueError)):

@@ -1,10 +1,15 @@
-"""What every privacy curve shares: provenance, bracket sides, and ``to``.
+"""What every privacy curve shares: the five queries, provenance, bracket sides,
+``to``, composition and a short repr.
 
 Each curve describes one ordered pair in both directions and carries an ``upper``
 side (sound: it reports at least the true privacy loss — larger δ and ε, smaller β,
 larger Rényi divergence) and, where one is known, a ``lower`` side. Exact curves have
 both sides equal. ``provenance`` records how the curve was obtained and whether the
 path was exact, a bound, or numerical (``Exactness``).
+
+Every kind answers δ(ε), ε(δ), β(α), D_α and ρ (``Curve``): by its own formula for
+the queries in its ``NATIVE`` set, by conversion to the kind that has the formula
+otherwise; ``explain(query)`` says which.
 """
 
 from __future__ import annotations
@@ -23,6 +28,13 @@ from accounting.vocabulary import Bound, Direction, Exactness, as_bound, as_dire
 __all__ = ["Exactness", "Provenance", "Curve", "QUERIES", "directional_max"]
 
 
+def _check_path(path: tuple) -> None:
+    for i, step in enumerate(path):
+        if not isinstance(step, str):
+            raise TypeError(f"Provenance.path[{i}] must be a string (a source or converter "
+                            f"name), got {type(step).__name__} ({step!r:.40})")
+
+
 @attrs.frozen
 class Provenance:
     """How a curve came to be: the source and the converters applied, and the label."""
@@ -30,7 +42,8 @@ class Provenance:
     exactness: Exactness = attrs.field(default=Exactness.EXACT,
                                        validator=attrs.validators.instance_of(Exactness))
     path: tuple[str, ...] = attrs.field(
-        default=(), converter=lambda p: (p,) if isinstance(p, str) else tuple(p))
+        default=(), converter=lambda p: (p,) if isinstance(p, str) else tuple(p),
+        validator=lambda _, __, path: _check_path(path))
 
     def then(self, step: str, exactness: Exactness) -> "Provenance":
         combined = self.exactness.then(exactness)
@@ -132,7 +145,7 @@ def _check_query(query: str) -> str:
     return query
 
 
-def _fmt(get: Callable[[], Any]) -> str:
+def headline(get: Callable[[], Any]) -> str:
     """A headline number for a repr, ``get()`` to 4 significant digits; '?' if it
     cannot be had (a repr never raises)."""
     try:
@@ -327,10 +340,17 @@ class Curve:
         return ""
 
     def __repr__(self) -> str:
+        """``Kind(label (first step → … → last steps); sides; size and a headline
+        number)``, under ~200 characters however large the curve or long its path
+        (``provenance`` has the full path)."""
         sides = "upper+lower" if getattr(self, "lower", None) is not None else "upper only"
         try:
             summary = self._summary()
         except Exception:   # a repr never raises
             summary = ""
-        return (f"{type(self).__name__}({self.provenance}; {sides}"
+        steps = [step if len(step) <= 40 else step[:39] + "…" for step in self.provenance.path]
+        if len(steps) > 3:
+            steps = [steps[0], "…", *steps[-2:]]
+        route = " → ".join(steps) if steps else "source"
+        return (f"{type(self).__name__}({self.provenance.exactness.value} ({route}); {sides}"
                 f"{'; ' + summary if summary else ''})")

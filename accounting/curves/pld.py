@@ -15,7 +15,7 @@ from typing import Optional
 import attrs
 import numpy as np
 
-from accounting.curves.curve import Curve, Provenance, _fmt
+from accounting.curves.curve import Curve, Provenance, headline
 from accounting.vocabulary import Bound, Direction, as_direction
 from accounting.numerics.loss import MAX_GRID_POINTS, LossPMF, compose_pmfs
 from accounting.validation import check_count, check_positive
@@ -112,7 +112,7 @@ class PLD(Curve):
     def _summary(self) -> str:
         points = max(law.masses.size for law in self.upper)
         step = f"step {self.step:g}, " if self.step else ""
-        return f"{step}{points} points; ε(1e-6) = {_fmt(lambda: self.epsilon(1e-6))}"
+        return f"{step}{points} points; ε(1e-6) = {headline(lambda: self.epsilon(1e-6))}"
 
     # ----------------------------------------------------------- composition
     def compose(self, other: "PLD") -> "PLD":

@@ -13,7 +13,7 @@ from typing import Callable, Optional, Protocol
 import attrs
 import numpy as np
 
-from accounting.curves.curve import Curve, Provenance, _fmt
+from accounting.curves.curve import Curve, Provenance, headline
 from accounting.vocabulary import Bound, Direction
 from accounting.numerics.loss import LossPMF
 
@@ -124,7 +124,7 @@ class PrivacyProfile(Curve):
         return compose_via_pld(self, other)
 
     def _summary(self) -> str:
-        return f"δ(ε=1) = {_fmt(lambda: self.delta(1.0))}"
+        return f"δ(ε=1) = {headline(lambda: self.delta(1.0))}"
 
 
 def compose_via_pld(a: Curve, b: Curve) -> Curve:

@@ -33,7 +33,7 @@ from typing import Callable, Optional, Protocol
 import attrs
 import numpy as np
 
-from accounting.curves.curve import Curve, Provenance, _fmt
+from accounting.curves.curve import Curve, Provenance, headline
 from accounting.curves.profile import compose_via_pld
 from accounting.vocabulary import Direction
 from accounting.numerics.loss import LossPMF
@@ -278,4 +278,4 @@ class TradeOff(Curve):
         return compose_via_pld(self, other)
 
     def _summary(self) -> str:
-        return f"β(α=0.1) = {_fmt(lambda: self.beta(0.1))}"
+        return f"β(α=0.1) = {headline(lambda: self.beta(0.1))}"
