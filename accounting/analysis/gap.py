@@ -51,7 +51,7 @@ import numpy as np
 
 from accounting.pairs.additive import log_integral
 from accounting.composition import ComposedPair
-from accounting.numerics.order_search import envelope_sup
+from accounting.numerics.order_search import ENVELOPE_T0, ENVELOPE_TOP, envelope_sup
 from accounting.vocabulary import Direction, as_direction
 from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import LawPair, Pair
@@ -72,8 +72,8 @@ T_MAX = 1e6
 
 PairLike = Union[Pair, Mechanism]
 
-_T0 = 1e-6        # the t → 0 probe of the envelope search (order_search.envelope_sup)
-_T_BIG = (1e4, 1e5)  # the t → ∞ probes (the envelope search's top decade)
+_T0 = ENVELOPE_T0        # the t → 0 probe of the envelope search (order_search.envelope_sup)
+_T_BIG = ENVELOPE_TOP    # the t → ∞ probes (the envelope search's top decade)
 
 
 def _as_pair(obj: Any, name: str = "pair_or_mechanism") -> Pair:

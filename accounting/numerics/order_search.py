@@ -32,7 +32,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["ORDER_GRID", "ZOOM_ROUNDS", "ZOOM_POINTS", "minimise_over_orders",
+__all__ = ["ORDER_GRID", "ZOOM_ROUNDS", "ZOOM_POINTS", "ENVELOPE_T0", "ENVELOPE_TOP", "minimise_over_orders",
            "minimise_near", "minimise_on_shared_orders", "envelope_sup"]
 
 CGFFn = Callable[[np.ndarray], np.ndarray]
@@ -45,6 +45,10 @@ ORDER_GRID = np.geomspace(1e-4, 2e4, 41)
 #: the next bracket is two of their spacings wide around the best, so h shrinks by
 #: (ZOOM_POINTS + 1)/2 = 5 per round: 0.48·5⁻⁶ ≈ 3e-5 in log t after 6 rounds
 ZOOM_ROUNDS, ZOOM_POINTS = 6, 9
+#: the envelope search's orders: a log grid from ``ENVELOPE_T0`` (the t → 0 probe) to
+#: the first of ``ENVELOPE_TOP``, extended to the second (the t → ∞ probes) when the
+#: ratio still rises at the top
+ENVELOPE_T0, ENVELOPE_TOP = 1e-6, (1e4, 1e5)
 #: the window of ``minimise_near``: 9 orders, 0.5 apart in log t
 _WINDOW = 0.5 * np.arange(-4, 5)
 _LOG_T_MIN, _LOG_T_MAX = math.log(ORDER_GRID[0]), math.log(ORDER_GRID[-1])
@@ -151,11 +155,11 @@ def envelope_sup(cgf: CGFFn) -> tuple[float, float]:
     only as t → ∞ is approached from below and cannot be certified: then (+∞, +∞),
     so pairs with such a sup (the subsampled Gaussian) supply ρ in closed form.
     """
-    ts = np.geomspace(1e-6, 1e4, 161)
+    ts = np.geomspace(ENVELOPE_T0, ENVELOPE_TOP[0], 161)
     r = cgf(ts) / (ts * (ts + 1.0))
     r = np.where(np.isnan(r), -np.inf, r)
     if np.argmax(r) >= ts.size - 3:  # still rising at the top: follow it one decade out
-        more = np.geomspace(1e4, 1e5, 11)[1:]
+        more = np.geomspace(ENVELOPE_TOP[0], ENVELOPE_TOP[1], 11)[1:]
         ts = np.concatenate([ts, more])
         r = np.concatenate([r, cgf(more) / (more * (more + 1.0))])
         r = np.where(np.isnan(r), -np.inf, r)
