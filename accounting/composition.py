@@ -15,6 +15,7 @@ import attrs
 
 from accounting.numerics.discretise import profile_support
 from accounting.numerics.loss import check_grid_points, composed_grid_points
+from accounting.curves.curve import Curve
 from accounting.pairs.pair import Pair
 from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, compose_plds
 from accounting.curves.profile import PrivacyProfile
@@ -27,12 +28,21 @@ __all__ = ["compose", "ComposedPair", "estimate_grid_points", "check_grid_size"]
 
 
 def compose(*curves):
-    """Compose curves of one kind (``PLD``, ``RDP`` or ``ZCDP``) left to right."""
+    """Compose curves of one kind left to right: ``PLD`` (convolution), ``RDP`` (adding
+    K), ``ZCDP`` (adding ρ); an exact ``PrivacyProfile`` or ``TradeOff`` through its PLD.
+
+    Curves of different kinds, or of a kind that cannot compose soundly (a profile or
+    trade-off that is only a bound), raise a TypeError naming the kinds."""
     if not curves:
         raise ValueError("compose() needs at least one curve")
-    kinds = {type(c) for c in curves}
+    for c in curves:
+        if not isinstance(c, Curve):
+            raise TypeError(f"compose() needs curves (PLD, RDP, ZCDP, PrivacyProfile, "
+                            f"TradeOff), got {type(c).__name__}")
+    kinds = list(dict.fromkeys(type(c).__name__ for c in curves))
     if len(kinds) > 1:
-        raise TypeError("compose() needs curves of one kind; convert them first with .to()")
+        raise TypeError(f"compose() needs curves of one kind, got {', '.join(kinds)}; "
+                        f"convert them first with .to()")
     return functools.reduce(lambda a, b: a.compose(b), curves)
 
 

@@ -228,3 +228,39 @@ def test_a_plugin_converter_is_used_when_asked_and_checked(gaussian1):
     assert err.plugin == "test-converters" and "str, not ZCDP" in str(err)
     with pytest.raises(ValueError, match="via: unknown converter 'nope'"):
         z.to(PrivacyProfile, registry=reg, via="nope")
+
+
+# ------------------------------------------------ options of third-party edges
+def test_third_party_edges_get_the_options_they_name_and_typos_are_refused():
+    import accounting
+    from accounting import Direction, Exactness, PrivacyProfile, ZCDP, hookimpl, make_registry
+    from accounting.curves.profile import FunctionSide
+
+    seen = {}
+
+    def classic(z, slack=1.0):
+        """ε = ρ + 2√(ρ log(1/δ)) (Bun and Steinke 2016, arXiv:1605.02065, Prop. 1.3),
+        times ``slack`` ≥ 1 (an upper bound whatever it is)."""
+        seen["slack"] = slack
+        rho = {Direction.FORWARD: z.upper[0], Direction.BACKWARD: z.upper[1]}
+
+        def delta_fn(eps, d):
+            excess = np.maximum(np.asarray(eps) / slack - rho[d], 0.0)
+            return np.exp(-excess ** 2 / (4 * rho[d]))
+        return PrivacyProfile(FunctionSide(delta_fn))
+
+    class Plugin:
+        @hookimpl
+        def accounting_register_converters(self, register):
+            register(ZCDP, PrivacyProfile, classic, Exactness.UPPER, "classic")
+
+    reg = make_registry()
+    reg.register_plugin(Plugin(), "classic_plugin")
+    z = accounting.mechanism("gaussian", sigma=1.0).curve(ZCDP)
+    prof = z.to(PrivacyProfile, registry=reg, via="classic", slack=2.0)
+    assert seen["slack"] == 2.0 and not reg.errors
+    # ε = 2·(ρ + 2√(ρ log 1/δ)) at ρ = 1/2
+    want = 2 * (0.5 + 2 * np.sqrt(0.5 * np.log(1e6)))
+    assert float(prof.epsilon(1e-6)) == pytest.approx(want, rel=1e-9)
+    with pytest.raises(TypeError, match=r"'slak'; allowed on the path classic: slack"):
+        z.to(PrivacyProfile, registry=reg, via="classic", slak=2.0)

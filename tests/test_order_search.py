@@ -1,4 +1,4 @@
-"""The RDP → (ε, δ) order search (``conversions._minimise_over_t``): a 41-point grid of
+"""The RDP → (ε, δ) order search (``order_search.minimise_over_orders``): a 41-point grid of
 t = α − 1 and batched zoom rounds, against dense minimisation of closed forms.
 
 Every order searched gives a valid bound, so the result is never below the true
@@ -15,9 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
-from accounting.conversion import converters as conversions
-from accounting.conversion.converters import (ORDER_GRID, improved_epsilon, improved_log_delta,
-                                    rdp_delta, rdp_epsilon)
+from accounting.conversion.converters import (improved_epsilon, improved_log_delta, rdp_delta,
+                                              rdp_epsilon)
+from accounting.numerics import order_search
+from accounting.numerics.order_search import ORDER_GRID
 
 
 def gaussian_cgf(rho: float):
@@ -73,9 +74,9 @@ def test_search_is_batched_one_cgf_call_per_round():
         return 0.01 * np.asarray(t) * (np.asarray(t) + 1.0)
     deltas = np.array([1e-3, 1e-5, 1e-9])
     rdp_epsilon(cgf, deltas)
-    assert len(calls) == 1 + conversions._ZOOM_ROUNDS
+    assert len(calls) == 1 + order_search.ZOOM_ROUNDS
     assert calls[0] == ORDER_GRID.shape
-    assert all(c == (deltas.size * conversions._ZOOM_POINTS,) for c in calls[1:])
+    assert all(c == (deltas.size * order_search.ZOOM_POINTS,) for c in calls[1:])
 
 
 def test_several_targets_at_once_equal_one_at_a_time():
@@ -98,3 +99,64 @@ def test_nan_orders_are_skipped_not_returned():
     # the minimum sits at the edge t = 3 of the defined orders, a kink the zoom reaches
     # to its resolution (~3e-5 in log t), not to 1e-9
     assert np.isfinite(eps) and truth <= eps <= truth * (1 + 1e-4)
+
+
+# ------------------------------------------------- the other callers' strategies
+@settings(max_examples=25, deadline=None)
+@given(rho=st.floats(1e-4, 20.0), log_delta=st.floats(-100.0, -2.0), start=st.floats(-9.0, 9.0))
+def test_minimise_near_is_sound_and_tight_from_any_start(rho, log_delta, start):
+    # calibration's warm-started search: wherever it starts, it never goes below the
+    # infimum over the searched range and comes within 1e-9 of it
+    cgf = gaussian_cgf(rho)
+    got, t = order_search.minimise_near(cgf, lambda k, t: improved_epsilon(k, t, log_delta),
+                                        start)
+    truth = dense_min(lambda t: improved_epsilon(cgf(t), t, log_delta))
+    assert got >= truth - 1e-12 * max(1.0, abs(truth))
+    assert got <= truth + 1e-9 * max(1.0, abs(truth))
+    assert ORDER_GRID[0] * (1 - 1e-12) <= t <= ORDER_GRID[-1] * (1 + 1e-12)
+    # the returned order is the one that gives the value
+    assert float(improved_epsilon(cgf(np.array([t])), np.array([t]), log_delta)[0]) == \
+        pytest.approx(got, rel=1e-12, abs=1e-12)
+
+
+def test_shared_orders_bound_every_target_and_count_the_orders():
+    cgf = gaussian_cgf(0.5)
+    log_deltas = np.log(np.geomspace(1e-12, 1e-2, 50))
+
+    def score(k, t):
+        return improved_epsilon(k[None, :], t[None, :], log_deltas[:, None])
+    got, used = order_search.minimise_on_shared_orders(cgf, score, 400)
+    assert used == ORDER_GRID.size + 400 and got.shape == log_deltas.shape
+    for g, ld in zip(got, log_deltas):
+        truth = dense_min(lambda t: improved_epsilon(cgf(t), t, ld))
+        # sound (an order's value), and close: 400 orders over a few grid cells
+        assert truth - 1e-12 <= g <= truth * (1 + 1e-5)
+    # never looser than the per-target engine's coarse grid alone
+    coarse = score(cgf(ORDER_GRID), ORDER_GRID).min(axis=1)
+    assert np.all(got <= coarse)
+
+
+@pytest.mark.parametrize("rho", [1e-3, 0.5, 7.0])
+def test_envelope_of_a_gaussian_curve_is_its_rho(rho):
+    # K(t) = ρ t(t + 1): the ratio is ρ at every order. Roundoff can make the first
+    # orders look like a t → 0 maximum, answered by the sound K(t')/t' = ρ(1 + t') at
+    # t' = 1e-6: never below ρ, at most 1e-6 relative above it
+    got, _ = order_search.envelope_sup(gaussian_cgf(rho))
+    assert rho * (1 - 1e-14) <= got <= rho * (1 + 1.01e-6)
+
+
+def test_envelope_interior_maximum_against_closed_form():
+    # K(t) = t(t + 1)·r(t) with r(t) = 1 − (log t − 1)²/10: the ratio is r, whose sup
+    # 1 is reached at t* = e
+    def cgf(t):
+        t = np.asarray(t, dtype=float)
+        return t * (t + 1.0) * (1.0 - (np.log(t) - 1.0) ** 2 / 10.0)
+    rho, t_star = order_search.envelope_sup(cgf)
+    assert rho == pytest.approx(1.0, abs=1e-10) and rho <= 1.0 + 1e-15
+    assert t_star == pytest.approx(math.e, rel=1e-4)
+
+
+def test_envelope_rising_to_infinity_is_not_certified():
+    # r(t) = 1 − 1/(1 + t): its sup 1 is the t → ∞ limit, which finite orders cannot reach
+    rho, t_star = order_search.envelope_sup(lambda t: np.asarray(t) ** 2)
+    assert rho == np.inf and t_star == np.inf

@@ -58,6 +58,16 @@ def test_converters_refuse_unknown_options(curves, source, target):
         curves[source].to(target, stpe=1e-2)
 
 
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.__name__)
+def test_conversion_to_the_same_kind_refuses_options(curves, kind):
+    # nothing runs, so the option would be ignored: refused, naming it
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'stpe'; allowed here: none"):
+        curves[kind].to(kind, stpe=1e-2)
+    with pytest.raises(TypeError, match="'step'"):
+        convert(curves[kind], kind, step=1e-3)
+    assert curves[kind].to(kind) is curves[kind]
+
+
 def test_grid_options_still_work(gauss, curves):
     coarse = gauss.curve(PLD, step=2e-2, tail=1e-15, lower=False)
     assert coarse.step == pytest.approx(2e-2) and coarse.lower is None
@@ -91,10 +101,23 @@ def _law():
     lambda: ZCDP((True, 1.0)),
     lambda: ZCDP((0.5, 0.5), provenance="exact"),
     lambda: Provenance("exact"),
+    lambda: Provenance(Exactness.EXACT, ("a", 3)),
 ])
 def test_curves_validate_their_contents(build):
     with pytest.raises((TypeError, ValueError)):
         build()
+
+
+def test_curves_check_consistency_when_built():
+    coarse = LossPMF.on_grid(0.1, -2, np.array([0.25, 0.5, 0.25]))
+    fine = LossPMF.on_grid(0.05, -4, np.array([0.25, 0.5, 0.25]))
+    with pytest.raises(ValueError, match="PLD laws must share one grid step.*0.05, 0.1"):
+        PLD((coarse, fine))
+    with pytest.raises(ValueError, match="share one grid step"):
+        PLD((coarse, coarse), (fine, fine))
+    with pytest.raises(ValueError, match="lower rho must not exceed upper rho; backward"):
+        ZCDP((1.0, 1.0), (0.5, 2.0))
+    assert ZCDP((1.0, 1.0), (0.5, 1.0)).rho_interval("forward") == (0.5, 1.0)
 
 
 def test_curve_errors_name_the_side():

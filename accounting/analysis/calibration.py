@@ -45,7 +45,8 @@ import attrs
 import numpy as np
 
 from accounting.accountant import ACCOUNTANTS, Accountant
-from accounting.conversion.converters import ORDER_GRID, improved_epsilon
+from accounting.conversion.converters import improved_epsilon
+from accounting.numerics.order_search import minimise_near
 from accounting.curves.curve import Exactness
 from accounting.vocabulary import Direction
 from accounting.pairs.mechanism import Mechanism
@@ -64,10 +65,6 @@ DEFAULT_RTOL = 1e-6
 #: bracket search: step n multiplies by min(1.1^(2^n), 16), within 1e±15 of the start
 _GROWTH, _MAX_GROWTH, _MAX_STEPS = 1.1, 16.0, 64
 _RANGE = (1e-15, 1e15)
-#: orders searched: the same range as the library's RDP → (ε, δ) conversion
-_LOG_T_MIN, _LOG_T_MAX = math.log(ORDER_GRID[0]), math.log(ORDER_GRID[-1])
-#: the order window: 9 points, 0.5 apart in log t
-_WINDOW = 0.5 * np.arange(-4, 5)
 _DIRECTIONS = (Direction.FORWARD, Direction.BACKWARD)
 
 
@@ -238,33 +235,11 @@ class Calibration:
 # ------------------------------------------------------------ ε at a value
 def _best_order(cgf: Callable[[np.ndarray], np.ndarray], log_delta: float,
                 log_t0: float) -> tuple[float, float]:
-    """min over t = α − 1 of the improved conversion, searched around log t0.
-    Returns (ε, t). Any t gives a valid bound, so the result is sound."""
-    from scipy.optimize import minimize_scalar
-    def objective(u: np.ndarray) -> np.ndarray:
-        t = np.exp(u)
-        with np.errstate(over="ignore", invalid="ignore"):
-            val = improved_epsilon(np.asarray(cgf(t), dtype=float), t, log_delta)
-        return np.where(np.isnan(val), np.inf, val)
-
-    centre = min(max(log_t0, _LOG_T_MIN), _LOG_T_MAX)
-    for _ in range(40):
-        us = np.clip(centre + _WINDOW, _LOG_T_MIN, _LOG_T_MAX)
-        us = np.unique(us)
-        vals = objective(us)
-        j = int(np.argmin(vals))
-        at_edge = (j == 0 and us[0] > _LOG_T_MIN) or (j == us.size - 1 and us[-1] < _LOG_T_MAX)
-        if not at_edge or not np.isfinite(vals[j]):
-            break
-        centre = us[j]
-    best, best_u = float(vals[j]), float(us[j])
-    if np.isfinite(best) and us.size > 1:
-        lo, hi = us[max(j - 1, 0)], us[min(j + 1, us.size - 1)]
-        res = minimize_scalar(lambda u: float(objective(np.array([u]))[0]), bounds=(lo, hi),
-                              method="bounded", options={"xatol": 1e-8})
-        if res.fun < best:
-            best, best_u = float(res.fun), float(res.x)
-    return max(best, 0.0), math.exp(best_u)
+    """min over t = α − 1 of the improved conversion, searched around log t0
+    (``order_search.minimise_near``). Returns (ε, t). Any t gives a valid bound, so
+    the result is sound."""
+    best, t = minimise_near(cgf, lambda k, t: improved_epsilon(k, t, log_delta), log_t0)
+    return max(best, 0.0), t
 
 
 @attrs.define

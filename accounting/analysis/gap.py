@@ -36,7 +36,7 @@ different composed gaps: Laplace 0.037202015 → 0.193535993 and the Gaussian mi
 ½N(−σ, σ²) + ½N(σ, σ²) 0.435179700 → 0.342190807 at n = 8, ρ_total = 1/2, t = 1.
 
 Soundness: ρ* is the pair's closed form when it has one (``Pair._rho``), else the
-numerical envelope (``conversions.envelope_sup``: an upper bound at the t → 0 end,
+numerical envelope (``order_search.envelope_sup``: an upper bound at the t → 0 end,
 +∞ when the sup is the t → ∞ limit and no closed form certifies it). It is never
 reported below K(t)/(t(t+1)) at any order evaluated, so Γ ≥ 0 at every reported t.
 """
@@ -51,7 +51,7 @@ import numpy as np
 
 from accounting.pairs.additive import log_integral
 from accounting.composition import ComposedPair
-from accounting.conversion.converters import envelope_sup
+from accounting.numerics.order_search import ENVELOPE_T0, ENVELOPE_TOP, envelope_sup
 from accounting.vocabulary import Direction, as_direction
 from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import LawPair, Pair
@@ -72,8 +72,8 @@ T_MAX = 1e6
 
 PairLike = Union[Pair, Mechanism]
 
-_T0 = 1e-6        # the t → 0 probe of the envelope search (conversions.envelope_sup)
-_T_BIG = (1e4, 1e5)  # the t → ∞ probes (the envelope search's top decade)
+_T0 = ENVELOPE_T0        # the t → 0 probe of the envelope search (order_search.envelope_sup)
+_T_BIG = ENVELOPE_TOP    # the t → ∞ probes (the envelope search's top decade)
 
 
 def _as_pair(obj: Any, name: str = "pair_or_mechanism") -> Pair:

@@ -48,7 +48,8 @@ def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, in
     Prop. 12), so the answer is an upper bound; it can only be slightly above the
     engine's per-value optimum. Returns the answers and the number of orders used.
     """
-    from accounting.conversion.converters import ORDER_GRID, improved_epsilon, improved_log_delta
+    from accounting.conversion.converters import improved_epsilon, improved_log_delta
+    from accounting.numerics.order_search import minimise_on_shared_orders
     from accounting.vocabulary import Direction
     directions = ((Direction.FORWARD,) if getattr(rdp, "symmetric", False) is True
                   else (Direction.FORWARD, Direction.BACKWARD))
@@ -64,16 +65,9 @@ def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, in
     best = np.full(values.shape, -np.inf)
     n_orders = 0
     for d in directions:
-        coarse = np.asarray(rdp.upper(ORDER_GRID, d), dtype=float)
-        vals = objective(coarse, ORDER_GRID)
-        j = np.argmin(vals, axis=1)
-        lo = ORDER_GRID[max(int(j.min()) - 1, 0)]
-        hi = ORDER_GRID[min(int(j.max()) + 1, ORDER_GRID.size - 1)]
-        fine_t = np.geomspace(lo, hi, _SWEEP_FINE_ORDERS)
-        fine = np.asarray(rdp.upper(fine_t, d), dtype=float)
-        per_d = np.minimum(vals.min(axis=1), objective(fine, fine_t).min(axis=1))
+        per_d, n_orders = minimise_on_shared_orders(lambda t, d=d: rdp.upper(t, d), objective,
+                                                    _SWEEP_FINE_ORDERS)
         best = np.maximum(best, per_d)
-        n_orders = ORDER_GRID.size + fine_t.size
     if query == "delta":
         out = np.minimum(np.exp(best), 1.0)
         return np.where(values == -np.inf, 1.0, out), n_orders

@@ -21,6 +21,7 @@ from accounting.curves.curve import Exactness
 from accounting.vocabulary import Direction
 from accounting.numerics.discretise import (connect_the_dots, convex_minorant, grid_indices, grid_profile,
                          profile_support)
+from accounting.numerics.order_search import ORDER_GRID, envelope_sup, minimise_over_orders
 from accounting.registry.hookspecs import hookimpl
 from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, check_step
 from accounting.curves.profile import FunctionSide, LawSide, PrivacyProfile
@@ -29,9 +30,9 @@ from accounting.curves.tradeoff import TradeOff, VertexSide
 from accounting.validation import check_positive, check_real
 from accounting.curves.zcdp import ZCDP
 
-__all__ = ["GRID_OPTIONS", "check_options", "envelope_sup", "profile_to_pld", "rdp_delta",
+__all__ = ["GRID_OPTIONS", "check_options", "profile_to_pld", "rdp_delta",
            "rdp_epsilon", "zcdp_envelope",
-           "improved_epsilon", "improved_log_delta", "ORDER_GRID"]
+           "improved_epsilon", "improved_log_delta"]
 
 _FWD, _BWD = Direction.FORWARD, Direction.BACKWARD
 
@@ -145,16 +146,6 @@ def _pld_to_rdp(pld: PLD, **options: Any) -> RDP:
 
 
 # -------------------------------------------------------------- RDP → profile
-#: orders searched before local refinement: t = α − 1 from 1e-4 to 2e4, 41 points
-#: 0.48 apart in log t (the best order for any δ ≥ 1e-300 and ε ≥ 0.05 lies inside)
-ORDER_GRID = np.geomspace(1e-4, 2e4, 41)
-#: zoom rounds after the grid, and the new orders per round: each round puts
-#: ``_ZOOM_POINTS`` orders evenly inside the bracket [best − h, best + h] (log t) and
-#: the next bracket is two of their spacings wide around the best, so h shrinks by
-#: (_ZOOM_POINTS + 1)/2 = 5 per round: 0.48·5⁻⁶ ≈ 3e-5 in log t after 6 rounds
-_ZOOM_ROUNDS, _ZOOM_POINTS = 6, 9
-
-
 def improved_log_delta(k: np.ndarray, t: np.ndarray, eps: np.ndarray) -> np.ndarray:
     """log δ = (α−1)(D_α − ε) + (α−1)log(1 − 1/α) − log α at α = 1 + t, D_α = K/t
     (Canonne, Kamath, Steinke 2020, Prop. 12; Asoodeh et al. 2021)."""
@@ -168,50 +159,15 @@ def improved_epsilon(k: np.ndarray, t: np.ndarray, log_delta: np.ndarray) -> np.
     return k / t + np.log1p(-1.0 / a) - (log_delta + np.log(a)) / t
 
 
-def _minimise_over_t(cgf: Callable[[np.ndarray], np.ndarray],
-                     score: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
-                     n: int) -> np.ndarray:
-    """min over t > 0 of score(K(t), t, target) for n targets at once.
-
-    ``ORDER_GRID`` first (one CGF call shared by every target), then ``_ZOOM_ROUNDS``
-    batched zoom rounds around each target's best order so far (one CGF call per round
-    for all targets and all their new orders). Every evaluated t gives a valid bound
-    (the conversion holds at every order), so the minimum found is sound whatever the
-    refinement achieves; NaN scores count as +∞.
-    """
-    rows = np.arange(n)[:, None]
-    kgrid = np.asarray(cgf(ORDER_GRID), dtype=float)
-    vals = score(kgrid[None, :], ORDER_GRID[None, :], rows)
-    vals = np.where(np.isnan(vals), np.inf, vals)
-    j = np.argmin(vals, axis=1)
-    best = vals[np.arange(n), j]
-    centre = np.log(ORDER_GRID[j])
-    lo_end, hi_end = np.log(ORDER_GRID[0]), np.log(ORDER_GRID[-1])
-    half = np.log(ORDER_GRID[1] / ORDER_GRID[0])
-    offsets = np.linspace(-1.0, 1.0, _ZOOM_POINTS + 2)[1:-1]
-    for _ in range(_ZOOM_ROUNDS):
-        logt = np.clip(centre[:, None] + half * offsets[None, :], lo_end, hi_end)
-        t = np.exp(logt)
-        k = np.asarray(cgf(t.ravel()), dtype=float).reshape(t.shape)
-        v = score(k, t, rows)
-        v = np.where(np.isnan(v), np.inf, v)
-        i = np.argmin(v, axis=1)
-        vi = v[np.arange(n), i]
-        better = vi < best
-        best = np.where(better, vi, best)
-        centre = np.where(better, logt[np.arange(n), i], centre)
-        half = half * 2.0 / (_ZOOM_POINTS + 1)
-    return best
-
-
 def rdp_delta(cgf: Callable[[np.ndarray], np.ndarray], eps: np.ndarray) -> np.ndarray:
-    """δ(ε) ≤ inf_α e^{(α−1)(D_α−ε)}(1 − 1/α)^{α−1}/α, over continuous α > 1."""
+    """δ(ε) ≤ inf_α e^{(α−1)(D_α−ε)}(1 − 1/α)^{α−1}/α, over continuous α > 1
+    (``order_search.minimise_over_orders``)."""
     eps = np.asarray(eps, dtype=float)
     flat = np.ravel(eps)
 
     def score(k, t, i):
         return improved_log_delta(k, t, flat[i])
-    out = np.exp(_minimise_over_t(cgf, score, flat.size)) if flat.size else flat
+    out = np.exp(minimise_over_orders(cgf, score, flat.size)) if flat.size else flat
     out = np.where(flat == -np.inf, 1.0, out)
     return np.minimum(out, 1.0).reshape(eps.shape)
 
@@ -223,7 +179,7 @@ def rdp_epsilon(cgf: Callable[[np.ndarray], np.ndarray], delta: np.ndarray) -> n
 
     def score(k, t, i):
         return improved_epsilon(k, t, flat[i])
-    out = _minimise_over_t(cgf, score, flat.size) if flat.size else flat
+    out = minimise_over_orders(cgf, score, flat.size) if flat.size else flat
     return np.maximum(out, 0.0).reshape(delta.shape)
 
 
@@ -239,7 +195,8 @@ def _rdp_to_profile(rdp: RDP, **options: Any) -> PrivacyProfile:
 
 # ------------------------------------------------------------------ RDP ⇄ zCDP
 def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray]) -> float:
-    """ρ* = sup_{t>0} K(t)/(t(t+1)) (Su, Yang, Su, Wang, arXiv:2610.02414, §3), numerically (see ``envelope_sup``);
+    """ρ* = sup_{t>0} K(t)/(t(t+1)) (Su, Yang, Su, Wang, arXiv:2610.02414, §3), numerically
+    (``order_search.envelope_sup``);
     +∞ with a ``RuntimeWarning`` when the sup is the t → ∞ limit."""
     rho, t_star = envelope_sup(cgf)
     if t_star == np.inf:
@@ -250,59 +207,6 @@ def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray]) -> float:
                       "+inf (a pair with such a curve should supply ρ in closed form)",
                       RuntimeWarning, stacklevel=3)
     return rho
-
-
-def envelope_sup(cgf: Callable[[np.ndarray], np.ndarray]) -> tuple[float, float]:
-    """(ρ*, t*): ρ* = sup_{t>0} K(t)/(t(t+1)) (Su, Yang, Su, Wang, arXiv:2610.02414, §3) and where it is reached.
-
-    A log grid over t ∈ [1e-6, 1e4] (extended to 1e5 when the ratio still rises at
-    its top) covers both limits (t → 0, where the ratio tends to E[L] = KL, and large
-    t); the best cell is refined by golden section. The sup of a smooth ratio is
-    found to about 1e-10 relative; t* = 0 when it is the t → 0 limit. A sup reached
-    only as t → ∞ is approached from below and cannot be certified: then (+∞, +∞),
-    so pairs with such a sup (the subsampled Gaussian) supply ρ in closed form.
-    """
-    ts = np.geomspace(1e-6, 1e4, 161)
-    r = cgf(ts) / (ts * (ts + 1.0))
-    r = np.where(np.isnan(r), -np.inf, r)
-    if np.argmax(r) >= ts.size - 3:  # still rising at the top: follow it one decade out
-        more = np.geomspace(1e4, 1e5, 11)[1:]
-        ts = np.concatenate([ts, more])
-        r = np.concatenate([r, cgf(more) / (more * (more + 1.0))])
-        r = np.where(np.isnan(r), -np.inf, r)
-        if np.argmax(r) >= ts.size - 2:
-            return np.inf, np.inf
-    j = int(np.argmax(r))
-    if not np.isfinite(r[j]):
-        return float(r[j]), float(ts[j])
-    if j == 0 and r[0] > r[1]:
-        # The sup is the t → 0 limit, K'(0) = E[L] (the KL divergence), approached from
-        # below; K convex with K(0) = 0 makes K(t)/t ≥ K'(0) for every t > 0, so K(t₀)/t₀
-        # at the smallest t₀ bounds it from above (by about t₀·Var[L]/2).
-        t0 = ts[0]
-        return float(max(r[0], cgf(np.array([t0]))[0] / t0)), 0.0
-    if ts[j] <= 1e-4 and r.max() - r[np.isfinite(r)].min() > 1e-12 * abs(r[j]):
-        # A maximum among the first orders of a ratio that is not constant (a Gaussian's
-        # is, to roundoff), where a quadrature K(t) ~ t·E[L] carries roundoff of
-        # ~1e-16/t relative, is that same t → 0 limit seen through noise.
-        # K(t)/t is non-decreasing (convexity), so K(t')/t' at the next order t' bounds
-        # the ratio on all of (0, t'] from above (by about t'·Var[L]/2).
-        tn = ts[j + 1]
-        return float(max(r[j], cgf(np.array([tn]))[0] / tn)), 0.0
-    lo, hi = np.log(ts[max(j - 1, 0)]), np.log(ts[min(j + 1, ts.size - 1)])
-    best, t_best = r[j], ts[j]
-    g = (np.sqrt(5.0) - 1.0) / 2.0
-    for _ in range(50):
-        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-        ta, tb = np.exp(np.array([a, b]))
-        fa, fb = cgf(np.array([ta, tb])) / (np.array([ta, tb]) * (np.array([ta, tb]) + 1.0))
-        if max(fa, fb) > best:
-            best, t_best = (fa, ta) if fa >= fb else (fb, tb)
-        if fa > fb:
-            hi = b
-        else:
-            lo = a
-    return float(best), float(t_best)
 
 
 def _rdp_to_zcdp(rdp: RDP, **options: Any) -> ZCDP:

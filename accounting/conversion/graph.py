@@ -25,6 +25,7 @@ route; a failing built-in edge raises.
 from __future__ import annotations
 
 import heapq
+import inspect
 import itertools
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
@@ -68,6 +69,21 @@ class Converter:
     builtin: bool = attrs.field(kw_only=True,
                                 default=attrs.Factory(lambda self: self.plugin == "core",
                                                       takes_self=True))
+
+    @property
+    def options(self) -> Optional[frozenset]:
+        """The keyword options ``func`` takes by name, or None when it takes any
+        (``**options``: it is then responsible for refusing those it does not know,
+        as the core's edges do with ``converters.check_options``)."""
+        try:
+            params = inspect.signature(self.func).parameters.values()
+        except (TypeError, ValueError):   # no signature to inspect
+            return None
+        if any(p.kind is p.VAR_KEYWORD for p in params):
+            return None
+        named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        return frozenset(p.name for p in named[1:] if p.kind is p.POSITIONAL_OR_KEYWORD) | \
+            frozenset(p.name for p in named if p.kind is p.KEYWORD_ONLY)
 
     def __call__(self, curve: Curve, **options: Any) -> Curve:
         if self.builtin:
@@ -255,6 +271,14 @@ def convert(curve: Curve, target: type, *, registry: Optional["Registry"] = None
         registry = default_registry()
     via = _via(via, registry.converters)
     if isinstance(curve, target) and not via:
+        if options:
+            # nothing runs, so an option (a typo such as ``stpe``, or even ``step``)
+            # would be silently ignored: refuse it
+            names = ", ".join(repr(k) for k in sorted(options))
+            raise TypeError(f"convert() got unexpected keyword argument"
+                            f"{'s' if len(options) > 1 else ''} {names}; allowed here: none "
+                            f"(the curve is already of kind {target.__name__}, so no "
+                            f"converter runs and every option would be ignored)")
         return curve
     start = curve.provenance.exactness
     allow = allow_lower or start is Exactness.LOWER
@@ -268,10 +292,11 @@ def convert(curve: Curve, target: type, *, registry: Optional["Registry"] = None
             through = f" through {', '.join(via)}" if via else ""
             raise ValueError(f"no converter path from {type(curve).__name__} to "
                              f"{target.__name__}{through} (starting from a {start.value}){why}")
+        plan = _share_options(path, options)
         try:
             out = curve
-            for edge in path:
-                out = edge(out, **options)
+            for edge, opts in plan:
+                out = edge(out, **opts)
             return out
         except ConverterError as exc:
             edge = exc.converter
@@ -280,6 +305,25 @@ def convert(curve: Curve, target: type, *, registry: Optional["Registry"] = None
             failed.append(edge.name)
             _record(registry, edge.plugin, f"{exc.detail}; not used, the conversion is "
                                            f"done without it")
+
+
+def _share_options(path: list[Converter], options: dict) -> list[tuple[Converter, dict]]:
+    """Each edge of ``path`` with the options it takes: all of them for an edge taking
+    ``**options`` (which refuses what it does not know), else those it names. An
+    option that no edge of the path takes would be silently ignored: TypeError naming
+    it and the options the path takes."""
+    plan = [(edge, options if edge.options is None
+             else {k: v for k, v in options.items() if k in edge.options}) for edge in path]
+    if all(edge.options is not None for edge in path):
+        known = frozenset().union(*(edge.options for edge in path))
+        unknown = sorted(set(options) - known)
+        if unknown:
+            names = ", ".join(repr(k) for k in unknown)
+            raise TypeError(f"convert() got unexpected keyword argument"
+                            f"{'s' if len(unknown) > 1 else ''} {names}; allowed on the path "
+                            f"{' → '.join(e.name for e in path)}: "
+                            f"{', '.join(sorted(known)) or 'none'}")
+    return plan
 
 
 def _record(registry: Any, plugin: str, message: str) -> None:

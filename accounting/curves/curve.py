@@ -1,10 +1,15 @@
-"""What every privacy curve shares: provenance, bracket sides, and ``to``.
+"""What every privacy curve shares: the five queries, provenance, bracket sides,
+``to``, composition and a short repr.
 
 Each curve describes one ordered pair in both directions and carries an ``upper``
 side (sound: it reports at least the true privacy loss — larger δ and ε, smaller β,
 larger Rényi divergence) and, where one is known, a ``lower`` side. Exact curves have
 both sides equal. ``provenance`` records how the curve was obtained and whether the
 path was exact, a bound, or numerical (``Exactness``).
+
+Every kind answers δ(ε), ε(δ), β(α), D_α and ρ (``Curve``): by its own formula for
+the queries in its ``NATIVE`` set, by conversion to the kind that has the formula
+otherwise; ``explain(query)`` says which.
 """
 
 from __future__ import annotations
@@ -12,14 +17,22 @@ from __future__ import annotations
 import enum
 import numbers
 import typing
-from typing import Any, Callable, Optional
+from typing import Any, Callable, ClassVar, Optional
 
 import attrs
 import numpy as np
 
+from accounting.validation import check_array
 from accounting.vocabulary import Bound, Direction, Exactness, as_bound, as_direction
 
-__all__ = ["Exactness", "Provenance", "Curve", "directional_max"]
+__all__ = ["Exactness", "Provenance", "Curve", "QUERIES", "directional_max"]
+
+
+def _check_path(path: tuple) -> None:
+    for i, step in enumerate(path):
+        if not isinstance(step, str):
+            raise TypeError(f"Provenance.path[{i}] must be a string (a source or converter "
+                            f"name), got {type(step).__name__} ({step!r:.40})")
 
 
 @attrs.frozen
@@ -29,7 +42,8 @@ class Provenance:
     exactness: Exactness = attrs.field(default=Exactness.EXACT,
                                        validator=attrs.validators.instance_of(Exactness))
     path: tuple[str, ...] = attrs.field(
-        default=(), converter=lambda p: (p,) if isinstance(p, str) else tuple(p))
+        default=(), converter=lambda p: (p,) if isinstance(p, str) else tuple(p),
+        validator=lambda _, __, path: _check_path(path))
 
     def then(self, step: str, exactness: Exactness) -> "Provenance":
         combined = self.exactness.then(exactness)
@@ -110,10 +124,63 @@ def _check_value(where: str, value: Any, hint: Any) -> None:
                         f"({value!r:.80})")
 
 
-@attrs.frozen(eq=False)
+#: The five queries every curve answers: δ(ε), ε(δ), β(α), D_α and ρ.
+QUERIES = ("delta", "epsilon", "beta", "renyi", "rho")
+
+
+def _home_kinds() -> dict:
+    """{query: the kind whose own formula answers it}, where a curve of another kind
+    is converted to (imported late: the curve modules import this one)."""
+    from accounting.curves.profile import PrivacyProfile
+    from accounting.curves.rdp import RDP
+    from accounting.curves.tradeoff import TradeOff
+    from accounting.curves.zcdp import ZCDP
+    return {"delta": PrivacyProfile, "epsilon": PrivacyProfile, "beta": TradeOff,
+            "renyi": RDP, "rho": ZCDP}
+
+
+def _check_query(query: str) -> str:
+    if query not in QUERIES:
+        raise ValueError(f"query must be one of {', '.join(QUERIES)}, got {query!r:.40}")
+    return query
+
+
+def headline(get: Callable[[], Any]) -> str:
+    """A headline number for a repr, ``get()`` to 4 significant digits; '?' if it
+    cannot be had (a repr never raises)."""
+    try:
+        return f"{float(np.ravel(get())[0]):.4g}"
+    except Exception:
+        return "?"
+
+
+@attrs.frozen(eq=False, repr=False)
 class Curve:
-    """Base class: conversion by ``to``, bracket-side selection, and a check of the
-    contents when built (each side against its declared type, the provenance)."""
+    """Base class: the five queries, conversion by ``to``, bracket sides, composition,
+    a short ``repr``, and a check of the contents when built (each side against its
+    declared type, the provenance).
+
+    **Queries.** Every kind answers ``delta(epsilon)``, ``epsilon(delta)``,
+    ``beta(alpha)``, ``renyi(alpha)`` (D_α, α > 1) and ``rho()`` (zCDP), each with
+    ``direction=`` (``"forward"`` P‖Q, ``"backward"`` Q‖P, ``"max"`` the pessimistic
+    summary of both) and ``bound=`` (``"upper"``: the sound side, the default —
+    never smaller δ, ε, D_α, ρ and never larger β than the truth; ``"lower"``: the
+    optimistic side, where the curve has one), plus ``*_interval`` forms returning
+    (smaller, larger) values. A kind answers the queries in its ``NATIVE`` set by its
+    own formula; any other query by converting itself (``to``, default options, once
+    — the result is cached on the curve) to the kind that has the formula
+    (``PrivacyProfile`` for δ and ε, ``TradeOff`` for β, ``RDP`` for D_α, ``ZCDP``
+    for ρ). ``explain(query)`` gives the ``Provenance`` of the curve that answered:
+    the converters on its path and whether the answer is exact, a bound, or
+    numerical. Answers themselves stay plain floats and arrays.
+    """
+
+    #: the queries this kind answers by its own formula (the others: by conversion)
+    NATIVE: ClassVar[frozenset] = frozenset()
+    #: whether ``epsilon`` accepts δ = 0 (pure DP), which only loss laws can answer
+    PURE_DP: ClassVar[bool] = False
+
+    _answerers: dict = attrs.field(factory=dict, init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         name = type(self).__name__
@@ -128,24 +195,162 @@ class Curve:
             _check_value(f"{name}.upper", self.upper, spec["upper"])
         if "lower" in names and self.lower is not None:
             _check_value(f"{name}.lower", self.lower, spec["lower"])
+        self._validate()
 
-    def _side(self, bound: "Bound | str") -> Any:
+    def _validate(self) -> None:
+        """Kind-specific checks of the contents beyond the side types (a ValueError
+        naming what is inconsistent); none by default."""
+
+    def _side(self, bound: "Bound | str", query: Optional[str] = None) -> Any:
         b = as_bound(bound)
+        what = f"{type(self).__name__}.{query}" if query else f"this {type(self).__name__}"
         if b is Bound.UPPER and self.provenance.exactness is Exactness.LOWER:
-            raise ValueError(f"this {type(self).__name__} came from a lower-bound conversion "
+            raise ValueError(f"{what}: this curve came from a lower-bound conversion "
                              f"({self.provenance}); only bound='lower' queries are meaningful")
         side = getattr(self, b.value)
         if side is None:
-            raise ValueError(f"this {type(self).__name__} has no {b.value} side "
+            raise ValueError(f"{what} has no {b.value} side "
                              f"(it came from a one-sided bound: {self.provenance})")
         return side
 
+    # ----------------------------------------------------------------- queries
+    def delta(self, epsilon: "np.ndarray | float", direction: "Direction | str" = "max",
+              bound: "Bound | str" = "upper") -> np.ndarray:
+        """δ(ε), vectorised over ε (any real ε; ±∞ allowed); ``max``: the larger δ."""
+        eps = check_array("epsilon", epsilon, allow_inf=True)
+        return self._query("delta", eps, direction, bound)
+
+    def epsilon(self, delta: "np.ndarray | float", direction: "Direction | str" = "max",
+                bound: "Bound | str" = "upper") -> np.ndarray:
+        """The smallest ε ≥ 0 with δ(ε) ≤ delta, vectorised over delta in (0, 1)
+        (δ = 0, pure DP, too where the kind carries loss laws: ``PURE_DP``)."""
+        dl = check_array("delta", delta, lo=0.0, hi=1.0, lo_open=not self.PURE_DP,
+                         hi_open=True)
+        return self._query("epsilon", dl, direction, bound)
+
+    def beta(self, alpha: "np.ndarray | float", direction: "Direction | str" = "max",
+             bound: "Bound | str" = "upper") -> np.ndarray:
+        """β = T(α) for α in [0, 1]: ``forward`` T(P, Q), ``backward`` T(Q, P), ``max``
+        their pointwise min (the pessimistic summary). The sound side is the smaller β."""
+        a = check_array("alpha", alpha, lo=0.0, hi=1.0)
+        return self._query("beta", a, direction, bound)
+
+    def renyi(self, alpha: "np.ndarray | float", direction: "Direction | str" = "max",
+              bound: "Bound | str" = "upper") -> np.ndarray:
+        """The Rényi divergence D_α for real orders α > 1, vectorised."""
+        a = check_array("alpha", alpha, lo=1.0, lo_open=True)
+        return self._query("renyi", a, direction, bound)
+
+    def rho(self, direction: "Direction | str" = "max", bound: "Bound | str" = "upper") -> float:
+        """The zCDP parameter ρ = sup_{α>1} D_α/α (Bun and Steinke 2016,
+        arXiv:1605.02065, Def. 1.1)."""
+        return float(self._query("rho", None, direction, bound))
+
+    def rdp(self, alphas: "np.ndarray | float", direction: "Direction | str" = "max",
+            bound: "Bound | str" = "upper") -> np.ndarray:
+        """D_α for an array of real orders α > 1 (the same as ``renyi``)."""
+        return self.renyi(alphas, direction, bound)
+
+    def delta_interval(self, epsilon, direction: "Direction | str" = "max"):
+        """(lower, upper) bracket of δ(ε)."""
+        return self.delta(epsilon, direction, Bound.LOWER), self.delta(epsilon, direction, Bound.UPPER)
+
+    def epsilon_interval(self, delta, direction: "Direction | str" = "max"):
+        """(lower, upper) bracket of ε(δ)."""
+        return (self.epsilon(delta, direction, Bound.LOWER),
+                self.epsilon(delta, direction, Bound.UPPER))
+
+    def beta_interval(self, alpha, direction: "Direction | str" = "max"):
+        """(smaller, larger) bracket of β(α): the sound side first (it is the smaller β)."""
+        return self.beta(alpha, direction, Bound.UPPER), self.beta(alpha, direction, Bound.LOWER)
+
+    def renyi_interval(self, alpha, direction: "Direction | str" = "max"):
+        """(lower, upper) bracket of D_α."""
+        return self.renyi(alpha, direction, Bound.LOWER), self.renyi(alpha, direction, Bound.UPPER)
+
+    def rho_interval(self, direction: "Direction | str" = "max") -> tuple[float, float]:
+        """(lower, upper) bracket of ρ."""
+        return self.rho(direction, Bound.LOWER), self.rho(direction, Bound.UPPER)
+
+    def answered_by(self, query: str) -> "Curve":
+        """The curve whose own formula answers ``query``: this one if the query is in
+        ``NATIVE``, else its conversion (default options) to the kind that has the
+        formula, made once and kept."""
+        _check_query(query)
+        if query in self.NATIVE:
+            return self
+        home = _home_kinds()[query]
+        out = self._answerers.get(home)
+        if out is None:
+            out = self.to(home)
+            self._answerers[home] = out
+        return out
+
+    def explain(self, query: str) -> Provenance:
+        """How ``query`` is answered: the provenance of ``answered_by(query)`` — this
+        curve's own if the kind has the formula, else one whose path ends with the
+        converters used (``str()`` of it reads e.g. ``upper bound (Gaussian rdp →
+        rdp→profile (improved conversion))``)."""
+        return self.answered_by(query).provenance
+
+    def _query(self, query: str, x: Optional[np.ndarray], direction: "Direction | str",
+               bound: "Bound | str") -> Any:
+        d, b = as_direction(direction), as_bound(bound)
+        target = self.answered_by(query)
+        if target is not self:
+            if b is Bound.LOWER and target.lower is None:
+                raise ValueError(
+                    f"{type(self).__name__}.{query}(bound='lower') has no answer: the query "
+                    f"is answered by conversion to {type(target).__name__} "
+                    f"({target.provenance}), which gives only a sound upper side")
+            return target._query(query, x, d, b)
+        side = self._side(b, query)
+        fn = getattr(self, f"_{query}")
+        vals = [fn(side, x, c) for c in d.components]
+        if len(vals) == 1:
+            return vals[0]
+        # β: the pessimistic summary is the smaller β; every other notion the larger
+        return (np.min if query == "beta" else np.max)(vals, axis=0)
+
+    # ------------------------------------------------------------- conversion
     def to(self, kind: type, *, registry=None, allow_lower: bool = False, **options) -> "Curve":
         """Convert to another curve kind along the best registered path; lower-bound
-        converters are used only with ``allow_lower``."""
+        converters are used only with ``allow_lower``. Options the path's converters
+        do not know are refused (TypeError naming them)."""
         from accounting.conversion.graph import convert
         return convert(self, kind, registry=registry, allow_lower=allow_lower, **options)
+
+    # ------------------------------------------------------------ composition
+    def compose(self, other: "Curve") -> "Curve":
+        """The curve of the independent composition; kinds without a composition rule
+        refuse (TypeError naming the kinds)."""
+        raise TypeError(f"a {type(self).__name__} does not compose (with a "
+                        f"{type(other).__name__}); convert both to PLD, RDP or ZCDP first")
+
+    def __add__(self, other: "Curve") -> "Curve":
+        return self.compose(other)
 
     @property
     def is_exact(self) -> bool:
         return self.provenance.exactness is Exactness.EXACT
+
+    # ------------------------------------------------------------------- repr
+    def _summary(self) -> str:
+        """Size and a headline number or two, for the repr (own formulas only)."""
+        return ""
+
+    def __repr__(self) -> str:
+        """``Kind(label (first step → … → last steps); sides; size and a headline
+        number)``, under ~200 characters however large the curve or long its path
+        (``provenance`` has the full path)."""
+        sides = "upper+lower" if getattr(self, "lower", None) is not None else "upper only"
+        try:
+            summary = self._summary()
+        except Exception:   # a repr never raises
+            summary = ""
+        steps = [step if len(step) <= 40 else step[:39] + "…" for step in self.provenance.path]
+        if len(steps) > 3:
+            steps = [steps[0], "…", *steps[-2:]]
+        route = " → ".join(steps) if steps else "source"
+        return (f"{type(self).__name__}({self.provenance.exactness.value} ({route}); {sides}"
+                f"{'; ' + summary if summary else ''})")

@@ -15,10 +15,10 @@ from typing import Optional
 import attrs
 import numpy as np
 
-from accounting.curves.curve import Curve, Provenance, directional_max
+from accounting.curves.curve import Curve, Provenance, headline
 from accounting.vocabulary import Bound, Direction, as_direction
 from accounting.numerics.loss import MAX_GRID_POINTS, LossPMF, compose_pmfs
-from accounting.validation import check_array, check_count, check_positive
+from accounting.validation import check_count, check_positive
 
 __all__ = ["PLD", "DEFAULT_STEP", "DEFAULT_TAIL", "MIN_STEP", "check_step", "compose_plds"]
 
@@ -48,7 +48,7 @@ def _pmfs(value) -> tuple[LossPMF, LossPMF]:
     return (fwd, bwd)
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, repr=False)
 class PLD(Curve):
     """Pessimistic (``upper``) and optimistic (``lower``) loss laws, both directions."""
 
@@ -69,46 +69,50 @@ class PLD(Curve):
         return self.upper[0].step
 
     # --------------------------------------------------------------- queries
-    def delta(self, epsilon: "np.ndarray | float", direction: "Direction | str" = "max",
-              bound: "Bound | str" = "upper") -> np.ndarray:
-        """δ(ε), vectorised over ε; by default the pessimistic max over directions."""
-        eps = check_array("epsilon", epsilon, allow_inf=True)
-        return directional_max(lambda d: self.law(d, bound).delta(eps), direction)
+    # (the public delta/epsilon/… and their intervals are ``Curve``'s; these are the
+    # formulas of one concrete direction on one side)
+    NATIVE = frozenset({"delta", "epsilon"})
+    PURE_DP = True
 
-    def epsilon(self, delta: "np.ndarray | float", direction: "Direction | str" = "max",
-                bound: "Bound | str" = "upper") -> np.ndarray:
-        """Smallest ε ≥ 0 with δ(ε) ≤ delta, vectorised over delta in [0, 1).
+    @staticmethod
+    def _of(side: tuple[LossPMF, LossPMF], d: Direction) -> LossPMF:
+        return side[0] if d is Direction.FORWARD else side[1]
+
+    def _delta(self, side, eps: np.ndarray, d: Direction) -> np.ndarray:
+        """δ(ε) of one direction's law."""
+        return self._of(side, d).delta(eps)
+
+    def _epsilon(self, side, dl: np.ndarray, d: Direction) -> np.ndarray:
+        """Smallest ε ≥ 0 with δ(ε) ≤ delta of one direction's law.
 
         δ = 0 (pure DP) is answered where the composed loss is bounded: ε(0) is its
         largest loss, exactly when the laws carry it (``LossPMF.sup_loss``, recorded
         from the exact profile), on both sides. An unbounded loss raises ValueError.
         """
-        dl = check_array("delta", delta, lo=0.0, hi=1.0, hi_open=True)
+        out = self._of(side, d).epsilon(dl)
+        if np.any(dl == 0):
+            exact = self.law(d, "upper")
+            if exact.inf_mass > 0:
+                raise ValueError(
+                    f"delta = 0 (pure DP) has no finite ε here: the {d.value} privacy loss "
+                    f"is unbounded (mass {exact.inf_mass:.3g} at +∞, or a tail beyond "
+                    "every grid point); ask for a delta > 0")
+            if exact.sup_loss is not None:   # exact largest loss: both sides agree
+                out = np.where(dl == 0, max(exact.sup_loss, 0.0), out)
+        return out
 
-        def one(d):
-            law = self.law(d, bound)
-            out = law.epsilon(dl)
-            if np.any(dl == 0):
-                exact = self.law(d, "upper")
-                if exact.inf_mass > 0:
-                    raise ValueError(
-                        f"delta = 0 (pure DP) has no finite ε here: the {d.value} privacy loss "
-                        f"is unbounded (mass {exact.inf_mass:.3g} at +∞, or a tail beyond "
-                        "every grid point); ask for a delta > 0")
-                if exact.sup_loss is not None:   # exact largest loss: both sides agree
-                    out = np.where(dl == 0, max(exact.sup_loss, 0.0), out)
-            return out
-        return directional_max(one, direction)
+    def _validate(self) -> None:
+        """The laws of a PLD share one grid step (composition convolves them on it)."""
+        steps = {law.step for side in (self.upper, self.lower) if side is not None
+                 for law in side if law.step is not None}
+        if len(steps) > 1:
+            raise ValueError(f"PLD laws must share one grid step, got steps "
+                             f"{', '.join(f'{s:g}' for s in sorted(steps))}")
 
-    def epsilon_interval(self, delta, direction="max") -> tuple[np.ndarray, np.ndarray]:
-        """Certified (lower, upper) bracket of ε(δ)."""
-        return (self.epsilon(delta, direction, Bound.LOWER),
-                self.epsilon(delta, direction, Bound.UPPER))
-
-    def delta_interval(self, epsilon, direction="max") -> tuple[np.ndarray, np.ndarray]:
-        """Certified (lower, upper) bracket of δ(ε)."""
-        return (self.delta(epsilon, direction, Bound.LOWER),
-                self.delta(epsilon, direction, Bound.UPPER))
+    def _summary(self) -> str:
+        points = max(law.masses.size for law in self.upper)
+        step = f"step {self.step:g}, " if self.step else ""
+        return f"{step}{points} points; ε(1e-6) = {headline(lambda: self.epsilon(1e-6))}"
 
     # ----------------------------------------------------------- composition
     def compose(self, other: "PLD") -> "PLD":

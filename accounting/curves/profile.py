@@ -13,12 +13,12 @@ from typing import Callable, Optional, Protocol
 import attrs
 import numpy as np
 
-from accounting.curves.curve import Curve, Provenance, directional_max
+from accounting.curves.curve import Curve, Provenance, headline
 from accounting.vocabulary import Bound, Direction
 from accounting.numerics.loss import LossPMF
-from accounting.validation import check_array
 
-__all__ = ["PrivacyProfile", "ProfileSide", "LawSide", "FunctionSide", "invert_decreasing"]
+__all__ = ["PrivacyProfile", "ProfileSide", "LawSide", "FunctionSide", "invert_decreasing",
+           "compose_via_pld"]
 
 
 class ProfileSide(Protocol):
@@ -96,30 +96,52 @@ def invert_decreasing(fn: Callable[[np.ndarray], np.ndarray], target: np.ndarray
     return out.reshape(target.shape)
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, repr=False)
 class PrivacyProfile(Curve):
-    """Both directional profiles, with a sound ``upper`` side and an optional ``lower``."""
+    """Both directional profiles, with a sound ``upper`` side and an optional ``lower``.
+
+    Answers δ(ε) and ε(δ) by its sides; β, D_α and ρ by conversion (``Curve``).
+    Composes through its PLD when it is exact (``compose``).
+    """
 
     upper: ProfileSide
     lower: Optional[ProfileSide] = None
     provenance: Provenance = attrs.field(factory=Provenance, kw_only=True)
 
-    def delta(self, epsilon: "np.ndarray | float", direction: "Direction | str" = "max",
-              bound: "Bound | str" = "upper") -> np.ndarray:
-        """δ(ε) for an array of ε (any real ε; ±∞ allowed)."""
-        eps = check_array("epsilon", epsilon, allow_inf=True)
-        side = self._side(bound)
-        return directional_max(lambda d: side.delta(eps, d), direction)
+    NATIVE = frozenset({"delta", "epsilon"})
 
-    def epsilon(self, delta: "np.ndarray | float", direction: "Direction | str" = "max",
-                bound: "Bound | str" = "upper") -> np.ndarray:
-        """Smallest ε ≥ 0 with δ(ε) ≤ delta, for delta in (0, 1)."""
-        dl = check_array("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-        side = self._side(bound)
-        return directional_max(lambda d: side.epsilon(dl, d), direction)
+    def _delta(self, side: ProfileSide, eps: np.ndarray, d: Direction) -> np.ndarray:
+        return side.delta(eps, d)
 
-    def epsilon_interval(self, delta, direction="max"):
-        return self.epsilon(delta, direction, Bound.LOWER), self.epsilon(delta, direction, Bound.UPPER)
+    def _epsilon(self, side: ProfileSide, dl: np.ndarray, d: Direction) -> np.ndarray:
+        return side.epsilon(dl, d)
 
-    def delta_interval(self, epsilon, direction="max"):
-        return self.delta(epsilon, direction, Bound.LOWER), self.delta(epsilon, direction, Bound.UPPER)
+    def compose(self, other: "PrivacyProfile") -> "PrivacyProfile":
+        """The profile of the independent composition, through the PLDs (profile → PLD
+        → convolution → profile): only for exact profiles, whose connect-the-dots PLD
+        brackets a pair (an upper bound on δ need not be the profile of any pair, and
+        then its grid laws are no dominating pair to convolve)."""
+        return compose_via_pld(self, other)
+
+    def _summary(self) -> str:
+        return f"δ(ε=1) = {headline(lambda: self.delta(1.0))}"
+
+
+def compose_via_pld(a: Curve, b: Curve) -> Curve:
+    """``a`` ⊗ ``b`` for two exact curves of one kind without a composition rule of
+    their own (profile, trade-off): convert each to PLD, convolve, convert back. A
+    TypeError names the kinds and labels where that would not be sound."""
+    from accounting.curves.pld import PLD
+    kind = type(a)
+    if type(b) is not kind:
+        raise TypeError(f"cannot compose a {kind.__name__} with a {type(b).__name__}; "
+                        f"convert both to one of PLD, RDP, ZCDP first")
+    for c in (a, b):
+        if not c.is_exact:
+            raise TypeError(f"cannot compose {kind.__name__} curves labelled "
+                            f"{c.provenance.exactness.value} ({c.provenance}): only an exact "
+                            f"{kind.__name__} composes (through its PLD); compose its PLD, "
+                            f"RDP or ZCDP instead")
+    pa = a.to(PLD)
+    pb = pa if b is a else b.to(PLD)
+    return pa.compose(pb).to(kind)

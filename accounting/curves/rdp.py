@@ -68,9 +68,14 @@ class CGF:
         return CGF._checked(tuple((c * count, fn) for c, fn in self.terms))
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, repr=False)
 class RDP(Curve):
-    """Rényi divergences of both directions at any real order α > 1."""
+    """Rényi divergences of both directions at any real order α > 1.
+
+    Answers D_α (``renyi``, alias ``rdp``) and the CGF (``cgf``) by its own formula;
+    δ and ε by the improved conversion (``rdp→profile``), β through that profile, ρ by
+    the zCDP envelope (``Curve``).
+    """
 
     upper: CGF
     lower: Optional[CGF] = None
@@ -83,12 +88,15 @@ class RDP(Curve):
         side = self._side(bound)
         return directional_max(lambda d: side(t, d), direction)
 
-    def rdp(self, alphas: "np.ndarray | float", direction: "Direction | str" = "max",
-            bound: "Bound | str" = "upper") -> np.ndarray:
-        """D_α for an array of real orders α > 1."""
-        a = check_array("alpha", alphas, lo=1.0, lo_open=True)
-        side = self._side(bound)
-        return directional_max(lambda d: side(a - 1.0, d) / (a - 1.0), direction)
+    NATIVE = frozenset({"renyi"})
+
+    def _renyi(self, side: CGF, a: np.ndarray, d: Direction) -> np.ndarray:
+        """D_α = K(α − 1)/(α − 1) of one direction."""
+        return side(a - 1.0, d) / (a - 1.0)
+
+    def _summary(self) -> str:
+        d2, d32 = np.asarray(self.renyi(np.array([2.0, 32.0])), dtype=float)
+        return f"{len(self.upper.terms)} term(s); D_2 = {d2:.4g}, D_32 = {d32:.4g}"
 
     def compose(self, other: "RDP") -> "RDP":
         if not isinstance(other, RDP):
@@ -107,12 +115,3 @@ class RDP(Curve):
         return self.self_compose(count)
 
     __rmul__ = __mul__
-
-    def epsilon(self, delta, direction="max"):
-        """ε(δ) by the improved RDP conversion, optimised over continuous α (upper bound)."""
-        from accounting.curves.profile import PrivacyProfile
-        return self.to(PrivacyProfile).epsilon(delta, direction)
-
-    def delta(self, epsilon, direction="max"):
-        from accounting.curves.profile import PrivacyProfile
-        return self.to(PrivacyProfile).delta(epsilon, direction)

@@ -33,10 +33,10 @@ from typing import Callable, Optional, Protocol
 import attrs
 import numpy as np
 
-from accounting.curves.curve import Curve, Provenance
-from accounting.vocabulary import Bound, Direction, as_direction
+from accounting.curves.curve import Curve, Provenance, headline
+from accounting.curves.profile import compose_via_pld
+from accounting.vocabulary import Direction
 from accounting.numerics.loss import LossPMF
-from accounting.validation import check_array
 
 __all__ = ["TradeOff", "TradeOffSide", "VertexSide", "BetaSide"]
 
@@ -241,9 +241,12 @@ class BetaSide:
         return np.asarray(self.delta_fn(np.asarray(eps, dtype=float), direction), dtype=float)
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, repr=False)
 class TradeOff(Curve):
-    """T(P, Q) and T(Q, P), with a sound ``upper`` side (β never too large)."""
+    """T(P, Q) and T(Q, P), with a sound ``upper`` side (β never too large).
+
+    Answers β(α) and δ(ε) by its sides; ε, D_α and ρ by conversion (``Curve``).
+    """
 
     upper: TradeOffSide
     lower: Optional[TradeOffSide] = None
@@ -259,10 +262,20 @@ class TradeOff(Curve):
                    VertexSide.from_laws(lower, pessimistic=False) if lower is not None else None,
                    provenance=provenance if provenance is not None else Provenance())
 
-    def beta(self, alpha: "np.ndarray | float", direction: "Direction | str" = "max",
-             bound: "Bound | str" = "upper") -> np.ndarray:
-        """β = T(α) for α in [0, 1]; ``forward`` is T(P, Q), ``backward`` T(Q, P)."""
-        a = check_array("alpha", alpha, lo=0.0, hi=1.0)
-        side = self._side(bound)
-        comps = as_direction(direction).components
-        return np.min([side.beta(a, d) for d in comps], axis=0)
+    NATIVE = frozenset({"beta", "delta"})
+
+    def _beta(self, side: TradeOffSide, alpha: np.ndarray, d: Direction) -> np.ndarray:
+        """β = T(α) of one direction: ``forward`` T(P, Q), ``backward`` T(Q, P)."""
+        return side.beta(alpha, d)
+
+    def _delta(self, side: TradeOffSide, eps: np.ndarray, d: Direction) -> np.ndarray:
+        """δ(ε) = sup_α (1 − α − e^ε T(α)) of one direction (module docstring)."""
+        return side.delta(eps, d)
+
+    def compose(self, other: "TradeOff") -> "TradeOff":
+        """The trade-off functions of the independent composition, through the PLDs
+        (only for exact curves; see ``profile.compose_via_pld``)."""
+        return compose_via_pld(self, other)
+
+    def _summary(self) -> str:
+        return f"β(α=0.1) = {headline(lambda: self.beta(0.1))}"

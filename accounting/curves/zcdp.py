@@ -13,7 +13,7 @@ from typing import Optional
 import attrs
 
 from accounting.curves.curve import Curve, Provenance
-from accounting.vocabulary import Bound, Direction, as_direction
+from accounting.vocabulary import Direction
 from accounting.validation import check_count, check_real
 
 __all__ = ["ZCDP"]
@@ -29,9 +29,13 @@ def _opt_rhos(value):
     return None if value is None else _rhos(value)
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, repr=False)
 class ZCDP(Curve):
-    """(ρ_forward, ρ_backward) with a sound ``upper`` side."""
+    """(ρ_forward, ρ_backward) with a sound ``upper`` side.
+
+    Answers ρ by its own values; D_α ≤ ρα through ``zcdp→rdp``, δ and ε by the
+    improved conversion of that Rényi curve, β through its profile (``Curve``).
+    """
 
     upper: tuple[float, float] = attrs.field(converter=_rhos)
     lower: Optional[tuple[float, float]] = attrs.field(default=None, converter=_opt_rhos)
@@ -42,15 +46,21 @@ class ZCDP(Curve):
         """ρ-zCDP in both directions (for example a Gaussian: ρ = Δ²/(2σ²))."""
         return cls((rho, rho), (rho, rho))
 
-    def rho(self, direction: "Direction | str" = "max", bound: "Bound | str" = "upper") -> float:
-        side = self._side(bound)
-        vals = {Direction.FORWARD: side[0], Direction.BACKWARD: side[1]}
-        return max(vals[d] for d in as_direction(direction).components)
+    NATIVE = frozenset({"rho"})
 
-    def rdp(self, alphas, direction="max"):
-        """The zCDP bound on the Rényi curve, D_α ≤ ρα."""
-        from accounting.curves.rdp import RDP
-        return self.to(RDP).rdp(alphas, direction)
+    def _rho(self, side: tuple[float, float], _: None, d: Direction) -> float:
+        return side[0] if d is Direction.FORWARD else side[1]
+
+    def _validate(self) -> None:
+        """A bracket's lower ρ is at most its upper ρ, in each direction."""
+        if self.lower is not None:
+            for name, lo, up in zip(("forward", "backward"), self.lower, self.upper):
+                if lo > up:
+                    raise ValueError(f"ZCDP lower rho must not exceed upper rho; {name}: "
+                                     f"lower {lo:g} > upper {up:g}")
+
+    def _summary(self) -> str:
+        return f"ρ = ({self.upper[0]:.4g}, {self.upper[1]:.4g})"
 
     def compose(self, other: "ZCDP") -> "ZCDP":
         if not isinstance(other, ZCDP):
@@ -72,12 +82,3 @@ class ZCDP(Curve):
         return self.self_compose(count)
 
     __rmul__ = __mul__
-
-    def epsilon(self, delta, direction="max"):
-        """ε(δ) by the tight CKS conversion (Canonne, Kamath, Steinke 2020, Cor. 13)."""
-        from accounting.curves.profile import PrivacyProfile
-        return self.to(PrivacyProfile).epsilon(delta, direction)
-
-    def delta(self, epsilon, direction="max"):
-        from accounting.curves.profile import PrivacyProfile
-        return self.to(PrivacyProfile).delta(epsilon, direction)
