@@ -5,9 +5,10 @@ one, else a route through curves the pair surely has (its profile, then the PLD)
 
 * profile: the pair's ``_profile`` (and ``_profile_lower``);
 * PLD: connect-the-dots / convex minorant of the profile on a grid;
-* trade-off: the pair's ``_beta`` if any, else its loss laws' (a ``LawPair``), else
-  the vertices of its PLD;
-* RDP: the pair's ``_cgf`` if any, else the CGF of its PLD;
+* trade-off: the pair's ``_beta`` if it provides one, else its loss laws' (a
+  ``LawPair``), else the vertices of its PLD;
+* RDP: the pair's ``_cgf`` if it provides one (lower side: ``cgf_lower`` if provided,
+  else ``_cgf`` itself for an exact pair with an exact CGF), else the CGF of its PLD;
 * zCDP: the pair's ``_rho`` per direction if any, else the envelope of its RDP (or
   the pair's ``rho_bound`` where that is smaller, e.g. a sup only reached as t → ∞).
 """
@@ -17,7 +18,6 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import numpy as np
 
 from accounting.curves.curve import Exactness, Provenance
 from accounting.vocabulary import Direction
@@ -30,9 +30,6 @@ from accounting.curves.tradeoff import BetaSide, TradeOff
 from accounting.curves.zcdp import ZCDP
 
 __all__ = ["curve_of_pair"]
-
-_PROBE = np.array([0.5])
-
 
 def _exact(step: str) -> Provenance:
     return Provenance(Exactness.EXACT, (step,))
@@ -58,7 +55,7 @@ def _pld(pair, **options: Any) -> PLD:
 
 
 def _tradeoff(pair, **options: Any) -> TradeOff:
-    if pair._beta(_PROBE, Direction.FORWARD) is not None:
+    if pair.provides("beta"):
         side = BetaSide(_checked(pair._beta, "_beta", pair),
                         _checked(pair._profile, "_profile", pair))
         return TradeOff(side, side, provenance=_exact(f"{pair.describe()} trade-off"))
@@ -71,13 +68,11 @@ def _tradeoff(pair, **options: Any) -> TradeOff:
 def _rdp(pair, **options: Any) -> RDP:
     """The pair's Rényi curve, labelled by ``cgf_exactness()``: exact, an upper bound,
     or numerical (a quadrature: both sides hold the estimate)."""
-    if pair._cgf(_PROBE, Direction.FORWARD) is not None:
+    if pair.provides("cgf"):
         exactness = pair.cgf_exactness()
         lower = None
-        lower_fn = getattr(pair, "cgf_lower", None)
-        if lower_fn is not None:
-            if lower_fn(_PROBE, Direction.FORWARD) is not None:
-                lower = CGF.of(_checked(lower_fn, "cgf_lower", pair))
+        if pair.provides("cgf_lower"):
+            lower = CGF.of(_checked(pair.cgf_lower, "cgf_lower", pair))
         elif pair.exact and exactness is Exactness.EXACT:
             lower = CGF.of(_checked(pair._cgf, "_cgf", pair))
         return RDP(CGF.of(_checked(pair._cgf, "_cgf", pair)), lower, provenance=Provenance(

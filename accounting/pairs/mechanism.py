@@ -16,10 +16,12 @@ from typing import Any, ClassVar, Optional
 
 import attrs
 
-from accounting.pairs.pair import Pair
+import numpy as np
+
+from accounting.pairs.pair import Pair, _overrides, not_provided
 from accounting.validation import MAX_COUNT, check_count, check_positive, check_real
 
-__all__ = ["Neighbouring", "Mechanism", "positive", "as_neighbouring", "Range", "in_range",
+__all__ = ["Neighbouring", "Mechanism", "MECHANISM_PRIMITIVES", "positive", "as_neighbouring", "Range", "in_range",
            "parameter", "SENSITIVITY_RANGE",
            "NOISE_SCALE", "RATE"]
 
@@ -137,6 +139,10 @@ NOISE_SCALE = Range(1e-8, 1e8, per="sensitivity", log=True)
 RATE = Range(1e-300, 1.0)
 
 
+#: optional primitives of a mechanism (``Mechanism.provides``), by name → method
+MECHANISM_PRIMITIVES: dict[str, str] = {"sample": "sample"}
+
+
 @attrs.frozen
 class Mechanism(abc.ABC):
     """Base class of mechanism plugins.
@@ -162,6 +168,24 @@ class Mechanism(abc.ABC):
     def curve(self, kind: type, **options: Any):
         """This mechanism's curve of the given kind (``PLD``, ``RDP``, …)."""
         return self.pair().curve(kind, **options)
+
+    def sample(self, rng: np.random.Generator, shape: "tuple[int, ...] | int"
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """i.i.d. outputs x ~ M(D) and y ~ M(D′), each an array of ``shape``, in the
+        mechanism's own units, for two neighbouring datasets whose output laws are the
+        dominating pair (x: the larger dataset, the forward direction). Optional
+        (``provides("sample")``); auditors use it. Default: not provided."""
+        raise not_provided(self, "sample")
+
+    def provides(self, primitive: str) -> bool:
+        """Whether this mechanism supplies the optional ``primitive`` (a key of
+        ``MECHANISM_PRIMITIVES``): by default, whether its class overrides it."""
+        try:
+            method = MECHANISM_PRIMITIVES[primitive]
+        except (KeyError, TypeError):
+            raise ValueError(f"unknown primitive {primitive!r}; the optional mechanism "
+                             f"primitives are {', '.join(MECHANISM_PRIMITIVES)}") from None
+        return _overrides(type(self), method, Mechanism)
 
     @classmethod
     def parameters(cls) -> dict[str, attrs.Attribute]:

@@ -16,17 +16,48 @@ claimed by two third-party plugins is refused for both.
 
 from __future__ import annotations
 
+from typing import Any, Callable, Protocol
+
 import pluggy
 
-__all__ = ["hookspec", "hookimpl", "PROJECT"]
+__all__ = ["hookspec", "hookimpl", "PROJECT", "RegisterMechanism", "RegisterConverter",
+           "RegisterAuditor", "RegisterSpecialisation"]
 
 PROJECT = "accounting"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
+# ------------------------------------------------------------ the register callbacks
+class RegisterMechanism(Protocol):
+    """``register(cls)``: one ``Mechanism`` subclass."""
+
+    def __call__(self, cls: type, /) -> None: ...
+
+
+class RegisterConverter(Protocol):
+    """``register(source, target, func, exactness, name)``: one converter edge."""
+
+    def __call__(self, source: type, target: type, func: Callable[..., Any],
+                 exactness: Any, name: str, /) -> None: ...
+
+
+class RegisterAuditor(Protocol):
+    """``register(name, auditor)``: one auditor (``accounting.registry.auditor.Auditor``)."""
+
+    def __call__(self, name: str, auditor: Any, /) -> None: ...
+
+
+class RegisterSpecialisation(Protocol):
+    """``register(wrapper, base, specialised)``: for pairs of class ``wrapper`` built on a
+    base pair of class ``base``, use the ``wrapper`` subclass ``specialised``."""
+
+    def __call__(self, wrapper: type, base: type, specialised: type, /) -> None: ...
+
+
+# ------------------------------------------------------------------------ the hooks
 @hookspec
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     """Contribute mechanisms: ``register(cls)`` for each ``Mechanism`` subclass.
 
     The class's ``name`` (a lower-case identifier: letters, digits, underscores) is how
@@ -36,7 +67,7 @@ def accounting_register_mechanisms(register):
 
 
 @hookspec
-def accounting_register_converters(register):
+def accounting_register_converters(register: RegisterConverter) -> None:
     """Contribute converters: ``register(source, target, func, exactness, name)``.
 
     ``source`` and ``target`` are curve classes; ``func(curve, **options)`` takes the
@@ -49,12 +80,14 @@ def accounting_register_converters(register):
 
 
 @hookspec
-def accounting_register_auditors(register):
+def accounting_register_auditors(register: RegisterAuditor) -> None:
     """Contribute auditors: ``register(name, auditor)``; the name (a lower-case
     identifier) must be unique.
 
     An auditor tests an (ε, δ)-DP claim about a black-box mechanism from its outputs on
-    two neighbouring datasets D, D′. It is an object with two methods:
+    two neighbouring datasets D, D′. It satisfies the ``Auditor`` Protocol of
+    ``accounting.registry.auditor`` (checked at registration; the contract suite
+    ``accounting.testing.AuditorContract`` checks its behaviour):
 
     * ``audit_samples(x, y, *, epsilon, delta, seed=None, **settings)``: x ~ M(D) and
       y ~ M(D′) as arrays of shape (n, d);
@@ -69,4 +102,20 @@ def accounting_register_auditors(register):
     ``level``, ``bandwidth``, ``progress`` (bool, report progress on stderr),
     ``reference`` (a mechanism instance for a parametric bootstrap), ``shift``
     (f(D) − f(D′), list of floats) and ``n_boot``.
+    """
+
+
+@hookspec
+def accounting_register_specialisations(register: RegisterSpecialisation) -> None:
+    """Contribute specialisations: ``register(wrapper, base, specialised)``.
+
+    A wrapper pair (say ``PoissonSubsampledPair``) built on a base pair of class
+    ``base`` (exactly that class, not a subclass: a subclass may change the law) is
+    built as ``specialised`` instead, a subclass of ``wrapper`` with the same
+    constructor that adds closed forms (say the subsampled Gaussian's Rényi curve).
+    Plugins that build wrappers resolve them with
+    ``Registry.specialisation(wrapper, base_pair)``, never with a table of their own,
+    so the result does not depend on which modules happen to be imported. One
+    specialisation per (wrapper, base): the built-in one wins, and two third-party
+    claims on one key are both refused.
     """

@@ -53,7 +53,7 @@ from scipy.special import log_ndtr, logsumexp
 from accounting.pairs.additive import AdditiveNoise
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import NOISE_SCALE, Range, parameter
-from accounting.pairs.pair import Pair
+from accounting.pairs.pair import Pair, not_provided
 from accounting.validation import check_count, check_positive, check_real
 
 __all__ = [
@@ -65,6 +65,8 @@ __all__ = [
     "dgauss_log_ratio",
     "dgauss_log_sf",
     "dlaplace_atoms",
+    "dgauss_sample",
+    "dlaplace_sample",
 ]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -93,6 +95,30 @@ def _integer_sensitivity() -> Any:
     """The ``sensitivity`` field of noise on the integers: declared range, checked first."""
     return attrs.field(default=1.0, kw_only=True, metadata={"range": INTEGER_SENSITIVITY},
                        validator=lambda i, a, v: _check_integer_sensitivity(i.name, v))
+
+
+# ============================================================================ sampling
+def dlaplace_sample(a: float, rng: np.random.Generator, shape) -> np.ndarray:
+    """Draws of the discrete Laplace law ∝ e^{−a|x|} on ℤ: the difference of two i.i.d.
+    geometric variables of success probability 1 − e^{−a}."""
+    p = -math.expm1(-a)
+    return (rng.geometric(p, size=shape) - rng.geometric(p, size=shape)).astype(float)
+
+
+def dgauss_sample(sigma: float, rng: np.random.Generator, shape) -> np.ndarray:
+    """Exact draws of N_ℤ(0, σ²) by rejection from a discrete Laplace of scale
+    t = ⌊σ⌋ + 1, accepted with probability exp(−(|Y| − σ²/t)²/(2σ²)) (Canonne, Kamath,
+    Steinke 2020, arXiv:2004.00010, Algorithm 3), vectorised over the pending draws."""
+    t = math.floor(sigma) + 1.0
+    out = np.empty(shape, dtype=float).ravel()
+    todo = np.arange(out.size)
+    while todo.size:
+        y = dlaplace_sample(1.0 / t, rng, todo.size)
+        keep = rng.random(todo.size) < np.exp(-(np.abs(y) - sigma * sigma / t) ** 2
+                                                / (2.0 * sigma * sigma))
+        out[todo[keep]] = y[keep]
+        todo = todo[~keep]
+    return out.reshape(shape)
 
 
 # ==================================================================== discrete Gaussian
@@ -285,6 +311,10 @@ class DiscreteGaussianPair(Pair):
     def _rho(self, direction):
         return self.delta ** 2 / (2.0 * self.sigma ** 2)
 
+    def sample(self, rng, shape):
+        return (self.delta + dgauss_sample(self.sigma, rng, shape),
+                dgauss_sample(self.sigma, rng, shape))
+
     def describe(self) -> str:
         return f"DiscreteGaussian(σ={self.sigma:g}, Δ={self.delta})"
 
@@ -313,6 +343,9 @@ class DiscreteGaussian(AdditiveNoise):
 
     def noise_width(self) -> float:
         return self.sigma
+
+    def sample_noise(self, rng, shape):
+        return dgauss_sample(float(self.sigma), rng, shape)
 
     def pair(self) -> DiscreteGaussianPair:
         return DiscreteGaussianPair(float(self.sigma), int(self.sensitivity))
@@ -437,8 +470,8 @@ class DiscreteLaplacePair(Pair):
         so T is piecewise linear through (P(L ≤ l_j), Q(L > l_j)), with slope −e^{−l_j}
         on the segment of atom j. Symmetric pair: T(Q, P) = T(P, Q). (None for
         Δ > 4096, where the trade-off comes from the PLD.)"""
-        if self.delta > _ATOM_MAX:
-            return None
+        if not self.provides("beta"):
+            raise not_provided(self, "beta")
         alpha = np.asarray(alpha, dtype=float)
         losses, logp, logq = dlaplace_atoms(self.a, self.delta)
         p, q = np.exp(logp), np.exp(logq)
@@ -447,6 +480,16 @@ class DiscreteLaplacePair(Pair):
         j = np.minimum(np.searchsorted(a_right, alpha, side="left"), losses.size - 1)
         beta = b_right[j] + (a_right[j] - alpha) * np.exp(-losses[j])
         return np.clip(beta, 0.0, 1.0)
+
+    def provides(self, primitive: str) -> bool:
+        """The trade-off function in closed form up to Δ = 4096 atoms."""
+        if primitive == "beta":
+            return self.delta <= _ATOM_MAX
+        return super().provides(primitive)
+
+    def sample(self, rng, shape):
+        return (self.delta + dlaplace_sample(self.a, rng, shape),
+                dlaplace_sample(self.a, rng, shape))
 
     def describe(self) -> str:
         return f"DiscreteLaplace(a={self.a:g}, Δ={self.delta})"
@@ -476,6 +519,9 @@ class DiscreteLaplace(AdditiveNoise):
 
     def noise_width(self) -> float:
         return 1.0 / self.a
+
+    def sample_noise(self, rng, shape):
+        return dlaplace_sample(float(self.a), rng, shape)
 
     def pair(self) -> DiscreteLaplacePair:
         return DiscreteLaplacePair(float(self.a), int(self.sensitivity))

@@ -157,12 +157,19 @@ class GaussianMixture(AdditiveNoise):
                                    for w, m, s in zip(self.weights, self.means, self.scales)))
 
     # ------------------------------------------------------------------- pair
+    def sample_noise(self, rng, shape):
+        """A component k with probability w_k, then N(m_k, s_k²)."""
+        k = rng.choice(len(self.weights), size=shape, p=np.asarray(self.weights))
+        return (np.asarray(self.means)[k]
+                + np.asarray(self.scales)[k] * rng.standard_normal(shape))
+
     def generic_pair(self) -> Pair:
         """The pair by the generic numerics, on the noise centred at its mean."""
         mbar = self.mean()
         return continuous_noise_pair(lambda x: self._log_density(x, mbar), self.sensitivity,
                                      self.noise_width(), label=self.name,
-                                     symmetric=self.is_symmetric())
+                                     symmetric=self.is_symmetric(),
+                                     sampler=lambda rng, shape: self.sample_noise(rng, shape) - mbar)
 
     def pair(self) -> Pair:
         if len(self.weights) == 1:
@@ -203,6 +210,14 @@ class _EqualScalesMixturePair(LawPair):
 
     def noise_density(self):
         return self.inner.noise_density()
+
+    def sample(self, rng, shape):
+        return self.inner.sample(rng, shape)
+
+    def provides(self, primitive: str) -> bool:
+        if primitive == "sample":
+            return self.inner.provides("sample")
+        return super().provides(primitive)
 
 
 @hookimpl

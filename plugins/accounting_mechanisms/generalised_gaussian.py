@@ -18,7 +18,7 @@ import math
 import attrs
 import numpy as np
 
-from accounting.pairs.additive import AdditiveNoise, continuous_noise_pair
+from accounting.pairs.additive import AdditiveNoise
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import Range, parameter
 from accounting.pairs.pair import Pair
@@ -75,10 +75,12 @@ class GeneralisedGaussian(AdditiveNoise):
         b = float(self.beta)
         return float(self.scale) * math.exp(0.5 * (math.lgamma(3.0 / b) - math.lgamma(1.0 / b)))
 
-    def generic_pair(self) -> Pair:
-        """The pair by the generic numerics of ``accounting.pairs.additive``, at any β."""
-        return continuous_noise_pair(self.log_density, self.sensitivity, self.noise_width(),
-                                     label=self.name, symmetric=True)
+    symmetric_noise = True
+
+    def sample_noise(self, rng, shape):
+        """|Z/scale|^β ~ Gamma(1/β, 1), with a random sign."""
+        mag = rng.gamma(1.0 / self.beta, 1.0, size=shape) ** (1.0 / self.beta)
+        return self.scale * mag * rng.choice((-1.0, 1.0), size=shape)
 
     def noise_width(self) -> float:
         return self.std()

@@ -70,6 +70,12 @@ class RandomizedResponse(Mechanism):
         if self.sensitivity != 1:
             raise ValueError(f"randomized_response: sensitivity must be 1, got {self.sensitivity}")
 
+    def sample(self, rng, shape):
+        """The reported bit when the record's bit is 1 (x) and when it is 0 (y)."""
+        p = float(self.p)
+        return ((rng.random(shape) < p).astype(float),
+                (rng.random(shape) >= p).astype(float))
+
     def pair(self) -> LawPair:
         p = float(self.p)
         pair = discrete_pair(np.array([p, 1 - p]), np.array([1 - p, p]), f"RR(p={p:g})")
@@ -85,6 +91,12 @@ class _RRPair(LawPair):
 
     def _cgf(self, t, direction):
         return self.count * rr_cgf(self.p, t)
+
+    def sample(self, rng, shape):
+        """The number of the ``count`` reports that agree with the bits of D: Binomial
+        (count, p) under P, Binomial(count, 1 − p) under Q (a sufficient statistic)."""
+        return (rng.binomial(self.count, self.p, size=shape).astype(float),
+                rng.binomial(self.count, 1.0 - self.p, size=shape).astype(float))
 
     def _self_compose(self, count):
         total = self.count * check_count("count", count)

@@ -32,7 +32,7 @@ from accounting.validation import check_positive
 
 from . import subsampled_gaussian_rdp as _rdp
 from .gaussian import GaussianPair
-from .subsampling import SPECIALISATIONS, PoissonMechanism, PoissonSubsampledPair
+from .subsampling import PoissonMechanism, PoissonSubsampledPair
 
 __all__ = ["SubsampledGaussian", "SubsampledGaussianPair"]
 
@@ -79,9 +79,6 @@ class SubsampledGaussianPair(PoissonSubsampledPair):
         return f"PoissonGaussian(q={self.q:g}, z={self.z:g})"
 
 
-SPECIALISATIONS[GaussianPair] = SubsampledGaussianPair
-
-
 @attrs.frozen
 class SubsampledGaussian(PoissonMechanism):
     """Poisson sampling at rate ``q`` ∈ (0, 1], then Gaussian noise of std ``sigma``.
@@ -101,3 +98,9 @@ class SubsampledGaussian(PoissonMechanism):
 @hookimpl
 def accounting_register_mechanisms(register):
     register(SubsampledGaussian)
+
+
+@hookimpl
+def accounting_register_specialisations(register):
+    # Poisson subsampling of the Gaussian pair: the certified Rényi curve above
+    register(PoissonSubsampledPair, GaussianPair, SubsampledGaussianPair)

@@ -28,7 +28,7 @@ from accounting.curves.curve import Exactness
 from accounting.vocabulary import Direction
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import RATE, Mechanism, Neighbouring, Range, as_neighbouring, parameter
-from accounting.pairs.pair import LawPair, Pair
+from accounting.pairs.pair import LawPair, Pair, _overrides, not_provided
 from accounting.validation import check_count, check_probability
 
 from . import subsampled_rdp as _rdp
@@ -36,7 +36,7 @@ from .laplace import LaplacePair
 
 __all__ = ["PoissonSubsampledPair", "PoissonSubsampled", "WithoutReplacementPair",
            "SampledWithoutReplacement", "SubsampledLaplace", "check_rate", "poisson_pair",
-           "SPECIALISATIONS", "PoissonMechanism"]
+           "PoissonMechanism"]
 
 
 def check_rate(instance, attribute, value) -> None:
@@ -105,9 +105,9 @@ class PoissonSubsampledPair(Pair):
         """
         route = self._cgf_route()
         if route is None:
-            return None
+            raise not_provided(self, "cgf")
         if route == "law":
-            return _rdp.law_cgf(self.base._law(Direction.FORWARD, "upper"), self.q, t, direction)
+            return _rdp.law_cgf(self.base.law(Direction.FORWARD, "upper"), self.q, t, direction)
         if route == "bound":
             fwd = lambda s: self.base._cgf(s, Direction.FORWARD)  # noqa: E731
             if direction is Direction.FORWARD:
@@ -118,14 +118,35 @@ class PoissonSubsampledPair(Pair):
         return self._quadrature_cgf(t, direction)
 
     def _cgf_route(self):
-        if getattr(self.base, "noise_density", None) is not None:
+        if self.base.provides("noise_density"):
             return "quadrature"
         if isinstance(self.base, LawPair):
             return "law"
-        if self.base._cgf(np.array([1.0]), Direction.FORWARD) is not None:
+        if self.base.provides("cgf"):
             return "bound"
         return None
 
+    def provides(self, primitive: str) -> bool:
+        """As the base allows: a Rényi curve by the route ``_cgf`` takes, a lower one
+        for the law and quadrature routes, samples where the base has them (a
+        subclass's own closed forms count as provided)."""
+        method = {"cgf": "_cgf", "cgf_lower": "cgf_lower"}.get(primitive)
+        if method is not None and _overrides(type(self), method, PoissonSubsampledPair):
+            return True
+        if primitive == "cgf":
+            return self._cgf_route() is not None
+        if primitive == "cgf_lower":
+            return self._cgf_route() in ("law", "quadrature")
+        if primitive == "sample":
+            return self.base.provides("sample")
+        return super().provides(primitive)
+
+    def sample(self, rng, shape):
+        """x from the mixture (1 − q)Q₀ + qP₀ (a record in the batch with probability
+        q), y from Q₀: three draws of the base pair per output."""
+        p0, q0 = self.base.sample(rng, shape)
+        _, y = self.base.sample(rng, shape)
+        return np.where(rng.random(shape) < self.q, p0, q0), y
     def cgf_exactness(self) -> Exactness:
         route = self._cgf_route()
         if route == "quadrature":   # a numerical value with a stated error, not a bound
@@ -144,8 +165,8 @@ class PoissonSubsampledPair(Pair):
         return self.base._rho(direction)
 
     def _quadrature_cgf(self, t, direction):
-        logf, delta, width, (lo, hi) = self.base.noise_density()
-        log_z = log_integral(logf, lo, hi, width, delta)
+        logf, shift, width, (lo, hi) = self.base.noise_density()
+        log_z = log_integral(logf, lo, hi, width, shift)
         lq1 = np.log1p(-self.q) if self.q < 1 else -np.inf
         lq = np.log(self.q)
         t = np.asarray(t, dtype=float)
@@ -156,11 +177,11 @@ class PoissonSubsampledPair(Pair):
             def h(x, a=a, b=b):
                 with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
                     q0 = logf(x) - log_z
-                    mix = np.logaddexp(lq1 + q0, lq + logf(x - delta) - log_z)
+                    mix = np.logaddexp(lq1 + q0, lq + logf(x - shift) - log_z)
                     v = a * mix + b * q0
                 return np.where(np.isnan(v), -np.inf, v)
-            reach = (abs(a) + abs(b)) * (abs(delta) + (hi - lo))
-            out[i] = 0.0 if tt == 0 else log_integral(h, lo - reach, hi + reach, width, delta)
+            reach = (abs(a) + abs(b)) * (abs(shift) + (hi - lo))
+            out[i] = 0.0 if tt == 0 else log_integral(h, lo - reach, hi + reach, width, shift)
         return out.reshape(t.shape)
 
     def cgf_lower(self, t, direction):
@@ -168,23 +189,23 @@ class PoissonSubsampledPair(Pair):
         exact sums over the base's lower law; none for the bound route."""
         route = self._cgf_route()
         if route == "law":
-            return _rdp.law_cgf(self.base._law(Direction.FORWARD, "lower"), self.q, t, direction)
+            return _rdp.law_cgf(self.base.law(Direction.FORWARD, "lower"), self.q, t, direction)
         if route == "quadrature":
             return self._quadrature_cgf(t, direction)
-        return None
+        raise not_provided(self, "cgf_lower")
 
     def describe(self) -> str:
         return f"Poisson(q={self.q:g})∘{self.base.describe()}"
 
 
-#: base-pair type → a PoissonSubsampledPair subclass with closed forms for it
-#: (filled by the modules that define them, e.g. the subsampled Gaussian)
-SPECIALISATIONS: dict[type, type] = {}
-
-
-def poisson_pair(base: Pair, q: float) -> PoissonSubsampledPair:
-    """The Poisson-subsampled pair of ``base``, specialised where a closed form exists."""
-    return SPECIALISATIONS.get(type(base), PoissonSubsampledPair)(base, q)
+def poisson_pair(base: Pair, q: float, registry=None) -> PoissonSubsampledPair:
+    """The Poisson-subsampled pair of ``base``, specialised where a plugin registered a
+    closed form for its class (hook ``accounting_register_specialisations``, resolved by
+    ``registry``, default the process-wide one): the same answer whatever modules are
+    imported, in whatever order."""
+    from accounting.registry.registry import default_registry
+    reg = default_registry() if registry is None else registry
+    return reg.specialisation(PoissonSubsampledPair, base)(base, q)
 
 
 @attrs.frozen
@@ -251,9 +272,15 @@ class WithoutReplacementPair(Pair):
             return fn
         return lambda e, _: np.maximum(fn(e, Direction.FORWARD), fn(e, Direction.BACKWARD))
 
+    def provides(self, primitive: str) -> bool:
+        """A Rényi curve for symmetric bases whose Poisson pair has one."""
+        if primitive == "cgf":
+            return self.base.symmetric and self._poisson.provides("cgf")
+        return super().provides(primitive)
+
     def _cgf(self, t, direction):
-        if not self.base.symmetric:
-            return None
+        if not self.provides("cgf"):
+            raise not_provided(self, "cgf")
         k_rem = np.asarray(self._poisson._cgf(t, Direction.FORWARD), dtype=float)
         k_add = np.asarray(self._poisson._cgf(t, Direction.BACKWARD), dtype=float)
         top = np.maximum(k_rem, k_add)
