@@ -398,7 +398,7 @@ def test_dlaplace_large_sensitivity_closed_form_cgf():
         t = np.array([0.01, 0.1, 1.0, 3.0, 30.0])
         losses, logp, _ = dlaplace_atoms(a, 5000)
         np.testing.assert_allclose(pair._cgf(t, None), _atom_cgf(losses, logp, t), rtol=1e-12)
-        assert pair._beta(np.array([0.5]), None) is None
+        assert not pair.provides("beta")
         # profile: closed form vs the atom sum Σ_{l>ε} P(1 − e^{ε−l})
         eps = np.linspace(-a * 5000, a * 5000, 41)[1:-1] + 1e-3
         p = np.exp(logp)
