@@ -50,7 +50,8 @@ from accounting.numerics.loss import LossPMF
 from accounting.pairs.mechanism import MECHANISM_PRIMITIVES, Mechanism
 from accounting.vocabulary import Direction
 from accounting.pairs.primitives import check_primitive_output
-from accounting.pairs.pair import LawPair, NoiseDensity, Pair, _overrides, not_provided
+from accounting.pairs.pair import (LawPair, NoiseDensity, Pair, _overrides, corner_pair,
+                                   not_provided)
 
 __all__ = ["AdditiveNoise", "continuous_noise_pair", "integer_noise_pair", "log_integral",
            "support_extent", "NoiseSampler"]
@@ -71,7 +72,8 @@ class AdditiveNoise(Mechanism):
     Primitives (beyond ``Mechanism``'s):
 
     * ``log_density(x)`` (required): log-density of Z up to an additive constant;
-    * ``noise_width()``: a typical width of Z, to place grids (default 1);
+    * ``noise_width()``: a typical width of Z, to place grids (default 1); 0 means no
+      noise (the mechanism is then non-private);
     * ``symmetric_noise`` (class attribute): Z symmetric about a point (default False);
     * ``generic_pair()``: the pair (Z + Δ, Z) by the generic numerics of this module
       (default; a plugin with closed forms overrides ``pair()`` and keeps this one for
@@ -117,7 +119,12 @@ class AdditiveNoise(Mechanism):
 
     def generic_pair(self) -> Pair:
         """The pair (Z + Δ, Z) by the generic numerics (module docstring), at any
-        parameters: exact on ℤ, a certified bracket on ℝ."""
+        parameters: exact on ℤ, a certified bracket on ℝ. At the degenerate corners
+        (``corner_pair``) sensitivity 0 gives the identical pair and ``noise_width()``
+        0 (no noise) the disjoint, non-private one."""
+        corner = corner_pair(self.sensitivity, self.noise_width(), self.name)
+        if corner is not None:
+            return corner
         if self.domain == "integer":
             return integer_noise_pair(self.log_density, self.sensitivity, label=self.name,
                                       symmetric=self.symmetric_noise, sampler=self._sampler())

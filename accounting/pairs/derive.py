@@ -19,7 +19,10 @@ import warnings
 from typing import Any
 
 
+import numpy as np
+
 from accounting.curves.curve import Exactness, Provenance
+from accounting.numerics.loss import LossPMF
 from accounting.vocabulary import Direction
 from accounting.pairs.pair import LawPair
 from accounting.pairs.primitives import check_primitive_output
@@ -48,8 +51,21 @@ def _profile(pair, **options: Any) -> PrivacyProfile:
                           provenance=_exact(f"{pair.describe()} profile"))
 
 
+def _non_private(pair) -> bool:
+    """Whether δ(+∞) = 1 in both directions on both sides: all the privacy loss is at
+    +∞ (P ⊥ Q), the profile is 1 everywhere and there is no loss range to grid."""
+    inf = np.array([np.inf])
+    return all(float(fn(inf, d)[0]) == 1.0 for fn in (pair._profile, pair._profile_lower)
+               for d in (Direction.FORWARD, Direction.BACKWARD))
+
+
 def _pld(pair, **options: Any) -> PLD:
-    from accounting.conversion.converters import profile_to_pld
+    from accounting.conversion.converters import DEFAULT_STEP, profile_to_pld
+    if _non_private(pair):
+        # all the loss at +∞ in both directions (no noise): nothing to discretise, one
+        # grid point of mass 0 so that the PLD composes with others on the grid
+        law = LossPMF.on_grid(options.get("step") or DEFAULT_STEP, 0, np.zeros(1), inf_mass=1.0)
+        return PLD((law, law), (law, law), provenance=_exact(f"{pair.describe()} pld"))
     pld = profile_to_pld(_profile(pair), **options)
     return PLD(pld.upper, pld.lower, provenance=_exact(f"{pair.describe()} pld"))
 

@@ -69,18 +69,28 @@ class Range:
     per_power: int = 1
     integer: bool = False
     log: bool = False
+    #: 0 is accepted too: a degenerate corner (no noise: non-private; no sensitivity or
+    #: a sampling rate 0: no privacy cost), answered exactly rather than refused
+    zero: bool = False
 
     def bounds(self, instance: Any = None) -> tuple[float, float]:
-        """The ends for ``instance`` (the ``per`` field's value scales them)."""
+        """The ends for ``instance`` (the ``per`` field's value scales them; when that
+        value is 0, a degenerate corner, every non-negative value is allowed)."""
         if self.per is None:
             return self.lo, self.hi
         if instance is None:
             raise ValueError(f"this range is relative to {self.per}: pass the instance")
-        unit = check_positive(self.per, getattr(instance, self.per)) ** self.per_power
+        unit = getattr(instance, self.per)
+        if unit == 0 and not isinstance(unit, bool):
+            return (-math.inf if self.lo < 0 else 0.0), math.inf
+        unit = check_positive(self.per, unit) ** self.per_power
         return self.lo * unit, self.hi * unit
 
     def check(self, name: str, value: Any, instance: Any = None) -> "float | int":
         """``value`` checked against the range; a ValueError/TypeError naming ``name``."""
+        if self.zero and not isinstance(value, bool) and isinstance(value, (int, float)) \
+                and value == 0:
+            return value
         lo, hi = self.bounds(instance)
         if self.integer:
             return check_count(name, value, minimum=math.ceil(lo),
@@ -101,7 +111,8 @@ class Range:
         if self.per is not None:
             unit = f"·{self.per}" if self.per_power == 1 else f"·{self.per}^{self.per_power}"
         kind = "integers in " if self.integer else ""
-        return f"{kind}{left}{self.lo:g}, {self.hi:g}{right}{unit}"
+        zero = " or 0" if self.zero else ""
+        return f"{kind}{left}{self.lo:g}, {self.hi:g}{right}{unit}{zero}"
 
 
 def in_range(rng: Range):
@@ -128,15 +139,15 @@ def parameter(rng: Range, **field_options: Any) -> Any:
 
 #: Any positive sensitivity whose noise scales, declared relative to it, stay far from
 #: float64 under- and overflow.
-SENSITIVITY_RANGE = Range(1e-100, 1e100, log=True)
+SENSITIVITY_RANGE = Range(1e-100, 1e100, log=True, zero=True)
 #: A noise scale with closed-form curves (σ, b): σ/Δ in [1e-8, 1e8]. Measured: the
 #: Gaussian closed forms stay finite and correct for σ/Δ in [1e-100, 1e150] and
 #: Laplace's for b/Δ up to ~1e9 (beyond, D_α rounds to −1e-36); the margin keeps
 #: every closed form well inside (ε up to ~1e16 at the small end).
-NOISE_SCALE = Range(1e-8, 1e8, per="sensitivity", log=True)
+NOISE_SCALE = Range(1e-8, 1e8, per="sensitivity", log=True, zero=True)
 #: A sampling rate in [1e-300, 1]: below, q is subnormal and the subsampled Gaussian's
 #: Rényi curve was measured not to finish (q = 5e-324); 1e-300 answers in 3 s.
-RATE = Range(1e-300, 1.0)
+RATE = Range(1e-300, 1.0, zero=True)
 
 
 #: optional primitives of a mechanism (``Mechanism.provides``), by name → method
@@ -189,12 +200,22 @@ class Mechanism(abc.ABC):
 
     @classmethod
     def parameters(cls) -> dict[str, attrs.Attribute]:
-        """The parameters a user sets, by name (what the command line offers)."""
-        return {a.name: a for a in attrs.fields(cls) if a.init}
+        """The parameters a user sets, by name (what the command line offers). A field
+        whose metadata has ``"deprecated"`` (the name of its replacement) is still
+        accepted by the constructor but not offered."""
+        return {a.alias: a for a in attrs.fields(cls)
+                if a.init and "deprecated" not in a.metadata}
+
+    @classmethod
+    def deprecated(cls) -> dict[str, str]:
+        """Deprecated parameter names still accepted by the constructor (with a
+        ``DeprecationWarning``), each with the name of the parameter replacing it."""
+        return {a.alias: a.metadata["deprecated"] for a in attrs.fields(cls)
+                if a.init and "deprecated" in a.metadata}
 
     @classmethod
     def ranges(cls) -> dict[str, Range]:
         """The declared ``Range`` of each numeric parameter, by name (fields built with
         ``parameter``): where the mechanism's numerics are measured finite and correct."""
-        return {a.name: a.metadata["range"] for a in attrs.fields(cls)
-                if a.init and "range" in a.metadata}
+        return {name: a.metadata["range"] for name, a in cls.parameters().items()
+                if "range" in a.metadata}

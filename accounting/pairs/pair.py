@@ -52,7 +52,7 @@ from accounting.numerics.loss import LossPMF
 from accounting.validation import check_array
 
 __all__ = ["Pair", "LawPair", "NoiseDensity", "OPTIONAL_PRIMITIVES", "discrete_pair",
-           "identical_pair", "disjoint_pair", "not_provided", "FinitePair"]
+           "identical_pair", "disjoint_pair", "corner_pair", "not_provided", "FinitePair"]
 
 #: optional primitives of a pair (``Pair.provides``), by name → the method implementing it
 OPTIONAL_PRIMITIVES: dict[str, str] = {
@@ -258,6 +258,17 @@ def discrete_pair(p: "np.ndarray", q: "np.ndarray", label: str = "discrete") -> 
     fwd = LossPMF.from_atoms(loss, p[both], float(p[(q == 0) & (p > 0)].sum()))
     bwd = LossPMF.from_atoms(-loss, q[both], float(q[(p == 0) & (q > 0)].sum()))
     return FinitePair((fwd, bwd), (fwd, bwd), label, p=p / p.sum(), q=q / q.sum())
+
+
+def corner_pair(sensitivity: float, scale: float, label: str) -> Optional[FinitePair]:
+    """The pair of an additive-noise mechanism at a degenerate corner, else None:
+    sensitivity 0 → ``identical_pair`` (no privacy cost, whatever the noise);
+    noise scale 0 → ``disjoint_pair`` (no noise: non-private, ε = ∞)."""
+    if sensitivity == 0:
+        return identical_pair(f"{label} (sensitivity 0: no privacy loss)")
+    if scale == 0:
+        return disjoint_pair(f"{label} (no noise: non-private)")
+    return None
 
 
 def identical_pair(label: str = "no privacy loss") -> FinitePair:

@@ -20,7 +20,7 @@ from scipy.special import log_ndtr, ndtr, ndtri
 from accounting.pairs.additive import AdditiveNoise
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import NOISE_SCALE, parameter
-from accounting.pairs.pair import NoiseDensity, Pair
+from accounting.pairs.pair import NoiseDensity, Pair, corner_pair
 from accounting.validation import check_positive
 
 __all__ = ["Gaussian", "GaussianPair", "gaussian_delta"]
@@ -99,7 +99,10 @@ class Gaussian(AdditiveNoise):
     def sample_noise(self, rng, shape):
         return rng.normal(0.0, self.sigma, size=shape)
 
-    def pair(self) -> GaussianPair:
+    def pair(self) -> Pair:
+        corner = corner_pair(self.sensitivity, self.sigma, self.name)
+        if corner is not None:
+            return corner
         return GaussianPair(self.sensitivity / self.sigma)
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from accounting.pairs.additive import AdditiveNoise, continuous_noise_pair
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import Range, in_range
-from accounting.pairs.pair import LawPair, Pair
+from accounting.pairs.pair import LawPair, Pair, corner_pair
 
 from .gaussian import GaussianPair
 
@@ -172,6 +172,9 @@ class GaussianMixture(AdditiveNoise):
                                      sampler=lambda rng, shape: self.sample_noise(rng, shape) - mbar)
 
     def pair(self) -> Pair:
+        corner = corner_pair(self.sensitivity, 1.0, self.name)
+        if corner is not None:
+            return corner
         if len(self.weights) == 1:
             return GaussianPair(self.sensitivity / self.scales[0])
         pair = self.generic_pair()

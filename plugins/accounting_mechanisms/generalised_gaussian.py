@@ -21,7 +21,7 @@ import numpy as np
 from accounting.pairs.additive import AdditiveNoise
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import Range, parameter
-from accounting.pairs.pair import Pair
+from accounting.pairs.pair import Pair, corner_pair
 
 from .gaussian import GaussianPair
 from .laplace import LaplacePair
@@ -64,7 +64,7 @@ class GeneralisedGaussian(AdditiveNoise):
 
     name = "generalised_gaussian"
     beta: float = parameter(Range(0.5, 5.0))
-    scale: float = parameter(Range(1e-4, 1e4, per="sensitivity", log=True))  # type: ignore[assignment]
+    scale: float = parameter(Range(1e-4, 1e4, per="sensitivity", log=True, zero=True))  # type: ignore[assignment]
 
     def log_density(self, x):
         with np.errstate(over="ignore"):
@@ -86,6 +86,9 @@ class GeneralisedGaussian(AdditiveNoise):
         return self.std()
 
     def pair(self) -> Pair:
+        corner = corner_pair(self.sensitivity, self.scale, self.name)
+        if corner is not None:
+            return corner
         if self.beta == 2.0:   # N(0, σ²) with σ = scale/√2
             return GaussianPair(self.sensitivity * math.sqrt(2.0) / self.scale)
         if self.beta == 1.0:   # Laplace(b) with b = scale

@@ -18,7 +18,7 @@ import numpy as np
 from accounting.pairs.additive import AdditiveNoise
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import NOISE_SCALE, parameter
-from accounting.pairs.pair import NoiseDensity, Pair
+from accounting.pairs.pair import NoiseDensity, Pair, corner_pair
 from accounting.validation import check_positive
 
 __all__ = ["Laplace", "LaplacePair"]
@@ -80,7 +80,10 @@ class Laplace(AdditiveNoise):
     def sample_noise(self, rng, shape):
         return rng.laplace(0.0, self.b, size=shape)
 
-    def pair(self) -> LaplacePair:
+    def pair(self) -> Pair:
+        corner = corner_pair(self.sensitivity, self.b, self.name)
+        if corner is not None:
+            return corner
         return LaplacePair(self.sensitivity / self.b)
 
 

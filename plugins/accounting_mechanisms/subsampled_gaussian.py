@@ -28,6 +28,7 @@ from accounting.curves.curve import Exactness
 from accounting.vocabulary import Direction
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import RATE, Range, parameter
+from accounting.pairs.pair import disjoint_pair, identical_pair
 from accounting.validation import check_positive
 
 from . import subsampled_gaussian_rdp as _rdp
@@ -89,9 +90,14 @@ class SubsampledGaussian(PoissonMechanism):
     name = "subsampled_gaussian"
     q: float = parameter(RATE)
     #: σ/Δ below 1e-2 is refused: at 1e-8 the subsampled curves do not finish in 20 s
-    sigma: float = parameter(Range(1e-2, 1e8, per="sensitivity", log=True))
+    sigma: float = parameter(Range(1e-2, 1e8, per="sensitivity", log=True, zero=True))
 
-    def pair(self) -> SubsampledGaussianPair:
+    def pair(self) -> PoissonSubsampledPair:
+        if self.q == 0 or self.sensitivity == 0:
+            return identical_pair(f"{self.name} (q = 0 or sensitivity 0: no privacy loss)")
+        if self.sigma == 0:   # the mixture of a non-private base: exact, δ = q
+            return PoissonSubsampledPair(disjoint_pair("Gaussian (no noise: non-private)"),
+                                         float(self.q))
         return SubsampledGaussianPair.of(float(self.q), self.sigma / self.sensitivity)
 
 

@@ -28,7 +28,8 @@ from accounting.curves.curve import Exactness
 from accounting.vocabulary import Direction
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import RATE, Mechanism, Neighbouring, Range, as_neighbouring, parameter
-from accounting.pairs.pair import LawPair, Pair, _overrides, not_provided
+from accounting.pairs.pair import (LawPair, Pair, _overrides, disjoint_pair, identical_pair,
+                                   not_provided)
 from accounting.validation import check_count, check_probability
 
 from . import subsampled_rdp as _rdp
@@ -306,6 +307,8 @@ class WithoutReplacementPair(Pair):
 
 #: batch and dataset sizes: integers up to 2^53, exact in float64
 SIZE = Range(1, 2 ** 53, integer=True, log=True)
+#: a batch may be empty (no privacy cost)
+BATCH = Range(1, 2 ** 53, integer=True, log=True, zero=True)
 
 
 def _require(relation: Neighbouring, what: str, value: Mechanism) -> None:
@@ -349,7 +352,9 @@ class PoissonSubsampled(PoissonMechanism):
                                                         "Poisson subsampling"))
     q: float = parameter(RATE)
 
-    def pair(self) -> PoissonSubsampledPair:
+    def pair(self) -> Pair:
+        if self.q == 0:
+            return identical_pair(f"{self.name} (q = 0: no privacy loss)")
         return poisson_pair(self.base.pair(), float(self.q))
 
 
@@ -368,8 +373,8 @@ class SampledWithoutReplacement(Mechanism):
     name = "sampled_without_replacement"
     base: Mechanism = attrs.field(validator=_base_under(Neighbouring.REPLACE_ONE,
                                                         "sampling without replacement"))
-    batch_size: int = attrs.field(converter=lambda v: check_count("batch_size", v),
-                                  metadata={"range": SIZE})
+    batch_size: int = attrs.field(converter=lambda v: check_count("batch_size", v, minimum=0),
+                                  metadata={"range": BATCH})
     dataset_size: int = attrs.field(converter=lambda v: check_count("dataset_size", v),
                                     metadata={"range": SIZE})
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
@@ -385,7 +390,9 @@ class SampledWithoutReplacement(Mechanism):
     def gamma(self) -> float:
         return self.batch_size / self.dataset_size
 
-    def pair(self) -> WithoutReplacementPair:
+    def pair(self) -> Pair:
+        if self.batch_size == 0:
+            return identical_pair(f"{self.name} (batch_size 0: no privacy loss)")
         return WithoutReplacementPair(self.base.pair(), self.gamma)
 
 
@@ -398,10 +405,14 @@ class SubsampledLaplace(PoissonMechanism):
     name = "subsampled_laplace"
     q: float = parameter(RATE)
     #: b/Δ below 1e-2 is refused like the subsampled Gaussian's σ/Δ
-    b: float = parameter(Range(1e-2, 1e8, per="sensitivity", log=True))
+    b: float = parameter(Range(1e-2, 1e8, per="sensitivity", log=True, zero=True))
 
-    def pair(self) -> PoissonSubsampledPair:
-        return PoissonSubsampledPair(LaplacePair(self.sensitivity / self.b), float(self.q))
+    def pair(self) -> Pair:
+        if self.q == 0 or self.sensitivity == 0:
+            return identical_pair(f"{self.name} (q = 0 or sensitivity 0: no privacy loss)")
+        base = (disjoint_pair("Laplace (no noise: non-private)") if self.b == 0
+                else LaplacePair(self.sensitivity / self.b))
+        return PoissonSubsampledPair(base, float(self.q))
 
 
 @hookimpl
