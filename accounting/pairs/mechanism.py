@@ -99,20 +99,25 @@ class Range:
             return check_real(name, value, lo=lo, hi=hi, lo_open=self.lo_open,
                               hi_open=self.hi_open)
         except ValueError as exc:
-            if self.per is None or "must be in" not in str(exc):
+            if "must be in" not in str(exc) or (self.per is None and not self.zero):
                 raise
-            raise ValueError(f"{exc} (the range is {self.describe()} with "
-                             f"{self.per} = {getattr(instance, self.per)!r})") from None
+            zero = "; 0 is also allowed (a degenerate corner)" if self.zero else ""
+            if self.per is None:
+                raise ValueError(f"{exc}{zero}") from None
+            raise ValueError(f"{exc} (the range is {self.describe(zero=False)} with "
+                             f"{self.per} = {getattr(instance, self.per)!r}{zero})") from None
 
-    def describe(self) -> str:
+    def describe(self, zero: bool = True) -> str:
+        """The range as text, e.g. ``[1e-08, 1e+08]·sensitivity or 0`` (``zero=False``:
+        without the degenerate value)."""
         left = "(" if self.lo_open else "["
         right = ")" if self.hi_open else "]"
         unit = ""
         if self.per is not None:
             unit = f"·{self.per}" if self.per_power == 1 else f"·{self.per}^{self.per_power}"
         kind = "integers in " if self.integer else ""
-        zero = " or 0" if self.zero else ""
-        return f"{kind}{left}{self.lo:g}, {self.hi:g}{right}{unit}{zero}"
+        extra = " or 0" if self.zero and zero else ""
+        return f"{kind}{left}{self.lo:g}, {self.hi:g}{right}{unit}{extra}"
 
 
 def in_range(rng: Range):

@@ -23,7 +23,7 @@ from accounting.registry.hookspecs import hookimpl
 from accounting.numerics.loss import LossPMF
 from accounting.pairs.mechanism import (Mechanism, Neighbouring, Range, as_neighbouring, parameter,
                                   positive)
-from accounting.pairs.pair import LawPair, discrete_pair, disjoint_pair
+from accounting.pairs.pair import LawPair, discrete_pair
 from accounting.validation import check_count
 
 __all__ = ["RandomizedResponse", "rr_cgf", "rr_composed_law"]
@@ -62,8 +62,9 @@ class RandomizedResponse(Mechanism):
     #: declared as the one-point range {1} (the pair has no other sensitivity)
     sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=positive,
                                      metadata={"range": Range(1.0, 1.0)})
-    #: p = 0 or 1 answer deterministically (non-private); p = ½ ignores the bit
-    p: float = parameter(Range(0.0, 1.0))
+    #: p = ½ ignores the bit (no privacy cost); p ∈ {0, 1} (no randomisation) is
+    #: refused: calibration searches p from inside the open interval
+    p: float = parameter(Range(0.0, 1.0, lo_open=True, hi_open=True))
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
                                              converter=as_neighbouring)
 
@@ -79,8 +80,6 @@ class RandomizedResponse(Mechanism):
 
     def pair(self) -> LawPair:
         p = float(self.p)
-        if p in (0.0, 1.0):
-            return disjoint_pair(f"RR(p={p:g}) (deterministic: non-private)")
         pair = discrete_pair(np.array([p, 1 - p]), np.array([1 - p, p]), f"RR(p={p:g})")
         return _RRPair(pair.upper, pair.lower, pair.label, p, symmetric=True)
 

@@ -92,6 +92,12 @@ class SubsampledGaussian(PoissonMechanism):
     #: σ/Δ below 1e-2 is refused: at 1e-8 the subsampled curves do not finish in 20 s
     sigma: float = parameter(Range(1e-2, 1e8, per="sensitivity", log=True, zero=True))
 
+    def sample(self, rng, shape):
+        """Δ·B + Z on D (B ~ Bernoulli(q), Z ~ N(0, σ²)) and Z′ on D′."""
+        inside = rng.random(shape) < self.q
+        return (self.sensitivity * inside + rng.normal(0.0, self.sigma, size=shape),
+                rng.normal(0.0, self.sigma, size=shape))
+
     def pair(self) -> PoissonSubsampledPair:
         if self.q == 0 or self.sensitivity == 0:
             return identical_pair(f"{self.name} (q = 0 or sensitivity 0: no privacy loss)")

@@ -145,9 +145,7 @@ class PoissonSubsampledPair(Pair):
     def sample(self, rng, shape):
         """x from the mixture (1 − q)Q₀ + qP₀ (a record in the batch with probability
         q), y from Q₀: three draws of the base pair per output."""
-        p0, q0 = self.base.sample(rng, shape)
-        _, y = self.base.sample(rng, shape)
-        return np.where(rng.random(shape) < self.q, p0, q0), y
+        return mixture_sample(self.base, self.q, rng, shape)
     def cgf_exactness(self) -> Exactness:
         route = self._cgf_route()
         if route == "quadrature":   # a numerical value with a stated error, not a bound
@@ -311,6 +309,15 @@ SIZE = Range(1, 2 ** 53, integer=True, log=True)
 BATCH = Range(1, 2 ** 53, integer=True, log=True, zero=True)
 
 
+def mixture_sample(base, rate: float, rng, shape) -> tuple:
+    """Outputs on D (the record in the batch with probability ``rate``: a draw of the
+    base on D, else one on D′) and on D′, from three draws of ``base.sample`` — the
+    outputs of the wrapper on the datasets whose laws are its dominating pair."""
+    p0, q0 = base.sample(rng, shape)
+    _, y = base.sample(rng, shape)
+    return np.where(rng.random(shape) < rate, p0, q0), y
+
+
 def _require(relation: Neighbouring, what: str, value: Mechanism) -> None:
     if value.neighbouring is not relation:
         other = "sampled_without_replacement" if relation is Neighbouring.ADD_REMOVE \
@@ -352,6 +359,17 @@ class PoissonSubsampled(PoissonMechanism):
                                                         "Poisson subsampling"))
     q: float = parameter(RATE)
 
+    def provides(self, primitive: str) -> bool:
+        if primitive == "sample":
+            return self.base.provides("sample")
+        return super().provides(primitive)
+
+    def sample(self, rng, shape):
+        """Outputs on D and D′ (``mixture_sample`` of the base mechanism's samples)."""
+        if not self.base.provides("sample"):
+            raise not_provided(self, "sample")
+        return mixture_sample(self.base, float(self.q), rng, shape)
+
     def pair(self) -> Pair:
         if self.q == 0:
             return identical_pair(f"{self.name} (q = 0: no privacy loss)")
@@ -390,6 +408,18 @@ class SampledWithoutReplacement(Mechanism):
     def gamma(self) -> float:
         return self.batch_size / self.dataset_size
 
+    def provides(self, primitive: str) -> bool:
+        if primitive == "sample":
+            return self.base.provides("sample")
+        return super().provides(primitive)
+
+    def sample(self, rng, shape):
+        """Outputs on D and D′ when only the differing record contributes: it is in the
+        batch with probability γ (``mixture_sample`` of the base mechanism)."""
+        if not self.base.provides("sample"):
+            raise not_provided(self, "sample")
+        return mixture_sample(self.base, self.gamma, rng, shape)
+
     def pair(self) -> Pair:
         if self.batch_size == 0:
             return identical_pair(f"{self.name} (batch_size 0: no privacy loss)")
@@ -406,6 +436,12 @@ class SubsampledLaplace(PoissonMechanism):
     q: float = parameter(RATE)
     #: b/Δ below 1e-2 is refused like the subsampled Gaussian's σ/Δ
     b: float = parameter(Range(1e-2, 1e8, per="sensitivity", log=True, zero=True))
+
+    def sample(self, rng, shape):
+        """Δ·B + Z on D (B ~ Bernoulli(q), Z ~ Lap(0, b)) and Z′ on D′."""
+        inside = rng.random(shape) < self.q
+        return (self.sensitivity * inside + rng.laplace(0.0, self.b, size=shape),
+                rng.laplace(0.0, self.b, size=shape))
 
     def pair(self) -> Pair:
         if self.q == 0 or self.sensitivity == 0:

@@ -1,6 +1,6 @@
 """Degenerate parameters of every built-in mechanism: answered exactly, never a crash.
 
-* no noise (a noise scale 0, or randomized response with p ∈ {0, 1}): P ⊥ Q, the
+* no noise (a noise scale 0): P ⊥ Q, the
   mechanism is non-private: ε(δ) = ∞ for δ < 1, δ(ε) = 1, β ≡ 0, D_α = ∞, ρ = ∞, and
   the provenance says "non-private";
 * sensitivity 0, sampling rate 0, an empty batch: P = Q, no privacy cost: ε(δ) = 0,
@@ -34,8 +34,6 @@ NON_PRIVATE = {
     "student_t": lambda: _m("student_t", nu=3.0, scale=0.0),
     "generalised_gaussian": lambda: _m("generalised_gaussian", beta=1.5, scale=0.0),
     "generalised_gaussian_2": lambda: _m("generalised_gaussian", beta=2.0, scale=0.0),
-    "randomized_response_1": lambda: _m("randomized_response", p=1.0),
-    "randomized_response_0": lambda: _m("randomized_response", p=0.0),
     "sampled_without_replacement": lambda: _m(
         "sampled_without_replacement", base=_m("gaussian", sigma=0.0, neighbouring="replace_one"),
         batch_size=10, dataset_size=10),
