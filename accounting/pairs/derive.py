@@ -26,6 +26,7 @@ from accounting.numerics.loss import LossPMF
 from accounting.vocabulary import Direction
 from accounting.pairs.pair import LawPair
 from accounting.pairs.primitives import check_primitive_output
+from accounting.registry.hookspecs import hookimpl
 from accounting.curves.pld import PLD
 from accounting.curves.profile import FunctionSide, PrivacyProfile
 from accounting.curves.rdp import CGF, RDP
@@ -126,11 +127,18 @@ def _zcdp(pair, **options: Any) -> ZCDP:
     return ZCDP(tuple(rhos), lower, provenance=Provenance(label, (f"{pair.describe()} zcdp",)))
 
 
-_BUILDERS = {PrivacyProfile: _profile, PLD: _pld, TradeOff: _tradeoff, RDP: _rdp, ZCDP: _zcdp}
+@hookimpl
+def accounting_register_curve_kinds(register) -> None:
+    """The core's curve kinds and their routes from a pair (module docstring)."""
+    for kind, builder in ((PrivacyProfile, _profile), (PLD, _pld), (TradeOff, _tradeoff),
+                          (RDP, _rdp), (ZCDP, _zcdp)):
+        register(kind, builder)
 
 
 def curve_of_pair(pair, kind: type, **options: Any):
-    """The curve of ``kind`` for ``pair`` (see the module docstring for the route).
+    """The curve of ``kind`` for ``pair``, by the builder registered for ``kind``
+    (hook ``accounting_register_curve_kinds``; the core's five routes are in the
+    module docstring).
 
     ``options`` are the PLD grid options (``conversions.GRID_OPTIONS``: ``step``,
     ``tail``, ``lower``), used wherever the route builds a PLD; they are accepted for
@@ -138,9 +146,6 @@ def curve_of_pair(pair, kind: type, **options: Any):
     keyword is a TypeError naming it and the allowed ones.
     """
     from accounting.conversion.converters import check_options
-    try:
-        builder = _BUILDERS[kind]
-    except (KeyError, TypeError):
-        names = ", ".join(k.__name__ for k in _BUILDERS)
-        raise ValueError(f"unknown curve kind {kind!r}; expected one of {names}") from None
+    from accounting.registry.registry import default_registry
+    builder = default_registry().curve_builder(kind)
     return builder(pair, **check_options(f"curve({kind.__name__})", options))

@@ -21,7 +21,7 @@ from typing import Any, Callable, Protocol
 import pluggy
 
 __all__ = ["hookspec", "hookimpl", "PROJECT", "RegisterMechanism", "RegisterConverter",
-           "RegisterAuditor", "RegisterSpecialisation"]
+           "RegisterAuditor", "RegisterSpecialisation", "RegisterCurveKind"]
 
 PROJECT = "accounting"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -53,6 +53,12 @@ class RegisterSpecialisation(Protocol):
     base pair of class ``base``, use the ``wrapper`` subclass ``specialised``."""
 
     def __call__(self, wrapper: type, base: type, specialised: type, /) -> None: ...
+
+
+class RegisterCurveKind(Protocol):
+    """``register(kind, builder)``: a curve class and how a pair yields it."""
+
+    def __call__(self, kind: type, builder: Callable[..., Any], /) -> None: ...
 
 
 # ------------------------------------------------------------------------ the hooks
@@ -118,4 +124,17 @@ def accounting_register_specialisations(register: RegisterSpecialisation) -> Non
     so the result does not depend on which modules happen to be imported. One
     specialisation per (wrapper, base): the built-in one wins, and two third-party
     claims on one key are both refused.
+    """
+
+
+@hookspec
+def accounting_register_curve_kinds(register: RegisterCurveKind) -> None:
+    """Contribute curve representations: ``register(kind, builder)``.
+
+    ``kind`` is a ``Curve`` subclass; ``builder(pair, **options)`` returns the curve
+    of that kind of a pair (``Pair.curve(kind)`` calls it; ``options`` are the PLD grid
+    options, checked before the call). The core registers the five kinds (privacy
+    profile, PLD, trade-off, Rényi, zCDP) and their routes (``accounting.pairs.derive``);
+    a plugin adds a kind of its own. One builder per kind: the built-in one keeps it,
+    two third-party claims on one kind are both refused.
     """

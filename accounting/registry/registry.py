@@ -63,6 +63,7 @@ _HOOKS = {
     "accounting_register_converters": "converter",
     "accounting_register_auditors": "auditor",
     "accounting_register_specialisations": "specialisation",
+    "accounting_register_curve_kinds": "curve kind",
 }
 
 
@@ -136,7 +137,7 @@ def _describe(exc: BaseException) -> str:
 class _Item:
     """One registration a plugin asked for, before it is committed."""
 
-    kind: str          # "mechanism", "converter", "auditor" or "specialisation"
+    kind: str          # "mechanism", "converter", "auditor", "specialisation", "curve kind"
     name: str
     value: Any
     plugin: str
@@ -156,6 +157,9 @@ class Registry:
     specialisations: dict[tuple[type, type], type] = attrs.Factory(dict)
     #: specialisation name (``wrapper[base]``, module-qualified) → plugin
     specialisation_sources: dict[str, str] = attrs.Factory(dict)
+    #: curve class → builder(pair, **options) (``Pair.curve``)
+    curve_kinds: dict[type, Callable[..., Any]] = attrs.Factory(dict)
+    curve_kind_sources: dict[str, str] = attrs.Factory(dict)
     errors: list[PluginError] = attrs.Factory(list)
     #: names of the plugins that are built-in (the core and this distribution's)
     builtin_plugins: set[str] = attrs.Factory(set)
@@ -324,11 +328,13 @@ class Registry:
         hide it by catching an exception), stages the rest."""
         check = {"mechanism": self._check_mechanism, "converter": self._check_converter,
                  "auditor": self._check_auditor,
-                 "specialisation": self._check_specialisation}[kind]
+                 "specialisation": self._check_specialisation,
+                 "curve kind": self._check_curve_kind}[kind]
         signature = {"mechanism": "register(cls)",
                      "converter": "register(source, target, func, exactness, name)",
                      "auditor": "register(name, auditor)",
-                     "specialisation": "register(wrapper, base, specialised)"}[kind]
+                     "specialisation": "register(wrapper, base, specialised)",
+                     "curve kind": "register(kind, builder)"}[kind]
 
         def register(*args: Any, **kwargs: Any) -> None:
             try:
@@ -414,6 +420,15 @@ class Registry:
         return _Item("specialisation", specialisation_name(wrapper, base),
                      (wrapper, base, specialised), plugin)
 
+    def _check_curve_kind(self, plugin: str, kind: Any, builder: Any) -> _Item:
+        if not (isinstance(kind, type) and issubclass(kind, Curve)):
+            raise _Refused(f"curve kind must be a Curve subclass, got {_short(kind)}")
+        if not callable(builder):
+            raise _Refused(f"curve kind {kind.__name__}: builder must be callable, got "
+                           f"{_short(builder)}")
+        return _Item("curve kind", f"{kind.__module__}.{kind.__qualname__}", (kind, builder),
+                     plugin)
+
     def _taken_by(self, item: _Item) -> Optional[str]:
         if item.kind == "mechanism":
             return self.mechanism_sources.get(item.name)
@@ -421,6 +436,8 @@ class Registry:
             return self.auditor_sources.get(item.name)
         if item.kind == "specialisation":
             return self.specialisation_sources.get(item.name)
+        if item.kind == "curve kind":
+            return self.curve_kind_sources.get(item.name)
         return next((c.plugin for c in self.converters if c.name == item.name), None)
 
     def _commit(self, items: Iterable[_Item]) -> None:
@@ -454,6 +471,10 @@ class Registry:
             elif kind == "auditor":
                 self.auditors[name] = item.value
                 self.auditor_sources[name] = item.plugin
+            elif kind == "curve kind":
+                curve_kind, builder = item.value
+                self.curve_kinds[curve_kind] = builder
+                self.curve_kind_sources[name] = item.plugin
             elif kind == "specialisation":
                 wrapper, base, specialised = item.value
                 self.specialisations[(wrapper, base)] = specialised
@@ -482,6 +503,15 @@ class Registry:
         modules are imported or in what order."""
         return self.specialisations.get((wrapper, type(base)), wrapper)
 
+    def curve_builder(self, kind: Any) -> Callable[..., Any]:
+        """The builder of the curve class ``kind`` (``Pair.curve``); a ValueError naming
+        the registered kinds otherwise."""
+        try:
+            return self.curve_kinds[kind]
+        except (KeyError, TypeError):
+            names = ", ".join(k.__name__ for k in self.curve_kinds) or "none"
+            raise ValueError(f"unknown curve kind {kind!r}; expected one of {names}") from None
+
     def plugin_of(self, cls: type) -> Optional[str]:
         """The plugin that registered the mechanism class ``cls``, if one did."""
         for name, registered in self.mechanisms.items():
@@ -496,6 +526,7 @@ class Registry:
             "converters": [(c.name, c.plugin) for c in self.converters],
             "auditors": sorted(self.auditor_sources.items()),
             "specialisations": sorted(self.specialisation_sources.items()),
+            "curve kinds": sorted(self.curve_kind_sources.items()),
         }
 
 
@@ -530,7 +561,9 @@ def make_registry(*, entry_points: bool = True) -> Registry:
     pm.add_hookspecs(hookspecs)
     reg = Registry(pm)
     _LIVE[:] = [ref for ref in _LIVE if ref() is not None] + [weakref.ref(reg)]
+    from accounting.pairs import derive
     reg._commit(reg._register(conversions, "core", builtin=True))
+    reg._commit(reg._register(derive, "core.pairs", builtin=True))
     if entry_points:
         reg.load_entry_points()
     return reg

@@ -321,3 +321,35 @@ def test_sensitivity_is_called_sensitivity():
     from accounting_mechanisms.discrete import DiscreteGaussianPair, DiscreteLaplacePair
     for cls in (DiscreteGaussianPair, DiscreteLaplacePair):
         assert "sensitivity" in {f.name for f in cls.__attrs_attrs__}
+
+
+# ------------------------------------------------------------ curve kinds
+def test_curve_kinds_come_from_the_registry():
+    reg = accounting.default_registry()
+    kinds = dict(reg.listing()["curve kinds"])
+    assert set(kinds.values()) == {"core.pairs"} and len(kinds) == 5
+    core = make_registry(entry_points=False)
+    assert set(core.curve_kinds) == set(reg.curve_kinds)
+    with pytest.raises(ValueError, match="unknown curve kind .*expected one of PrivacyProfile"):
+        accounting.mechanism("gaussian", sigma=1.0).curve(int)
+
+
+def test_a_plugin_curve_kind_is_built_and_a_builtin_kind_cannot_be_taken():
+    from accounting.curves.curve import Curve
+
+    class Marker(Curve):            # a curve kind of a plugin's own (frozen, as curves are)
+        def __init__(self, pair):
+            object.__setattr__(self, "pair", pair)
+
+    reg = accounting.default_registry()
+    plugin = types.SimpleNamespace(accounting_register_curve_kinds=hookimpl(
+        lambda register: register(Marker, lambda pair, **options: Marker(pair))))
+    mine = make_registry(entry_points=False)
+    mine.register_plugin(plugin, "marker")
+    assert mine.curve_builder(Marker)("p").pair == "p"
+    taken = types.SimpleNamespace(accounting_register_curve_kinds=hookimpl(
+        lambda register: register(accounting.PLD, lambda pair, **o: None)))
+    with pytest.raises(PluginError, match="curve kind name .*PLD.* already registered by "
+                                          "plugin 'core.pairs'"):
+        make_registry(entry_points=False).register_plugin(taken, "thief")
+    assert reg.curve_builder(accounting.PLD).__name__ == "_pld"
