@@ -57,7 +57,7 @@ from accounting.curves.curve import Exactness
 from accounting.curves.pld import DEFAULT_STEP
 from accounting.registry.registry import PluginError, Registry, default_registry
 from accounting.curves.profile import PrivacyProfile
-from accounting.validation import check_array, check_positive, check_real
+from accounting.validation import check_array, check_positive, check_probability, check_real
 from accounting.workload import (ACCOUNTANT_CHOICES, MAX_COUNT_TEXT, Workload, WorkloadError,
                        default_workload, load_workload, make_use, parameter_kind)
 from accounting.curves.zcdp import ZCDP
@@ -824,7 +824,9 @@ def _cmd_calibrate(ns: argparse.Namespace, extras: list[str], registry: Registry
         if extras:
             raise CLIError(f"--dpsgd: unexpected argument {extras[0]!r} (it takes --q Q, "
                            f"--steps N)")
-        name, solve, params = "subsampled_gaussian", "sigma", {"q": ns.q}
+        # q = 0 costs nothing at any σ: there is no smallest σ to search for
+        name, solve, params = "subsampled_gaussian", "sigma", {
+            "q": check_probability("q", ns.q, hi_open=False)}
         count = check_count("steps", ns.steps)
     else:
         if ns.steps is not None:
