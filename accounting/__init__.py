@@ -40,7 +40,7 @@ def mechanism(name: str, **params):
     mechanism does not take is a TypeError naming it and the ones it does take."""
     from accounting.validation import check_options
     cls = default_registry().mechanism(name)
-    check_options(f"mechanism {name!r}", params, cls.parameters())
+    check_options(f"mechanism {name!r}", params, [*cls.parameters(), *cls.deprecated()])
     return cls(**params)
 
 
