@@ -3,11 +3,14 @@
 A ``Ledger`` is a multiset of mechanisms with counts. Each mechanism is named by its
 registered name and *every* parameter it holds (defaults included), and may nest —
 a subsampling wrapper's ``base`` is itself a mechanism description. Equal
-compositions are equal ledgers: entries of one mechanism merge (their counts add)
-and entries are kept in one canonical order (by the canonical JSON of each
-mechanism), so ``a + b == b + a`` and both hash alike; the composition computed
-from a ledger (``pair()``, an ``Accountant``) follows that order, so equal ledgers
-give the same ε to the last bit.
+compositions are equal ledgers: entries of one mechanism merge (their counts add),
+and equality and hashing ignore the order of entries, so ``a + b == b + a`` and both
+hash alike — in every process (``hash`` and ``digest()`` come from the canonical
+JSON, sha256, not from Python's salted string hash). A ledger also remembers the
+order in which its mechanisms first came: that order fixes the floating-point order
+of the computation (``pair()``, an ``Accountant``) and is kept by its document, so
+a reloaded ledger gives the same ε to the last bit. ``canonical()`` is the same
+ledger in canonical order (by the canonical JSON of each mechanism).
 
 Building one (the constructor API other modules and bridges use)::
 
@@ -418,8 +421,7 @@ def _component(item: Any) -> "MechanismSpec | Unwritten":
 
 # ---------------------------------------------------------------------- ledger
 def _entries(value: Iterable) -> tuple:
-    """Merge equal components (counts add) and sort them canonically: described
-    mechanisms by their canonical JSON, then unwritten ones in first-seen order."""
+    """Merge equal components (counts add), keeping the order each was first seen."""
     if isinstance(value, (str, bytes, Mapping)):
         raise TypeError(f"entries must be (mechanism, count) pairs, got {type(value).__name__}")
     merged: dict = {}
@@ -433,9 +435,7 @@ def _entries(value: Iterable) -> tuple:
             raise ValueError(f"entries[{i}]: the count of {comp.describe()} would reach "
                              f"{total:.6g}, beyond {MAX_COUNT} (2^53)")
         merged[comp] = total
-    order = {c: i for i, c in enumerate(merged)}
-    return tuple(sorted(merged.items(), key=lambda kv: (
-        (0, kv[0].key, 0) if isinstance(kv[0], MechanismSpec) else (1, "", order[kv[0]]))))
+    return tuple(merged.items())
 
 
 @attrs.frozen(eq=False, repr=False)
@@ -524,15 +524,20 @@ class Ledger:
         text = self.describe()
         return f"Ledger({text if len(text) <= 200 else text[:197] + '...'})"
 
+    def canonical(self) -> "Ledger":
+        """The same composition with its entries in canonical order: described mechanisms
+        by their canonical JSON, then unwritten ones in the order they came."""
+        return _sorted(self)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Ledger):
             return NotImplemented
-        return self.entries == other.entries
+        return dict(self.entries) == dict(other.entries)
 
     def __hash__(self) -> int:
         if self.writable:
             return _stable_hash(self.canonical_json())
-        return hash(self.entries)
+        return hash(frozenset(self.entries))
 
     # ----------------------------------------------------------- documents
     def _check_writable(self) -> None:
@@ -553,8 +558,9 @@ class Ledger:
         return {"kind": "ledger", "schema": SCHEMA, "entries": self.entries_dict()}
 
     def canonical_json(self) -> str:
-        """The document as canonical JSON (sorted keys, no spaces): what ``digest`` hashes."""
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"),
+        """The canonical document as JSON (entries in canonical order, sorted keys, no
+        spaces): the same text for equal ledgers; what ``digest`` hashes."""
+        return json.dumps(self.canonical().to_dict(), sort_keys=True, separators=(",", ":"),
                           allow_nan=True)
 
     def digest(self) -> str:
@@ -627,6 +633,14 @@ class Ledger:
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"invalid TOML: {exc}") from None
         return cls.from_dict(data, registry)
+
+
+def _sorted(ledger: Ledger) -> Ledger:
+    order = {c: i for i, (c, _) in enumerate(ledger.entries)}
+    out = object.__new__(Ledger)
+    object.__setattr__(out, "entries", tuple(sorted(ledger.entries, key=lambda kv: (
+        (0, kv[0].key, 0) if isinstance(kv[0], MechanismSpec) else (1, "", order[kv[0]])))))
+    return out
 
 
 # ------------------------------------------------------------ document helpers
