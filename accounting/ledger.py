@@ -82,7 +82,7 @@ from accounting.validation import MAX_COUNT, check_count
 
 __all__ = ["Ledger", "MechanismSpec", "Unwritten", "SCHEMA", "MAX_MECHANISM_DEPTH",
            "parameter_kind", "coerce_parameter", "build_mechanism", "check_schema",
-           "check_keys", "toml_dumps"]
+           "check_keys", "toml_dumps", "ordered_parameters"]
 
 #: the document layout version written by this release (see the module docstring)
 SCHEMA = 1
@@ -184,7 +184,7 @@ def coerce_parameter(attribute: attrs.Attribute, value: Any, registry: Any = Non
     return float(value)
 
 
-def _ordered(params: Mapping[str, attrs.Attribute]) -> list[attrs.Attribute]:
+def ordered_parameters(params: Mapping[str, attrs.Attribute]) -> list[attrs.Attribute]:
     """A mechanism's own parameters first, then the shared keyword-only ones."""
     return sorted(params.values(), key=lambda a: a.kw_only)
 
@@ -235,7 +235,7 @@ def build_mechanism(registry: Any, name: Any, params: Mapping[str, Any], *,
     kwargs = {}
     for key, value in params.items():
         if key not in known:
-            names = ", ".join(a.name for a in _ordered(known))
+            names = ", ".join(a.name for a in ordered_parameters(known))
             at = "" if path is None else f"{path}.{key}: "
             raise ValueError(f"{at or name + ': '}unknown parameter {key!r}"
                              f"{'' if path is None else ' of ' + repr(name)} "
@@ -248,7 +248,7 @@ def build_mechanism(registry: Any, name: Any, params: Mapping[str, Any], *,
             if path is not None:
                 raise
             raise type(exc)(f"{name}: {exc}") from None
-    missing = [a.name for a in _ordered(known)
+    missing = [a.name for a in ordered_parameters(known)
                if a.default is attrs.NOTHING and a.name not in kwargs]
     if missing:
         raise ValueError(f"{where}: missing parameter{'s' if len(missing) > 1 else ''} "
