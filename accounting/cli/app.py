@@ -807,7 +807,7 @@ def _check_solvable(registry: Registry, name: str, solve: str, params: dict) -> 
 
 
 def _cmd_calibrate(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
-    from accounting.analysis.calibration import DEFAULT_RTOL, Term, calibrate
+    from accounting.analysis.calibration import DEFAULT_RTOL, MechanismFamily, calibrate
     from accounting.validation import check_count
     prog = f"{PROG} calibrate"
     if ns.help:
@@ -835,7 +835,7 @@ def _cmd_calibrate(ns: argparse.Namespace, extras: list[str], registry: Registry
         if not ns.solve:
             raise CLIError(f"{ns.mechanism}: give the parameter to calibrate as --solve PARAM")
         name, solve = ns.mechanism, ns.solve
-        Term(name, solve)  # an unknown mechanism or a parameter that cannot be solved for
+        MechanismFamily(name, solve)  # an unknown mechanism or a parameter that cannot be solved for
         if ns.q is not None:
             extras = ["--q", repr(ns.q), *extras]
         params = _calibrate_params(prog, name, solve, extras, registry)
