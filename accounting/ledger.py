@@ -10,7 +10,7 @@ JSON, sha256, not from Python's salted string hash). A ledger also remembers the
 order in which its mechanisms first came: that order fixes the floating-point order
 of the computation (``pair()``, an ``Accountant``) and is kept by its document, so
 a reloaded ledger gives the same ε to the last bit. ``canonical()`` is the same
-ledger in canonical order (by the canonical JSON of each mechanism).
+ledger in canonical order (by name, then by the canonical JSON of each mechanism).
 
 Building one (the constructor API other modules and bridges use)::
 
@@ -526,7 +526,7 @@ class Ledger:
 
     def canonical(self) -> "Ledger":
         """The same composition with its entries in canonical order: described mechanisms
-        by their canonical JSON, then unwritten ones in the order they came."""
+        by name, then by their canonical JSON; then unwritten ones in the order they came."""
         return _sorted(self)
 
     def __eq__(self, other: object) -> bool:
@@ -639,7 +639,8 @@ def _sorted(ledger: Ledger) -> Ledger:
     order = {c: i for i, (c, _) in enumerate(ledger.entries)}
     out = object.__new__(Ledger)
     object.__setattr__(out, "entries", tuple(sorted(ledger.entries, key=lambda kv: (
-        (0, kv[0].key, 0) if isinstance(kv[0], MechanismSpec) else (1, "", order[kv[0]])))))
+        (0, kv[0].name, kv[0].key, 0) if isinstance(kv[0], MechanismSpec)
+        else (1, "", "", order[kv[0]])))))
     return out
 
 
