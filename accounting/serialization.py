@@ -300,10 +300,12 @@ def load(path: "str | os.PathLike", registry: Any = None) -> Any:
     return loads(read_text_file(path, MAX_DOCUMENT_BYTES, "document"), registry)
 
 
-def read_text_file(path: "str | os.PathLike", limit: int, what: str = "file") -> str:
+def read_text_file(path: "str | os.PathLike", limit: int, what: str = "file",
+                   hint: str = "file") -> str:
     """The UTF-8 text of ``path``: a regular file of at most ``limit`` bytes (a FIFO, a
     device or a directory is refused before it is opened, so reading cannot block or
-    run forever); a ValueError naming the file otherwise."""
+    run forever); a ValueError naming the file and ``what`` it is otherwise (``hint``:
+    what to give instead of a FIFO or a device). Shared with workload files."""
     source = str(path)
     try:
         info = os.stat(path)
@@ -312,7 +314,7 @@ def read_text_file(path: "str | os.PathLike", limit: int, what: str = "file") ->
                     "a FIFO" if stat.S_ISFIFO(info.st_mode) else
                     "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
                     else "not a regular file")
-            raise ValueError(f"{source}: cannot read {what} ({kind}; give a regular file)")
+            raise ValueError(f"{source}: cannot read {what} ({kind}; give a regular {hint})")
         if info.st_size > limit:
             raise ValueError(f"{source}: {what} too large ({info.st_size} bytes; at most "
                              f"{limit} are read)")
@@ -321,6 +323,11 @@ def read_text_file(path: "str | os.PathLike", limit: int, what: str = "file") ->
     except OSError as exc:
         raise ValueError(f"{source}: cannot read {what} "
                          f"({exc.strerror or type(exc).__name__})") from None
+    except ValueError as exc:
+        if str(exc).startswith(f"{source}: "):
+            raise
+        # e.g. an embedded NUL in the path
+        raise ValueError(f"{source!r}: cannot read {what} ({exc})") from None
     if len(raw) > limit:
         raise ValueError(f"{source}: {what} too large (more than {limit} bytes)")
     try:

@@ -35,8 +35,6 @@ through ``workload_from_dict`` (its ``mechanisms`` list and ``source`` are accep
 from __future__ import annotations
 
 import numbers
-import os
-import stat
 from typing import Any, Mapping, Optional, Sequence
 
 import attrs
@@ -318,36 +316,12 @@ def load_workload(path: "str | object", registry: Optional[Registry] = None) -> 
     """A workload from a TOML file: a regular file of at most ``MAX_WORKLOAD_BYTES``,
     in UTF-8 (a FIFO, a device or a directory is refused before it is opened, so
     that reading cannot block or run forever)."""
+    from accounting.serialization import read_text_file
     source = str(path)
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            kind = ("a directory" if stat.S_ISDIR(info.st_mode) else
-                    "a FIFO" if stat.S_ISFIFO(info.st_mode) else
-                    "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
-                    else "not a regular file")
-            raise WorkloadError(f"{source}: cannot read workload file ({kind}; give a "
-                                f"regular TOML file)")
-        if info.st_size > MAX_WORKLOAD_BYTES:
-            raise WorkloadError(f"{source}: workload file too large ({info.st_size} bytes; "
-                                f"at most {MAX_WORKLOAD_BYTES} are read)")
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_WORKLOAD_BYTES + 1)
-    except OSError as exc:
-        raise WorkloadError(f"{source}: cannot read workload file "
-                            f"({exc.strerror or type(exc).__name__})") from None
-    except ValueError as exc:  # e.g. an embedded NUL in the path
-        if isinstance(exc, WorkloadError):
-            raise
-        raise WorkloadError(f"{source!r}: cannot read workload file ({exc})") from None
-    if len(raw) > MAX_WORKLOAD_BYTES:
-        raise WorkloadError(f"{source}: workload file too large (more than "
-                            f"{MAX_WORKLOAD_BYTES} bytes)")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise WorkloadError(f"{source}: not a UTF-8 text file (invalid byte at offset "
-                            f"{exc.start})") from None
+        text = read_text_file(path, MAX_WORKLOAD_BYTES, "workload file", "TOML file")
+    except ValueError as exc:
+        raise WorkloadError(str(exc)) from None
     return parse_workload(text, source, registry)
 
 
