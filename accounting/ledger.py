@@ -446,6 +446,8 @@ class Ledger:
     """
 
     entries: tuple = attrs.field(default=(), converter=_entries)
+    #: the canonical JSON, computed once (the hash and the digest need it)
+    _canonical: Optional[str] = attrs.field(init=False, default=None, eq=False, repr=False)
 
     # ---------------------------------------------------------------- building
     @classmethod
@@ -560,8 +562,11 @@ class Ledger:
     def canonical_json(self) -> str:
         """The canonical document as JSON (entries in canonical order, sorted keys, no
         spaces): the same text for equal ledgers; what ``digest`` hashes."""
-        return json.dumps(self.canonical().to_dict(), sort_keys=True, separators=(",", ":"),
-                          allow_nan=True)
+        if self._canonical is None:
+            text = json.dumps(self.canonical().to_dict(), sort_keys=True,
+                              separators=(",", ":"), allow_nan=True)
+            object.__setattr__(self, "_canonical", text)
+        return self._canonical
 
     def digest(self) -> str:
         """sha256 (hex) of ``canonical_json()``: the same for equal ledgers in every
@@ -641,6 +646,7 @@ def _sorted(ledger: Ledger) -> Ledger:
     object.__setattr__(out, "entries", tuple(sorted(ledger.entries, key=lambda kv: (
         (0, kv[0].name, kv[0].key, 0) if isinstance(kv[0], MechanismSpec)
         else (1, "", "", order[kv[0]])))))
+    object.__setattr__(out, "_canonical", None)
     return out
 
 

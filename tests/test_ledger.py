@@ -325,3 +325,15 @@ def test_a_custom_registry_is_used():
     reg = make_registry()
     led = Ledger.from_dict(doc(gauss(sigma=1.0)), registry=reg)
     assert led.mechanisms(reg)[0][0].sigma == 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=True))
+def test_written_floats_read_back_bit_for_bit(x):
+    """Python's float repr is the shortest string that reads back to the same float64;
+    both writers use it (JSON natively, TOML by hand)."""
+    from accounting.ledger import toml_dumps
+    assert bits(json.loads(json.dumps({"x": x}))["x"]) == bits(x)
+    assert bits(tomllib.loads(toml_dumps({"x": x, "v": [x, -x]}))["x"]) == bits(x)
+    assert [bits(v) for v in tomllib.loads(toml_dumps({"v": [x, -x]}))["v"]] == \
+        [bits(x), bits(-x)]
