@@ -236,10 +236,9 @@ def build_mechanism(registry: Any, name: Any, params: Mapping[str, Any], *,
     for key, value in params.items():
         if key not in known:
             names = ", ".join(a.name for a in ordered_parameters(known))
-            at = "" if path is None else f"{path}.{key}: "
-            raise ValueError(f"{at or name + ': '}unknown parameter {key!r}"
-                             f"{'' if path is None else ' of ' + repr(name)} "
-                             f"(its parameters: {names})")
+            where_key = (f"{name}: unknown parameter {key!r}" if path is None else
+                         f"{path}.{key}: unknown parameter {key!r} of {name!r}")
+            raise ValueError(f"{where_key} (its parameters: {names})")
         label = key if path is None else f"{path}.{key}"
         try:
             kwargs[key] = coerce_parameter(known[key], value, registry, _depth, label=label,
@@ -262,30 +261,12 @@ def build_mechanism(registry: Any, name: Any, params: Mapping[str, Any], *,
 
 
 def _describe_value(attribute: attrs.Attribute, value: Any, where: str) -> Any:
-    """A live parameter value as written in a document (and held by a spec)."""
-    kind = parameter_kind(attribute)
-    if kind == "mechanism":
+    """A live parameter value as written in a document (and held by a spec): the same
+    coercion as reading one, so a value reads back as it was written."""
+    if parameter_kind(attribute) == "mechanism":
         return MechanismSpec.of(value)
-    if kind == "neighbouring":
-        return as_neighbouring(value).value
-    if kind == "vector":
-        return tuple(float(v) for v in value)
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise TypeError(f"{where} holds {value!r}, not a boolean")
-        return value
-    if kind == "str":
-        if not isinstance(value, str):
-            raise TypeError(f"{where} holds {value!r}, not a string")
-        return value
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{where} holds {type(value).__name__} {value!r:.60}, which a "
-                        f"document cannot hold")
-    if kind == "int":
-        if isinstance(value, numbers.Integral) or float(value).is_integer():
-            return int(value)
-        raise TypeError(f"{where} holds {value!r}, not an integer")
-    return float(value)
+    out = coerce_parameter(attribute, value, label=where)
+    return out.value if isinstance(out, Neighbouring) else out
 
 
 def _plain(value: Any) -> Any:
@@ -311,7 +292,8 @@ class MechanismSpec:
     """
 
     name: str
-    params: tuple
+    params: tuple = attrs.field(converter=lambda p: tuple(sorted(
+        dict(p).items() if isinstance(p, Mapping) else p)))
     _live: Optional[Mechanism] = attrs.field(default=None, alias="live")
     key: str = attrs.field(init=False)
 
@@ -411,7 +393,7 @@ def _component(item: Any) -> "MechanismSpec | Unwritten":
     if isinstance(item, Mechanism):
         try:
             return MechanismSpec.of(item)
-        except TypeError:   # no registered name or an unwritable parameter
+        except (TypeError, ValueError):   # no registered name or an unwritable parameter
             return Unwritten(item)
     if isinstance(item, Pair):
         return Unwritten(item)

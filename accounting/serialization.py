@@ -38,7 +38,7 @@ import json
 import math
 import os
 import stat
-from typing import Any, Mapping, Optional, Protocol, runtime_checkable
+from typing import Any, Mapping, Protocol, runtime_checkable
 
 import attrs
 import numpy as np

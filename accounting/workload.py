@@ -52,7 +52,7 @@ __all__ = [
     "Workload", "Use", "WorkloadError", "load_workload", "parse_workload", "workload_from_dict",
     "make_use", "parameter_kind", "coerce_parameter", "default_workload",
     "DEFAULT_WORKLOAD_TOML", "ACCOUNTANT_CHOICES", "MAX_COUNT", "MAX_COUNT_TEXT",
-    "MAX_WORKLOAD_BYTES", "MAX_MECHANISM_DEPTH", "Ledger",
+    "MAX_WORKLOAD_BYTES", "MAX_MECHANISM_DEPTH",
 ]
 
 #: the largest count (uses of one mechanism) accepted from a file or the command line:
@@ -210,6 +210,13 @@ def _values(source: str, key: str, value: Any, **limits: Any) -> tuple[float, ..
     return tuple(float(v) for v in arr)
 
 
+def _refuse_unknown(data: Mapping, allowed: Sequence[str], where: str, what: str) -> None:
+    unknown = [k for k in data if k not in allowed]
+    if unknown:
+        raise WorkloadError(f"{where}: unknown {what} {unknown[0]!r} "
+                            f"(allowed: {', '.join(allowed)})")
+
+
 def _flatten_entries(entries: Any, source: str) -> list:
     """The ``mechanisms`` list of ``Workload.as_dict`` ({name, params, count} each) as
     ``[[mechanism]]`` tables ({name, count, **params})."""
@@ -220,10 +227,7 @@ def _flatten_entries(entries: Any, source: str) -> list:
         where = f"{source}: mechanisms #{i}"
         if not isinstance(entry, Mapping):
             raise WorkloadError(f"{where}: must be a table with name, params and count")
-        unknown = [k for k in entry if k not in _AS_DICT_ENTRY_KEYS]
-        if unknown:
-            raise WorkloadError(f"{where}: unknown key {unknown[0]!r} "
-                                f"(allowed: {', '.join(_AS_DICT_ENTRY_KEYS)})")
+        _refuse_unknown(entry, _AS_DICT_ENTRY_KEYS, where, "key")
         params = entry.get("params", {})
         if not isinstance(params, Mapping):
             raise WorkloadError(f"{where}: params must be a table")
@@ -241,10 +245,7 @@ def workload_from_dict(data: Mapping[str, Any], source: str = "<workload>",
     registry = registry or default_registry()
     if not isinstance(data, Mapping):
         raise WorkloadError(f"{source}: a workload must be a table, got {type(data).__name__}")
-    unknown = [k for k in data if k not in _TOP_KEYS]
-    if unknown:
-        raise WorkloadError(f"{source}: unknown top-level key {unknown[0]!r} "
-                            f"(allowed: {', '.join(_TOP_KEYS)})")
+    _refuse_unknown(data, _TOP_KEYS, source, "top-level key")
     if "source" in data:
         if not isinstance(data["source"], str):
             raise WorkloadError(f"{source}: source must be a string, got {data['source']!r}")
