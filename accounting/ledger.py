@@ -66,6 +66,7 @@ Compatibility promise (schema 1):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -296,10 +297,12 @@ class MechanismSpec:
         dict(p).items() if isinstance(p, Mapping) else p)))
     _live: Optional[Mechanism] = attrs.field(default=None, alias="live")
     key: str = attrs.field(init=False)
+    _hash: int = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "key", json.dumps(self.to_dict(), sort_keys=True,
-                                                   separators=(",", ":"), allow_nan=True))
+        key = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), allow_nan=True)
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "_hash", _stable_hash(key))
 
     @classmethod
     def of(cls, mechanism: Mechanism) -> "MechanismSpec":
@@ -354,7 +357,7 @@ class MechanismSpec:
         return self.key == other.key
 
     def __hash__(self) -> int:
-        return _stable_hash(self.key)
+        return self._hash
 
     def __repr__(self) -> str:
         return f"MechanismSpec({self.describe()})"
@@ -387,13 +390,23 @@ def _stable_hash(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
 
 
+@functools.lru_cache(maxsize=256)
+def _spec_of(mechanism: Mechanism) -> "MechanismSpec | Unwritten":
+    """``MechanismSpec.of``, remembered for the mechanisms composed most recently (an
+    accountant fed one step at a time describes the same mechanism again and again)."""
+    try:
+        return MechanismSpec.of(mechanism)
+    except (TypeError, ValueError):   # no registered name or an unwritable parameter
+        return Unwritten(mechanism)
+
+
 def _component(item: Any) -> "MechanismSpec | Unwritten":
     if isinstance(item, (MechanismSpec, Unwritten)):
         return item
     if isinstance(item, Mechanism):
         try:
-            return MechanismSpec.of(item)
-        except (TypeError, ValueError):   # no registered name or an unwritable parameter
+            return _spec_of(item)
+        except TypeError:       # an unhashable parameter: nothing to remember it by
             return Unwritten(item)
     if isinstance(item, Pair):
         return Unwritten(item)
@@ -451,7 +464,18 @@ class Ledger:
     def __add__(self, other: "Ledger") -> "Ledger":
         if not isinstance(other, Ledger):
             return NotImplemented
-        return Ledger(self.entries + other.entries)
+        # both hold valid components and counts already: merge without re-checking them
+        merged = dict(self.entries)
+        for comp, count in other.entries:
+            total = merged.get(comp, 0) + count
+            if total > MAX_COUNT:
+                raise ValueError(f"the count of {comp.describe()} would reach {total:.6g}, "
+                                 f"beyond {MAX_COUNT} (2^53)")
+            merged[comp] = total
+        out = object.__new__(Ledger)
+        object.__setattr__(out, "entries", tuple(merged.items()))
+        object.__setattr__(out, "_canonical", None)
+        return out
 
     def __mul__(self, n: int) -> "Ledger":
         if isinstance(n, bool) or not isinstance(n, numbers.Integral):
