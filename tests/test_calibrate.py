@@ -184,6 +184,8 @@ def test_dpsgd_sigma_is_feasible_and_tight(accountant):
         m = accounting.mechanism("subsampled_gaussian", q=q, sigma=sigma)
         return float(Accountant().compose(m, steps).epsilon(delta, accountant=accountant))
     assert c.parameter == "sigma" and c.uses[0][0].q == q
+    assert c.ledger == pytest.importorskip("accounting_mechanisms.dpsgd").dpsgd_ledger(
+        q, steps, c.value)
     assert eps_at(c.value) <= eps
     assert eps_at(c.value * (1 - 1e-3)) > eps
 
