@@ -51,6 +51,7 @@ import numpy as np
 
 from accounting.pairs.additive import AdditiveNoise, log_integral
 from accounting.composition import ComposedPair
+from accounting.ledger import Ledger
 from accounting.numerics.order_search import ENVELOPE_T0, ENVELOPE_TOP, envelope_sup
 from accounting.vocabulary import Direction, as_direction
 from accounting.pairs.mechanism import Mechanism
@@ -525,6 +526,10 @@ class CompositionGap:
 
 
 def _components(components: Any) -> tuple:
+    if isinstance(components, Ledger):
+        if not components:
+            raise ValueError("components must not be empty")
+        return components.pairs()
     if isinstance(components, ComposedPair):
         return components.components
     if isinstance(components, (Pair, Mechanism)):
@@ -554,8 +559,9 @@ def _components(components: Any) -> tuple:
 
 def composition_gap(components: Any, t: Any = None, direction: "Direction | str" = "max",
                     *, local: bool = False) -> CompositionGap:
-    """The gap of the independent composition of ``components`` — a ``ComposedPair``
-    or a sequence of (pair or mechanism, count) — at orders ``t`` (paper §3.3)."""
+    """The gap of the independent composition of ``components`` — a ``Ledger``, a
+    ``ComposedPair`` or a sequence of (pair or mechanism, count) — at orders ``t``
+    (paper §3.3). The parts follow the ledger's entries, in its order."""
     comps = _components(components)
     product = ComposedPair(comps)
     t = _orders(t)

@@ -116,7 +116,7 @@ def _dpsgd_job(registry: Registry, q: float) -> tuple[str, str, dict]:
 
 
 def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
-    from accounting.analysis.calibration import DEFAULT_RTOL, Term, calibrate
+    from accounting.analysis.calibration import DEFAULT_RTOL, MechanismFamily, calibrate
     prog = f"{PROG} calibrate"
     if ns.help:
         return _mechanism_help(prog, ns.mechanism, registry, _DESCRIPTION, _options)
@@ -142,7 +142,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         if not ns.solve:
             raise CLIError(f"{ns.mechanism}: give the parameter to calibrate as --solve PARAM")
         name, solve = ns.mechanism, ns.solve
-        Term(name, solve)  # an unknown mechanism or a parameter that cannot be solved for
+        MechanismFamily(name, solve)  # an unknown mechanism or a parameter that cannot be solved for
         if ns.q is not None:
             extras = ["--q", repr(ns.q), *extras]
         cls = registry.mechanism(name)
