@@ -151,7 +151,7 @@ def _entries_in(rng: Range):
         if not value:
             raise ValueError(f"{attribute.name} must have at least one entry")
         for i, v in enumerate(value):
-            rng.check(f"{attribute.name}[{i}]", v)
+            rng.check(f"{attribute.name}[{i}]" if len(value) > 1 else attribute.name, v)
     return check
 
 
