@@ -44,11 +44,14 @@ __all__ = ["TruncatedDiscreteGaussian", "truncated_dgauss_pair", "MAX_TABLE"]
 #: nats below the peak where masses underflow float64
 _DROP = 745.0
 #: largest table of outcomes (T_eff + T_eff + Δ + 1)
-MAX_TABLE = 1 << 22
-#: σ on an absolute scale (Δ may be 0): up to 2e4, where the table has ~1.6e6 entries
-SIGMA = Range(1e-8, 2e4, log=True)
+MAX_TABLE = 1 << 20
+#: σ on an absolute scale (Δ may be 0): up to 1e3, where the table has at most ~8e4
+#: outcomes and a curve takes well under a second (at σ = 2e4, 1.5e6 outcomes took
+#: 12 s for one PLD); wider noise is the untruncated discrete_gaussian up to the
+#: tail mass beyond T
+SIGMA = Range(1e-8, 1e3, log=True)
 TRUNCATION = Range(0, 10 ** 12, integer=True)
-SENSITIVITY = Range(0, 2 ** 20, integer=True)
+SENSITIVITY = Range(0, 10 ** 4, integer=True)
 
 
 def _reach(sigma: float) -> int:
