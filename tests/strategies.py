@@ -102,6 +102,11 @@ def mechanisms(draw, name: str, neighbouring: "Neighbouring | None" = None,
     fields = cls.parameters()
     if "weights" in fields:
         params.update(draw(_mixture(ranges, unit)))
+    if "sampling_probs" in fields:     # a sensitivity mixture: probabilities summing to 1
+        k = draw(st.integers(1, MAX_COMPONENTS))
+        raw = [draw(in_range(ranges["sampling_probs"])) for _ in range(k)]
+        params["sampling_probs"] = tuple(w / math.fsum(raw) for w in raw)
+        params["sensitivities"] = tuple(draw(in_range(ranges["sensitivities"])) for _ in range(k))
     if "base" in fields:
         relation = fields["neighbouring"].default
         params["base"] = draw(bases(relation))

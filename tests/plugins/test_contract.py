@@ -161,3 +161,4 @@ from test_approx_dp import (TestApproxDPCompositionContract as _ApproxDPComposit
 from test_kary_randomized_response import TestKaryRRContract as _KaryRR  # noqa: E402
 from test_truncated_discrete_gaussian import (  # noqa: E402
     TestTruncatedDiscreteGaussianContract as _TruncatedDiscreteGaussian)
+from test_mixture_of_gaussians import TestMixtureOfGaussiansContract as _MixtureOfGaussians  # noqa: E402,E501
