@@ -107,6 +107,12 @@ def mechanisms(draw, name: str, neighbouring: "Neighbouring | None" = None,
         raw = [draw(in_range(ranges["sampling_probs"])) for _ in range(k)]
         params["sampling_probs"] = tuple(w / math.fsum(raw) for w in raw)
         params["sensitivities"] = tuple(draw(in_range(ranges["sensitivities"])) for _ in range(k))
+    if "mechanisms" in fields:         # a mixture of mechanisms: branches and their weights
+        k = draw(st.integers(1, MAX_COMPONENTS))
+        relation = fields["neighbouring"].default
+        params["mechanisms"] = tuple(draw(bases(relation)) for _ in range(k))
+        raw = [draw(st.floats(0.01, 1.0)) for _ in range(k)]
+        params["probs"] = tuple(w / math.fsum(raw) for w in raw)
     if "base" in fields:
         relation = fields["neighbouring"].default
         params["base"] = draw(bases(relation))

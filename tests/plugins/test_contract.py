@@ -162,3 +162,4 @@ from test_kary_randomized_response import TestKaryRRContract as _KaryRR  # noqa:
 from test_truncated_discrete_gaussian import (  # noqa: E402
     TestTruncatedDiscreteGaussianContract as _TruncatedDiscreteGaussian)
 from test_mixture_of_gaussians import TestMixtureOfGaussiansContract as _MixtureOfGaussians  # noqa: E402,E501
+from test_mechanism_mixture import TestMechanismMixtureContract as _MechanismMixture  # noqa: E402
