@@ -116,7 +116,7 @@ def mechanisms(draw, name: str, neighbouring: "Neighbouring | None" = None,
     if "base" in fields:
         relation = fields["neighbouring"].default
         params["base"] = draw(bases(relation))
-    if "dataset_size" in fields:
+    if "dataset_size" in fields and "batch_size" in fields:
         params["dataset_size"] = draw(in_range(ranges["dataset_size"]))
         params["batch_size"] = draw(in_range(Range(1, params["dataset_size"], integer=True,
                                                    log=True)))

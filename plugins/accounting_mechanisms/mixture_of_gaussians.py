@@ -177,7 +177,10 @@ class MixtureOfGaussiansPair(Pair):
         def h(x):
             return -0.5 * (x / s) ** 2 - 0.5 * math.log(2 * math.pi) - math.log(s) + a * self.loss(x)
         reach = (abs(a) + 1.0) * (cmax + 40.0 * s)
-        return log_integral(h, -reach, reach, s, cmax)
+        k = log_integral(h, -reach, reach, s, cmax)
+        # K(t) ≥ 0 for t > 0 and ≤ 0 for −1 < t < 0 (D_α ≥ 0): quadrature roundoff at
+        # near-zero divergences (σ ≫ Δ) must not cross that sign
+        return max(k, 0.0) if t > 0 else min(k, 0.0)
 
     def rho_bound(self, direction):
         """c_max²/(2σ²): e^{(α−1)D_α} is jointly convex in the pair, so the mixture's

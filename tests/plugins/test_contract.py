@@ -163,3 +163,6 @@ from test_truncated_discrete_gaussian import (  # noqa: E402
     TestTruncatedDiscreteGaussianContract as _TruncatedDiscreteGaussian)
 from test_mixture_of_gaussians import TestMixtureOfGaussiansContract as _MixtureOfGaussians  # noqa: E402,E501
 from test_mechanism_mixture import TestMechanismMixtureContract as _MechanismMixture  # noqa: E402
+from test_poisson_replace_one import (  # noqa: E402
+    TestPoissonReplaceOneContract as _PoissonReplaceOne,
+    TestTruncatedPoissonContract as _TruncatedPoisson)
