@@ -1,8 +1,9 @@
 """An (ε, δ)-DP guarantee as a mechanism: its dominating four-point pair.
 
 Every (ε, δ)-DP mechanism is, for each pair of neighbours, a post-processing of the
-pair on four outcomes (Kairouz, Oh, Viswanath 2015, arXiv:1311.0776, Thm 2.1; used
-as the dominating pair of a guarantee in Zhu, Dong, Wang 2022, arXiv:2106.08567, §3)
+pair on four outcomes (Kairouz, Oh, Viswanath 2015, arXiv:1311.0776: the pair their
+optimal composition theorem, Thm 3.3, composes; a dominating pair in the sense of
+Zhu, Dong, Wang 2022, arXiv:2106.08567)
 
   P = (δ, (1 − δ)·σ(ε), (1 − δ)·σ(−ε), 0),   Q = (0, (1 − δ)·σ(−ε), (1 − δ)·σ(ε), δ),
 
@@ -123,7 +124,7 @@ def approx_dp_pair(epsilon: float, delta: float, count: int = 1) -> ApproxDPPair
 @attrs.frozen
 class ApproxDP(Mechanism):
     """A mechanism known only by its (ε, δ)-DP guarantee, accounted by the four-point
-    pair that dominates every (ε, δ)-DP mechanism (arXiv:1311.0776, Thm 2.1).
+    pair that dominates every (ε, δ)-DP mechanism (arXiv:1311.0776).
 
     ``epsilon`` ∈ [0, 1e8], ``delta`` ∈ [0, 1]; δ = 0 is pure ε-DP. Neighbouring: the
     relation the guarantee was stated for (add/remove by default; the pair is the

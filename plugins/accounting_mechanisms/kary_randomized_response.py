@@ -3,8 +3,7 @@
 On k ≥ 2 buckets, with noise r ∈ [0, 1], the mechanism reports the input bucket with
 probability 1 − r + r/k and each other bucket with probability r/k (the
 parametrisation of dp_accounting's randomized-response event; Warner 1965 for k = 2,
-Kairouz, Oh, Viswanath arXiv:1311.0776, §2 for the k-ary pair and its optimality
-among ε-DP mechanisms on k letters). Writing p = 1 − r + r/k and s = r/k:
+Kairouz, Oh, Viswanath, arXiv:1311.0776, for the k-ary pair). Writing p = 1 − r + r/k and s = r/k:
 
 * replace-one (the record's bucket a changes to b): the outcomes a, b and the k − 2
   others have (P, Q) masses (p, s), (s, p) and (s, s) each; the losses are

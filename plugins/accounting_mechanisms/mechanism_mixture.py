@@ -5,8 +5,9 @@ which mechanism ran has the pair (Σ_i w_i P_i ⊗ 1_i, Σ_i w_i Q_i ⊗ 1_i) on
 disjoint union of the outputs; the mixture that hides the index is a post-processing
 of it, so this pair dominates both (and is exact for the first). Its privacy loss on
 branch i is branch i's loss, so every quantity is the w-average of the branches'
-(Zhu, Dong, Wang 2022, arXiv:2106.08567, §3, mixtures of pairs; the same
-decomposition over the index is Balle, Barthe, Gaboardi 2018, arXiv:1807.01647, §3):
+(conditioning on the revealed index; the hockey-stick divergence of a disjoint
+union is the weighted sum of the parts', Balle, Barthe, Gaboardi 2018,
+arXiv:1807.01647, whose subsampling analysis decomposes mixtures the same way):
 
   δ(ε) = Σ_i w_i δ_i(ε)   (each direction; bounds average to bounds),
   e^{K(t)} = Σ_i w_i e^{K_i(t)}   (the Rényi moments average),

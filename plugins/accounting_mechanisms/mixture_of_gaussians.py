@@ -2,7 +2,7 @@
 
 Given a dataset without the record the output is N(0, σ²); with it, the sensitivity
 is c_i with probability p_i and the output is the mixture Σ_i p_i N(c_i, σ²)
-(Choquette-Choo, Ganesh, Steinke, Thakurta, arXiv:2310.15526, §4, where this scalar
+(Choquette-Choo, Ganesh, Steinke, Thakurta, arXiv:2310.15526, where this scalar
 pair is shown to dominate the vector-valued mechanism with each sensitivity vector
 replaced by its norm, Cor. 4.7). c = (0, 1), p = (1 − q, q) is the Poisson-subsampled
 Gaussian; c = (0, 1, 2), p = (0.81, 0.18, 0.01) a record that can be sampled twice.

@@ -7,8 +7,9 @@ add/remove bound, e.g. the clipping norm). The dominating pair is
 
   P = (1 − q)N(0, σ²) + q N(Δ, σ²),   Q = (1 − q)N(0, σ²) + q N(−Δ, σ²)
 
-(the pair of dp_accounting's REPLACE adjacency with sampling; Zhu, Dong, Wang 2022,
-arXiv:2106.08567, §5, for replace-one under Poisson sampling). x ↦ −x swaps P and Q,
+(the pair dp_accounting uses for its REPLACE adjacency with sampling: in one
+dimension the worst records put f(x) = Δ and f(x′) = −Δ; replace-one neighbouring
+under Poisson sampling is analysed in Zhu, Dong, Wang 2022, arXiv:2106.08567). x ↦ −x swaps P and Q,
 so the pair is symmetric. Its loss
 
   L(x) = log((1 − q) + q e^{(2xΔ − Δ²)/(2σ²)}) − log((1 − q) + q e^{(−2xΔ − Δ²)/(2σ²)})
