@@ -155,3 +155,21 @@ def test_dp_accounting_pld_of_the_guarantee_brackets_ours():
         o = float(ours.delta(e))
         assert o <= t + 1e-12 and t - o < 1e-3, (e, o, t)
     assert theirs.get_epsilon_for_delta(0.28 + 1e-12) == pytest.approx(3.0, abs=2e-4)
+
+
+def test_autodp_kov_accountant_is_never_below_the_exact_composition():
+    """autodp's DP_acct (Kairouz–Oh–Viswanath's closed-form bounds for heterogeneous
+    guarantees) upper-bounds the optimal composition, which we compute exactly."""
+    dp_acct = pytest.importorskip("autodp.dp_acct")
+    eps = (0.1, 0.2, 0.05, 0.1, 0.3, 0.1, 0.2, 0.15)
+    deltas = (1e-6, 0.0, 1e-7, 1e-6, 0.0, 0.0, 1e-6, 0.0)
+    acct = dp_acct.DP_acct()
+    for e, d in zip(eps, deltas):
+        acct.update_DPlosses(e, d)
+    ours = accounting.mechanism("approx_dp_composition", epsilons=eps, deltas=deltas)
+    prof = ours.curve(PrivacyProfile)
+    for target in (1e-5, 1e-3):
+        exact = float(prof.epsilon(target))
+        theirs = float(acct.get_eps(target))
+        assert exact <= theirs + 1e-12, (target, exact, theirs)
+        assert exact < sum(eps)                       # strictly better than basic composition

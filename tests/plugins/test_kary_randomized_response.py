@@ -118,3 +118,13 @@ def test_dp_accounting_agrees():
     for e in (0.0, 1.0, 5.0, 10.0):
         t, o = theirs.get_delta_for_epsilon(e), float(ours.profile(e))
         assert o <= t + 1e-12 and t - o < 1e-3 * max(t, 1e-6) + 1e-9, (e, o, t)
+
+
+@pytest.mark.parametrize("p", [0.6, 0.75, 0.9])
+def test_autodp_optimal_randomized_response_epsilon(p):
+    """autodp's optimal ε(δ) of binary randomized response: log((p − δ)/(1 − p))."""
+    dp_bank = pytest.importorskip("autodp.dp_bank")
+    prof = _mech(r=2 * (1 - p), k=2).curve(PrivacyProfile)
+    for delta in (1e-3, 0.05, 0.1):
+        assert float(prof.epsilon(delta)) == pytest.approx(
+            dp_bank.get_eps_randresp_optimal(p, delta), rel=1e-10, abs=1e-12)
