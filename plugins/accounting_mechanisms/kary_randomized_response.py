@@ -71,8 +71,7 @@ class KaryRandomizedResponse(Mechanism):
     def epsilon(self) -> float:
         """The pure-DP ε of one use: log(1 + k(1 − r)/r) under replace-one,
         max{log(kp), −log r} under add/remove (+∞ at r = 0)."""
-        fwd = self.pair().upper[0]
-        bwd = self.pair().upper[1]
+        fwd, bwd = self.pair().upper
         return max(fwd.max_loss, bwd.max_loss, 0.0)
 
     def pair(self) -> FiniteLawPair:
