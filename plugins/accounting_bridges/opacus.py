@@ -32,9 +32,7 @@ from opacus.accountants import register_accountant
 from opacus.accountants.accountant import IAccountant
 from opacus.accountants.registry import _ACCOUNTANTS
 
-from accounting.curves.pld import DEFAULT_STEP
-
-from .training import MECHANISM, TrainingAccountant
+from .training import GRID_STEP, MECHANISM, TrainingAccountant
 
 __all__ = ["OpacusAccountant", "MECHANISM", "register"]
 
@@ -42,7 +40,7 @@ __all__ = ["OpacusAccountant", "MECHANISM", "register"]
 class OpacusAccountant(TrainingAccountant, IAccountant):
     """Opacus' ``IAccountant`` over our PLD (see ``TrainingAccountant``)."""
 
-    def __init__(self, grid_step: float = DEFAULT_STEP) -> None:
+    def __init__(self, grid_step: float = GRID_STEP) -> None:
         TrainingAccountant.__init__(self, grid_step)
 
 

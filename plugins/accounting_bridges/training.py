@@ -25,14 +25,20 @@ from collections import OrderedDict
 from typing import Any, MutableMapping, Optional
 
 from accounting.accountant import Accountant
-from accounting.curves.pld import DEFAULT_STEP, check_step
+from accounting.curves.pld import check_step
 from accounting.pairs.mechanism import Mechanism
 from accounting.validation import check_count, check_options, check_real
 
-__all__ = ["TrainingAccountant", "dpsgd_mechanism", "MECHANISM"]
+__all__ = ["TrainingAccountant", "dpsgd_mechanism", "MECHANISM", "GRID_STEP"]
 
 #: the name this accountant goes by (Opacus' accountant registry, state dicts)
 MECHANISM = "accounting_pld"
+#: the PLD grid step of a training accountant. Coarser than the core's default: the
+#: bound stays certified at any step, and a calibration asks for ε a dozen times.
+#: Measured (upper bound, time on a shared 2-core machine), q = 0.01, z = 1, 1000 steps:
+#: 1.82826 in 3.9 s at step 2e-4, 1.82893 (+0.04%) in 0.14 s at 1e-3; q = 0.004, z = 0.8,
+#: 10 000 steps: +0.12% at 1e-3.
+GRID_STEP = 1e-3
 
 
 def dpsgd_mechanism(noise_multiplier: float, sample_rate: float) -> Optional[Mechanism]:
@@ -66,11 +72,12 @@ def _check_history_entry(i: int, entry: Any) -> tuple[float, float, int]:
 class TrainingAccountant:
     """DP-SGD privacy accountant over our PLD (see the module docstring).
 
-    ``grid_step``: the PLD grid step (default ``DEFAULT_STEP``); a finer grid gives a
-    tighter certified bound at more cost.
+    ``grid_step``: the PLD grid step (default ``GRID_STEP`` = 1e-3); a finer grid gives a
+    slightly tighter certified bound at more cost (``get_epsilon_interval`` shows how
+    much is left to gain).
     """
 
-    def __init__(self, grid_step: float = DEFAULT_STEP) -> None:
+    def __init__(self, grid_step: float = GRID_STEP) -> None:
         self.grid_step = check_step(grid_step)
         #: runs of equal steps: (noise_multiplier, sample_rate, steps)
         self.history: list[tuple[float, float, int]] = []
