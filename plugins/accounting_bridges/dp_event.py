@@ -290,7 +290,10 @@ def entries_of(obj: Any) -> list[Entry]:
     if isinstance(obj, Mechanism):
         return [(obj, 1)]
     if isinstance(obj, Accountant):
-        # the accountant keeps its composition as {mechanism or pair: count}
+        ledger = getattr(obj, "ledger", None)
+        if ledger is not None:  # an accountant that keeps its composition as a Ledger
+            return list(ledger.mechanisms())
+        # before the ledger: a {mechanism or pair: count} mapping
         return list(obj._entries.items())
     mechanisms = getattr(obj, "mechanisms", None)
     if callable(mechanisms):  # a Ledger
