@@ -191,10 +191,11 @@ class _Reader:
             return []
         if event.standard_deviation == 0:
             return self.non_private(event, path)
+        # dp_accounting defines this event under add/remove (its REPLACE_SPECIAL) only
+        self.check_relation(event, path, Neighbouring.ADD_REMOVE)
         return [(self.build(event, path, "mixture_of_gaussians",
                             sigma=float(event.standard_deviation), sensitivities=tuple(sens),
-                            probabilities=tuple(float(p) for p in event.sampling_probs),
-                            neighbouring=self.relation), 1)]
+                            sampling_probs=tuple(float(p) for p in event.sampling_probs)), 1)]
 
     def single(self, event: Any, path: str) -> Optional[Mechanism]:
         """The one mechanism an inner (sampled) tree stands for: Gaussians merged into
@@ -346,7 +347,7 @@ def _event_of(m: Any, relation: Neighbouring, path: str, ev: Any) -> Any:
     if name == "mixture_of_gaussians":
         return ev.MixtureOfGaussiansDpEvent(standard_deviation=float(m.sigma),
                                             sensitivities=list(m.sensitivities),
-                                            sampling_probs=list(m.probabilities))
+                                            sampling_probs=list(m.sampling_probs))
     if name == "approx_dp" and m.delta == 1:
         return ev.NonPrivateDpEvent()
     if name == "approx_dp" and m.delta == 0 and m.epsilon == 0:

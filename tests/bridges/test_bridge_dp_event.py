@@ -110,6 +110,26 @@ def test_kary_randomized_response():
 
 
 @pytest.mark.bench
+def test_mixture_of_gaussians():
+    # a record sampled 0, 1 or 2 times (arXiv:2310.15526, §4)
+    event = E.SelfComposedDpEvent(
+        E.MixtureOfGaussiansDpEvent(1.0, [0.0, 1.0, 2.0], [0.81, 0.18, 0.01]), 10)
+    if not has("mixture_of_gaussians"):
+        with pytest.raises(UnsupportedEventError, match="'mixture_of_gaussians'"):
+            from_dp_event(event)
+        pytest.skip("the mixture_of_gaussians mechanism plugin is not installed")
+    theirs = dp_pld_epsilon(event)
+    acc = from_dp_event(event, step=1e-3)
+    lo, hi = acc.epsilon_interval(DELTA)
+    assert lo - 10 * DP_STEP <= theirs <= hi + 10 * DP_STEP
+    assert to_dp_event(acc) == E.ComposedDpEvent([event])
+    with pytest.raises(UnsupportedEventError, match="add_remove neighbouring only"):
+        from_dp_event(event, "replace_one")
+    # all sensitivities zero: P = Q, nothing spent
+    assert dp_event_entries(E.MixtureOfGaussiansDpEvent(1.0, [0.0], [1.0])) == []
+
+
+@pytest.mark.bench
 def test_nested_gaussians_in_a_poisson_sample_are_one_gaussian():
     # two Gaussians on one batch: σ_eff = (1/1² + 1/2²)^(-1/2) (dp_accounting's RDP
     # accountant makes the same reduction; its PLD accountant needs it written out)
