@@ -318,3 +318,17 @@ def test_ledger_from_dp_event():
     assert ledger.count == 5 and len(ledger) == 2
     assert to_dp_event(ledger) == E.ComposedDpEvent(
         [E.SelfComposedDpEvent(E.GaussianDpEvent(2.0), 4), E.LaplaceDpEvent(1.0)])
+
+
+def test_poisson_sampling_under_replace_one_goes_to_the_plugin():
+    """Poisson sampling of a replace-one base is built by ``poisson_subsampled``; a
+    plugin that refuses the relation is reported with its reason and the event."""
+    event = E.PoissonSampledDpEvent(0.1, E.LaplaceDpEvent(1.0))
+    try:
+        ((mechanism, count),) = dp_event_entries(event, "replace_one")
+    except UnsupportedEventError as error:
+        assert str(error).startswith("PoissonSampledDpEvent at event: poisson_subsampled: ")
+        assert "replace_one" in str(error)
+        pytest.skip("poisson_subsampled does not take a replace-one base here")
+    assert (mechanism.name, mechanism.q, count) == ("poisson_subsampled", 0.1, 1)
+    assert mechanism.base.neighbouring is accounting.Neighbouring.REPLACE_ONE
