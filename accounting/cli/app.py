@@ -50,6 +50,7 @@ import numpy as np
 from accounting import __version__
 from accounting.accountant import ACCOUNTANTS
 from accounting.cli.audit import _audit_parser, _cmd_audit
+from accounting.cli.sweep import _cmd_sweep, _sweep_parser
 from accounting.cli.base import (EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, PROG, CLIError, UserCodeError,
                        _count_text, _one_line, _parse_float, _parse_int, _Parser,
                        _stdout_to_stderr)
@@ -65,7 +66,8 @@ from accounting.curves.zcdp import ZCDP
 __all__ = ["main", "CLIError", "UserCodeError", "EXIT_USAGE",
            "EXIT_INTERNAL", "EXIT_REJECTED"]
 
-_SUBCOMMANDS = ("run", "demo", "mechanisms", "epsilon", "delta", "gap", "calibrate", "audit")
+_SUBCOMMANDS = ("run", "demo", "mechanisms", "epsilon", "delta", "gap", "calibrate", "audit",
+                "sweep")
 #: α at which the main job reports the trade-off function
 _ALPHAS = (0.001, 0.01, 0.1)
 #: α at which the equivalent Gaussian-DP μ is solved
@@ -135,6 +137,7 @@ def _build_parser() -> _Parser:
                          "meeting a target (ε, δ)", description=_CALIBRATE_DESCRIPTION)
     _calibrate_options(cal)
     _audit_parser(sub)
+    _sweep_parser(sub)
     return top
 
 
@@ -1032,6 +1035,8 @@ def _dispatch(argv: list[str]) -> int:
     registry = _registry()
     if command == "audit":
         return _cmd_audit(ns, registry)
+    if command == "sweep":
+        return _cmd_sweep(ns, registry)
     if command == "mechanisms":
         return _cmd_mechanisms(ns, registry)
     return _cmd_run(ns, registry)
