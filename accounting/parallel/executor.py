@@ -239,8 +239,14 @@ class _ExecutorSession(_Session):
 def _mp_context() -> Any:
     methods = multiprocessing.get_all_start_methods()
     # fork would copy the threads of a parent (a Dask client, tqdm, BLAS pools)
-    # into a child that has only one: forkserver where it exists
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    # into a child that has only one: forkserver where it exists. Its server imports
+    # the library once (and __main__, where a script's task functions live); each
+    # worker forked from it then starts in milliseconds, not seconds
+    if "forkserver" not in methods:
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["__main__", "accounting.parallel.executor"])
+    return ctx
 
 
 class _PoolSession(_ExecutorSession):
