@@ -46,6 +46,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import attrs
 
+from accounting.parallel.malloc import tune_allocator
 from accounting.parallel.progress import Progress
 from accounting.parallel.seeds import resolve_seed, task_seed
 from accounting.parallel.threads import cap_process_threads, check_threads, limited_threads
@@ -195,6 +196,8 @@ def _run_chunk(fn: Callable, items: Sequence[tuple], seed: int,
     ``threads`` None: the caller has capped the threads already (capping costs a few
     milliseconds, once per chunk)."""
     out = []
+    if threads is not None:       # in a worker process (see ``malloc``)
+        tune_allocator()
     with (limited_threads(threads) if threads is not None else contextlib.nullcontext()):
         for position, index, config in items:
             try:
