@@ -87,3 +87,10 @@ def ledgers(rows=600, distinct=6):
                                      "name": entry["name"]}]}
         out.append(ledger)
     return out
+
+
+def broken_mechanism(dataset, rng):
+    """Raises on the second dataset (d1 has a non-zero first coordinate)."""
+    if dataset[0] != 0:
+        raise RuntimeError("the training run crashed")
+    return mechanism(dataset, rng)

@@ -345,3 +345,18 @@ sigma = [1.0, 0.01]
     status, _, err = _cli(["sweep", _write(tmp_path, text), "--output", str(target),
                            "--resume", "--keep-going"])
     assert status == 2 and "1 of 2 points failed" in err
+
+
+# ---------------------------------------------------------- audit sampling
+def test_distributed_audit_on_a_pool_equals_serial(pool):
+    campaign = pytest.importorskip("accounting_rkrd.campaign")
+    d0, d1 = np.zeros(3), np.array([3.0, 0.0, 0.0])
+    kwargs = dict(n=200, epsilon=0.05, delta=1e-5, seed=3)
+    serial = campaign.audit_distributed(pc.mechanism, d0, d1, **kwargs)
+    on_pool = campaign.audit_distributed(pc.mechanism, d0, d1, **kwargs,
+                                         engine=Engine(executor=pool, chunksize=25))
+    strip = lambda r: {k: v for k, v in r.to_dict().items() if k != "seconds"}  # noqa: E731
+    assert strip(serial) == strip(on_pool)
+    assert serial.rejected                   # Δ = 3, σ = 1 is far from 0.05-DP
+    with pytest.raises(ValueError, match=r"raised RuntimeError on d1 \(draw 1 of 200\)"):
+        campaign.audit_distributed(pc.broken_mechanism, d0, d1, **kwargs)
