@@ -11,7 +11,7 @@ A configuration sent to a worker is a plain JSON-able dict in the workload forma
 — a few hundred bytes, never a curve: the worker builds the mechanisms and their
 PLD or Rényi curve itself. ``build_accountant`` (configuration → ``Accountant``) and
 ``calibration_terms`` (configuration → calibration ``Term``s) are the only functions
-of ``accounting.parallel`` that know this format; ``config_digest`` names a
+of ``accounting.parallel`` that know this format (``answer`` asks the accountant); ``config_digest`` names a
 configuration by the SHA-256 of its canonical JSON (sorted keys), so that equal
 configurations written in any key order have one digest.
 """
@@ -22,14 +22,20 @@ import hashlib
 import json
 from typing import Any, Mapping
 
-from accounting.accountant import Accountant
+import numpy as np
+
+from accounting.accountant import ACCOUNTANTS, Accountant
+from accounting.curves.pld import PLD
 from accounting.analysis.calibration import Term
 from accounting.pairs.mechanism import Mechanism
 from accounting.registry.registry import default_registry
 from accounting.workload import Workload, make_use, workload_from_dict
 
-__all__ = ["config_digest", "canonical_json", "check_config", "build_accountant",
-           "calibration_terms", "mechanism_parameters"]
+__all__ = ["config_digest", "canonical_json", "check_config", "build_accountant", "answer",
+           "calibration_terms", "mechanism_parameters", "UPPER", "NUMERICAL"]
+
+#: how an answer is labelled: a certified upper bound, or only a numerical value
+UPPER, NUMERICAL = "upper bound", "numerical (not a certified bound)"
 
 
 def canonical_json(config: Any) -> str:
@@ -57,6 +63,20 @@ def check_config(config: Mapping[str, Any], source: str = "configuration") -> Wo
 def build_accountant(config: Mapping[str, Any]) -> Accountant:
     """An ``Accountant`` composing every mechanism of ``config`` (grid ``step`` if set)."""
     return check_config(config).accountant()
+
+
+def answer(config: Mapping[str, Any], query: str, at: Any,
+           accountant: str = "pld") -> tuple[np.ndarray, str]:
+    """ε at δ = ``at`` (``query`` "epsilon") or δ at ε = ``at`` ("delta") of ``config``
+    under ``accountant``, max over both directions, and its label: ``UPPER`` when the
+    composed curve is exact or a sound bound, else ``NUMERICAL``."""
+    acct = build_accountant(config)
+    kind = ACCOUNTANTS[accountant]
+    # the curve the answer is read from (cached: the query below reuses it)
+    curve = acct.curve(PLD, lower=False) if kind is PLD else acct.curve(kind)
+    ask = acct.epsilon if query == "epsilon" else acct.delta
+    values = np.atleast_1d(np.asarray(ask(at, accountant), dtype=float))
+    return values, UPPER if curve.provenance.exactness.certified else NUMERICAL
 
 
 def mechanism_parameters(name: str) -> tuple[str, ...]:

@@ -40,9 +40,8 @@ import json
 import math
 import multiprocessing
 import re
-import sys
 import time
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import attrs
 

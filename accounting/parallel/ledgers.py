@@ -15,14 +15,13 @@ distinct ledger; ``labels`` says "numerical" where a curve is only a numerical v
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional
 
 import attrs
 import numpy as np
 
 from accounting.accountant import ACCOUNTANTS
-from accounting.curves.pld import PLD
-from accounting.parallel.configs import build_accountant, check_config, config_digest
+from accounting.parallel.configs import answer, check_config, config_digest
 from accounting.parallel.executor import Engine, map_tasks
 from accounting.validation import check_array
 
@@ -95,14 +94,7 @@ def group_ledgers(ledgers: Iterable[Mapping[str, Any]]) -> tuple[np.ndarray, lis
 
 def answer_ledger(task: Mapping[str, Any], seed: Any = None) -> dict:
     """The answers of one ledger: {"values": [...], "label": ...} (deterministic)."""
-    acct = build_accountant(task["ledger"])
-    accountant = task["accountant"]
-    kind = ACCOUNTANTS[accountant]
-    curve = acct.curve(PLD, lower=False) if kind is PLD else acct.curve(kind)
-    ask = acct.epsilon if task["query"] == "epsilon" else acct.delta
-    values = np.atleast_1d(np.asarray(ask(task["at"], accountant), dtype=float))
-    label = "upper bound" if curve.provenance.exactness.certified else \
-        "numerical (not a certified bound)"
+    values, label = answer(task["ledger"], task["query"], task["at"], task["accountant"])
     return {"values": values.tolist(), "label": label}
 
 

@@ -54,8 +54,8 @@ import numpy as np
 
 from accounting.accountant import ACCOUNTANTS
 from accounting.analysis.calibration import DEFAULT_RTOL, calibrate_workload
-from accounting.curves.pld import DEFAULT_STEP, PLD
-from accounting.parallel.configs import (build_accountant, calibration_terms, check_config,
+from accounting.curves.pld import DEFAULT_STEP
+from accounting.parallel.configs import (answer, calibration_terms, check_config,
                                          config_digest, mechanism_parameters)
 from accounting.parallel.executor import Engine, TaskFailure, map_tasks
 from accounting.parallel.table import TableFile, decode_value
@@ -327,11 +327,6 @@ def _task(query: str, solve: Optional[str], rtol: Any, workload: dict, values: d
 
 
 # ------------------------------------------------------------------ a task
-def _label(curve: Any) -> str:
-    return "upper bound" if curve.provenance.exactness.certified else \
-        "numerical (not a certified bound)"
-
-
 def run_point(task: Mapping[str, Any], seed: Any = None) -> dict:
     """The answer columns of one task (see ``SweepPlan.results``) and its ``seconds``.
     Deterministic: ``seed`` is not used (accounting draws no random numbers)."""
@@ -349,13 +344,9 @@ def run_point(task: Mapping[str, Any], seed: Any = None) -> dict:
                "bracket_low": cal.bracket[0], "order": cal.order,
                "evaluations": cal.evaluations, "label": cal.epsilon_label}
     else:
-        value = workload.pop("delta" if query == "epsilon" else "epsilon")
-        acct = build_accountant(workload)
-        kind = ACCOUNTANTS[accountant]
-        curve = acct.curve(PLD, lower=False) if kind is PLD else acct.curve(kind)
-        answer = acct.epsilon(value, accountant) if query == "epsilon" else \
-            acct.delta(value, accountant)
-        out = {query: float(answer), "label": _label(curve)}
+        at = workload.pop("delta" if query == "epsilon" else "epsilon")
+        values, label = answer(workload, query, at, accountant)
+        out = {query: float(values[0]), "label": label}
     out["seconds"] = time.perf_counter() - t0
     return out
 
