@@ -16,7 +16,6 @@ import pytest
 from scipy.stats import norm
 
 import parallel_cases as pc
-from accounting.accountant import Accountant
 from accounting.analysis.calibration import calibrate_workload
 from accounting.cli import main
 from accounting.parallel import (Engine, EngineError, TaskError, TaskFailure, account_ledgers,
@@ -360,3 +359,14 @@ def test_distributed_audit_on_a_pool_equals_serial(pool):
     assert serial.rejected                   # Δ = 3, σ = 1 is far from 0.05-DP
     with pytest.raises(ValueError, match=r"raised RuntimeError on d1 \(draw 1 of 200\)"):
         campaign.audit_distributed(pc.broken_mechanism, d0, d1, **kwargs)
+
+
+def test_allocator_is_tuned_only_where_dask_froze_it(monkeypatch):
+    import sys
+    from accounting.parallel import malloc
+    monkeypatch.setattr(malloc, "_done", False)
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    assert malloc.tune_allocator() is False and malloc._done is False
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    assert malloc.tune_allocator() is sys.platform.startswith("linux")
+    assert malloc.tune_allocator() is False               # once per process
