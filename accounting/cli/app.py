@@ -66,6 +66,7 @@ COMMANDS = (
     "accounting.cli.gap",
     "accounting.cli.calibrate",
     "accounting.cli.audit",
+    "accounting.cli.sweep",
 )
 
 
