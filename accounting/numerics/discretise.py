@@ -346,17 +346,7 @@ def _convex_hull(indices: np.ndarray, step: float, left: np.ndarray, g: np.ndarr
     yd = np.concatenate([[1.0], g, [g[-1]]])
     yt = np.concatenate([[0.0], gt, [np.inf]])
     lf = np.concatenate([[True], left, [False]])
-    hull: list[int] = []
-    for i in range(xs.size):
-        while len(hull) >= 2:
-            a, b = hull[-2], hull[-1]
-            y = yt if lf[i] else yd          # a, b lie left of i: all left iff i is
-            if (y[b] - y[a]) * (xs[i] - xs[a]) >= (y[i] - y[a]) * (xs[b] - xs[a]):
-                hull.pop()
-            else:
-                break
-        hull.append(i)
-    h = np.array(hull)
+    h = _hull_vertices(xs, yd, yt, lf)
     new_g = np.minimum(np.interp(xs, xs[h], yd[h]), yd)[1:-1]
     hl = h[lf[h]]
     new_gt = gt.copy()
@@ -369,6 +359,60 @@ def _convex_hull(indices: np.ndarray, step: float, left: np.ndarray, g: np.ndarr
                           new_g - 1.0 + x)
     new_g = np.where(left, new_gt + 1.0 - x, new_g)
     return new_g, new_gt
+
+
+def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
+                   lf: np.ndarray) -> np.ndarray:
+    """Indices of the lower convex hull's vertices (both ends always kept).
+
+    Vectorised: every point on or above the chord of its two neighbours among the
+    points still kept is not a hull vertex (it lies on or above a chord of the set),
+    so all such points are dropped at once, pass after pass; when none is left the
+    kept points form a convex polyline through both ends — the lower hull. Each test
+    is made in the representation accurate for its points (δ̃ when all three lie
+    left of ε = 0, i.e. when the right one does). A chord sweeping in from a steep
+    end drops one point a pass: after a few passes, Andrew's monotone chain is run on
+    the kept points around the last drops (its ends stay), over a span four times
+    wider each time it has to be repeated.
+    """
+    cand = np.arange(xs.size)
+    margin = 32
+    while True:
+        for _ in range(8):
+            if cand.size < 3:
+                return cand
+            a, b, c = cand[:-2], cand[1:-1], cand[2:]
+            left = lf[c]
+            ya = np.where(left, yt[a], yd[a])
+            yb = np.where(left, yt[b], yd[b])
+            yc = np.where(left, yt[c], yd[c])
+            with np.errstate(invalid="ignore"):
+                above = (yb - ya) * (xs[c] - xs[a]) >= (yc - ya) * (xs[b] - xs[a])
+            if not above.any():
+                return cand
+            drop = 1 + np.flatnonzero(above)
+            gone = cand[drop]
+            cand = np.delete(cand, drop)
+        i0 = max(int(np.searchsorted(cand, gone.min())) - margin, 0)
+        i1 = min(int(np.searchsorted(cand, gone.max())) + margin, cand.size)
+        cand = np.concatenate([cand[:i0], _chain(cand[i0:i1], xs, yd, yt, lf), cand[i1:]])
+        margin *= 4
+
+
+def _chain(idx: np.ndarray, xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
+           lf: np.ndarray) -> np.ndarray:
+    """Andrew's monotone chain (lower hull) over the points ``idx`` (increasing x)."""
+    hull: list[int] = []
+    for i in idx.tolist():
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            y = yt if lf[i] else yd          # a, b lie left of i: all left iff i is
+            if (y[b] - y[a]) * (xs[i] - xs[a]) >= (y[i] - y[a]) * (xs[b] - xs[a]):
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    return np.array(hull, dtype=idx.dtype)
 
 
 def _clamp(lam: np.ndarray, v: np.ndarray, left: np.ndarray, step: float,

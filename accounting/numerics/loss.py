@@ -385,12 +385,9 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
     cgf = _SummedCGF(items)
     lo_idx, hi_idx, _ = cgf.window(step, tail)
     tilts = cgf.tilts(lo_idx * step, hi_idx * step)
-    if not pessimistic:
-        # the optimistic side subtracts what the circle folds in: widen the window
-        # (by at most its width each side) until each tilted law lies inside it
-        lo_ext, hi_ext = cgf.extend(tilts, lo_idx * step, hi_idx * step)
-        lo_idx = min(lo_idx, int(np.floor(lo_ext / step + 1e-9)))
-        hi_idx = max(hi_idx, int(np.ceil(hi_ext / step - 1e-9)))
+    # (the optimistic side subtracts what the circle folds in; that is bounded per
+    # entry below, small except near the window's ends, where the untilted or
+    # oppositely tilted estimate is chosen: no wider window is needed)
     size = hi_idx - lo_idx + 1
     check_grid_points(size, step, "the composition")
     import scipy.fft   # lazy: scipy.fft (and scipy.special under it) is most of import time
@@ -549,30 +546,47 @@ class _SummedCGF:
             else:
                 lo_l = hi_l = l
             laws.append((np.log(m), lo_l, hi_l, c, logm))
-        right, left = self._evaluate(laws, thetas)
-        # Where K jumps between neighbouring θ (long compositions of subsampled
-        # Gaussians: the moment generating function of one step explodes near θ ≈ 13
-        # for σ = 1.1, and K goes from 20 to 1.4e4 between grid points), the Chernoff
-        # bounds and the tilts need θ in between: bisect such gaps a few times.
-        for _ in range(4):
-            jump = np.abs(np.diff(np.where(thetas > 0, right, left))) > 8.0
-            if not jump.any():
-                break
-            mid = 0.5 * (thetas[:-1] + thetas[1:])[jump]
-            r_mid, l_mid = self._evaluate(laws, mid)
-            order = np.argsort(np.concatenate([thetas, mid]), kind="stable")
-            thetas = np.concatenate([thetas, mid])[order]
-            right = np.concatenate([right, r_mid])[order]
-            left = np.concatenate([left, l_mid])[order]
-        self.thetas = thetas
-        self.zero = int(np.flatnonzero(thetas == 0.0)[0])
+        self._laws = laws
+        self._set(thetas, *self._evaluate(laws, thetas))
         # the same products as the window's ends, so equal indices compare equal
         step = items[0][0].step
         self.s_min, self.s_max = i_min * step, i_max * step
-        pos_side = self.thetas > 0
+
+    def _set(self, thetas: np.ndarray, right: np.ndarray, left: np.ndarray) -> None:
+        self.thetas, self._right, self._left = thetas, right, left
+        self.zero = int(np.flatnonzero(thetas == 0.0)[0])
+        pos_side = thetas > 0
         self.k = np.where(pos_side, right, left)       # upper bounds on K
         self.k_low = np.where(pos_side, left, right)   # lower bounds on K
         self.k[self.zero] = self.k_low[self.zero] = 0.0
+
+    def _refine(self, lo: float, hi: float, rounds: int = 5) -> None:
+        """Bisect the gaps of the θ grid that the sums in [lo, hi] rely on, where K
+        jumps by more than 8 across them.
+
+        Long compositions of subsampled Gaussians need this: the moment generating
+        function of one step explodes near θ ≈ 13 for σ = 1.1 (K goes from 20 to
+        1.4e4 between grid points), so without θ in between the Chernoff bounds and
+        the tilts stop short of δ = 1e-15. A gap (θ_j, θ_{j+1}) on the right is
+        relied on when the chord slope left of it is below ``hi`` (the sums up to hi
+        need a θ beyond θ_j); on the left, symmetrically, above ``lo``.
+        """
+        for _ in range(rounds):
+            t, k = self.thetas, self.k
+            slope = np.diff(k) / np.diff(t)
+            before = np.concatenate([[-np.inf], slope[:-1]])   # chord left of each gap
+            after = np.concatenate([slope[1:], [np.inf]])       # … and right of it
+            right_gap = (t[:-1] >= 0) & (before < hi)
+            left_gap = (t[1:] <= 0) & (after > lo)
+            need = (np.abs(np.diff(k)) > 8.0) & (right_gap | left_gap)
+            if not need.any():
+                return
+            mid = 0.5 * (t[:-1] + t[1:])[need]
+            r_mid, l_mid = self._evaluate(self._laws, mid)
+            order = np.argsort(np.concatenate([t, mid]), kind="stable")
+            self._set(np.concatenate([t, mid])[order],
+                      np.concatenate([self._right, r_mid])[order],
+                      np.concatenate([self._left, l_mid])[order])
 
     @staticmethod
     def _evaluate(laws, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -632,7 +646,7 @@ class _SummedCGF:
         """Bound on the mass outside [lo, hi] of the sum tilted by the i-th grid θ."""
         return self.tail(i, hi, True) + self.tail(i, lo, False)
 
-    def window(self, step: float, tail: float) -> tuple[int, int, float]:
+    def window(self, step: float, tail: float, refine: bool = True) -> tuple[int, int, float]:
         """Grid indices [lo, hi]: below lo at most ``tail`` of the mass, above hi at
         most ``_FAR_TAIL`` (P(S > hi) ≤ exp(K(t) − t·hi), t > 0); and the bound on
         the untilted mass outside."""
@@ -648,24 +662,13 @@ class _SummedCGF:
             cand = (np.log(tail) - self.k[:i0] + self.k_low[i0]) / d
             lo = min(lo, np.max(cand))
         lo = max(lo, self.s_min)
+        if refine:
+            # bisect where the window relies on it, then bound again on the finer grid
+            self._refine(lo, hi)
+            return self.window(step, tail, refine=False)
         hi_idx = min(int(np.ceil(hi / step - 1e-9)), int(round(self.s_max / step)))
         lo_idx = max(int(np.floor(lo / step + 1e-9)), int(round(self.s_min / step)))
         return lo_idx, hi_idx, self.outside(z, lo_idx * step, hi_idx * step)
-
-    def extend(self, tilts: list[int], lo: float, hi: float,
-               far: float = 1e-24) -> tuple[float, float]:
-        """[lo, hi] widened (by at most its own width each side, within the support)
-        so that each tilted law has at most ``far`` of its mass outside."""
-        width = hi - lo
-        new_lo, new_hi = lo, hi
-        for i in tilts:
-            d = self.thetas[i + 1:] - self.thetas[i]
-            if d.size:
-                new_hi = max(new_hi, np.min((self.k[i + 1:] - self.k_low[i] - math.log(far)) / d))
-            d = self.thetas[i] - self.thetas[:i]
-            if d.size:
-                new_lo = min(new_lo, np.max((math.log(far) - self.k[:i] + self.k_low[i]) / d))
-        return max(new_lo, lo - width, self.s_min), min(new_hi, hi + width, self.s_max)
 
     def tilts(self, lo: float, hi: float) -> list[int]:
         """Indices of the grid θ to compose at: θ = 0, then, scanning s over [lo, hi]
@@ -701,21 +704,25 @@ def _circular_compose(items, n: int, theta: float, dtype) -> tuple[np.ndarray, f
     """The θ-tilted, normalised sum on a circle of n points.
 
     Returns (circle, E, K(θ), η): every entry is within E of the circular composition
-    of the tilted laws as rounded (E bounds the ℓ2 error: forward FFTs, powers, inverse
-    FFT), and the rounded tilted inputs are within a relative η of the exact ones,
+    of the tilted laws as rounded (E bounds every entry's error: forward FFTs, powers,
+    inverse FFT), and the rounded tilted inputs are within a relative η of the exact ones,
     which the composition turns into a relative error of at most e^{Σc·η_i} − 1 on each
     (non-negative) entry: η is returned as that factor.
     """
     import scipy.fft
     gamma = _gamma(n, dtype)
-    log_mag = np.zeros(n // 2 + 1, dtype=dtype)
-    phase = np.zeros(n // 2 + 1, dtype=dtype)
-    d = np.zeros(n // 2 + 1)                      # Σ c log1p(γ/|z|)
-    log_hi = np.zeros(n // 2 + 1)                 # Σ c log(|z| + γ)
-    u_terms = np.zeros(n // 2 + 1)
+    half = n // 2 + 1
+    active = np.arange(half)                      # frequencies still carried
+    log_mag = np.zeros(half, dtype=dtype)
+    phase = np.zeros(half, dtype=dtype)
+    d = np.zeros(half)                            # Σ c log1p(γ/|z|)
+    log_hi = np.zeros(half)                       # Σ c log(|z| + γ)
+    u_terms = np.zeros(half)
     u_in = float(np.finfo(dtype).eps) / 2
     log_m = 0.0
     eta = 0.0
+    remaining = sum(c for _, c in items)
+    dropped, dropped_log = 0, -np.inf             # frequencies let go, their bound
     for p, c in items:
         keep = p.masses > 0
         with np.errstate(divide="ignore"):
@@ -733,25 +740,46 @@ def _circular_compose(items, n: int, theta: float, dtype) -> tuple[np.ndarray, f
         else:
             folded = _bincount_ld(idx, w, n)
         spec = scipy.fft.rfft(folded)
+        if active.size < half:
+            spec = spec[active]
+        mag = np.abs(spec)
         with np.errstate(divide="ignore", invalid="ignore"):
-            lz = np.log(spec)
-        lm = lz.real
-        mag = np.exp(lm)
-        with np.errstate(divide="ignore"):
-            d += c * np.log1p(gamma / mag.astype(float))
+            lm = np.log(mag)
+            dd = c * np.log1p(gamma / mag.astype(float))
+        pos = mag > 0
         log_mag += c * lm
-        phase += c * np.where(np.isfinite(lm), lz.imag, 0.0)
-        log_hi += c * np.log(mag.astype(float) + gamma)
+        phase += c * np.where(pos, np.angle(spec), 0.0)
+        d += dd
+        # log(|z| + γ) = log|z| + log1p(γ/|z|), or log γ where z = 0
+        with np.errstate(invalid="ignore"):     # −∞ + ∞ where z = 0, replaced
+            log_hi += np.where(pos, c * lm.astype(float) + dd, c * math.log(gamma))
         u_terms += c * 4.0 * u_in * (np.pi + np.minimum(np.abs(lm.astype(float)), 1e300))
-    z = np.exp(log_mag) * np.exp(1j * phase)
-    circ = scipy.fft.irfft(z.astype(np.complex128), n)
+        # A frequency whose Π(|z|+γ)^c is below e^{−700} already, and can grow only by
+        # (1 + γ) a remaining use (|z| ≤ 1), is let go: Z and its error there are
+        # smaller than that bound, which is booked (long compositions keep only the
+        # low frequencies, so the later laws cost one FFT and little else).
+        remaining -= c
+        bound = log_hi + remaining * math.log1p(2.0 * gamma)   # |z| ≤ 1 + γ computed
+        low = bound < -700.0
+        if low.any():
+            dropped += int(low.sum())
+            dropped_log = max(dropped_log, float(bound[low].max()))
+            sel = ~low
+            active, log_mag, phase, d, log_hi, u_terms = (
+                active[sel], log_mag[sel], phase[sel], d[sel], log_hi[sel], u_terms[sel])
+    z = np.zeros(half, dtype=np.complex128)
+    z[active] = (np.exp(log_mag) * np.exp(1j * phase)).astype(np.complex128)
+    circ = scipy.fft.irfft(z, n)
     # |Π(z+Δ)^c − Πz^c| ≤ Π(|z|+γ)^c − Π|z|^c = |Z|·expm1(Σ c log1p(γ/|z|)), rigorous;
-    # plus the polar evaluation's rounding and the cast to float64
+    # plus the polar evaluation's rounding and the cast to float64; at a frequency let
+    # go, |Z| + error ≤ Π(|z|+γ)^c ≤ e^{dropped_log}
     lmag = log_mag.astype(float)
     with np.errstate(over="ignore", invalid="ignore"):
         dz = np.where(d < 30, np.exp(lmag) * np.expm1(d), np.exp(log_hi))
         dz = dz + np.exp(lmag) * (u_terms + 2 * _U)
     dz = np.where(np.isfinite(dz), dz, np.inf)
+    if dropped:
+        dz = np.append(dz, np.full(dropped, max(math.exp(dropped_log), 1e-300)))
     # an entry of the inverse transform is (1/n)·Σ_k Z_k ω^{−jk} over the full
     # (Hermitian) spectrum, so a perturbation ΔZ moves each entry by at most
     # (1/n)·Σ_k |ΔZ_k| ≤ (2/n)·Σ over the half spectrum: far below the ℓ2 bound
