@@ -416,16 +416,22 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
         w = (cgf.tails(i, (window + n - 0.5) * step, True)
              + cgf.tails(i, (window - n + 0.5) * step, False))
         rel = eta + 8.0 * _U * (1.0 + np.abs(log_scale))
+        # (the bounds compared in log space; the values scaled linearly: a scale
+        # that overflows is never kept, since θ = 0, always composed, has one ≤ 1
+        # and a smaller bound there)
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            log_b = log_scale + np.log(e2 + rel * np.abs(raw))
-            log_sel = log_scale + np.log(e2 + w + rel * np.abs(raw))
-            better = (log_b < best) if pessimistic else (log_sel < best_sel)
-            val = np.sign(raw) * np.exp(log_scale + np.log(np.abs(raw)))
-            folded_in = np.exp(log_scale + np.log(w))
-        est = np.where(better, val, est)
+            scale = np.exp(log_scale)
+            spread = rel * np.abs(raw)
+            log_b = log_scale + np.log(e2 + spread)
+            if pessimistic:
+                better = log_b < best
+            else:
+                log_sel = log_scale + np.log(e2 + w + spread)
+                better = log_sel < best_sel
+                best_sel = np.where(better, log_sel, best_sel)
+            est = np.where(better, raw * scale, est)
+            fold = np.where(better, scale * w, fold)
         best = np.where(better, log_b, best)
-        best_sel = np.where(better, log_sel, best_sel)
-        fold = np.where(better, folded_in, fold)
     err = np.exp(best)
     carried = sum(c * p.roundoff for p, c in items)
     roundoff = carried + 2.0 * float(np.sum(err)) + math.exp(log_f) * cgf.outside(
@@ -441,12 +447,14 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
         inf = min(1.0, inf + math.exp(log_f) * cgf.tail(cgf.zero, hi_idx * step, True))
         # the exact law has at least (p̂ − b − folded)₊ at each s: what is above that
         # may be given back to settle the total
-        masses, inf = _settle_up(masses, inf, target,
-                                 masses - np.maximum(est - err - fold, 0.0))
+        masses, inf, left = _settle_up(masses, inf, target,
+                                       masses - np.maximum(est - err - fold, 0.0))
         # the composition of the inputs dominates the exact law, whose total is one:
         # mass beyond one is removed from the lowest losses (whole entries upwards),
         # which keeps every tail sum ≥ the exact one
-        over = math.fsum(masses) + inf - 1.0
+        # (no sum needed when the total was settled to a target safely below one)
+        settled = target + left <= 1.0 - 1e-9
+        over = -1.0 if settled else math.fsum(masses) + inf - 1.0
         if over > 0:
             c = np.cumsum(masses)
             masses = masses - np.minimum(masses, np.maximum(over - (c - masses), 0.0))
@@ -466,7 +474,7 @@ def _direct_pair(a: LossPMF, b: LossPMF, inf: float, slack: float, sup: Optional
     rel = 1.01 * (min(a.masses.size, b.masses.size) + 1) * _U
     if pessimistic:
         target = math.fsum(a.masses) * math.fsum(b.masses) + inf
-        masses, inf = _settle_up(raw * (1.0 + rel), inf, target)
+        masses, inf, _ = _settle_up(raw * (1.0 + rel), inf, target)
     else:
         masses = raw * (1.0 - rel)
     roundoff = a.roundoff + b.roundoff + 2.0 * rel * math.fsum(raw)
@@ -485,7 +493,7 @@ def _summed_sup(items) -> Optional[float]:
 
 
 def _settle_up(masses: np.ndarray, inf: float, target: float,
-               give: Optional[np.ndarray] = None) -> tuple[np.ndarray, float]:
+               give: Optional[np.ndarray] = None) -> tuple[np.ndarray, float, float]:
     """Bring the total mass of a pessimistic law to ``target`` (that of the exact law
     above −∞) without losing dominance.
 
@@ -497,10 +505,12 @@ def _settle_up(masses: np.ndarray, inf: float, target: float,
     min(G'(t), target − Σ_{s≤t} lower_s) ≥ G(t), since the exact law has at least
     Σ_{s≤t} lower_s below t: the law stays stochastically larger, so its δ(ε) and its
     trade-off stay pessimistic, and spreading the removal keeps the Q-masses p·e^{−l}
-    of the lowest losses (the trade-off near α = 0) from being cut.
+    of the lowest losses (the trade-off near α = 0) from being cut. Returns (masses,
+    inf, the excess left in place).
     """
     total = math.fsum(masses) + inf
     excess = total - target
+    left = max(excess, 0.0)
     if excess < 0:
         masses = masses.copy()
         masses[0] += -excess
@@ -509,9 +519,10 @@ def _settle_up(masses: np.ndarray, inf: float, target: float,
         c = np.cumsum(give)
         taken = np.minimum(give, np.maximum(excess - (c - give), 0.0))
         masses = masses - taken
+        left = max(excess - float(taken.sum()), 0.0)
         # an excess beyond the allowances (only if the inputs carried extra mass) is
         # left in place: p' ≥ p entrywise is pessimistic whatever the total
-    return masses, inf
+    return masses, inf, left
 
 
 class _SummedCGF:
@@ -560,9 +571,9 @@ class _SummedCGF:
         self.k_low = np.where(pos_side, left, right)   # lower bounds on K
         self.k[self.zero] = self.k_low[self.zero] = 0.0
 
-    def _refine(self, lo: float, hi: float, rounds: int = 5) -> None:
-        """Bisect the gaps of the θ grid that the sums in [lo, hi] rely on, where K
-        jumps by more than 8 across them.
+    def _refine(self, lo: float, hi: float, rounds: int = 3) -> None:
+        """Split (in four) the gaps of the θ grid that the sums in [lo, hi] rely on,
+        where K jumps by more than 8 across them.
 
         Long compositions of subsampled Gaussians need this: the moment generating
         function of one step explodes near θ ≈ 13 for σ = 1.1 (K goes from 20 to
@@ -581,7 +592,9 @@ class _SummedCGF:
             need = (np.abs(np.diff(k)) > 8.0) & (right_gap | left_gap)
             if not need.any():
                 return
-            mid = 0.5 * (t[:-1] + t[1:])[need]
+            # three points a gap per round (one pass over the atoms serves 8 θ)
+            a, b = t[:-1][need], t[1:][need]
+            mid = np.concatenate([a + f * (b - a) for f in (0.25, 0.5, 0.75)])
             r_mid, l_mid = self._evaluate(self._laws, mid)
             order = np.argsort(np.concatenate([t, mid]), kind="stable")
             self._set(np.concatenate([t, mid])[order],
@@ -636,10 +649,15 @@ class _SummedCGF:
                           axis=0)
             vals = np.exp(np.minimum(expo, 0.0))
         vals = np.where(g >= self.s_max if upper else g <= self.s_min, 0.0, vals)
+        # the grid index on the safe side, by arithmetic (a search costs more), then
+        # corrected by one where rounding put it on the wrong side
+        dg = (g[-1] - g[0]) / (g.size - 1) if g[-1] > g[0] else 1.0
+        j = np.clip(np.floor((cuts - g[0]) / dg).astype(np.intp), 0, g.size - 1)
         if upper:
-            j = np.maximum(np.searchsorted(g, cuts, side="right") - 1, 0)
+            j = np.where(g[j] > cuts, np.maximum(j - 1, 0), j)
         else:
-            j = np.minimum(np.searchsorted(g, cuts, side="left"), g.size - 1)
+            j = np.where(g[j] < cuts, np.minimum(j + 1, g.size - 1), j)
+            j = np.where((j > 0) & (g[np.maximum(j - 1, 0)] >= cuts), j - 1, j)
         return vals[j]
 
     def outside(self, i: int, lo: float, hi: float) -> float:
