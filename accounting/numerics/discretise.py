@@ -28,7 +28,7 @@ import numpy as np
 from accounting.numerics.loss import LossPMF, check_grid_points
 
 __all__ = ["connect_the_dots", "convex_minorant", "profile_support", "profile_sup",
-           "grid_indices", "grid_profile"]
+           "grid_indices", "grid_profile", "atoms_to_grid"]
 
 ProfileFn = Callable[[np.ndarray], np.ndarray]
 
@@ -440,3 +440,44 @@ def _clamp(lam: np.ndarray, v: np.ndarray, left: np.ndarray, step: float,
         k = neg[neg <= n - 2]            # interval (k, k+1): lower point k+1
         lam[k + 1] = np.maximum(lam[k + 1], v[k + 1] - v[k] - a1[k] * em1)
     return lam
+
+
+def atoms_to_grid(law: LossPMF, step: float, tail: float, pessimistic: bool) -> LossPMF:
+    """A law of finitely many atoms moved onto the grid i·``step``, exactly.
+
+    Pessimistic: each atom goes up to the nearest grid point at or above it, and the
+    atoms above the top ``tail`` of P-mass go to +∞; optimistic: each goes down, and
+    the top ``tail`` is moved down onto the cut. δ(ε) = E_P[(1 − e^{ε−L})₊] + P(L = ∞)
+    has a non-decreasing integrand in L, so raising losses (keeping P-masses; the
+    Q-mass p·e^{−l} given up goes to Q's atom at −∞) raises δ at every ε and the
+    result dominates the law; lowering them gives a dominated one. The P-mass below
+    the bottom ``tail`` is moved up onto the cut (pessimistic) or dropped (optimistic:
+    less P-mass, smaller δ). Unlike the profile route there are no differences of
+    profile values, hence no roundoff-sized negative masses to book as slack (which
+    cost the optimistic side of 1e5 randomized responses 2e-9 of δ).
+    """
+    l, m = law.losses, law.masses
+    if l.size == 0:
+        return LossPMF.on_grid(step, 0, np.zeros(1), law.inf_mass, sup_loss=law.sup_loss)
+    cum = np.cumsum(m)
+    top = np.append(np.cumsum(m[::-1])[::-1][1:], 0.0)     # P-mass strictly above atom j
+    j_hi = int(np.searchsorted(-top, -tail, side="left"))    # first atom with ≤ tail above
+    j_lo = int(np.searchsorted(cum, tail, side="right"))     # atoms below carry ≤ tail
+    j_lo = min(j_lo, j_hi)
+    inf_mass = law.inf_mass
+    if pessimistic:
+        idx = np.ceil(l[j_lo:j_hi + 1] / step)
+        idx = np.where(idx * step < l[j_lo:j_hi + 1], idx + 1, idx)
+        w = m[j_lo:j_hi + 1].copy()
+        w[0] += float(cum[j_lo - 1]) if j_lo > 0 else 0.0
+        inf_mass = min(1.0, inf_mass + float(top[j_hi]))
+    else:
+        idx = np.floor(l[j_lo:j_hi + 1] / step)
+        idx = np.where(idx * step > l[j_lo:j_hi + 1], idx - 1, idx)
+        w = m[j_lo:j_hi + 1].copy()
+        w[-1] += float(top[j_hi])
+    idx = idx.astype(np.int64)
+    check_grid_points(int(idx[-1] - idx[0]) + 1, step, "the loss law on the grid")
+    masses = np.bincount(idx - idx[0], weights=w)
+    sup = law.max_loss if law.inf_mass == 0 and np.isfinite(law.max_loss) else None
+    return LossPMF.on_grid(step, int(idx[0]), masses, inf_mass, sup_loss=sup)
