@@ -314,9 +314,24 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
         payable = k < positive.size
         slack += float(owed[~payable].sum())
         need = np.bincount(positive[k[payable]], weights=owed[payable], minlength=m.size)
-        paid = np.minimum(m, need)
-        slack += float((need - paid).sum())
-        m = m - paid
+        # what a mass cannot pay moves on to the next positive mass above, and so on
+        # (each step lowers only tail sums the debt had raised): a few vectorised
+        # rounds; what is still owed after them, or finds nothing above, is slack.
+        # (Booking it at once cost σ = 0.1 at step 2e-4 9e-11 of δ everywhere.)
+        for _ in range(64):
+            paid = np.minimum(m, need)
+            m = m - paid
+            left = need - paid
+            at = np.flatnonzero(left > 0)
+            if at.size == 0:
+                break
+            positive = np.flatnonzero(m > 0)
+            k = np.searchsorted(positive, at, side="right")
+            ok = k < positive.size
+            slack += float(left[at[~ok]].sum())
+            need = np.bincount(positive[k[ok]], weights=left[at[ok]], minlength=m.size)
+        else:
+            slack += float(need.sum())
         top = np.flatnonzero(m > 0)
         if slack > 0 and top.size and m[top[-1]] >= 1e3 * slack:
             # a law with a heavy top atom (randomized response, Laplace): paying

@@ -452,8 +452,9 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
         # the composition of the inputs dominates the exact law, whose total is one:
         # mass beyond one is removed from the lowest losses (whole entries upwards),
         # which keeps every tail sum ≥ the exact one
-        # (no sum needed when the total was settled to a target safely below one)
-        settled = target + left <= 1.0 - 1e-9
+        # (no sum needed when the total was settled to a target of at most one: what
+        # rounding in the settling leaves above it is ~n·u, harmless and pessimistic)
+        settled = left == 0.0 and target <= 1.0
         over = -1.0 if settled else math.fsum(masses) + inf - 1.0
         if over > 0:
             c = np.cumsum(masses)
