@@ -9,6 +9,7 @@ Workloads (issue 3):
       grids 1e-3 and 1e-4, prv_accountant, and RDP (improved conversion)
   (f) heterogeneous: 20 and 100 distinct σ (0.8 … 2.0) × 1000 steps at q = 0.01,
       ours at step 1e-3 and the default against dp_accounting at grid 1e-3
+  (g) the RDP accountant for workload (a): ours, dp_accounting's, a compiled one
 
 Prints ε (with our certified interval), wall times, and our time / their time.
 Run:  pip install -e ".[bench]" && python benchmarks/pld.py [--quick]
@@ -171,6 +172,9 @@ def small_delta_table(workload, repeat):
     for i, d in enumerate(deltas):
         print("  " + f"{d:8.0e}" + "".join(f"{v[i]:14.5f}" for v in cols.values()))
     print("  upper ≤ RDP at every δ:", bool(np.all(hi <= rdp)))
+    base = times["ours (interval, all δ)"]
+    for k, v in list(times.items())[1:]:
+        print(f"  ours/theirs time vs {k}: {base / v:.2f}")
     for k, v in times.items():
         print(f"  time {k:<30} {v:8.3f} s")
 
@@ -184,11 +188,31 @@ def heterogeneous(n_distinct, repeat):
         label = f"ours: certified [lower, upper], step {step or 'default'}"
         row(label, f"[{lo:.5f}, {hi:.5f}]", t)
         res[step] = (hi, t)
+    e_up, t_up = timed(lambda: ours_epsilon(work, 1e-5, 1e-3), repeat)
+    row("ours: upper ε only, step 0.001", e_up, t_up)
     if dp_event is not None:
         e, t = timed(lambda: dpa_accountant(work, 1e-3).get_epsilon(1e-5), 1)
         row("dp_accounting PLD, grid 0.001", e, t, res[1e-3][1])
-        print(f"  speed-up at grid 1e-3: {t / res[1e-3][1]:.2f}×; our upper − theirs: "
-              f"{res[1e-3][0] - e:+.5f}")
+        print(f"  speed-up at grid 1e-3: interval {t / res[1e-3][1]:.2f}×, upper only "
+              f"{t / t_up:.2f}×; our upper − theirs: {res[1e-3][0] - e:+.2e}")
+
+
+def rdp_timing(repeat):
+    """The RDP route (benchmarks/rdp.py's functions) for DP-SGD, in this run."""
+    print("\n(g) RDP accountant, workload (a), δ = 1e-5")
+    import rdp as rdp_bench
+    q, sigma, steps, delta = 256 / 60000, 1.1, 14062, 1e-5
+    e_ours, t_ours = timed(lambda: rdp_bench.ours(q, sigma, steps, delta), repeat)
+    row("ours: RDP (continuous α, improved conversion)", e_ours, t_ours)
+    if dp_event is not None:
+        e, t = timed(lambda: rdp_bench.theirs(q, sigma, steps, delta), repeat)
+        row("dp_accounting RdpAccountant", e, t, t_ours)
+        print(f"  ε ours ≤ theirs: {e_ours <= e * (1 + 1e-12)}")
+    e_c, t_c = timed(lambda: rdp_bench.compiled(q, sigma, steps, delta), repeat)
+    if e_c is not None:
+        row("compiled RDP (dp_accelerator)", e_c, t_c, t_ours)
+    else:
+        print("  compiled RDP accountant (dp_accelerator) not installed: skipped")
 
 
 def main():
@@ -208,6 +232,7 @@ def main():
     heterogeneous(20, 1)
     if not args.quick:
         heterogeneous(100, 1)
+    rdp_timing(args.repeat)
 
 
 if __name__ == "__main__":

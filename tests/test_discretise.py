@@ -172,3 +172,47 @@ def test_convex_minorant_handles_a_kink_inside_a_cell():
     off = (idx[:-1] + 0.37) * step
     assert np.all(pmf.delta(off) <= _rr(off) + 16 * np.finfo(float).eps)
     assert pmf.total_mass <= 1 + 1e-9
+
+
+# -------------------------------------------------------------- atoms onto the grid
+def test_atoms_to_grid_brackets_the_binomial_law():
+    """k uses of randomized response (exact binomial atoms, off the grid): the upper
+    law's δ is ≥ the exact one and the lower's ≤ at every ε, within one grid step of
+    loss per use; no slack is booked."""
+    from accounting import LossPMF
+    from accounting.numerics.discretise import atoms_to_grid
+    from scipy.stats import binom
+    eps0, k, step = 0.013, 400, 1e-3
+    p = np.exp(eps0) / (1 + np.exp(eps0))
+    j = np.arange(k + 1)
+    law = LossPMF.from_atoms(eps0 * (2 * j - k), binom.pmf(j, k, p))
+    up = atoms_to_grid(law, step, 1e-20, True)
+    lo = atoms_to_grid(law, step, 1e-20, False)
+    eps = np.linspace(-1.0, 5.0, 301)
+    exact = law.delta(eps)
+    assert np.all(up.delta(eps) >= exact - 1e-15)
+    assert np.all(lo.delta(eps) <= exact + 1e-15)
+    assert lo.slack == up.slack == 0.0
+    assert np.all(law.delta(eps + step) <= lo.delta(eps) + 1e-15)   # moved ≤ one step
+    assert up.sup_loss == law.max_loss
+
+
+def test_vectorised_hull_matches_the_monotone_chain():
+    """The passes-plus-local-chain lower hull gives exactly the vertices of Andrew's
+    monotone chain, on noisy convex data and on steep ends that sweep one point a
+    pass."""
+    from accounting.numerics.discretise import _chain, _hull_vertices
+    rng = np.random.default_rng(7)
+    for t in range(120):
+        n = int(rng.integers(3, 2000))
+        e = np.sort(rng.uniform(-3, 3, n))
+        xs = np.concatenate([[0.0], np.exp(e), [np.exp(e[-1]) * 1e9]])
+        noise = rng.normal(0, 10 ** rng.uniform(-8, -2), n) if t % 2 else \
+            rng.uniform(0, 1e-4) * (e > rng.uniform(-3, 3))
+        yd = np.concatenate([[1.0], np.exp(-np.exp(e)) + noise, [0.0]])
+        yd[-1] = yd[-2]
+        yt = yd - 1 + xs
+        yt[0], yt[-1] = 0.0, np.inf
+        lf = np.concatenate([[True], e < 0, [False]])
+        assert np.array_equal(_hull_vertices(xs, yd, yt, lf),
+                              _chain(np.arange(xs.size), xs, yd, yt, lf))

@@ -39,12 +39,16 @@ def laplace_pld():
 
 OFF_GRID = np.linspace(-2.5, 2.5, 1001) + 0.37 * STEP
 
-LAPLACE_GAP = ("BUG (accuracy regression, commit 37c4c3b): accounting/discretise.py convex_minorant "
-                          "rounds the Laplace loss atom at ε = Δ/b (on a grid point) down one "
-                          "cell and lumps ~30 cells before it into it (lower law: mass 0.516 at "
-                          "0.999, zeros at 0.996–0.998), so the optimistic δ is 5e-4 below the "
-                          "exact one just below Δ/b: an O(step) gap, not the stated O(step²) "
-                          "(it was 6e-8 at d4b90da)")
+LAPLACE_GAP = ("LIMITATION (kept, issue 11): the optimistic law cannot keep the Laplace atom "
+               "at ε = Δ/b on its grid point from profile values alone. A minorant with "
+               "kinks on the grid is > 0 just below that point, so it needs δ's left "
+               "derivative there (−Q(L ≥ Δ/b)) to be at least as steep as its chord; "
+               "finitely many δ values only bound that derivative from the other side "
+               "(secants), since the atom's mass could sit anywhere in the cell below. "
+               "Measured at step 1e-3, b = 1: lower law puts 0.516 at 0.999 (zeros at "
+               "0.996-0.998), max δ gap 4.4e-4 at ε = 0.9954, ε bracket at δ = 1e-3 "
+               "[0.99706, 0.99800]. Fix: a mechanism that declares its atoms (as "
+               "LawPair does; discretise.atoms_to_grid then places them exactly)")
 
 
 def _bracket(pld, exact, eps, direction="max", rel=1e-12):

@@ -28,7 +28,7 @@ import numpy as np
 from accounting.numerics.loss import LossPMF, check_grid_points
 
 __all__ = ["connect_the_dots", "convex_minorant", "profile_support", "profile_sup",
-           "grid_indices", "grid_profile"]
+           "grid_indices", "grid_profile", "atoms_to_grid"]
 
 ProfileFn = Callable[[np.ndarray], np.ndarray]
 
@@ -314,9 +314,24 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
         payable = k < positive.size
         slack += float(owed[~payable].sum())
         need = np.bincount(positive[k[payable]], weights=owed[payable], minlength=m.size)
-        paid = np.minimum(m, need)
-        slack += float((need - paid).sum())
-        m = m - paid
+        # what a mass cannot pay moves on to the next positive mass above, and so on
+        # (each step lowers only tail sums the debt had raised): a few vectorised
+        # rounds; what is still owed after them, or finds nothing above, is slack.
+        # (Booking it at once cost σ = 0.1 at step 2e-4 9e-11 of δ everywhere.)
+        for _ in range(64):
+            paid = np.minimum(m, need)
+            m = m - paid
+            left = need - paid
+            at = np.flatnonzero(left > 0)
+            if at.size == 0:
+                break
+            positive = np.flatnonzero(m > 0)
+            k = np.searchsorted(positive, at, side="right")
+            ok = k < positive.size
+            slack += float(left[at[~ok]].sum())
+            need = np.bincount(positive[k[ok]], weights=left[at[ok]], minlength=m.size)
+        else:
+            slack += float(need.sum())
         top = np.flatnonzero(m > 0)
         if slack > 0 and top.size and m[top[-1]] >= 1e3 * slack:
             # a law with a heavy top atom (randomized response, Laplace): paying
@@ -346,17 +361,7 @@ def _convex_hull(indices: np.ndarray, step: float, left: np.ndarray, g: np.ndarr
     yd = np.concatenate([[1.0], g, [g[-1]]])
     yt = np.concatenate([[0.0], gt, [np.inf]])
     lf = np.concatenate([[True], left, [False]])
-    hull: list[int] = []
-    for i in range(xs.size):
-        while len(hull) >= 2:
-            a, b = hull[-2], hull[-1]
-            y = yt if lf[i] else yd          # a, b lie left of i: all left iff i is
-            if (y[b] - y[a]) * (xs[i] - xs[a]) >= (y[i] - y[a]) * (xs[b] - xs[a]):
-                hull.pop()
-            else:
-                break
-        hull.append(i)
-    h = np.array(hull)
+    h = _hull_vertices(xs, yd, yt, lf)
     new_g = np.minimum(np.interp(xs, xs[h], yd[h]), yd)[1:-1]
     hl = h[lf[h]]
     new_gt = gt.copy()
@@ -369,6 +374,60 @@ def _convex_hull(indices: np.ndarray, step: float, left: np.ndarray, g: np.ndarr
                           new_g - 1.0 + x)
     new_g = np.where(left, new_gt + 1.0 - x, new_g)
     return new_g, new_gt
+
+
+def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
+                   lf: np.ndarray) -> np.ndarray:
+    """Indices of the lower convex hull's vertices (both ends always kept).
+
+    Vectorised: every point on or above the chord of its two neighbours among the
+    points still kept is not a hull vertex (it lies on or above a chord of the set),
+    so all such points are dropped at once, pass after pass; when none is left the
+    kept points form a convex polyline through both ends — the lower hull. Each test
+    is made in the representation accurate for its points (δ̃ when all three lie
+    left of ε = 0, i.e. when the right one does). A chord sweeping in from a steep
+    end drops one point a pass: after a few passes, Andrew's monotone chain is run on
+    the kept points around the last drops (its ends stay), over a span four times
+    wider each time it has to be repeated.
+    """
+    cand = np.arange(xs.size)
+    margin = 32
+    while True:
+        for _ in range(8):
+            if cand.size < 3:
+                return cand
+            a, b, c = cand[:-2], cand[1:-1], cand[2:]
+            left = lf[c]
+            ya = np.where(left, yt[a], yd[a])
+            yb = np.where(left, yt[b], yd[b])
+            yc = np.where(left, yt[c], yd[c])
+            with np.errstate(invalid="ignore"):
+                above = (yb - ya) * (xs[c] - xs[a]) >= (yc - ya) * (xs[b] - xs[a])
+            if not above.any():
+                return cand
+            drop = 1 + np.flatnonzero(above)
+            gone = cand[drop]
+            cand = np.delete(cand, drop)
+        i0 = max(int(np.searchsorted(cand, gone.min())) - margin, 0)
+        i1 = min(int(np.searchsorted(cand, gone.max())) + margin, cand.size)
+        cand = np.concatenate([cand[:i0], _chain(cand[i0:i1], xs, yd, yt, lf), cand[i1:]])
+        margin *= 4
+
+
+def _chain(idx: np.ndarray, xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
+           lf: np.ndarray) -> np.ndarray:
+    """Andrew's monotone chain (lower hull) over the points ``idx`` (increasing x)."""
+    hull: list[int] = []
+    for i in idx.tolist():
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            y = yt if lf[i] else yd          # a, b lie left of i: all left iff i is
+            if (y[b] - y[a]) * (xs[i] - xs[a]) >= (y[i] - y[a]) * (xs[b] - xs[a]):
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    return np.array(hull, dtype=idx.dtype)
 
 
 def _clamp(lam: np.ndarray, v: np.ndarray, left: np.ndarray, step: float,
@@ -396,3 +455,44 @@ def _clamp(lam: np.ndarray, v: np.ndarray, left: np.ndarray, step: float,
         k = neg[neg <= n - 2]            # interval (k, k+1): lower point k+1
         lam[k + 1] = np.maximum(lam[k + 1], v[k + 1] - v[k] - a1[k] * em1)
     return lam
+
+
+def atoms_to_grid(law: LossPMF, step: float, tail: float, pessimistic: bool) -> LossPMF:
+    """A law of finitely many atoms moved onto the grid i·``step``, exactly.
+
+    Pessimistic: each atom goes up to the nearest grid point at or above it, and the
+    atoms above the top ``tail`` of P-mass go to +∞; optimistic: each goes down, and
+    the top ``tail`` is moved down onto the cut. δ(ε) = E_P[(1 − e^{ε−L})₊] + P(L = ∞)
+    has a non-decreasing integrand in L, so raising losses (keeping P-masses; the
+    Q-mass p·e^{−l} given up goes to Q's atom at −∞) raises δ at every ε and the
+    result dominates the law; lowering them gives a dominated one. The P-mass below
+    the bottom ``tail`` is moved up onto the cut (pessimistic) or dropped (optimistic:
+    less P-mass, smaller δ). Unlike the profile route there are no differences of
+    profile values, hence no roundoff-sized negative masses to book as slack (which
+    cost the optimistic side of 1e5 randomized responses 2e-9 of δ).
+    """
+    l, m = law.losses, law.masses
+    if l.size == 0:
+        return LossPMF.on_grid(step, 0, np.zeros(1), law.inf_mass, sup_loss=law.sup_loss)
+    cum = np.cumsum(m)
+    top = np.append(np.cumsum(m[::-1])[::-1][1:], 0.0)     # P-mass strictly above atom j
+    j_hi = int(np.searchsorted(-top, -tail, side="left"))    # first atom with ≤ tail above
+    j_lo = int(np.searchsorted(cum, tail, side="right"))     # atoms below carry ≤ tail
+    j_lo = min(j_lo, j_hi)
+    inf_mass = law.inf_mass
+    if pessimistic:
+        idx = np.ceil(l[j_lo:j_hi + 1] / step)
+        idx = np.where(idx * step < l[j_lo:j_hi + 1], idx + 1, idx)
+        w = m[j_lo:j_hi + 1].copy()
+        w[0] += float(cum[j_lo - 1]) if j_lo > 0 else 0.0
+        inf_mass = min(1.0, inf_mass + float(top[j_hi]))
+    else:
+        idx = np.floor(l[j_lo:j_hi + 1] / step)
+        idx = np.where(idx * step > l[j_lo:j_hi + 1], idx - 1, idx)
+        w = m[j_lo:j_hi + 1].copy()
+        w[-1] += float(top[j_hi])
+    idx = idx.astype(np.int64)
+    check_grid_points(int(idx[-1] - idx[0]) + 1, step, "the loss law on the grid")
+    masses = np.bincount(idx - idx[0], weights=w)
+    sup = law.max_loss if law.inf_mass == 0 and np.isfinite(law.max_loss) else None
+    return LossPMF.on_grid(step, int(idx[0]), masses, inf_mass, sup_loss=sup)
