@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from accounting.analysis.gap import InformationGap, PairLike, allocation_gap, information_gap
+from accounting.curves.curve import as_kind
 from accounting.validation import check_array
 from accounting.vocabulary import Bound, Direction, as_direction
 
@@ -55,17 +56,6 @@ def save(ax: Any, path: str, *, dpi: int = 120) -> None:
     plt.close(fig)
 
 
-def _as(curve: Any, kind: type) -> Any:
-    """``curve`` as a curve of ``kind`` (converted through the registry when needed)."""
-    from accounting.curves.curve import Curve
-    if isinstance(curve, kind):
-        return curve
-    if not isinstance(curve, Curve):
-        raise TypeError(f"expected a privacy curve (PLD, PrivacyProfile, TradeOff, RDP or "
-                        f"ZCDP), got {type(curve).__name__}")
-    return curve.to(kind)
-
-
 def _sides(curve: Any) -> list[tuple[Bound, str, str]]:
     """The sides to draw: (bound, line style, legend suffix); the lower only if known."""
     sides = [(Bound.UPPER, "-", "upper (certified)" if curve.provenance.exactness.certified
@@ -83,7 +73,7 @@ def plot_tradeoff(curve: Any, ax: Any = None, *, direction: "Direction | str" = 
     Prop. 2.5), for a few ε (``epsilons``; default three spread over the curve)."""
     from accounting.curves.profile import PrivacyProfile
     from accounting.curves.tradeoff import TradeOff
-    trade = _as(curve, TradeOff)
+    trade = as_kind(curve, TradeOff)
     d = as_direction(direction)
     alpha = np.unique(np.concatenate([np.linspace(0.0, 1.0, 401), np.geomspace(1e-6, 1.0, 200)]))
     ax = _axes(ax)
@@ -94,7 +84,7 @@ def plot_tradeoff(curve: Any, ax: Any = None, *, direction: "Direction | str" = 
         ax.plot(alpha, betas[bound], ls=ls, color="C0", label=f"{name}, {suffix}")
     if len(betas) == 2:
         ax.fill_between(alpha, betas[Bound.UPPER], betas[Bound.LOWER], color="C0", alpha=0.2)
-    profile = _as(curve, PrivacyProfile)
+    profile = as_kind(curve, PrivacyProfile)
     if epsilons is None:   # the ε at δ = 0.1, 0.01 and 0.001, where they are positive
         eps = np.asarray(profile.epsilon(np.array([1e-1, 1e-2, 1e-3]), d), dtype=float)
         epsilons = eps[np.isfinite(eps) & (eps > 0)] if np.any(eps > 0) else [1.0]
@@ -120,7 +110,7 @@ def plot_profile(curve: Any, ax: Any = None, *, direction: "Direction | str" = "
     """δ(ε) of ``curve`` (converted to a ``PrivacyProfile``) on a log scale, both sides
     where known."""
     from accounting.curves.profile import PrivacyProfile
-    prof = _as(curve, PrivacyProfile)
+    prof = as_kind(curve, PrivacyProfile)
     d = as_direction(direction)
     if epsilons is None:
         top = float(prof.epsilon(1e-12, d))
@@ -151,7 +141,7 @@ def plot_pld(curve: Any, ax: Any = None, *, direction: "Direction | str" = "forw
     (``forward`` is the loss log dP/dQ under P), both sides where known, on a log scale;
     the mass at +∞ is written in the legend."""
     from accounting.curves.pld import PLD
-    pld = _as(curve, PLD)
+    pld = as_kind(curve, PLD)
     d = as_direction(direction)
     if d is Direction.MAX:
         raise ValueError("plot_pld needs direction 'forward' or 'backward', not 'max'")
@@ -176,7 +166,7 @@ def plot_rdp(curve: Any, ax: Any = None, *, alphas: Optional[Sequence[float]] = 
     them shaded (unifying-accounting paper, arXiv:2610.02414v1, §3)."""
     from accounting.curves.rdp import RDP
     from accounting.curves.zcdp import ZCDP
-    rdp = _as(curve, RDP)
+    rdp = as_kind(curve, RDP)
     d = as_direction(direction)
     a = check_array("alphas", np.geomspace(1.01, 64.0, 120) if alphas is None else alphas,
                     lo=1.0, lo_open=True)
@@ -184,7 +174,7 @@ def plot_rdp(curve: Any, ax: Any = None, *, alphas: Optional[Sequence[float]] = 
     name = label or "D_α"
     values = rdp.rdp(a, d)
     line, = ax.plot(a, values, color="C0", label=f"{name} (RDP, {rdp.provenance.exactness.value})")
-    rho = float(_as(rdp, ZCDP).rho(d))
+    rho = float(as_kind(rdp, ZCDP).rho(d))
     if np.isfinite(rho):
         ax.plot(a, rho * a, ls="--", color="C1", label=f"zCDP envelope ρα, ρ = {rho:.4g}")
         ax.fill_between(a, values, rho * a, color="C1", alpha=0.2, label="information gap")

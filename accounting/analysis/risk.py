@@ -40,21 +40,11 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtri
 
+from accounting.curves.curve import as_kind
 from accounting.validation import check_array
 from accounting.vocabulary import Bound, Direction, as_bound, as_direction
 
 __all__ = ["tpr_at_fpr", "advantage", "bayes_risk", "gdp_mu", "tradeoff_gdp_mu", "GDP_ALPHA"]
-
-
-def _curve(curve: Any, kind: type) -> Any:
-    """``curve`` as ``kind``; anything that is not a curve is a TypeError."""
-    from accounting.curves.curve import Curve
-    if isinstance(curve, kind):
-        return curve
-    if not isinstance(curve, Curve):
-        raise TypeError(f"curve must be a privacy curve (PLD, PrivacyProfile, TradeOff, RDP "
-                        f"or ZCDP), got {type(curve).__name__}")
-    return curve.to(kind)
 
 
 def tpr_at_fpr(curve: Any, fpr: "np.ndarray | float", *, direction: "Direction | str" = "max",
@@ -65,7 +55,7 @@ def tpr_at_fpr(curve: Any, fpr: "np.ndarray | float", *, direction: "Direction |
     from accounting.curves.tradeoff import TradeOff
     a = check_array("fpr", fpr, lo=0.0, hi=1.0)
     side = as_bound(bound)
-    trade = _curve(curve, TradeOff)
+    trade = as_kind(curve, TradeOff)
     beta = trade.beta(a, as_direction(direction), side)
     # 1 − β is exact in floating point for β ≥ ½ (Sterbenz), but β itself was rounded to
     # the nearest double, up to half an ulp of 1 either way: widen by that much outward
@@ -80,7 +70,7 @@ def advantage(curve: Any, *, direction: "Direction | str" = "max",
     """The largest TPR − FPR of any attack: δ(0), the total variation distance between
     the pair's distributions. ``bound="upper"`` (default) is a certified upper bound."""
     from accounting.curves.profile import PrivacyProfile
-    profile = _curve(curve, PrivacyProfile)
+    profile = as_kind(curve, PrivacyProfile)
     return float(profile.delta(0.0, as_direction(direction), as_bound(bound)))
 
 
@@ -93,7 +83,7 @@ def bayes_risk(curve: Any, prior: float, *, direction: "Direction | str" = "max"
     so the value is a certified **lower** bound on every attack's error."""
     pi = float(check_array("prior", prior, lo=0.0, hi=1.0, lo_open=True, hi_open=True))
     from accounting.curves.profile import PrivacyProfile
-    profile = _curve(curve, PrivacyProfile)
+    profile = as_kind(curve, PrivacyProfile)
     d = as_direction(direction)
     # the attack errs on a member with prob. π·FNR and on a non-member with (1−π)·FPR;
     # the hockey-stick form needs the direction whose alternative is "member present"

@@ -25,7 +25,7 @@ import numpy as np
 from accounting.validation import check_array
 from accounting.vocabulary import Bound, Direction, Exactness, as_bound, as_direction
 
-__all__ = ["Exactness", "Provenance", "Curve", "QUERIES", "directional_max"]
+__all__ = ["Exactness", "Provenance", "Curve", "QUERIES", "directional_max", "as_kind"]
 
 
 def _check_path(path: tuple) -> None:
@@ -354,3 +354,15 @@ class Curve:
         route = " → ".join(steps) if steps else "source"
         return (f"{type(self).__name__}({self.provenance.exactness.value} ({route}); {sides}"
                 f"{'; ' + summary if summary else ''})")
+
+
+def as_kind(curve: Any, kind: type, parameter: str = "curve") -> "Curve":
+    """``curve`` as a curve of ``kind``: itself if it is one, else its conversion (default
+    options, through the registry). Anything that is not a curve is a TypeError naming
+    ``parameter``."""
+    if isinstance(curve, kind):
+        return curve
+    if not isinstance(curve, Curve):
+        raise TypeError(f"{parameter} must be a privacy curve (PLD, PrivacyProfile, TradeOff, "
+                        f"RDP or ZCDP), got {type(curve).__name__}")
+    return curve.to(kind)

@@ -45,7 +45,6 @@ import copy
 import itertools
 import math
 import os
-import stat
 import time
 from typing import Any, Mapping, Optional, Sequence
 
@@ -452,23 +451,15 @@ def load_sweep(path: "str | os.PathLike") -> dict:
     file; a FIFO or a device is refused before it is opened). Only parsed, never
     executed."""
     import tomllib
+
+    from accounting.serialization import read_text_file
     source = str(path)
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise SweepError(f"{source}: cannot read the sweep file (not a regular file)")
-        if info.st_size > MAX_WORKLOAD_BYTES:
-            raise SweepError(f"{source}: sweep file too large ({info.st_size} bytes; at "
-                             f"most {MAX_WORKLOAD_BYTES})")
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_WORKLOAD_BYTES + 1)
-    except OSError as exc:
-        raise SweepError(f"{source}: cannot read the sweep file "
-                         f"({exc.strerror or type(exc).__name__})") from None
+        text = read_text_file(path, MAX_WORKLOAD_BYTES, "the sweep file", "TOML file")
+    except ValueError as exc:
+        raise SweepError(str(exc)) from None
     try:
-        return tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise SweepError(f"{source}: not a UTF-8 text file (byte {exc.start})") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SweepError(f"{source}: invalid TOML: {exc}") from None
     except RecursionError:
