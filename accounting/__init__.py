@@ -71,9 +71,8 @@ def load(path, registry=None):
 
 
 def __getattr__(name: str):
-    # deprecated for one release: Term (now MechanismFamily) and calibrate_dpsgd (moved
-    # to the mechanisms plugin; imported only here, when asked for, never at import time)
-    if name in ("Term", "calibrate_dpsgd"):
+    # deprecated for one release: Term (now MechanismFamily)
+    if name == "Term":
         from accounting.analysis import calibration
         return getattr(calibration, name)
     raise AttributeError(f"module 'accounting' has no attribute {name!r}")

@@ -5,7 +5,7 @@ shipped inside the package, nothing is downloaded), split 80/20. A small model i
 trained with DP-SGD (Abadi et al. 2016, arXiv:1607.00133, Alg. 1: Poisson-sampled
 batches, per-example gradients clipped to norm C, Gaussian noise of std σC on their
 sum) for a fixed number of epochs at (ε, δ) = (3, 1e-5). The noise multiplier σ is
-calibrated three times (``accounting.calibrate_dpsgd``), once per accountant:
+calibrated three times (``accounting_mechanisms.dpsgd.calibrate_dpsgd``), once per accountant:
 
 * ``pld``: the composed privacy-loss distribution (tight, certified upper bound);
 * ``rdp``: the composed Rényi curve converted to (ε, δ) (a looser upper bound);
@@ -37,6 +37,7 @@ import numpy as np
 
 import accounting
 from accounting_bridges.training import GRID_STEP, TrainingAccountant
+from accounting_mechanisms.dpsgd import calibrate_dpsgd
 
 ACCOUNTANTS = ("pld", "rdp", "zcdp")
 DELTA = 1e-5
@@ -65,7 +66,7 @@ def schedule(n: int, batch_size: int, epochs: int) -> tuple[float, int]:
 def calibrate_sigmas(q: float, steps: int, epsilon: float = 3.0, delta: float = DELTA,
                      grid_step: float = GRID_STEP) -> dict:
     """The noise multiplier meeting (ε, δ) under each accountant: {name: Calibration}."""
-    return {name: accounting.calibrate_dpsgd(q, steps, epsilon=epsilon, delta=delta,
+    return {name: calibrate_dpsgd(q, steps, epsilon=epsilon, delta=delta,
                                              accountant=name, step=grid_step, rtol=1e-4)
             for name in ACCOUNTANTS}
 

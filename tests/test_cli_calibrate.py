@@ -17,7 +17,8 @@ from closed_forms import cks_zcdp_epsilon
 
 import accounting
 from accounting import Accountant
-from accounting.analysis.calibration import calibrate, calibrate_dpsgd
+from accounting.analysis.calibration import calibrate
+from accounting_mechanisms.dpsgd import calibrate_dpsgd
 from accounting.cli.app import main
 
 

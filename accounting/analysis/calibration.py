@@ -448,23 +448,11 @@ def calibrate(family: Any, solve: Optional[str] = None, *, epsilon: float, delta
 
 
 def __getattr__(name: str) -> Any:
-    """Deprecated names: ``Term`` (now ``MechanismFamily``) and ``calibrate_dpsgd`` (now in
-    the plugin module ``accounting_mechanisms.dpsgd``, imported only when asked for)."""
+    """Deprecated name: ``Term`` (now ``MechanismFamily``). (``calibrate_dpsgd`` moved to
+    the mechanisms plugin, which the core does not name: see the CHANGELOG.)"""
     import warnings
     if name == "Term":
         warnings.warn("Term is deprecated; use MechanismFamily (a family is x -> Ledger)",
                       DeprecationWarning, stacklevel=2)
         return MechanismFamily
-    if name == "calibrate_dpsgd":
-        return deprecated_dpsgd()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def deprecated_dpsgd() -> Callable[..., Calibration]:
-    """The DP-SGD preset from the plugin that now holds it, with a DeprecationWarning;
-    imported lazily, so the core never imports a plugin at import time."""
-    import importlib
-    import warnings
-    warnings.warn("calibrate_dpsgd moved to the mechanisms plugin: import it from "
-                  "accounting_mechanisms.dpsgd", DeprecationWarning, stacklevel=3)
-    return importlib.import_module("accounting_mechanisms.dpsgd").calibrate_dpsgd

@@ -8,8 +8,8 @@ Mironov, Talwar, Zhang, arXiv:1908.10530, §3.3). A run of T steps is the ledger
 T uses, so calibrating σ is ``calibrate_workload`` over the family σ ↦ that ledger.
 
 This preset lives in the mechanisms plugin because it names the plugin's
-``subsampled_gaussian``; the core only knows ledgers. ``accounting.calibrate_dpsgd``
-still reaches it, with a DeprecationWarning, for one release.
+``subsampled_gaussian``; the core only knows ledgers, and keeps no alias that would
+name this module.
 """
 
 from __future__ import annotations

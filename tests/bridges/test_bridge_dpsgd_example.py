@@ -38,7 +38,7 @@ def test_calibrated_sigmas_are_ordered_by_tightness(example):
     # zCDP ignores subsampling: its σ is that of 345 full-batch Gaussian steps, whose
     # ρ = 345/(2σ²) converts to ε = 3 (CKS 2020, Cor. 13) — the same σ as q = 1
     import accounting
-    full = accounting.calibrate_dpsgd(1.0, steps, epsilon=3.0, delta=example.DELTA,
+    full = example.calibrate_dpsgd(1.0, steps, epsilon=3.0, delta=example.DELTA,
                                       accountant="zcdp", rtol=1e-4)
     assert zcdp.value == pytest.approx(full.value, rel=2e-4)
     # measured: PLD 1.3875, RDP 1.4774 (6% more noise), zCDP 27.74
