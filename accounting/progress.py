@@ -8,8 +8,10 @@ Whether it shows:
 * ``enabled=None`` (the default): when tqdm is installed and stderr is a terminal,
   unless the environment variable ``ACCOUNTING_PROGRESS`` is ``0``; ``1`` forces it
   on (for logs and CI);
-* ``enabled=True``: always; without tqdm, plain lines ``desc: n/total`` (at most one
-  a second) take the bar's place;
+* ``enabled=True``: always; without tqdm, plain lines
+  ``desc: 12/64 done, 8.3 s elapsed, about 35 s left`` (at most one every ``interval``
+  seconds, and the final count) take the bar's place. The estimate assumes the
+  remaining steps take as long on average as the finished ones;
 * ``enabled=False``: never.
 
 Nothing appears before ``delay`` seconds (default 2): short calls stay silent.
@@ -28,9 +30,9 @@ import math
 import os
 import sys
 import time
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional, TextIO
 
-__all__ = ["progress", "Progress", "ENV_VAR"]
+__all__ = ["progress", "Progress", "ENV_VAR", "format_duration"]
 
 #: environment variable: "1" forces progress on, "0" turns it off
 ENV_VAR = "ACCOUNTING_PROGRESS"
@@ -38,16 +40,32 @@ ENV_VAR = "ACCOUNTING_PROGRESS"
 DEFAULT_DELAY = 2.0
 
 
+def format_duration(seconds: float) -> str:
+    """``seconds`` as ``8.3 s``, ``4 min 05 s`` or ``2 h 03 min``."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
 class Progress:
     """No progress shown: the iterable passes through, ``update`` does nothing."""
 
     def __init__(self, iterable: Optional[Iterable] = None, total: Optional[float] = None,
-                 desc: str = "", delay: float = DEFAULT_DELAY) -> None:
+                 desc: str = "", delay: float = DEFAULT_DELAY, *,
+                 stream: Optional[TextIO] = None, interval: float = 1.0,
+                 initial: float = 0) -> None:
         self.iterable = iterable
         self.total = total
         self.desc = desc
         self.delay = delay
-        self.n = 0.0
+        self.stream = stream
+        self.interval = interval
+        self.n = float(initial)
+        self.initial = float(initial)
 
     def __iter__(self) -> Iterator:
         if self.iterable is None:
@@ -76,7 +94,8 @@ class Progress:
 
 
 class _TextProgress(Progress):
-    """Plain ``desc: n/total`` lines on stderr, at most one a second (no tqdm)."""
+    """Plain ``desc: n/total done, … elapsed, about … left`` lines on stderr, at most one
+    every ``interval`` seconds (no tqdm)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -87,14 +106,27 @@ class _TextProgress(Progress):
     def update(self, n: float = 1) -> None:
         super().update(n)
         now = time.monotonic()
-        if now - self._start >= self.delay and now - self._written_at >= 1.0:
+        finished = self.total is not None and self.n >= self.total
+        if now - self._start >= self.delay and (now - self._written_at >= self.interval
+                                                or finished):
             self._write()
             self._written_at = now
 
-    def _write(self) -> None:
-        of = f"/{self.total:g}" if self.total is not None else ""
+    def line(self) -> str:
+        """``desc: n/total done, elapsed, about … left`` (the estimate once a step ran)."""
+        elapsed = time.monotonic() - self._start
         label = f"{self.desc}: " if self.desc else ""
-        print(f"{label}{self.n:g}{of}", file=sys.stderr, flush=True)
+        if self.total is None:
+            return f"{label}{self.n:g} done, {format_duration(elapsed)} elapsed"
+        ran = self.n - self.initial
+        left = ""
+        if 0 < ran and self.n < self.total:
+            left = f", about {format_duration(elapsed / ran * (self.total - self.n))} left"
+        return (f"{label}{self.n:g}/{self.total:g} done, {format_duration(elapsed)} "
+                f"elapsed{left}")
+
+    def _write(self) -> None:
+        print(self.line(), file=self.stream or sys.stderr, flush=True)
         self._written_n = self.n
 
     def close(self) -> None:
@@ -125,19 +157,22 @@ def _wanted(enabled: Optional[bool]) -> bool:
 
 def progress(iterable: Optional[Iterable] = None, *, total: Optional[float] = None,
              desc: str = "", enabled: Optional[bool] = None,
-             delay: float = DEFAULT_DELAY) -> Any:
-    """A progress bar on stderr around ``iterable`` (or advanced by ``update(n)``);
-    see the module docstring for when it shows. ``total`` defaults to
-    ``len(iterable)`` where that exists."""
+             delay: float = DEFAULT_DELAY, stream: Optional[TextIO] = None,
+             interval: float = 1.0, initial: float = 0) -> Any:
+    """A progress bar on ``stream`` (stderr) around ``iterable`` (or advanced by
+    ``update(n)``); see the module docstring for when it shows. ``total`` defaults to
+    ``len(iterable)`` where that exists; ``initial`` counts steps already done (a
+    resumed run), which the time estimate leaves out."""
     if total is None and iterable is not None:
         try:
             total = len(iterable)  # type: ignore[arg-type]
         except TypeError:
             total = None
+    options = dict(stream=stream, interval=interval, initial=initial)
     if not _wanted(enabled):
-        return Progress(iterable, total, desc, delay)
+        return Progress(iterable, total, desc, delay, **options)
     tqdm = _tqdm()
     if tqdm is None:
-        return _TextProgress(iterable, total, desc, delay)
-    return tqdm(iterable, total=total, desc=desc or None, file=sys.stderr, delay=delay,
-                leave=False, dynamic_ncols=True)
+        return _TextProgress(iterable, total, desc, delay, **options)
+    return tqdm(iterable, total=total, desc=desc or None, file=stream or sys.stderr,
+                delay=delay, leave=False, dynamic_ncols=True, initial=initial)

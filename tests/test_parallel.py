@@ -21,7 +21,7 @@ from accounting.cli import main
 from accounting.parallel import (Engine, EngineError, TaskError, TaskFailure, account_ledgers,
                                  load_sweep, map_tasks, plan_sweep, run_sweep)
 from accounting.parallel.configs import build_accountant, calibration_terms, config_digest
-from accounting.parallel.progress import Progress
+from accounting import progress as progress_module
 from accounting.parallel.seeds import task_seed
 from accounting.parallel.sweep import SweepError
 from accounting.workload import workload_from_dict
@@ -265,9 +265,11 @@ def test_a_bad_ledger_is_named_by_its_row():
 
 
 # ---------------------------------------------------------------- progress
-def test_progress_counts_and_estimates_the_time_left():
+def test_progress_counts_and_estimates_the_time_left(monkeypatch):
+    monkeypatch.setattr(progress_module, "_tqdm", lambda: None)     # the plain-text lines
     buf = io.StringIO()
-    bar = Progress(4, "sweep", stream=buf, interval=0.0, use_tqdm=False)
+    bar = progress_module.progress(total=4, desc="sweep", enabled=True, delay=0.0,
+                                   stream=buf, interval=0.0)
     for _ in range(4):
         bar.update()
     lines = buf.getvalue().splitlines()

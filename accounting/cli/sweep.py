@@ -17,7 +17,7 @@ from typing import Any
 
 from accounting.cli.base import CLIError, _count_text, _parse_float, _stdout_to_stderr
 from accounting.parallel.executor import Engine, EngineError, TaskError
-from accounting.parallel.progress import format_duration
+from accounting.progress import format_duration
 from accounting.parallel.sweep import load_sweep, run_sweep
 from accounting.parallel.table import encode_json
 from accounting.registry.registry import Registry

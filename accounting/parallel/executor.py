@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 import attrs
 
 from accounting.parallel.malloc import tune_allocator
-from accounting.parallel.progress import Progress
+from accounting.progress import progress as progress_bar
 from accounting.parallel.seeds import resolve_seed, task_seed
 from accounting.parallel.threads import cap_process_threads, check_threads, limited_threads
 from accounting.validation import check_count, check_positive
@@ -402,7 +402,7 @@ def map_tasks(fn: Callable[[Any, Any], Any], configs: Sequence[Any], *,
               engine: Optional[Engine] = None, seed: Optional[int] = None,
               indices: Optional[Sequence[int]] = None,
               on_result: Optional[Callable[[int, Any], None]] = None,
-              on_error: str = "raise", progress: "Progress | bool | None" = None,
+              on_error: str = "raise", progress: "bool | None" = None,
               label: str = "tasks") -> list:
     """``[fn(configs[k], task_seed(seed, indices[k])) for k]``, run on ``engine``.
 
@@ -430,9 +430,7 @@ def map_tasks(fn: Callable[[Any, Any], Any], configs: Sequence[Any], *,
                          f"got {len(indices)}")
     seed = resolve_seed(seed)
     results: list = [None] * n
-    owns_progress = not isinstance(progress, Progress)
-    bar = progress if isinstance(progress, Progress) else Progress(n, label,
-                                                                  enabled=bool(progress))
+    bar = progress_bar(total=n, desc=label, enabled=bool(progress), delay=0.0)
 
     def finish(outcomes: list) -> None:
         for position, ok, value in outcomes:
@@ -460,8 +458,7 @@ def map_tasks(fn: Callable[[Any, Any], Any], configs: Sequence[Any], *,
             _drive(session, engine, fn, seed, _chunks(items, size), configs, finish)
         return results
     finally:
-        if owns_progress:
-            bar.close()
+        bar.close()
 
 
 def _drive(session: _Session, engine: Engine, fn: Callable, seed: int, chunks: list,
