@@ -116,5 +116,11 @@ def test_every_toml_workload_in_the_docs_parses():
               for b in re.findall(r"```toml\n(.*?)```", page.read_text(), re.S)
               if "[[mechanism]]" in b]
     assert blocks
+    import tomllib
+
+    from accounting.parallel.sweep import plan_sweep
     for block in blocks:
-        assert parse_workload(block).uses
+        if re.search(r"^query\s*=", block, re.M):      # a sweep file (docs/scaling.md)
+            assert plan_sweep(tomllib.loads(block))
+        else:
+            assert parse_workload(block).uses

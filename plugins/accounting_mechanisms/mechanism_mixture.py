@@ -22,14 +22,13 @@ must all declare the neighbouring relation the mixture is accounted under.
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import attrs
 import numpy as np
 
 from accounting.curves.curve import Exactness
 from accounting.pairs.mechanism import Mechanism, Neighbouring, Range, as_neighbouring
-from accounting.pairs.pair import Pair
+from accounting.pairs.pair import Pair, not_provided
 from accounting.registry.hookspecs import hookimpl
 
 from .approx_dp import _entries_in, _one_sensitivity, _scalar_or_tuple
@@ -71,27 +70,25 @@ class MixturePair(Pair):
         return np.clip(self._average((w, p._profile_lower(eps, direction))
                                      for w, p in self._live()), 0.0, 1.0)
 
-    def _cgfs(self, t, direction, lower: bool) -> Optional[list]:
-        out = []
-        for w, p in self._live():
-            k = p.cgf_lower(t, direction) if lower and hasattr(p, "cgf_lower") else \
-                (None if lower else p._cgf(t, direction))
-            if k is None:
-                return None
-            out.append(np.log(w) + np.asarray(k, dtype=float))
-        return out
+    def provides(self, primitive: str) -> bool:
+        """A Rényi moment of the mixture needs that moment of every branch."""
+        if primitive in ("cgf", "cgf_lower"):
+            return all(p.provides(primitive) for _, p in self._live())
+        return super().provides(primitive)
+
+    def _cgfs(self, t, direction, lower: bool) -> list:
+        name = "cgf_lower" if lower else "cgf"
+        if not self.provides(name):
+            raise not_provided(self, name)
+        return [np.log(w) + np.asarray(p.cgf_lower(t, direction) if lower
+                                       else p._cgf(t, direction), dtype=float)
+                for w, p in self._live()]
 
     def _cgf(self, t, direction):
-        parts = self._cgfs(t, direction, lower=False)
-        if parts is None:
-            return None
-        return np.logaddexp.reduce(np.stack(parts), axis=0)
+        return np.logaddexp.reduce(np.stack(self._cgfs(t, direction, lower=False)), axis=0)
 
     def cgf_lower(self, t, direction):
-        parts = self._cgfs(t, direction, lower=True)
-        if parts is None:
-            return None
-        return np.logaddexp.reduce(np.stack(parts), axis=0)
+        return np.logaddexp.reduce(np.stack(self._cgfs(t, direction, lower=True)), axis=0)
 
     def cgf_exactness(self) -> Exactness:
         labels = [p.cgf_exactness() for _, p in self._live()]

@@ -59,14 +59,14 @@ def _reach(sigma: float) -> int:
     return math.ceil(sigma * math.sqrt(2.0 * _DROP)) + 1
 
 
-def truncated_dgauss_pair(sigma: float, truncation: int, delta: int) -> LawPair:
+def truncated_dgauss_pair(sigma: float, truncation: int, sensitivity: int) -> LawPair:
     """The exact pair (Δ + Y, Y), Y ~ N_ℤ(0, σ²) on {−T, …, T} (module docstring)."""
-    label = f"TruncDG(σ={sigma:g}, T={truncation}, Δ={delta})"
-    if delta == 0:      # P = Q: one atom at loss 0 holding all the mass, exactly
+    label = f"TruncDG(σ={sigma:g}, T={truncation}, Δ={sensitivity})"
+    if sensitivity == 0:      # P = Q: one atom at loss 0 holding all the mass, exactly
         free = LossPMF.from_atoms(np.zeros(1), np.ones(1))
         return FiniteLawPair((free, free), (free, free), label, symmetric=True)
     t_eff = min(int(truncation), _reach(sigma))
-    size = 2 * t_eff + delta + 1
+    size = 2 * t_eff + sensitivity + 1
     if size > MAX_TABLE:
         raise ValueError(f"truncated_discrete_gaussian: the exact table would have {size:,} "
                          f"outcomes (max {MAX_TABLE:,}); use a smaller sigma or sensitivity, "
@@ -74,25 +74,25 @@ def truncated_dgauss_pair(sigma: float, truncation: int, delta: int) -> LawPair:
     y = np.arange(-t_eff, t_eff + 1, dtype=float)
     log_pmf = -y * y / (2.0 * sigma * sigma)
     log_pmf -= logsumexp(log_pmf)
-    x = np.arange(-t_eff, t_eff + delta + 1, dtype=float)
+    x = np.arange(-t_eff, t_eff + sensitivity + 1, dtype=float)
     lq = np.full(x.size, -np.inf)
     lp = np.full(x.size, -np.inf)
     lq[: y.size] = log_pmf                      # Q = Y on [−T, T]
-    lp[delta: delta + y.size] = log_pmf         # P = Δ + Y on [Δ − T, Δ + T]
+    lp[sensitivity: sensitivity + y.size] = log_pmf         # P = Δ + Y on [Δ − T, Δ + T]
     both = np.isfinite(lq) & np.isfinite(lp)
-    loss = (2.0 * x[both] * delta - delta * delta) / (2.0 * sigma * sigma)
-    inf_p = _inf_mass(lp[np.isfinite(lp) & ~np.isfinite(lq)], delta, truncation)
-    inf_q = _inf_mass(lq[np.isfinite(lq) & ~np.isfinite(lp)], delta, truncation)
+    loss = (2.0 * x[both] * sensitivity - sensitivity * sensitivity) / (2.0 * sigma * sigma)
+    inf_p = _inf_mass(lp[np.isfinite(lp) & ~np.isfinite(lq)], sensitivity, truncation)
+    inf_q = _inf_mass(lq[np.isfinite(lq) & ~np.isfinite(lp)], sensitivity, truncation)
     fwd = LossPMF.from_atoms(loss, np.exp(lp[both]), inf_p)
     bwd = LossPMF.from_atoms(-loss, np.exp(lq[both]), inf_q)
     return FiniteLawPair((fwd, bwd), (fwd, bwd), label, symmetric=True)
 
 
-def _inf_mass(log_masses: np.ndarray, delta: int, truncation: int) -> float:
+def _inf_mass(log_masses: np.ndarray, sensitivity: int, truncation: int) -> float:
     """Σ of the one-sided masses; the smallest positive double when the exact mass is
     positive (Δ ≥ 1, an outcome one side lacks) but underflows."""
     m = float(np.exp(logsumexp(log_masses))) if log_masses.size else 0.0
-    if m == 0.0 and delta >= 1:
+    if m == 0.0 and sensitivity >= 1:
         m = math.ulp(0.0)
     return min(m, 1.0)
 
@@ -125,9 +125,9 @@ class TruncatedDiscreteGaussian(AdditiveNoise):
     def noise_width(self) -> float:
         return float(min(self.sigma, max(self.truncation, 1)))
 
-    def sample(self, rng: np.random.Generator, shape=()) -> np.ndarray:
+    def sample_noise(self, rng: np.random.Generator, shape=()) -> np.ndarray:
         """Draws of the noise Y (integers as int64), from the exact pmf on the support
-        where it does not underflow."""
+        where it does not underflow (``sample`` adds the sensitivity for P)."""
         t_eff = min(int(self.truncation), _reach(float(self.sigma)))
         y = np.arange(-t_eff, t_eff + 1)
         log_pmf = -0.5 * (y / float(self.sigma)) ** 2

@@ -184,6 +184,10 @@ def test_noise_samplers_have_the_right_variance():
         "discrete_gaussian": (dict(sigma=3.0), 9.0),
         # weights (½, ½), means ±1, scales 1: 1 + 1
         "gaussian_mixture": (dict(weights=(0.5, 0.5), means=(-1.0, 1.0), scales=(1.0, 1.0)), 2.0),
+        # N_ℤ(0, σ²) on {−T, …, T}, σ = 3, T = 4: Σ x² e^{−x²/18} / Σ e^{−x²/18} over |x| ≤ 4
+        "truncated_discrete_gaussian": (dict(sigma=3.0, truncation=4), sum(
+            x * x * math.exp(-x * x / 18) for x in range(-4, 5)) / sum(
+            math.exp(-x * x / 18) for x in range(-4, 5))),
     }
     builtin = {n for n, cls in accounting.default_registry().mechanisms.items()
                if issubclass(cls, accounting.AdditiveNoise)}

@@ -96,7 +96,7 @@ def test_degenerate_parameters():
 
 def test_sample_draws_the_truncated_pmf():
     m = _mech(sigma=1.5, truncation=2)
-    x = m.sample(np.random.default_rng(7), (20000,))
+    x = m.sample_noise(np.random.default_rng(7), (20000,))
     assert x.shape == (20000,) and x.min() >= -2 and x.max() <= 2
     y = np.arange(-2, 3)
     pmf = np.exp(-y ** 2 / (2 * 1.5 ** 2))
