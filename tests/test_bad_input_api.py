@@ -138,7 +138,7 @@ CASES = [
                                                           sensitivity=1.5), ValueError,
           r"sensitivity"),
     _case("range", "epsilon(delta=1)", lambda: curve(PLD).epsilon(1.0), ValueError, r"delta"),
-    _case("range", "rdp(alpha=1)", lambda: curve(RDP).rdp(1.0), ValueError, r"alpha"),
+    _case("range", "rdp(alpha=0.5)", lambda: curve(RDP).rdp(0.5), ValueError, r"alpha"),
     _case("range", "beta(alpha=1.5)", lambda: curve(TradeOff).beta(1.5), ValueError, r"alpha"),
     _case("range", "Accountant step inf (1e308·10)", lambda: Accountant(step=1e308 * 10),
           ValueError, r"step"),
