@@ -105,3 +105,14 @@ def test_subsampled_bad_input():
             poisson_subsampled_rdp(z, q)
     with pytest.raises(TypeError, match="ZCDP"):
         poisson_subsampled_rdp(0.1, 0.5)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.floats(1e-3, 2.0), st.floats(1e-4, 0.5), st.floats(1e-4, 0.5), st.floats(0.0, 0.5))
+def test_subsampled_bound_grows_with_q_and_stays_below_the_base(rho, q1, q2, xi):
+    lo, hi = sorted((q1, q2))
+    z = ZCDP.approximate(xi, rho)
+    a, b = poisson_subsampled_rdp(z, lo), poisson_subsampled_rdp(z, hi)
+    ra, rb = a.renyi(ORDERS), b.renyi(ORDERS)
+    assert np.all(ra <= rb * (1 + 1e-12) + 1e-15)
+    assert np.all(rb <= (xi + rho * ORDERS) * (1 + 1e-12))
