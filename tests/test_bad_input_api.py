@@ -93,7 +93,7 @@ CASES = [
     # ------------------------------------------------------------------ ±inf
     _case("inf", "gaussian sigma +inf", lambda: M("gaussian", sigma=INF), ValueError, r"sigma"),
     _case("inf", "gaussian sigma -inf", lambda: M("gaussian", sigma=-INF), ValueError, r"sigma"),
-    _case("inf", "rdp(alpha=inf)", lambda: curve(RDP).rdp(INF), ValueError, r"alpha"),
+    _case("inf", "rdp(alpha=-inf)", lambda: curve(RDP).rdp(-INF), ValueError, r"alpha"),  # +inf: D_∞
     _case("inf", "epsilon(delta=inf)", lambda: curve(PLD).epsilon(INF), ValueError, r"delta"),
     _case("inf", "count inf", lambda: Accountant().compose(G1, INF), TypeError, r"count"),
     _case("inf", "rtol inf", lambda: acc().epsilon_interval(1e-5, rtol=INF), ValueError, r"rtol"),
