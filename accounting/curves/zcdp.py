@@ -21,7 +21,6 @@ from typing import Optional
 
 import attrs
 import numpy as np
-from scipy.special import gammaln, logsumexp
 
 from accounting.curves.curve import Curve, Provenance
 from accounting.vocabulary import Direction, Exactness, as_direction
@@ -137,6 +136,7 @@ def _zhu_wang_log_moments(xi: float, rho: float, q: float, top: int) -> np.ndarr
            + 3 Σ_{l=3}^{α} C(α,l) q^l (1−q)^{α−l} e^{(l−1)ε(l)},
 
     so that (α − 1)·D_α of the subsampled mechanism is at most log A(α)."""
+    from scipy.special import gammaln, logsumexp   # late: `import accounting` stays light
     alphas = np.arange(2, top + 1, dtype=float)[:, None]
     ell = np.arange(0, top + 1, dtype=float)[None, :]
     lq, lq1 = np.log(q), (np.log1p(-q) if q < 1 else -np.inf)
