@@ -9,7 +9,7 @@ from plugins (pluggy, entry-point group ``accounting``).
 __version__ = "0.2.0.dev0"
 
 from accounting.accountant import ACCOUNTANTS, Accountant
-from accounting.analysis.calibration import (Calibration, Term, calibrate, calibrate_dpsgd,
+from accounting.analysis.calibration import (Calibration, MechanismFamily, calibrate,
                                              calibrate_workload)
 from accounting.analysis.gap import (AllocationGap, CompositionGap, InformationGap,
                                      LocalExpansion, LossCumulants, allocation_gap,
@@ -23,6 +23,7 @@ from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
 from accounting.curves.zcdp import ZCDP
+from accounting.ledger import Ledger, MechanismSpec
 from accounting.deprecated import install as _install_aliases
 from accounting.numerics.loss import LossPMF
 from accounting.pairs.additive import AdditiveNoise
@@ -40,13 +41,13 @@ def mechanism(name: str, **params):
     mechanism does not take is a TypeError naming it and the ones it does take."""
     from accounting.validation import check_options
     cls = default_registry().mechanism(name)
-    check_options(f"mechanism {name!r}", params, cls.parameters())
+    check_options(f"mechanism {name!r}", params, [*cls.parameters(), *cls.deprecated()])
     return cls(**params)
 
 
 __all__ = [
-    "Accountant", "ACCOUNTANTS", "AdditiveNoise", "Calibration", "Term", "calibrate",
-    "calibrate_dpsgd", "calibrate_workload", "ComposedPair", "compose", "Converter",
+    "Accountant", "ACCOUNTANTS", "AdditiveNoise", "Calibration", "MechanismFamily", "calibrate",
+    "calibrate_workload", "Ledger", "MechanismSpec", "save", "load", "ComposedPair", "compose", "Converter",
     "convert", "Curve", "Exactness", "Provenance", "Bound", "Direction", "hookimpl", "LossPMF",
     "Mechanism", "Neighbouring", "LawPair", "Pair", "discrete_pair", "PluginError", "Registry",
     "default_registry", "make_registry", "PLD", "PrivacyProfile", "RDP", "TradeOff", "ZCDP",
@@ -54,3 +55,25 @@ __all__ = [
     "loss_cumulants", "InformationGap", "CompositionGap", "AllocationGap", "LocalExpansion",
     "LossCumulants",
 ]
+
+
+def save(obj, path) -> None:
+    """Write ``obj`` (an Accountant, Ledger, curve or audit report) to ``path`` as
+    versioned JSON; see ``accounting.serialization``."""
+    from accounting.serialization import save as _save
+    _save(obj, path)
+
+
+def load(path, registry=None):
+    """Read what ``save`` wrote (JSON, never pickle, nothing executed)."""
+    from accounting.serialization import load as _load
+    return _load(path, registry=registry)
+
+
+def __getattr__(name: str):
+    # deprecated for one release: Term (now MechanismFamily) and calibrate_dpsgd (moved
+    # to the mechanisms plugin; imported only here, when asked for, never at import time)
+    if name in ("Term", "calibrate_dpsgd"):
+        from accounting.analysis import calibration
+        return getattr(calibration, name)
+    raise AttributeError(f"module 'accounting' has no attribute {name!r}")

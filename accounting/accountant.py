@@ -11,6 +11,13 @@ report the max over both neighbouring directions, as an upper bound:
   continuous α (Canonne, Kamath, Steinke 2020, Prop. 12);
 * ``"zcdp"``: the summed ρ*, converted by the tight CKS conversion (ibid. Cor. 13).
 
+State. The composition is one ``Ledger`` (``Accountant.ledger``): merged, in canonical
+order, so the same mechanisms composed in any order give the same ε to the last bit.
+``to_dict()``/``from_dict()`` (and the Opacus-style ``state_dict()``/
+``load_state_dict()``) write and read it with the grid step, exactly: a reloaded
+accountant reports the same ε to the last bit. Curves computed so far are a cache,
+never part of the state: pickling an accountant does not carry them.
+
 Strict inputs: an unknown keyword to the constructor or any method is a TypeError
 naming it and the allowed ones; a count must be an integer in [1, 2^53]; a grid step
 below ``MIN_STEP`` is refused before anything is allocated (a single Gaussian at
@@ -29,6 +36,7 @@ import attrs
 import numpy as np
 
 from accounting.composition import ComposedPair, check_grid_size
+from accounting.ledger import SCHEMA, Ledger, check_keys, check_schema
 from accounting.conversion.converters import GRID_OPTIONS, check_options as check_grid_options
 from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import Pair
@@ -39,7 +47,7 @@ from accounting.curves.tradeoff import TradeOff
 from accounting.validation import check_count, check_options, check_real
 from accounting.curves.zcdp import ZCDP
 
-__all__ = ["Accountant", "ACCOUNTANTS", "MIN_STEP", "CURVE_OPTIONS"]
+__all__ = ["Accountant", "ACCOUNTANTS", "MIN_STEP", "CURVE_OPTIONS", "check_accountant"]
 
 #: representations an accountant can report under, and the curve kind of each
 ACCOUNTANTS = {"pld": PLD, "rdp": RDP, "zcdp": ZCDP}
@@ -66,10 +74,18 @@ def _strict(method: Callable) -> Callable:
     return wrapper
 
 
+def check_accountant(accountant: Any, *, allow_all: bool = False) -> str:
+    """The accountant name ``accountant`` in lower case: one of ``ACCOUNTANTS`` (or
+    ``"all"`` with ``allow_all``); a ValueError naming the choices otherwise. The one
+    check used by the accountant, calibration, workload files and the command line."""
+    choices = (*ACCOUNTANTS, "all") if allow_all else tuple(ACCOUNTANTS)
+    if not isinstance(accountant, str) or accountant.lower() not in choices:
+        raise ValueError(f"accountant must be one of {', '.join(choices)}, got {accountant!r}")
+    return accountant.lower()
+
+
 def _kind(accountant: str) -> type:
-    if not isinstance(accountant, str) or accountant.lower() not in ACCOUNTANTS:
-        raise ValueError(f"accountant must be one of {', '.join(ACCOUNTANTS)}, got {accountant!r}")
-    return ACCOUNTANTS[accountant.lower()]
+    return ACCOUNTANTS[check_accountant(accountant)]
 
 
 @attrs.define(init=False)
@@ -80,40 +96,92 @@ class Accountant:
     """
 
     step: float = attrs.field(default=DEFAULT_STEP, converter=check_step)
-    _entries: dict = attrs.field(factory=dict, init=False)
-    _cache: dict = attrs.field(factory=dict, init=False)
+    ledger: Ledger = attrs.field(factory=Ledger, init=False)
+    #: computed curves, keyed by (kind, options): never part of the state
+    _cache: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
     def __init__(self, step: float = DEFAULT_STEP, **options: Any) -> None:
         check_options("Accountant()", options, ["step"])
         self.__attrs_init__(step)
 
+    @classmethod
+    def of(cls, ledger: Ledger, step: float = DEFAULT_STEP) -> "Accountant":
+        """An accountant whose composition is ``ledger``."""
+        if not isinstance(ledger, Ledger):
+            raise TypeError(f"ledger must be a Ledger, got {type(ledger).__name__}")
+        acct = cls(step=step)
+        acct.ledger = ledger
+        return acct
+
     def __repr__(self) -> str:
         """``Accountant(step=…, N uses: Mechanism(…) × k, …)``, at most 200 characters
         (the cached curves are never shown)."""
-        uses = ", ".join(f"{m!r} × {c}" for m, c in self._entries.items())
+        uses = ", ".join(f"{m!r} × {c}" for m, c in self.ledger.mechanisms())
         text = f"Accountant(step={self.step:g}, {self.count} uses" + (f": {uses})" if uses else ")")
         return text if len(text) <= 200 else text[:198] + "…)"
 
     @_strict
-    def compose(self, mechanism: "Mechanism | Pair", count: int = 1) -> "Accountant":
-        """Add ``count`` independent uses of ``mechanism``; returns self for chaining."""
-        if not isinstance(mechanism, (Mechanism, Pair)):
-            raise TypeError(f"compose() needs a Mechanism or a Pair, got {type(mechanism).__name__}")
+    def compose(self, mechanism: "Mechanism | Pair | Ledger", count: int = 1) -> "Accountant":
+        """Add ``count`` independent uses of ``mechanism`` (or of a whole ``Ledger``);
+        returns self for chaining."""
+        if not isinstance(mechanism, (Mechanism, Pair, Ledger)):
+            raise TypeError(f"compose() needs a Mechanism or a Pair (or a Ledger), got "
+                            f"{type(mechanism).__name__}")
         count = check_count("count", count)
-        self._entries[mechanism] = self._entries.get(mechanism, 0) + count
+        added = mechanism * count if isinstance(mechanism, Ledger) else Ledger.of(mechanism, count)
+        self.ledger = self.ledger + added
         self._cache.clear()
         return self
 
     @property
     def count(self) -> int:
-        return sum(self._entries.values())
+        return self.ledger.count
 
     @_strict
     def pair(self) -> ComposedPair:
-        if not self._entries:
+        if not self.ledger:
             raise ValueError("nothing composed yet: call compose(mechanism, count) first")
-        comps = [(m.pair() if isinstance(m, Mechanism) else m, c) for m, c in self._entries.items()]
-        return ComposedPair(comps)
+        return self.ledger.pair()
+
+    # ------------------------------------------------------------- state
+    def to_dict(self) -> dict:
+        """``{"kind": "accountant", "schema": 1, "step": …, "ledger": {"entries": […]}}``:
+        everything that determines the answers (not the cached curves). A composed
+        ``Pair`` has no written form: a TypeError names its entry."""
+        return {"kind": "accountant", "schema": SCHEMA, "step": self.step,
+                "ledger": {"entries": self.ledger.entries_dict()}}
+
+    @classmethod
+    def from_dict(cls, data: Any, registry: Any = None) -> "Accountant":
+        """The accountant of a ``to_dict`` document; each problem is a ValueError or
+        TypeError naming its path (``ledger.entries[0].mechanism.sigma``)."""
+        check_keys(data, "", ("kind", "schema", "step", "ledger"),
+                   required=("schema", "step", "ledger"))
+        check_schema(data, "", "accountant")
+        step = data["step"]
+        if isinstance(step, bool) or not isinstance(step, (int, float)):
+            raise TypeError(f"step must be a number, got {type(step).__name__} {step!r}")
+        check_keys(data["ledger"], "ledger", ("entries",), required=("entries",))
+        ledger = Ledger.from_entries(data["ledger"]["entries"], "ledger.entries", registry)
+        return cls.of(ledger, step=float(step))
+
+    def state_dict(self) -> dict:
+        """The state (``to_dict``), for ``load_state_dict`` — the names Opacus and torch use."""
+        return self.to_dict()
+
+    def load_state_dict(self, state: Any, registry: Any = None) -> None:
+        """Replace this accountant's step and composition by those of ``state``."""
+        other = type(self).from_dict(state, registry)
+        self.step, self.ledger = other.step, other.ledger
+        self._cache.clear()
+
+    def __getstate__(self) -> dict:
+        # the cached curves (a 1000-step PLD is ~1 MB) are recomputed on demand
+        return {"step": self.step, "ledger": self.ledger}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__attrs_init__(state["step"])
+        self.ledger = state["ledger"]
 
     def curve(self, kind: type, **options: Any):
         """The composed curve of ``kind`` (cached until the next ``compose``).

@@ -27,22 +27,24 @@ message names the file, the entry and the problem. A file is read only if it is 
 regular file of at most ``MAX_WORKLOAD_BYTES`` (not a FIFO or a device such as
 /dev/zero), as UTF-8; tables nested too deeply (TOML, or mechanisms inside
 mechanisms beyond ``MAX_MECHANISM_DEPTH``) are refused the same way.
-``Workload.accountant()`` builds the ``Accountant`` that composes every entry.
+``Workload.ledger`` is the composition (an ``accounting.ledger.Ledger``) and
+``Workload.accountant()`` the ``Accountant`` of it. ``Workload.as_dict()`` reads back
+through ``workload_from_dict`` (its ``mechanisms`` list and ``source`` are accepted).
 """
 
 from __future__ import annotations
 
 import numbers
-import os
-import stat
 from typing import Any, Mapping, Optional, Sequence
 
 import attrs
 import numpy as np
 
-from accounting.accountant import ACCOUNTANTS, Accountant
-from accounting.pairs.mechanism import Mechanism, Neighbouring, as_neighbouring
+from accounting.accountant import ACCOUNTANTS, Accountant, check_accountant
 from accounting.curves.pld import DEFAULT_STEP
+from accounting.ledger import (MAX_MECHANISM_DEPTH, Ledger, build_mechanism, coerce_parameter,
+                               ordered_parameters, parameter_kind)
+from accounting.pairs.mechanism import Mechanism, Neighbouring
 from accounting.registry.registry import Registry, default_registry
 from accounting.validation import check_array, check_positive
 
@@ -58,99 +60,19 @@ MAX_COUNT = 10 ** 15
 MAX_COUNT_TEXT = "1e15"
 #: the largest workload file read (bytes): a workload is a few lines of TOML
 MAX_WORKLOAD_BYTES = 1 << 20
-#: how deep mechanisms may nest (a wrapper's ``base`` = 1 level)
-MAX_MECHANISM_DEPTH = 4
 
-#: what ``accountant =`` (and ``--accountant``) may name
+#: what ``accountant =`` (and ``--accountant``) may name (checked by
+#: ``accountant.check_accountant(…, allow_all=True)``)
 ACCOUNTANT_CHOICES = (*ACCOUNTANTS, "all")
 
-_TOP_KEYS = ("mechanism", "description", "delta", "epsilon", "accountant", "step")
+_TOP_KEYS = ("mechanism", "mechanisms", "source", "description", "delta", "epsilon",
+             "accountant", "step")
 _ENTRY_KEYS = ("name", "count")
+#: the keys of an entry of ``mechanisms`` (the ``Workload.as_dict`` form)
+_AS_DICT_ENTRY_KEYS = ("name", "params", "count")
 
 class WorkloadError(ValueError):
     """A workload that cannot be used; the message names its source and the problem."""
-
-
-# ------------------------------------------------------------------ parameters
-def parameter_kind(attribute: attrs.Attribute) -> str:
-    """How a mechanism parameter is written: ``"float"``, ``"int"``, ``"bool"``,
-    ``"str"``, ``"neighbouring"``, ``"vector"`` (a sequence of numbers, annotated
-    ``tuple``) or ``"mechanism"`` (another mechanism, e.g. the base of a subsampling
-    wrapper: a table with its ``name`` and parameters) — from the attrs annotation,
-    which may be a string under ``from __future__ import annotations``."""
-    t = attribute.type
-    name = t if isinstance(t, str) else getattr(t, "__name__", "")
-    if attribute.name == "neighbouring" or t is Neighbouring or name == "Neighbouring":
-        return "neighbouring"
-    if t is Mechanism or name == "Mechanism":
-        return "mechanism"
-    if t is tuple or name == "tuple" or name.startswith("tuple["):
-        return "vector"
-    if t is bool or name == "bool":
-        return "bool"
-    if t is int or name == "int":
-        return "int"
-    if t is str or name == "str":
-        return "str"
-    return "float"
-
-
-def _type_name(value: Any) -> str:
-    return {bool: "boolean", str: "string", int: "integer", float: "number"}.get(
-        type(value), type(value).__name__)
-
-
-def coerce_parameter(attribute: attrs.Attribute, value: Any,
-                     registry: Optional[Registry] = None, _depth: int = 0) -> Any:
-    """``value`` (from TOML or already parsed from the command line) as the parameter's
-    type; a ``TypeError`` naming the parameter if it has the wrong type. Range checks
-    are the mechanism's own (its attrs validators). A ``"mechanism"`` parameter is a
-    table ``{name = "…", <its parameters>}`` built through ``registry``."""
-    kind = parameter_kind(attribute)
-    name = attribute.name
-    if kind == "mechanism":
-        if isinstance(value, Mechanism):
-            return value
-        if not isinstance(value, Mapping) or "name" not in value:
-            raise TypeError(f"{name} must be a table with the mechanism's name and "
-                            f"parameters, e.g. {{name = \"gaussian\", sigma = 1.0}}, got "
-                            f"{_type_name(value)} {value!r}")
-        if _depth >= MAX_MECHANISM_DEPTH:
-            raise ValueError(f"{name}: mechanisms nested more than {MAX_MECHANISM_DEPTH} deep "
-                             f"are not accepted")
-        inner = dict(value)
-        inner_name = inner.pop("name")
-        return make_use(registry or default_registry(), inner_name, inner,
-                        _depth=_depth + 1).mechanism
-    if kind == "vector":
-        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) \
-                or not value:
-            raise TypeError(f"{name} must be a non-empty list of numbers, got "
-                            f"{_type_name(value)} {value!r}")
-        for i, v in enumerate(value):
-            if isinstance(v, bool) or not isinstance(v, numbers.Real):
-                raise TypeError(f"{name}[{i}] must be a number, got {_type_name(v)} {v!r}")
-        return tuple(float(v) for v in value)
-    if kind == "neighbouring":
-        if not isinstance(value, (str, Neighbouring)):
-            raise TypeError(f"{name} must be 'add_remove' or 'replace_one', "
-                            f"got {_type_name(value)} {value!r}")
-        return as_neighbouring(value)
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise TypeError(f"{name} must be true or false, got {_type_name(value)} {value!r}")
-        return value
-    if kind == "str":
-        if not isinstance(value, str):
-            raise TypeError(f"{name} must be a string, got {_type_name(value)} {value!r}")
-        return value
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {_type_name(value)} {value!r}")
-    if kind == "int":
-        if not isinstance(value, numbers.Integral):
-            raise TypeError(f"{name} must be an integer, got {value!r}")
-        return int(value)
-    return float(value)
 
 
 # -------------------------------------------------------------------- entries
@@ -171,7 +93,7 @@ class Use:
     def as_dict(self) -> dict:
         """Name, every parameter (defaults included) and count, JSON-ready."""
         values = {a.name: _plain(getattr(self.mechanism, a.name))
-                  for a in _ordered(type(self.mechanism).parameters())}
+                  for a in ordered_parameters(type(self.mechanism).parameters())}
         return {"name": self.name, "params": values, "count": self.count}
 
 
@@ -195,15 +117,10 @@ def _plain(value: Any) -> Any:
         return value.item()
     if isinstance(value, Mechanism):
         return {"name": value.name, **{a.name: _plain(getattr(value, a.name))
-                                       for a in _ordered(type(value).parameters())}}
+                                       for a in ordered_parameters(type(value).parameters())}}
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
     return value
-
-
-def _ordered(params: Mapping[str, attrs.Attribute]) -> list[attrs.Attribute]:
-    """A mechanism's own parameters first, then the shared keyword-only ones."""
-    return sorted(params.values(), key=lambda a: a.kw_only)
 
 
 def make_use(registry: Registry, name: Any, params: Mapping[str, Any], count: Any = 1,
@@ -212,32 +129,13 @@ def make_use(registry: Registry, name: Any, params: Mapping[str, Any], count: An
 
     Raises ``ValueError`` (unknown mechanism or parameter, value out of range) or
     ``TypeError`` (wrong type) with a message naming the mechanism."""
-    cls = registry.mechanism(name)
-    known = cls.parameters()
-    kwargs = {}
-    for key, value in params.items():
-        if key not in known:
-            names = ", ".join(a.name for a in _ordered(known))
-            raise ValueError(f"{name}: unknown parameter {key!r} (its parameters: {names})")
-        try:
-            kwargs[key] = coerce_parameter(known[key], value, registry, _depth)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"{name}: {exc}") from None
-    missing = [a.name for a in _ordered(known)
-               if a.default is attrs.NOTHING and a.name not in kwargs]
-    if missing:
-        raise ValueError(f"{name}: missing parameter{'s' if len(missing) > 1 else ''} "
-                         f"{', '.join(missing)}")
+    mech = build_mechanism(registry, name, params, _depth=_depth)
     if isinstance(count, bool) or not isinstance(count, numbers.Integral):
         raise TypeError(f"{name}: count must be a positive integer, got {count!r}")
     if not 1 <= count <= MAX_COUNT:
         shown = f"{count}" if abs(count) < 10 ** 16 else f"{float(count):.3g}"
         raise ValueError(f"{name}: count must be a positive integer (at most {MAX_COUNT_TEXT}), "
                          f"got {shown}")
-    try:
-        mech = cls(**kwargs)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{name}: {exc}") from None
     return Use(name, tuple(params.items()), int(count), mech)
 
 
@@ -254,21 +152,35 @@ class Workload:
     accountant_name: Optional[str] = None
     step: Optional[float] = None
 
+    @property
+    def ledger(self) -> Ledger:
+        """The composition: every use, merged (a mechanism listed twice counts twice)."""
+        return Ledger(tuple((u.mechanism, u.count) for u in self.uses))
+
     def accountant(self, step: Optional[float] = None) -> Accountant:
         """A fresh ``Accountant`` composing every use (``step``: the PLD grid step)."""
         step = step if step is not None else (self.step if self.step is not None else DEFAULT_STEP)
-        acct = Accountant(step=step)
-        for use in self.uses:
-            acct.compose(use.mechanism, use.count)
-        return acct
+        return Accountant.of(self.ledger, step=step)
 
     def describe(self) -> str:
         return " ⊗ ".join(u.describe() for u in self.uses)
 
     def as_dict(self) -> dict:
-        out = {"source": self.source, "mechanisms": [u.as_dict() for u in self.uses]}
+        """JSON-ready: ``source``, ``mechanisms`` (name, every parameter, count), and the
+        description and query defaults that are set. ``workload_from_dict`` reads it
+        back to the same ledger and the same ``as_dict``."""
+        out: dict[str, Any] = {"source": self.source,
+                               "mechanisms": [u.as_dict() for u in self.uses]}
         if self.description:
             out["description"] = self.description
+        if self.delta is not None:
+            out["delta"] = list(self.delta)
+        if self.epsilon is not None:
+            out["epsilon"] = list(self.epsilon)
+        if self.accountant_name is not None:
+            out["accountant"] = self.accountant_name
+        if self.step is not None:
+            out["step"] = self.step
         return out
 
 
@@ -283,14 +195,51 @@ def _values(source: str, key: str, value: Any, **limits: Any) -> tuple[float, ..
     return tuple(float(v) for v in arr)
 
 
+def _refuse_unknown(data: Mapping, allowed: Sequence[str], where: str, what: str) -> None:
+    unknown = [k for k in data if k not in allowed]
+    if unknown:
+        raise WorkloadError(f"{where}: unknown {what} {unknown[0]!r} "
+                            f"(allowed: {', '.join(allowed)})")
+
+
+def _flatten_entries(entries: Any, source: str) -> list:
+    """The ``mechanisms`` list of ``Workload.as_dict`` ({name, params, count} each) as
+    ``[[mechanism]]`` tables ({name, count, **params})."""
+    if not isinstance(entries, list):
+        raise WorkloadError(f"{source}: 'mechanisms' must be a list of tables")
+    out = []
+    for i, entry in enumerate(entries, start=1):
+        where = f"{source}: mechanisms #{i}"
+        if not isinstance(entry, Mapping):
+            raise WorkloadError(f"{where}: must be a table with name, params and count")
+        _refuse_unknown(entry, _AS_DICT_ENTRY_KEYS, where, "key")
+        params = entry.get("params", {})
+        if not isinstance(params, Mapping):
+            raise WorkloadError(f"{where}: params must be a table")
+        clash = [k for k in params if k in _ENTRY_KEYS]
+        if clash:
+            raise WorkloadError(f"{where}: params cannot hold {clash[0]!r}")
+        out.append({k: v for k, v in entry.items() if k != "params"} | dict(params))
+    return out
+
+
 def workload_from_dict(data: Mapping[str, Any], source: str = "<workload>",
                        registry: Optional[Registry] = None) -> Workload:
-    """A workload from the parsed TOML table ``data`` (see the module docstring)."""
+    """A workload from the parsed TOML table ``data`` (see the module docstring), or from
+    the ``Workload.as_dict`` form (``source`` and a ``mechanisms`` list)."""
     registry = registry or default_registry()
-    unknown = [k for k in data if k not in _TOP_KEYS]
-    if unknown:
-        raise WorkloadError(f"{source}: unknown top-level key {unknown[0]!r} "
-                            f"(allowed: {', '.join(_TOP_KEYS)})")
+    if not isinstance(data, Mapping):
+        raise WorkloadError(f"{source}: a workload must be a table, got {type(data).__name__}")
+    _refuse_unknown(data, _TOP_KEYS, source, "top-level key")
+    if "source" in data:
+        if not isinstance(data["source"], str):
+            raise WorkloadError(f"{source}: source must be a string, got {data['source']!r}")
+        source = data["source"] if source == "<workload>" else source
+    if "mechanisms" in data:
+        if "mechanism" in data:
+            raise WorkloadError(f"{source}: give either [[mechanism]] tables or a "
+                                f"'mechanisms' list (the as_dict form), not both")
+        data = {**data, "mechanism": _flatten_entries(data["mechanisms"], source)}
     entries = data.get("mechanism")
     if entries is None:
         raise WorkloadError(f"{source}: no [[mechanism]] entries")
@@ -321,11 +270,10 @@ def workload_from_dict(data: Mapping[str, Any], source: str = "<workload>",
     if "epsilon" in data:
         epsilon = _values(source, "epsilon", data["epsilon"], allow_inf=True)
     if "accountant" in data:
-        name = data["accountant"]
-        if not isinstance(name, str) or name.lower() not in ACCOUNTANT_CHOICES:
-            raise WorkloadError(f"{source}: accountant must be one of "
-                                f"{', '.join(ACCOUNTANT_CHOICES)}, got {name!r}")
-        name = name.lower()
+        try:
+            name = check_accountant(data["accountant"], allow_all=True)
+        except ValueError as exc:
+            raise WorkloadError(f"{source}: {exc}") from None
     if "step" in data:
         try:
             if isinstance(data["step"], bool):
@@ -354,35 +302,11 @@ def load_workload(path: "str | object", registry: Optional[Registry] = None) -> 
     """A workload from a TOML file: a regular file of at most ``MAX_WORKLOAD_BYTES``,
     in UTF-8 (a FIFO, a device or a directory is refused before it is opened, so
     that reading cannot block or run forever)."""
+    from accounting.serialization import read_text_file
     source = str(path)
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            kind = ("a directory" if stat.S_ISDIR(info.st_mode) else
-                    "a FIFO" if stat.S_ISFIFO(info.st_mode) else
-                    "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
-                    else "not a regular file")
-            raise WorkloadError(f"{source}: cannot read workload file ({kind}; give a "
-                                f"regular TOML file)")
-        if info.st_size > MAX_WORKLOAD_BYTES:
-            raise WorkloadError(f"{source}: workload file too large ({info.st_size} bytes; "
-                                f"at most {MAX_WORKLOAD_BYTES} are read)")
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_WORKLOAD_BYTES + 1)
-    except OSError as exc:
-        raise WorkloadError(f"{source}: cannot read workload file "
-                            f"({exc.strerror or type(exc).__name__})") from None
-    except ValueError as exc:  # e.g. an embedded NUL in the path
-        if isinstance(exc, WorkloadError):
-            raise
-        raise WorkloadError(f"{source!r}: cannot read workload file ({exc})") from None
-    if len(raw) > MAX_WORKLOAD_BYTES:
-        raise WorkloadError(f"{source}: workload file too large (more than "
-                            f"{MAX_WORKLOAD_BYTES} bytes)")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise WorkloadError(f"{source}: not a UTF-8 text file (invalid byte at offset "
-                            f"{exc.start})") from None
+        text = read_text_file(path, MAX_WORKLOAD_BYTES, "workload file", "TOML file")
+    except ValueError as exc:
+        raise WorkloadError(str(exc)) from None
     return parse_workload(text, source, registry)
 

@@ -39,7 +39,7 @@ import attrs
 import numpy as np
 
 from accounting.pairs.additive import AdditiveNoise, support_extent, log_integral
-from accounting.analysis.calibration import DEFAULT_RTOL, Calibration, Term, calibrate_workload
+from accounting.analysis.calibration import DEFAULT_RTOL, Calibration, MechanismFamily, calibrate_workload
 from accounting.pairs.mechanism import Mechanism
 from accounting.registry.registry import default_registry
 from accounting.validation import check_count, check_positive, check_probability
@@ -61,7 +61,7 @@ def paper_mixture(s: float) -> Mechanism:
     return cls(weights=(0.5, 0.5), means=(-s, s), scales=(s, s))
 
 
-#: the study's noise families: label → (family, solved parameter) for ``Term``
+#: the study's noise families: label → (family, solved parameter) for ``MechanismFamily``
 STUDY_FAMILIES = {
     "gaussian": ("gaussian", "sigma"),
     "laplace": ("laplace", "b"),
@@ -152,7 +152,7 @@ def compare_variance(family: str, d: int, *, epsilon: float = ACS_TARGET[0],
         raise ValueError(f"family must be one of {', '.join(STUDY_FAMILIES)}, got {family!r}")
     d = check_count("d", d)
     fam, solve = STUDY_FAMILIES[family]
-    term = Term(fam, solve, count=d)
+    term = MechanismFamily(fam, solve, count=d)
     z = calibrate_workload(term, epsilon=epsilon, delta=delta, accountant="zcdp", rtol=rtol,
                            start=1.0 if start is None else start)
     r = calibrate_workload(term, epsilon=epsilon, delta=delta, accountant="rdp", rtol=rtol,

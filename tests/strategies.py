@@ -102,10 +102,21 @@ def mechanisms(draw, name: str, neighbouring: "Neighbouring | None" = None,
     fields = cls.parameters()
     if "weights" in fields:
         params.update(draw(_mixture(ranges, unit)))
+    if "sampling_probs" in fields:     # a sensitivity mixture: probabilities summing to 1
+        k = draw(st.integers(1, MAX_COMPONENTS))
+        raw = [draw(in_range(ranges["sampling_probs"])) for _ in range(k)]
+        params["sampling_probs"] = tuple(w / math.fsum(raw) for w in raw)
+        params["sensitivities"] = tuple(draw(in_range(ranges["sensitivities"])) for _ in range(k))
+    if "mechanisms" in fields:         # a mixture of mechanisms: branches and their weights
+        k = draw(st.integers(1, MAX_COMPONENTS))
+        relation = fields["neighbouring"].default
+        params["mechanisms"] = tuple(draw(bases(relation)) for _ in range(k))
+        raw = [draw(st.floats(0.01, 1.0)) for _ in range(k)]
+        params["probs"] = tuple(w / math.fsum(raw) for w in raw)
     if "base" in fields:
         relation = fields["neighbouring"].default
         params["base"] = draw(bases(relation))
-    if "dataset_size" in fields:
+    if "dataset_size" in fields and "batch_size" in fields:
         params["dataset_size"] = draw(in_range(ranges["dataset_size"]))
         params["batch_size"] = draw(in_range(Range(1, params["dataset_size"], integer=True,
                                                    log=True)))

@@ -202,3 +202,113 @@ def test_largest_count_is_answered_by_rdp():
     rho = 2 ** 53 / (2 * 1e16)
     assert float(acc.epsilon(1e-5, accountant="zcdp")) == pytest.approx(
         cks_zcdp_epsilon(rho, 1e-5), rel=1e-6)
+
+
+# ------------------------------------------------------------ state and reload
+import json
+import pickle
+
+from accounting.accountant import check_accountant
+from accounting.ledger import Ledger
+
+JOBS = {
+    "gaussian+laplace": [("gaussian", {"sigma": 1.0}, 3), ("laplace", {"b": 2.0}, 10)],
+    "dpsgd": [("subsampled_gaussian", {"q": 0.01, "sigma": 1.1}, 300)],
+    "mixed": [("poisson_subsampled", {"q": 0.05, "base": {"name": "gaussian", "sigma": 2.0}}, 20),
+              ("randomized_response", {"p": 0.8}, 2), ("gaussian", {"sigma": 3.0}, 2)],
+}
+
+
+def _job(name: str, step: float = STEP) -> Accountant:
+    acct = Accountant(step=step)
+    for mech, params, count in JOBS[name]:
+        acct.compose(Ledger.build(mech, **params).mechanisms()[0][0], count)
+    return acct
+
+
+def _answers(acct: Accountant) -> list:
+    out = []
+    for name in ("pld", "rdp", "zcdp"):
+        out += [acct.epsilon([1e-5, 1e-8], accountant=name), acct.delta([0.5, 2.0], accountant=name)]
+    out += list(acct.epsilon_interval(1e-6))
+    return [np.asarray(a, dtype=float).tobytes() for a in out]
+
+
+@pytest.mark.parametrize("job", list(JOBS))
+def test_reloaded_accountant_answers_bit_for_bit(job):
+    acct = _job(job)
+    before = _answers(acct)
+    doc = acct.to_dict()
+    assert doc["kind"] == "accountant" and doc["schema"] == 1 and doc["step"] == STEP
+    back = Accountant.from_dict(json.loads(json.dumps(doc)))
+    assert back == acct and back.ledger.entries == acct.ledger.entries
+    assert _answers(back) == before
+    fresh = Accountant()
+    fresh.load_state_dict(acct.state_dict())
+    assert fresh.step == STEP and _answers(fresh) == before
+
+
+def test_pickle_carries_the_state_not_the_cached_curves():
+    acct = Accountant().compose(accounting.mechanism("subsampled_gaussian", q=0.01,
+                                                     sigma=1.1), 1000)
+    empty = len(pickle.dumps(acct))
+    eps = acct.epsilon(1e-5)
+    lo, hi = acct.epsilon_interval(1e-5)
+    assert acct._cache          # the PLDs are cached (≈ 1-3 MB pickled before this change)
+    assert len(pickle.dumps(acct)) == empty < 2000
+    back = pickle.loads(pickle.dumps(acct))
+    assert not back._cache and back == acct
+    assert back.epsilon(1e-5) == eps and back.epsilon_interval(1e-5) == (lo, hi)
+
+
+def test_composition_order_does_not_change_the_ledger():
+    a = _job("gaussian+laplace")
+    b = Accountant(step=STEP).compose(accounting.mechanism("laplace", b=2.0), 10)
+    b.compose(accounting.mechanism("gaussian", sigma=1.0), 1).compose(
+        accounting.mechanism("gaussian", sigma=1.0), 2)
+    assert a.ledger == b.ledger and hash(a.ledger) == hash(b.ledger)
+    assert Accountant.of(a.ledger, step=STEP) == a
+    # a whole ledger composes, repeated
+    c = Accountant(step=STEP).compose(a.ledger, 2)
+    assert c.count == 2 * a.count
+
+
+def test_bad_state_documents_name_their_path():
+    doc = _job("gaussian+laplace").to_dict()
+    bad = json.loads(json.dumps(doc))
+    bad["ledger"]["entries"][1]["mechanism"]["b"] = "2"
+    with pytest.raises(TypeError, match=r"^ledger\.entries\[1\]\.mechanism\.b must be a number"):
+        Accountant.from_dict(bad)
+    with pytest.raises(ValueError, match=r"^cache: unknown key"):
+        Accountant.from_dict({**doc, "cache": {}})
+    with pytest.raises(ValueError, match=r"^step: missing"):
+        Accountant.from_dict({k: v for k, v in doc.items() if k != "step"})
+    with pytest.raises(TypeError, match=r"^step must be a number"):
+        Accountant.from_dict({**doc, "step": "1e-3"})
+    with pytest.raises(ValueError, match=r"step must be at least"):
+        Accountant.from_dict({**doc, "step": 1e-9})
+    with pytest.raises(ValueError, match=r"^kind: this is a 'ledger' document"):
+        Accountant.from_dict({**doc, "kind": "ledger"})
+    with pytest.raises(ValueError, match=r"^ledger\.colour: unknown key"):
+        Accountant.from_dict({**doc, "ledger": {"entries": [], "colour": 1}})
+    acct = Accountant()
+    with pytest.raises(TypeError, match=r"^ledger\.entries must be a list"):
+        acct.load_state_dict({**doc, "ledger": {"entries": 3}})
+    assert acct.ledger == Ledger() and acct.step == accounting.curves.pld.DEFAULT_STEP
+
+
+def test_a_composed_pair_cannot_be_saved():
+    acct = Accountant().compose(accounting.mechanism("gaussian", sigma=1.0)).compose(
+        accounting.mechanism("laplace", b=1.0).pair(), 2)
+    assert acct.epsilon(1e-5) > 0
+    with pytest.raises(TypeError, match=r"entries\[1\]\.mechanism: .*no written form"):
+        acct.to_dict()
+
+
+def test_check_accountant():
+    assert check_accountant("PLD") == "pld"
+    assert check_accountant("all", allow_all=True) == "all"
+    with pytest.raises(ValueError, match="accountant must be one of pld, rdp, zcdp, got 'all'"):
+        check_accountant("all")
+    with pytest.raises(ValueError, match="one of pld, rdp, zcdp, all, got 3"):
+        check_accountant(3, allow_all=True)

@@ -106,7 +106,9 @@ CASES = [
           r"count"),
     _case("negative", "Accountant step", lambda: Accountant(step=-1e-3), ValueError, r"step"),
     # ------------------------------------------------------------------ zero
-    _case("zero", "gaussian sigma", lambda: M("gaussian", sigma=0.0), ValueError, r"sigma"),
+    # (σ = 0 is a degenerate corner, answered: tests/plugins/test_corners.py)
+    _case("zero", "gaussian sigma -0 tiny", lambda: M("gaussian", sigma=-1e-300), ValueError,
+          r"sigma"),
     _case("zero", "randomized response p", lambda: M("randomized_response", p=0.0), ValueError,
           r"\bp\b"),
     _case("zero", "epsilon(delta=0)", lambda: curve(PLD).epsilon(0.0), ValueError, r"delta"),

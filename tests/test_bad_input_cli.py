@@ -64,12 +64,12 @@ CASES = [
     ("negative", ["audit", "--x", "{x}", "--y", "{x}", "--epsilon=-1", "--delta", "1e-5"],
      r"epsilon must be in \[0, inf\)"),
     # zero
-    ("zero", ["epsilon", "gaussian", "--sigma", "0", "--delta", "1e-5"], r"sigma must be in"),
+    ("zero", ["epsilon", "gaussian", "--sigma", "1e-300", "--delta", "1e-5"], r"sigma must be in"),
     # δ = 0 is pure DP: a query, refused only where the loss is unbounded
     ("zero", [*EPS, "--delta", "0"], r"delta = 0 \(pure DP\) has no finite ε here.*unbounded"),
     ("zero", [*EPS, "--delta", "1e-5", "--step", "0"], r"step must be in \(0, inf\), got 0"),
     ("zero", [*EPS, "--compose", "0", "--delta", "1e-5"], r"count must be a positive integer"),
-    ("zero", ["epsilon", "subsampled_gaussian", "--q", "0", "--sigma", "1", "--delta", "1e-5"],
+    ("zero", ["epsilon", "subsampled_gaussian", "--q", "1e-320", "--sigma", "1", "--delta", "1e-5"],
      r"q must be in"),
     ("zero", ["gap", "laplace", "--b", "1", "--t", "0"], r"t must be in \(0, 1e\+06\]"),
     # huge values

@@ -90,7 +90,9 @@ def test_gap_help(capsys):
 @pytest.mark.parametrize("argv,message", [
     (["gap"], "give a MECHANISM"),
     (["gap", "laplace"], "missing parameter --b"),
-    (["gap", "laplace", "--b", "0"], "b must be in [1e-08, 1e+08], got 0"),
+    (["gap", "laplace", "--b", "1e-300"], "b must be in [1e-08, 1e+08], got 1e-300"),
+    # no noise is non-private: no finite Rényi curve, so no gap
+    (["gap", "laplace", "--b", "0"], "laplace (no noise: non-private) is +∞"),
     (["gap", "laplace", "--b", "1", "--t", "0"], "t must be in (0, 1e+06], got 0"),
     (["gap", "laplace", "--b", "1", "--t", "1e300"], "t must be in (0, 1e+06], got 1e+300"),
     (["gap", "laplace", "--b", "1", "--t", "nan"], "argument --t: NaN is not a number here"),
@@ -117,7 +119,8 @@ def test_gap_subprocess_exit_status():
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
         "accounting: error: laplace: b must be in [1e-08, 1e+08], got -1 (the range is "
-        "[1e-08, 1e+08]·sensitivity with sensitivity = 1.0)"]
+        "[1e-08, 1e+08]·sensitivity with sensitivity = 1.0; 0 is also allowed (a degenerate "
+        "corner))"]
 
 
 # ------------------------------------------------- regressions (hostile pass)

@@ -13,6 +13,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import gamma as G
 
 import accounting
+from accounting.ledger import Ledger
 from accounting import (
     ComposedPair,
     allocation_gap,
@@ -305,6 +306,13 @@ def test_distinct_components_two_nonnegative_terms():
     # the same through a ComposedPair
     c2 = composition_gap(ComposedPair(((lap.pair(), 3), (sg.pair(), 2))), t, "forward")
     assert np.allclose(c2.gap_sum, c.gap_sum, rtol=1e-12)
+    # and through a Ledger (the parts in its order), bit for bit the sequence's answer
+    ledger = Ledger.of(lap, 3) + Ledger.of(sg, 2)
+    c3 = composition_gap(ledger, t, "forward")
+    assert np.array_equal(c3.gap_sum, c.gap_sum) and c3.rho_sum == c.rho_sum
+    assert [n for _, n in c3.parts] == [3, 2]
+    with pytest.raises(ValueError, match="must not be empty"):
+        composition_gap(Ledger(), t)
 
 
 # ---------------------------------------------------------------- allocation

@@ -445,7 +445,7 @@ def test_properties_slow(name, data):
 
 def test_every_registered_mechanism_declares_its_ranges():
     """The suite can only draw what is declared: every numeric parameter has a range."""
-    structural = {"neighbouring", "base"}
+    structural = {"neighbouring", "base", "mechanisms"}
     for name, cls in registered().items():
         missing = set(cls.parameters()) - structural - set(cls.ranges())
         assert not missing, f"{name}: no declared range for {sorted(missing)}"

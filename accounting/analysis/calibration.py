@@ -1,11 +1,13 @@
 """Calibration: the smallest noise parameter that meets a target (ε, δ).
 
-A workload is a tuple of ``Term``s, each ``count`` uses of one mechanism family whose
-noise parameter is ``multiplier × x`` for one shared value x. k-fold composition is
-one term; a heterogeneous job whose mechanisms share one noise multiplier (DP-SGD
-groups with different clipping norms, a Gaussian release beside a Laplace one, …) is
-several. ``calibrate_workload`` finds the smallest x with ε(δ; x) ≤ ε under one
-accountant, each an upper bound, max over both neighbouring directions:
+A family is a map x ↦ ``Ledger``: the composition run at the shared noise value x.
+Any callable returning a ledger will do; ``MechanismFamily`` builds the common one,
+``count`` uses of one mechanism whose noise parameter is ``multiplier × x``, and a
+sequence of them (or ledgers added in a callable) describes a heterogeneous job whose
+mechanisms share one noise multiplier (DP-SGD groups with different clipping norms, a
+Gaussian release beside a Laplace one, …). ``calibrate_workload`` finds the smallest
+x with ε(δ; x) ≤ ε under one accountant, each an upper bound, max over both
+neighbouring directions:
 
 * ``"pld"``: the composed pessimistic PLD (sound; tight up to the grid ``step``);
 * ``"rdp"``: the composed Rényi curve — k uses scale the CGF K(t) by k (Mironov
@@ -44,7 +46,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import attrs
 import numpy as np
 
-from accounting.accountant import ACCOUNTANTS, Accountant
+from accounting.accountant import Accountant, check_accountant
 from accounting.conversion.converters import improved_epsilon
 from accounting.numerics.order_search import minimise_near
 from accounting.curves.curve import Exactness
@@ -54,11 +56,10 @@ from accounting.curves.pld import DEFAULT_STEP, PLD
 from accounting.registry.registry import default_registry
 from accounting.curves.rdp import RDP
 from accounting.validation import check_count, check_positive, check_probability, check_real
-from accounting.workload import coerce_parameter, parameter_kind
+from accounting.ledger import Ledger, coerce_parameter, parameter_kind
 from accounting.curves.zcdp import ZCDP
 
-__all__ = ["Calibration", "Term", "calibrate", "calibrate_workload", "calibrate_dpsgd",
-           "DEFAULT_RTOL"]
+__all__ = ["Calibration", "MechanismFamily", "calibrate", "calibrate_workload", "DEFAULT_RTOL"]
 
 #: default relative width of the final bracket
 DEFAULT_RTOL = 1e-6
@@ -91,8 +92,9 @@ def _params(value: Any) -> tuple:
 
 
 @attrs.frozen
-class Term:
-    """``count`` uses of ``family`` with its noise parameter ``solve`` = multiplier·x.
+class MechanismFamily:
+    """x ↦ the ledger of ``count`` uses of ``family`` with its noise parameter
+    ``solve`` = multiplier·x (``Term`` before 0.2, now a deprecated alias).
 
     ``family`` is a registered mechanism name, a ``Mechanism`` subclass (then
     ``solve`` names one of its float parameters and ``params`` fixes the others), or
@@ -164,6 +166,10 @@ class Term:
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{self._cls.name}: {exc}") from None
 
+    def __call__(self, x: float) -> Ledger:
+        """The ledger at shared value x: ``count`` uses of ``build(x)``."""
+        return Ledger.of(self.build(x), self.count)
+
     def describe(self) -> str:
         name = self._cls.name if self._cls is not None else getattr(
             self.family, "__name__", type(self.family).__name__)
@@ -183,7 +189,8 @@ class Calibration:
     ``bracket`` = (lo, value): ε(lo) > target, so under monotonicity the smallest
     feasible value lies in (lo, value]; ``order``: the Rényi order α certifying
     ``epsilon`` (``rdp``/``zcdp``; None for ``pld``); ``evaluations``: distinct
-    values of x at which ε was computed; ``uses``: the workload at ``value``;
+    values of x at which ε was computed; ``ledger``: the composition at ``value``;
+    ``uses``: its (mechanism, count) entries;
     ``exactness``: what ``epsilon`` is — ``Exactness.UPPER``, a certified upper bound
     (the accountant's curve is exact or a sound bound), or ``Exactness.NUMERICAL``
     when that curve is numerical (a quadrature Rényi curve): then neither ε nor the
@@ -201,6 +208,7 @@ class Calibration:
     evaluations: int
     order: Optional[float] = None
     uses: tuple = attrs.field(default=(), eq=False, repr=False)
+    ledger: Optional[Ledger] = attrs.field(default=None, eq=False, repr=False)
     exactness: Exactness = attrs.field(default=Exactness.UPPER,
                                        validator=attrs.validators.instance_of(Exactness))
 
@@ -246,7 +254,7 @@ def _best_order(cgf: Callable[[np.ndarray], np.ndarray], log_delta: float,
 class _Problem:
     """ε(δ; x) of a workload under one accountant, memoised, with warm-started orders."""
 
-    terms: tuple
+    family: Callable[[float], Ledger]
     delta: float
     accountant: str
     step: float
@@ -261,10 +269,9 @@ class _Problem:
         return self.seen[x][0]
 
     def _evaluate(self, x: float) -> tuple[float, Optional[float]]:
-        pairs = [(term.build(x).pair(), term.count) for term in self.terms]
-        acct = Accountant(step=self.step)
-        for pair, count in pairs:
-            acct.compose(pair, count)
+        ledger = _ledger_at(self.family, x)
+        acct = Accountant.of(ledger, step=self.step)
+        pairs = ledger.pairs()
         if self.accountant == "pld":
             eps = float(acct.epsilon(self.delta))
             self.labels[x] = _epsilon_label(acct.curve(PLD, lower=False))
@@ -342,32 +349,46 @@ def _bracket(problem: _Problem, start: float, target: float, label: str) -> tupl
                      f"{problem.delta:g} under {problem.accountant}")
 
 
-def _check_terms(terms: Any) -> tuple:
-    if isinstance(terms, Term):
-        terms = (terms,)
-    if isinstance(terms, (str, bytes)) or not isinstance(terms, Sequence):
-        raise TypeError(f"terms must be a Term or a sequence of Terms, got {type(terms).__name__}")
-    terms = tuple(terms)
-    if not terms:
-        raise ValueError("terms must not be empty")
-    for i, term in enumerate(terms):
-        if not isinstance(term, Term):
-            raise TypeError(f"terms[{i}] must be a Term, got {type(term).__name__}")
-    return terms
+def _ledger_at(family: Callable[[float], Ledger], x: float) -> Ledger:
+    ledger = family(x)
+    if not isinstance(ledger, Ledger):
+        raise TypeError(f"the family at x = {x:g} must return a Ledger (the composition at "
+                        f"x), got {type(ledger).__name__}")
+    return ledger
 
 
-def _check_accountant(accountant: Any) -> str:
-    if not isinstance(accountant, str) or accountant.lower() not in ACCOUNTANTS:
-        raise ValueError(f"accountant must be one of {', '.join(ACCOUNTANTS)}, "
-                         f"got {accountant!r}")
-    return accountant.lower()
+def _check_family(family: Any) -> tuple[Callable[[float], Ledger], str]:
+    """(x ↦ Ledger, the label of x) from a family: a callable x ↦ Ledger (label "x"), a
+    ``MechanismFamily`` or a non-empty sequence of them (whose ledgers add; label: the
+    first one's)."""
+    if isinstance(family, MechanismFamily):
+        return family, family.label
+    if isinstance(family, Sequence) and not isinstance(family, (str, bytes)):
+        terms = tuple(family)
+        if not terms:
+            raise ValueError("terms must not be empty")
+        for i, term in enumerate(terms):
+            if not isinstance(term, MechanismFamily):
+                raise TypeError(f"terms[{i}] must be a MechanismFamily (a Term), got "
+                                f"{type(term).__name__}")
+
+        def summed(x: float) -> Ledger:
+            return Ledger(tuple(e for term in terms for e in term(x).entries))
+        return summed, terms[0].label
+    if callable(family) and not isinstance(family, type):
+        return family, "x"
+    raise TypeError(f"family must be a callable x -> Ledger, a MechanismFamily or a "
+                    f"sequence of them, got {type(family).__name__}")
 
 
-def calibrate_workload(terms: "Term | Sequence[Term]", *, epsilon: float, delta: float,
+def calibrate_workload(family: Any, *, epsilon: float, delta: float,
                        accountant: str = "pld", step: float = DEFAULT_STEP,
                        rtol: float = DEFAULT_RTOL, start: Optional[float] = None,
                        parameter: Optional[str] = None) -> Calibration:
-    """The smallest shared x with ε(δ) ≤ ``epsilon`` for the composition of ``terms``.
+    """The smallest shared x with ε(δ) ≤ ``epsilon`` for the composition ``family(x)``.
+
+    ``family``: a callable x ↦ ``Ledger``, a ``MechanismFamily`` or a sequence of them
+    (their ledgers add).
 
     ``accountant``: ``"pld"`` (default; grid ``step``), ``"rdp"`` or ``"zcdp"``;
     ``rtol`` ∈ [1e-12, 0.1]: relative width of the final bracket; ``start`` > 0: where
@@ -376,9 +397,9 @@ def calibrate_workload(terms: "Term | Sequence[Term]", *, epsilon: float, delta:
     reported for x (default: the first term's label).
     """
     from scipy.optimize import brentq
-    terms = _check_terms(terms)
+    fn, default_label = _check_family(family)
     target = check_positive("epsilon", epsilon)
-    accountant = _check_accountant(accountant)
+    accountant = check_accountant(accountant)
     # δ = 0 (pure DP) only the PLD answers, where the composed loss is bounded
     delta = check_probability("delta", delta, lo_open=accountant != "pld")
     step = check_positive("step", step)
@@ -387,17 +408,17 @@ def calibrate_workload(terms: "Term | Sequence[Term]", *, epsilon: float, delta:
         start = check_positive("start", start)
     elif accountant == "pld":
         try:
-            start = calibrate_workload(terms, epsilon=target, delta=delta, accountant="rdp",
+            start = calibrate_workload(fn, epsilon=target, delta=delta, accountant="rdp",
                                        rtol=1e-3, start=1.0).value
         except ValueError:  # no finite Rényi curve: search from 1
             start = 1.0
     else:
         start = 1.0
-    label = parameter if parameter is not None else terms[0].label
+    label = parameter if parameter is not None else default_label
     if not isinstance(label, str):
         raise TypeError(f"parameter must be a string, got {type(label).__name__}")
 
-    problem = _Problem(terms, delta, accountant, step)
+    problem = _Problem(fn, delta, accountant, step)
     lo, hi = _bracket(problem, start, target, label)
     # ε can be +∞ (no finite order); Brent needs finite values, and any large value
     # keeps the sign it needs
@@ -406,11 +427,11 @@ def calibrate_workload(terms: "Term | Sequence[Term]", *, epsilon: float, delta:
            xtol=1e-3 * rtol * lo, rtol=rtol, maxiter=200)
     lo, hi = _check_order(problem.seen, target, label)
     eps, order = problem.seen[hi]
-    uses = tuple((term.build(hi), term.count) for term in terms)
+    ledger = _ledger_at(fn, hi)
     return Calibration(parameter=label, value=hi, epsilon=eps, target=target, delta=delta,
                        accountant=accountant, bracket=(lo, hi), rtol=rtol,
-                       evaluations=len(problem.seen), order=order, uses=uses,
-                       exactness=problem.labels[hi])
+                       evaluations=len(problem.seen), order=order, uses=ledger.mechanisms(),
+                       ledger=ledger, exactness=problem.labels[hi])
 
 
 def calibrate(family: Any, solve: Optional[str] = None, *, epsilon: float, delta: float,
@@ -418,26 +439,32 @@ def calibrate(family: Any, solve: Optional[str] = None, *, epsilon: float, delta
               accountant: str = "pld", step: float = DEFAULT_STEP,
               rtol: float = DEFAULT_RTOL, start: Optional[float] = None) -> Calibration:
     """The smallest ``solve`` of ``family`` (``params`` fixed) meeting (ε, δ) for
-    ``count`` independent uses. See ``Term`` for ``family`` and ``calibrate_workload``
-    for the rest.
+    ``count`` independent uses. See ``MechanismFamily`` for ``family`` and
+    ``calibrate_workload`` for the rest.
     """
-    term = Term(family, solve, count=check_count("count", count), params=params)
+    term = MechanismFamily(family, solve, count=check_count("count", count), params=params)
     return calibrate_workload(term, epsilon=epsilon, delta=delta, accountant=accountant,
                               step=step, rtol=rtol, start=start)
 
 
-def calibrate_dpsgd(q: float, steps: int, *, epsilon: float, delta: float,
-                    accountant: str = "pld", step: float = DEFAULT_STEP,
-                    rtol: float = DEFAULT_RTOL, start: Optional[float] = None) -> Calibration:
-    """The noise multiplier σ (noise std / clipping norm) of DP-SGD: ``steps`` uses of
-    the Poisson-subsampled Gaussian at rate ``q`` ∈ (0, 1] with sensitivity 1 under
-    add/remove (Abadi et al. 2016; the pair of Mironov, Talwar, Zhang 2019, §3.3).
+def __getattr__(name: str) -> Any:
+    """Deprecated names: ``Term`` (now ``MechanismFamily``) and ``calibrate_dpsgd`` (now in
+    the plugin module ``accounting_mechanisms.dpsgd``, imported only when asked for)."""
+    import warnings
+    if name == "Term":
+        warnings.warn("Term is deprecated; use MechanismFamily (a family is x -> Ledger)",
+                      DeprecationWarning, stacklevel=2)
+        return MechanismFamily
+    if name == "calibrate_dpsgd":
+        return deprecated_dpsgd()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    Under ``"zcdp"`` the answer ignores subsampling: ρ* = 1/(2σ²) for every q > 0
-    (unifying-accounting paper, Prop. 4.2), so it is the full-batch σ.
-    """
-    q = check_probability("q", q, hi_open=False)
-    steps = check_count("steps", steps)
-    return calibrate("subsampled_gaussian", "sigma", epsilon=epsilon, delta=delta,
-                     count=steps, params={"q": q}, accountant=accountant, step=step,
-                     rtol=rtol, start=start)
+
+def deprecated_dpsgd() -> Callable[..., Calibration]:
+    """The DP-SGD preset from the plugin that now holds it, with a DeprecationWarning;
+    imported lazily, so the core never imports a plugin at import time."""
+    import importlib
+    import warnings
+    warnings.warn("calibrate_dpsgd moved to the mechanisms plugin: import it from "
+                  "accounting_mechanisms.dpsgd", DeprecationWarning, stacklevel=3)
+    return importlib.import_module("accounting_mechanisms.dpsgd").calibrate_dpsgd

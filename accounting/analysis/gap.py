@@ -49,8 +49,9 @@ from typing import Any, Callable, Optional, Sequence, Union
 import attrs
 import numpy as np
 
-from accounting.pairs.additive import log_integral
+from accounting.pairs.additive import AdditiveNoise, log_integral
 from accounting.composition import ComposedPair
+from accounting.ledger import Ledger
 from accounting.numerics.order_search import ENVELOPE_T0, ENVELOPE_TOP, envelope_sup
 from accounting.vocabulary import Direction, as_direction
 from accounting.pairs.mechanism import Mechanism
@@ -174,7 +175,7 @@ def _quadrature_cumulants(view, direction: Direction) -> LossCumulants:
 
 def _law_cumulants(pair: LawPair, direction: Direction) -> Optional[LossCumulants]:
     """Cumulants from the atoms of an exact finite loss law (none with mass at ±∞)."""
-    law = pair._law(direction, "upper")
+    law = pair.law(direction, "upper")
     if law.inf_mass > 0 or law.masses.size == 0:
         return None
     w = law.masses / law.masses.sum()
@@ -187,14 +188,14 @@ def _law_cumulants(pair: LawPair, direction: Direction) -> Optional[LossCumulant
 
 
 def _noise_view(obj: Any, pair: Pair):
-    view = getattr(pair, "noise_density", None)
-    if view is None and isinstance(obj, Mechanism):
-        # a closed-form pair (e.g. an equal-scale Gaussian mixture with ρ* in closed
-        # form) may hide the density; the mechanism's generic pair has it
-        generic = getattr(obj, "generic_pair", None)
-        if callable(generic):
-            view = getattr(generic(), "noise_density", None)
-    return view
+    if pair.provides("noise_density"):
+        return pair.noise_density
+    if isinstance(obj, AdditiveNoise) and obj.domain == "real":
+        # a closed-form pair may hide the density; the mechanism's generic pair has it
+        generic = obj.generic_pair()
+        if generic.provides("noise_density"):
+            return generic.noise_density
+    return None
 
 
 def _cumulants(obj: Any, pair: Pair, direction: Direction) -> Optional[LossCumulants]:
@@ -210,7 +211,7 @@ def _cumulants(obj: Any, pair: Pair, direction: Direction) -> Optional[LossCumul
     view = _noise_view(obj, pair)
     if view is not None:
         return _quadrature_cumulants(view, direction)
-    if isinstance(pair, LawPair) and pair._law(direction, "upper") is pair._law(direction, "lower"):
+    if isinstance(pair, LawPair) and pair.law(direction, "upper") is pair.law(direction, "lower"):
         return _law_cumulants(pair, direction)
     return None
 
@@ -525,6 +526,10 @@ class CompositionGap:
 
 
 def _components(components: Any) -> tuple:
+    if isinstance(components, Ledger):
+        if not components:
+            raise ValueError("components must not be empty")
+        return components.pairs()
     if isinstance(components, ComposedPair):
         return components.components
     if isinstance(components, (Pair, Mechanism)):
@@ -554,8 +559,9 @@ def _components(components: Any) -> tuple:
 
 def composition_gap(components: Any, t: Any = None, direction: "Direction | str" = "max",
                     *, local: bool = False) -> CompositionGap:
-    """The gap of the independent composition of ``components`` — a ``ComposedPair``
-    or a sequence of (pair or mechanism, count) — at orders ``t`` (paper §3.3)."""
+    """The gap of the independent composition of ``components`` — a ``Ledger``, a
+    ``ComposedPair`` or a sequence of (pair or mechanism, count) — at orders ``t``
+    (paper §3.3). The parts follow the ledger's entries, in its order."""
     comps = _components(components)
     product = ComposedPair(comps)
     t = _orders(t)

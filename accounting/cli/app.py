@@ -67,6 +67,7 @@ COMMANDS = (
     "accounting.cli.risk",
     "accounting.cli.calibrate",
     "accounting.cli.audit",
+    "accounting.cli.sweep",
 )
 
 

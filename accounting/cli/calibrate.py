@@ -25,7 +25,7 @@ from accounting.cli.output import _json_num, _num, _seconds, _show_param
 from accounting.cli.parser import _mechanism_help, _mechanism_names, _parse_params
 from accounting.curves.pld import DEFAULT_STEP
 from accounting.registry.registry import Registry
-from accounting.validation import check_count, check_positive, check_real
+from accounting.validation import check_count, check_positive, check_probability, check_real
 from accounting.workload import make_use
 
 __all__: list[str] = []
@@ -116,7 +116,7 @@ def _dpsgd_job(registry: Registry, q: float) -> tuple[str, str, dict]:
 
 
 def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
-    from accounting.analysis.calibration import DEFAULT_RTOL, Term, calibrate
+    from accounting.analysis.calibration import DEFAULT_RTOL, MechanismFamily, calibrate
     prog = f"{PROG} calibrate"
     if ns.help:
         return _mechanism_help(prog, ns.mechanism, registry, _DESCRIPTION, _options)
@@ -131,7 +131,8 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         if extras:
             raise CLIError(f"--dpsgd: unexpected argument {extras[0]!r} (it takes --q Q, "
                            f"--steps N)")
-        name, solve, params = _dpsgd_job(registry, ns.q)
+        # q = 0 costs nothing at any σ: there is no smallest σ to search for
+        name, solve, params = _dpsgd_job(registry, check_probability("q", ns.q, hi_open=False))
         count = check_count("steps", ns.steps)
     else:
         if ns.steps is not None:
@@ -141,7 +142,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         if not ns.solve:
             raise CLIError(f"{ns.mechanism}: give the parameter to calibrate as --solve PARAM")
         name, solve = ns.mechanism, ns.solve
-        Term(name, solve)  # an unknown mechanism or a parameter that cannot be solved for
+        MechanismFamily(name, solve)  # an unknown mechanism or a parameter that cannot be solved for
         if ns.q is not None:
             extras = ["--q", repr(ns.q), *extras]
         cls = registry.mechanism(name)

@@ -77,6 +77,11 @@ def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
     for d in (_FWD, _BWD):
         rev = d.reverse()
         idx = grid_indices(-ranges[rev], ranges[d], step)
+        if idx.size == 0:   # no finite loss at all (a non-private pair): all mass at +∞
+            from accounting.numerics.loss import LossPMF
+            floor = float(delta(np.array([np.inf]), d)[0])
+            laws.append(LossPMF.on_grid(step, 0, np.zeros(1), inf_mass=floor))
+            continue
         fd, fr = (lambda e: delta(e, d)), (lambda e: delta(e, rev))
         vals, vals_t = grid_profile(idx, step, fd, fr)
         if lower:

@@ -100,7 +100,7 @@ class _OwnLaw:
                         self.trusted(alpha))
 
     def chord_below(self, alpha: np.ndarray) -> np.ndarray:
-        a_star = self.alpha_star
+        a_star = np.float64(self.alpha_star)    # numpy: α* = 0 (P = Q) divides quietly
         b_star = float(self.beta[self.start])
         with np.errstate(invalid="ignore", divide="ignore"):
             chord = 1.0 - alpha * ((1.0 - b_star) / a_star)
@@ -144,12 +144,12 @@ class _ReverseLaw:
         return 1.0 - np.interp(alpha, self.alpha, self.power)
 
     def extend_above(self, alpha: np.ndarray) -> np.ndarray:
-        a_star, b_star = float(self.alpha[-1]), 1.0 - float(self.power[-1])
+        a_star, b_star = np.float64(self.alpha[-1]), 1.0 - float(self.power[-1])
         line = np.maximum(b_star - (alpha - a_star), max(b_star - self.rest, 0.0))
         return np.where(alpha > a_star, np.maximum(line, 0.0), self.trusted(alpha))
 
     def chord_above(self, alpha: np.ndarray) -> np.ndarray:
-        a_star, b_star = float(self.alpha[-1]), 1.0 - float(self.power[-1])
+        a_star, b_star = np.float64(self.alpha[-1]), 1.0 - float(self.power[-1])
         with np.errstate(invalid="ignore", divide="ignore"):
             chord = b_star * (1.0 - alpha) / (1.0 - a_star)
         return np.where(alpha > a_star, chord, self.trusted(alpha))

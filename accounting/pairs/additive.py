@@ -39,20 +39,25 @@ Generic numerics (used when no closed form is given):
 from __future__ import annotations
 
 import abc
-from typing import ClassVar
+import inspect
+from typing import Callable, ClassVar, Optional
 
 import attrs
 import numpy as np
 
 from accounting.curves.curve import Exactness
 from accounting.numerics.loss import LossPMF
-from accounting.pairs.mechanism import Mechanism
+from accounting.pairs.mechanism import MECHANISM_PRIMITIVES, Mechanism
 from accounting.vocabulary import Direction
 from accounting.pairs.primitives import check_primitive_output
-from accounting.pairs.pair import LawPair, Pair
+from accounting.pairs.pair import (LawPair, NoiseDensity, Pair, _overrides, corner_pair,
+                                   not_provided)
 
 __all__ = ["AdditiveNoise", "continuous_noise_pair", "integer_noise_pair", "log_integral",
-           "support_extent"]
+           "support_extent", "NoiseSampler"]
+
+#: draws of a noise: (rng, shape) -> array of that shape
+NoiseSampler = Callable[[np.random.Generator, "tuple[int, ...] | int"], np.ndarray]
 
 _DROP = 745.0          # nats below the peak where the support is cut: beyond, every
                        # cell mass underflows float64 (< 1e-300 per unit scale)
@@ -62,7 +67,22 @@ _GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
 
 @attrs.frozen
 class AdditiveNoise(Mechanism):
-    """Base class: noise given by ``log_density`` (normalised or not) on ℝ or ℤ."""
+    """Base class: noise given by ``log_density`` on ℝ or ℤ; M(D) = f(D) + Z.
+
+    Primitives (beyond ``Mechanism``'s):
+
+    * ``log_density(x)`` (required): log-density of Z up to an additive constant;
+    * ``noise_width()``: a typical width of Z, to place grids (default 1); 0 means no
+      noise (the mechanism is then non-private);
+    * ``symmetric_noise`` (class attribute): Z symmetric about a point (default False);
+    * ``generic_pair()``: the pair (Z + Δ, Z) by the generic numerics of this module
+      (default; a plugin with closed forms overrides ``pair()`` and keeps this one for
+      checks and for the density view the information gap uses);
+    * ``sample_noise(rng, shape)``: i.i.d. draws of Z in the mechanism's units
+      (optional, ``provides("sample_noise")``; default: ``NotImplementedError``).
+      Providing it provides ``sample(rng, shape)`` = (Δ + Z, Z′) and the generic
+      pair's ``sample``.
+    """
 
     #: "real" or "integer"
     domain: ClassVar[str] = "real"
@@ -79,12 +99,62 @@ class AdditiveNoise(Mechanism):
         """A typical width of the noise, to place the numerical grid (default 1)."""
         return 1.0
 
-    def pair(self) -> Pair:
+    def sample_noise(self, rng: np.random.Generator, shape: "tuple[int, ...] | int"
+                     ) -> np.ndarray:
+        """i.i.d. draws of the noise Z (an array of ``shape``); optional."""
+        raise not_provided(self, "sample_noise")
+
+    def sample(self, rng: np.random.Generator, shape: "tuple[int, ...] | int"
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """(Δ + Z, Z′): outputs on neighbouring datasets with f(D) − f(D′) = Δ, f(D′) = 0."""
+        return self.sensitivity + self.sample_noise(rng, shape), self.sample_noise(rng, shape)
+
+    def provides(self, primitive: str) -> bool:
+        if primitive in ("sample", "sample_noise"):
+            return _overrides(type(self), "sample_noise", AdditiveNoise)
+        return super().provides(primitive)
+
+    def _sampler(self) -> Optional[NoiseSampler]:
+        return self.sample_noise if self.provides("sample_noise") else None
+
+    def generic_pair(self) -> Pair:
+        """The pair (Z + Δ, Z) by the generic numerics (module docstring), at any
+        parameters: exact on ℤ, a certified bracket on ℝ. At the degenerate corners
+        (``corner_pair``) sensitivity 0 gives the identical pair and ``noise_width()``
+        0 (no noise) the disjoint, non-private one."""
+        corner = corner_pair(self.sensitivity, self.noise_width(), self.name)
+        if corner is not None:
+            return corner
         if self.domain == "integer":
             return integer_noise_pair(self.log_density, self.sensitivity, label=self.name,
-                                      symmetric=self.symmetric_noise)
+                                      symmetric=self.symmetric_noise, sampler=self._sampler())
         return continuous_noise_pair(self.log_density, self.sensitivity, self.noise_width(),
-                                     label=self.name, symmetric=self.symmetric_noise)
+                                     label=self.name, symmetric=self.symmetric_noise,
+                                     sampler=self._sampler())
+
+    def pair(self) -> Pair:
+        return self.generic_pair()
+
+
+MECHANISM_PRIMITIVES.setdefault("sample_noise", "sample_noise")
+
+
+class _Sampled:
+    """Mixin of the generic noise pairs: ``sample`` from the mechanism's noise sampler."""
+
+    def sample(self, rng, shape):
+        return self.sensitivity + self.sampler(rng, shape), self.sampler(rng, shape)
+
+    def provides(self, primitive: str) -> bool:
+        if primitive == "sample":
+            return self.sampler is not None
+        return super().provides(primitive)
+
+
+def _owner(logf, label: str):
+    """Whom a faulty ``log_density`` is reported against: the mechanism when ``logf`` is
+    its bound method, else the label."""
+    return logf.__self__ if inspect.ismethod(logf) else label
 
 
 def support_extent(logf, start: float, peak: float, direction: float, limit: float) -> float:
@@ -100,10 +170,12 @@ def support_extent(logf, start: float, peak: float, direction: float, limit: flo
 
 def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
                           cells: int = _CELLS, label: str = "additive noise",
-                          symmetric: bool = False) -> LawPair:
-    """The bracketed pair (Z + Δ, Z) for noise with log-density ``logf`` on ℝ."""
+                          symmetric: bool = False,
+                          sampler: Optional[NoiseSampler] = None) -> LawPair:
+    """The bracketed pair (Z + Δ, Z) for noise with log-density ``logf`` on ℝ
+    (``sampler``: draws of Z, which make the pair's ``sample`` available)."""
     from scipy.special import logsumexp
-    delta = float(sensitivity)
+    shift = float(sensitivity)
     probe = np.linspace(-10 * scale, 10 * scale, 2001)
     lp = logf(probe)
     if not np.all(np.isfinite(lp) | (lp == -np.inf)) or np.all(lp == -np.inf):
@@ -111,28 +183,28 @@ def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
     peak = float(np.max(lp))
     limit = scale * 1e12
     lo = -support_extent(logf, scale, peak, -1.0, limit)
-    hi = support_extent(logf, scale, peak, 1.0, limit) + delta
+    hi = support_extent(logf, scale, peak, 1.0, limit) + shift
     # sinh spacing around the middle of the two densities: fine near the bulk,
     # geometric in the tails.
-    mid = delta / 2.0
-    width = max(scale, delta) / 4.0
+    mid = shift / 2.0
+    width = max(scale, shift) / 4.0
     u = np.linspace(np.arcsinh((lo - mid) / width), np.arcsinh((hi - mid) / width), cells + 1)
     edges = mid + width * np.sinh(u)
     # 0 and Δ, where additive-noise densities have their kinks (Laplace, generalised
     # Gaussian), are cell edges: Gauss–Legendre is exact-to-roundoff only on smooth
     # pieces, and a cusp of the loss inside a cell would escape its [a, b] range.
-    edges = np.unique(np.concatenate([edges, [k for k in (0.0, delta) if lo < k < hi]]))
+    edges = np.unique(np.concatenate([edges, [k for k in (0.0, shift) if lo < k < hi]]))
     h = np.diff(edges)
     nodes = edges[:-1, None] + 0.5 * h[:, None] * (_GL_X[None, :] + 1.0)
     logw = np.log(0.5 * h)[:, None] + np.log(_GL_W)[None, :]
-    owner = getattr(logf, "__self__", label)     # the mechanism, when logf is its method
+    owner = _owner(logf, label)
     lq_nodes = check_primitive_output(logf(nodes), "log_density", owner, at=nodes)
-    lp_nodes = check_primitive_output(logf(nodes - delta), "log_density", owner, at=nodes - delta)
+    lp_nodes = check_primitive_output(logf(nodes - shift), "log_density", owner, at=nodes - shift)
     log_z = logsumexp(lq_nodes + logw)
     log_pc = logsumexp(lp_nodes + logw, axis=1) - log_z
     log_qc = logsumexp(lq_nodes + logw, axis=1) - log_z
     # loss range in each cell from its ends and nodes
-    lq_e, lp_e = logf(edges), logf(edges - delta)
+    lq_e, lp_e = logf(edges), logf(edges - shift)
     with np.errstate(invalid="ignore"):
         loss_nodes = lp_nodes - lq_nodes
         loss_e = lp_e - lq_e
@@ -141,18 +213,19 @@ def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
     a, b = pts.min(axis=1), pts.max(axis=1)
     fwd_u, fwd_l = _cell_laws(log_pc, log_qc, a, b)
     bwd_u, bwd_l = _cell_laws(log_qc, log_pc, -b, -a)
-    return _NoisePair((fwd_u, bwd_u), (fwd_l, bwd_l), label, logf=logf, delta=delta,
-                      span=(lo, hi), width=width, symmetric=symmetric)
+    return _NoisePair((fwd_u, bwd_u), (fwd_l, bwd_l), label, logf=logf, sensitivity=shift,
+                      span=(lo, hi), width=width, symmetric=symmetric, sampler=sampler)
 
 
 @attrs.frozen(eq=False)
-class _NoisePair(LawPair):
+class _NoisePair(_Sampled, LawPair):
     """The cell-law pair of an additive noise on ℝ, with its Rényi curve by quadrature."""
 
     logf: object = None
-    delta: float = 1.0
+    sensitivity: float = 1.0
     span: tuple = (0.0, 0.0)
     width: float = 1.0
+    sampler: Optional[NoiseSampler] = attrs.field(default=None, kw_only=True)
     #: log-moments already computed, by (t, direction), and the normaliser: conversions
     #: evaluate the same orders in both directions and again when refining
     _memo: dict = attrs.field(factory=dict, init=False, repr=False)
@@ -175,7 +248,7 @@ class _NoisePair(LawPair):
     def _log_z(self) -> float:
         if "log_z" not in self._memo:
             lo, hi = self.span
-            self._memo["log_z"] = log_integral(self.logf, lo, hi, self.width, self.delta)
+            self._memo["log_z"] = log_integral(self.logf, lo, hi, self.width, self.sensitivity)
         return self._memo["log_z"]
 
     def cgf_lower(self, t, direction):
@@ -185,9 +258,9 @@ class _NoisePair(LawPair):
         """The quadrature is a numerical value, not a bound (module docstring)."""
         return Exactness.NUMERICAL
 
-    def noise_density(self):
+    def noise_density(self) -> NoiseDensity:
         """(log-density, Δ, grid width, support span): the pair is (Z + Δ, Z)."""
-        return self.logf, self.delta, self.width, self.span
+        return NoiseDensity(self.logf, self.sensitivity, self.width, self.span)
 
     def _log_moment(self, t: float, direction: Direction) -> float:
         """log ∫ p^{1+t} q^{−t} (forward) or q^{1+t} p^{−t} (backward), normalised."""
@@ -197,17 +270,18 @@ class _NoisePair(LawPair):
 
         def h(x):
             with np.errstate(invalid="ignore", over="ignore"):
-                v = a * self.logf(x - self.delta) + b * self.logf(x)
+                v = a * self.logf(x - self.sensitivity) + b * self.logf(x)
             return np.where(np.isnan(v), -np.inf, v)
         lo, hi = self.span
-        reach = (abs(a) + abs(b)) * (abs(self.delta) + (hi - lo))
-        return log_integral(h, lo - reach, hi + reach, self.width, self.delta) - self._log_z()
+        reach = (abs(a) + abs(b)) * (abs(self.sensitivity) + (hi - lo))
+        return (log_integral(h, lo - reach, hi + reach, self.width, self.sensitivity)
+                - self._log_z())
 
 
 _GL16_X, _GL16_W = np.polynomial.legendre.leggauss(16)
 
 
-def log_integral(h, lo: float, hi: float, width: float, delta: float,
+def log_integral(h, lo: float, hi: float, width: float, sensitivity: float,
                   panels: int = 1024, drop: float = 80.0) -> float:
     """log ∫ e^{h(x)} dx for a unimodal-ish log-integrand, in log space.
 
@@ -229,7 +303,7 @@ def log_integral(h, lo: float, hi: float, width: float, delta: float,
     x0, x1 = xs[max(keep[0] - 1, 0)], xs[min(keep[-1] + 1, xs.size - 1)]
     v0, v1 = np.arcsinh((x0 - xs[j]) / width), np.arcsinh((x1 - xs[j]) / width)
     edges = xs[j] + width * np.sinh(np.linspace(v0, v1, panels + 1))
-    inner = [k for k in (0.0, delta) if x0 < k < x1]
+    inner = [k for k in (0.0, sensitivity) if x0 < k < x1]
     edges = np.unique(np.concatenate([edges, inner, [x0, x1]]))
     left, right = edges[:-1, None], edges[1:, None]
     nodes = 0.5 * (left + right) + 0.5 * (right - left) * _GL16_X[None, :]
@@ -262,20 +336,22 @@ def _cell_laws(log_pc, log_qc, a, b) -> tuple[LossPMF, LossPMF]:
 
 
 def integer_noise_pair(logf, sensitivity: float, *, label: str = "integer noise",
-                       symmetric: bool = False) -> LawPair:
-    """The exact pair (Z + Δ, Z) for noise with log-pmf ``logf`` on ℤ, Δ an integer."""
+                       symmetric: bool = False,
+                       sampler: Optional[NoiseSampler] = None) -> LawPair:
+    """The exact pair (Z + Δ, Z) for noise with log-pmf ``logf`` on ℤ, Δ an integer
+    (``sampler``: draws of Z, which make the pair's ``sample`` available)."""
     from scipy.special import logsumexp
     if float(sensitivity) != int(sensitivity):
         raise ValueError(f"{label}: sensitivity must be an integer for noise on the integers, "
                          f"got {sensitivity}")
-    delta = int(sensitivity)
+    shift = int(sensitivity)
     peak = float(np.max(logf(np.arange(-1000, 1001))))
     k_lo = -int(support_extent(logf, 1.0, peak, -1.0, 1e7))
-    k_hi = int(support_extent(logf, 1.0, peak, 1.0, 1e7)) + delta
+    k_hi = int(support_extent(logf, 1.0, peak, 1.0, 1e7)) + shift
     k = np.arange(k_lo, k_hi + 1)
-    owner = getattr(logf, "__self__", label)
+    owner = _owner(logf, label)
     lq = check_primitive_output(logf(k), "log_density", owner, at=k)
-    lp = check_primitive_output(logf(k - delta), "log_density", owner, at=k - delta)
+    lp = check_primitive_output(logf(k - shift), "log_density", owner, at=k - shift)
     lq, lp = lq - logsumexp(lq), lp - logsumexp(lp)
     # Losses from the log-pmfs, not from masses that may underflow: a point where one
     # mass underflows to 0 is not a point where that distribution has no mass.
@@ -285,4 +361,13 @@ def integer_noise_pair(logf, sensitivity: float, *, label: str = "integer noise"
     loss = lp[both] - lq[both]
     fwd = LossPMF.from_atoms(loss, np.exp(lp[both]), float(np.exp(lp[only_p]).sum()))
     bwd = LossPMF.from_atoms(-loss, np.exp(lq[both]), float(np.exp(lq[only_q]).sum()))
-    return LawPair((fwd, bwd), (fwd, bwd), label, symmetric=symmetric)
+    return _IntegerNoisePair((fwd, bwd), (fwd, bwd), label, symmetric=symmetric,
+                             sensitivity=shift, sampler=sampler)
+
+
+@attrs.frozen(eq=False)
+class _IntegerNoisePair(_Sampled, LawPair):
+    """The exact pair of an additive noise on ℤ (its loss laws), samplable with a sampler."""
+
+    sensitivity: int = attrs.field(default=1, kw_only=True)
+    sampler: Optional[NoiseSampler] = attrs.field(default=None, kw_only=True)

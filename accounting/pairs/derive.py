@@ -5,9 +5,10 @@ one, else a route through curves the pair surely has (its profile, then the PLD)
 
 * profile: the pair's ``_profile`` (and ``_profile_lower``);
 * PLD: connect-the-dots / convex minorant of the profile on a grid;
-* trade-off: the pair's ``_beta`` if any, else its loss laws' (a ``LawPair``), else
-  the vertices of its PLD;
-* RDP: the pair's ``_cgf`` if any, else the CGF of its PLD;
+* trade-off: the pair's ``_beta`` if it provides one, else its loss laws' (a
+  ``LawPair``), else the vertices of its PLD;
+* RDP: the pair's ``_cgf`` if it provides one (lower side: ``cgf_lower`` if provided,
+  else ``_cgf`` itself for an exact pair with an exact CGF), else the CGF of its PLD;
 * zCDP: the pair's ``_rho`` per direction if any, else the envelope of its RDP (or
   the pair's ``rho_bound`` where that is smaller, e.g. a sup only reached as t → ∞).
 """
@@ -17,12 +18,15 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+
 import numpy as np
 
 from accounting.curves.curve import Exactness, Provenance
+from accounting.numerics.loss import LossPMF
 from accounting.vocabulary import Bound, Direction
 from accounting.pairs.pair import LawPair
 from accounting.pairs.primitives import check_primitive_output
+from accounting.registry.hookspecs import hookimpl
 from accounting.curves.pld import PLD
 from accounting.curves.profile import FunctionSide, PrivacyProfile
 from accounting.curves.rdp import CGF, RDP
@@ -30,9 +34,6 @@ from accounting.curves.tradeoff import BetaSide, TradeOff
 from accounting.curves.zcdp import ZCDP
 
 __all__ = ["curve_of_pair"]
-
-_PROBE = np.array([0.5])
-
 
 def _exact(step: str) -> Provenance:
     return Provenance(Exactness.EXACT, (step,))
@@ -51,14 +52,27 @@ def _profile(pair, **options: Any) -> PrivacyProfile:
                           provenance=_exact(f"{pair.describe()} profile"))
 
 
+def _non_private(pair) -> bool:
+    """Whether δ(+∞) = 1 in both directions on both sides: all the privacy loss is at
+    +∞ (P ⊥ Q), the profile is 1 everywhere and there is no loss range to grid."""
+    inf = np.array([np.inf])
+    return all(float(fn(inf, d)[0]) == 1.0 for fn in (pair._profile, pair._profile_lower)
+               for d in (Direction.FORWARD, Direction.BACKWARD))
+
+
 def _pld(pair, **options: Any) -> PLD:
-    from accounting.conversion.converters import profile_to_pld
+    from accounting.conversion.converters import DEFAULT_STEP, profile_to_pld
+    if _non_private(pair):
+        # all the loss at +∞ in both directions (no noise): nothing to discretise, one
+        # grid point of mass 0 so that the PLD composes with others on the grid
+        law = LossPMF.on_grid(options.get("step") or DEFAULT_STEP, 0, np.zeros(1), inf_mass=1.0)
+        return PLD((law, law), (law, law), provenance=_exact(f"{pair.describe()} pld"))
     pld = profile_to_pld(_profile(pair), **options)
     return PLD(pld.upper, pld.lower, provenance=_exact(f"{pair.describe()} pld"))
 
 
 def _tradeoff(pair, **options: Any) -> TradeOff:
-    if pair._beta(_PROBE, Direction.FORWARD) is not None:
+    if pair.provides("beta"):
         side = BetaSide(_checked(pair._beta, "_beta", pair),
                         _checked(pair._profile, "_profile", pair))
         return TradeOff(side, side, provenance=_exact(f"{pair.describe()} trade-off"))
@@ -71,7 +85,7 @@ def _tradeoff(pair, **options: Any) -> TradeOff:
 def _rdp(pair, **options: Any) -> RDP:
     """The pair's Rényi curve, labelled by ``cgf_exactness()``: exact, an upper bound,
     or numerical (a quadrature: both sides hold the estimate)."""
-    if pair._cgf(_PROBE, Direction.FORWARD) is not None:
+    if pair.provides("cgf"):
         exactness = pair.cgf_exactness()
         # the pair's D_1 and D_∞ where it knows them (``Pair._renyi_limit``)
         limits = {}
@@ -79,10 +93,8 @@ def _rdp(pair, **options: Any) -> RDP:
             if pair._renyi_limit(1.0, Direction.FORWARD, side) is not None:
                 limits[side] = (lambda order, d, side=side: pair._renyi_limit(order, d, side))
         lower = None
-        lower_fn = getattr(pair, "cgf_lower", None)
-        if lower_fn is not None:
-            if lower_fn(_PROBE, Direction.FORWARD) is not None:
-                lower = CGF.of(_checked(lower_fn, "cgf_lower", pair), limits.get(Bound.LOWER))
+        if pair.provides("cgf_lower"):
+            lower = CGF.of(_checked(pair.cgf_lower, "cgf_lower", pair), limits.get(Bound.LOWER))
         elif pair.exact and exactness is Exactness.EXACT:
             lower = CGF.of(_checked(pair._cgf, "_cgf", pair), limits.get(Bound.LOWER))
         return RDP(CGF.of(_checked(pair._cgf, "_cgf", pair), limits.get(Bound.UPPER)),
@@ -120,11 +132,18 @@ def _zcdp(pair, **options: Any) -> ZCDP:
     return ZCDP(tuple(rhos), lower, provenance=Provenance(label, (f"{pair.describe()} zcdp",)))
 
 
-_BUILDERS = {PrivacyProfile: _profile, PLD: _pld, TradeOff: _tradeoff, RDP: _rdp, ZCDP: _zcdp}
+@hookimpl
+def accounting_register_curve_kinds(register) -> None:
+    """The core's curve kinds and their routes from a pair (module docstring)."""
+    for kind, builder in ((PrivacyProfile, _profile), (PLD, _pld), (TradeOff, _tradeoff),
+                          (RDP, _rdp), (ZCDP, _zcdp)):
+        register(kind, builder)
 
 
 def curve_of_pair(pair, kind: type, **options: Any):
-    """The curve of ``kind`` for ``pair`` (see the module docstring for the route).
+    """The curve of ``kind`` for ``pair``, by the builder registered for ``kind``
+    (hook ``accounting_register_curve_kinds``; the core's five routes are in the
+    module docstring).
 
     ``options`` are the PLD grid options (``conversions.GRID_OPTIONS``: ``step``,
     ``tail``, ``lower``), used wherever the route builds a PLD; they are accepted for
@@ -132,9 +151,6 @@ def curve_of_pair(pair, kind: type, **options: Any):
     keyword is a TypeError naming it and the allowed ones.
     """
     from accounting.conversion.converters import check_options
-    try:
-        builder = _BUILDERS[kind]
-    except (KeyError, TypeError):
-        names = ", ".join(k.__name__ for k in _BUILDERS)
-        raise ValueError(f"unknown curve kind {kind!r}; expected one of {names}") from None
+    from accounting.registry.registry import default_registry
+    builder = default_registry().curve_builder(kind)
     return builder(pair, **check_options(f"curve({kind.__name__})", options))

@@ -16,10 +16,12 @@ from typing import Any, ClassVar, Optional
 
 import attrs
 
-from accounting.pairs.pair import Pair
+import numpy as np
+
+from accounting.pairs.pair import Pair, _overrides, not_provided
 from accounting.validation import MAX_COUNT, check_count, check_positive, check_real
 
-__all__ = ["Neighbouring", "Mechanism", "positive", "as_neighbouring", "Range", "in_range",
+__all__ = ["Neighbouring", "Mechanism", "MECHANISM_PRIMITIVES", "positive", "as_neighbouring", "Range", "in_range",
            "parameter", "SENSITIVITY_RANGE",
            "NOISE_SCALE", "RATE"]
 
@@ -67,18 +69,28 @@ class Range:
     per_power: int = 1
     integer: bool = False
     log: bool = False
+    #: 0 is accepted too: a degenerate corner (no noise: non-private; no sensitivity or
+    #: a sampling rate 0: no privacy cost), answered exactly rather than refused
+    zero: bool = False
 
     def bounds(self, instance: Any = None) -> tuple[float, float]:
-        """The ends for ``instance`` (the ``per`` field's value scales them)."""
+        """The ends for ``instance`` (the ``per`` field's value scales them; when that
+        value is 0, a degenerate corner, every non-negative value is allowed)."""
         if self.per is None:
             return self.lo, self.hi
         if instance is None:
             raise ValueError(f"this range is relative to {self.per}: pass the instance")
-        unit = check_positive(self.per, getattr(instance, self.per)) ** self.per_power
+        unit = getattr(instance, self.per)
+        if unit == 0 and not isinstance(unit, bool):
+            return (-math.inf if self.lo < 0 else 0.0), math.inf
+        unit = check_positive(self.per, unit) ** self.per_power
         return self.lo * unit, self.hi * unit
 
     def check(self, name: str, value: Any, instance: Any = None) -> "float | int":
         """``value`` checked against the range; a ValueError/TypeError naming ``name``."""
+        if self.zero and not isinstance(value, bool) and isinstance(value, (int, float)) \
+                and value == 0:
+            return value
         lo, hi = self.bounds(instance)
         if self.integer:
             return check_count(name, value, minimum=math.ceil(lo),
@@ -87,19 +99,25 @@ class Range:
             return check_real(name, value, lo=lo, hi=hi, lo_open=self.lo_open,
                               hi_open=self.hi_open)
         except ValueError as exc:
-            if self.per is None or "must be in" not in str(exc):
+            if "must be in" not in str(exc) or (self.per is None and not self.zero):
                 raise
-            raise ValueError(f"{exc} (the range is {self.describe()} with "
-                             f"{self.per} = {getattr(instance, self.per)!r})") from None
+            zero = "; 0 is also allowed (a degenerate corner)" if self.zero else ""
+            if self.per is None:
+                raise ValueError(f"{exc}{zero}") from None
+            raise ValueError(f"{exc} (the range is {self.describe(zero=False)} with "
+                             f"{self.per} = {getattr(instance, self.per)!r}{zero})") from None
 
-    def describe(self) -> str:
+    def describe(self, zero: bool = True) -> str:
+        """The range as text, e.g. ``[1e-08, 1e+08]·sensitivity or 0`` (``zero=False``:
+        without the degenerate value)."""
         left = "(" if self.lo_open else "["
         right = ")" if self.hi_open else "]"
         unit = ""
         if self.per is not None:
             unit = f"·{self.per}" if self.per_power == 1 else f"·{self.per}^{self.per_power}"
         kind = "integers in " if self.integer else ""
-        return f"{kind}{left}{self.lo:g}, {self.hi:g}{right}{unit}"
+        extra = " or 0" if self.zero and zero else ""
+        return f"{kind}{left}{self.lo:g}, {self.hi:g}{right}{unit}{extra}"
 
 
 def in_range(rng: Range):
@@ -126,15 +144,19 @@ def parameter(rng: Range, **field_options: Any) -> Any:
 
 #: Any positive sensitivity whose noise scales, declared relative to it, stay far from
 #: float64 under- and overflow.
-SENSITIVITY_RANGE = Range(1e-100, 1e100, log=True)
+SENSITIVITY_RANGE = Range(1e-100, 1e100, log=True, zero=True)
 #: A noise scale with closed-form curves (σ, b): σ/Δ in [1e-8, 1e8]. Measured: the
 #: Gaussian closed forms stay finite and correct for σ/Δ in [1e-100, 1e150] and
 #: Laplace's for b/Δ up to ~1e9 (beyond, D_α rounds to −1e-36); the margin keeps
 #: every closed form well inside (ε up to ~1e16 at the small end).
-NOISE_SCALE = Range(1e-8, 1e8, per="sensitivity", log=True)
+NOISE_SCALE = Range(1e-8, 1e8, per="sensitivity", log=True, zero=True)
 #: A sampling rate in [1e-300, 1]: below, q is subnormal and the subsampled Gaussian's
 #: Rényi curve was measured not to finish (q = 5e-324); 1e-300 answers in 3 s.
-RATE = Range(1e-300, 1.0)
+RATE = Range(1e-300, 1.0, zero=True)
+
+
+#: optional primitives of a mechanism (``Mechanism.provides``), by name → method
+MECHANISM_PRIMITIVES: dict[str, str] = {"sample": "sample"}
 
 
 #: the longest ``repr`` of a mechanism (characters)
@@ -205,14 +227,42 @@ class Mechanism(abc.ABC):
         """This mechanism's curve of the given kind (``PLD``, ``RDP``, …)."""
         return self.pair().curve(kind, **options)
 
+    def sample(self, rng: np.random.Generator, shape: "tuple[int, ...] | int"
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """i.i.d. outputs x ~ M(D) and y ~ M(D′), each an array of ``shape``, in the
+        mechanism's own units, for two neighbouring datasets whose output laws are the
+        dominating pair (x: the larger dataset, the forward direction). Optional
+        (``provides("sample")``); auditors use it. Default: not provided."""
+        raise not_provided(self, "sample")
+
+    def provides(self, primitive: str) -> bool:
+        """Whether this mechanism supplies the optional ``primitive`` (a key of
+        ``MECHANISM_PRIMITIVES``): by default, whether its class overrides it."""
+        try:
+            method = MECHANISM_PRIMITIVES[primitive]
+        except (KeyError, TypeError):
+            raise ValueError(f"unknown primitive {primitive!r}; the optional mechanism "
+                             f"primitives are {', '.join(MECHANISM_PRIMITIVES)}") from None
+        return _overrides(type(self), method, Mechanism)
+
     @classmethod
     def parameters(cls) -> dict[str, attrs.Attribute]:
-        """The parameters a user sets, by name (what the command line offers)."""
-        return {a.name: a for a in attrs.fields(cls) if a.init}
+        """The parameters a user sets, by name (what the command line offers). A field
+        whose metadata has ``"deprecated"`` (the name of its replacement) is still
+        accepted by the constructor but not offered."""
+        return {a.alias: a for a in attrs.fields(cls)
+                if a.init and "deprecated" not in a.metadata}
+
+    @classmethod
+    def deprecated(cls) -> dict[str, str]:
+        """Deprecated parameter names still accepted by the constructor (with a
+        ``DeprecationWarning``), each with the name of the parameter replacing it."""
+        return {a.alias: a.metadata["deprecated"] for a in attrs.fields(cls)
+                if a.init and "deprecated" in a.metadata}
 
     @classmethod
     def ranges(cls) -> dict[str, Range]:
         """The declared ``Range`` of each numeric parameter, by name (fields built with
         ``parameter``): where the mechanism's numerics are measured finite and correct."""
-        return {a.name: a.metadata["range"] for a in attrs.fields(cls)
-                if a.init and "range" in a.metadata}
+        return {name: a.metadata["range"] for name, a in cls.parameters().items()
+                if "range" in a.metadata}

@@ -2,20 +2,38 @@
 
 A pair answers both directions (``Direction.FORWARD`` = P‖Q, ``BACKWARD`` = Q‖P). In
 the spirit of ``scipy.stats.rv_continuous``, a subclass supplies the primitives it
-knows and inherits the rest:
+knows and inherits the rest. Every primitive a plugin may provide is declared here,
+with its default; nothing in the library looks for undeclared attributes.
 
-* ``_profile(eps, direction)`` (required): the directional privacy profile δ(ε),
-  vectorised, with ε = ±∞ allowed (δ(−∞) = 1, δ(+∞) = mass at +∞). Either exact, or
-  (``exact = False``) an upper bound that is itself the profile of a pair dominating
-  (P, Q); then ``_profile_lower`` gives the profile of a pair (P, Q) dominates.
-* ``_cgf(t, direction)`` (optional): K(t) = log E[e^{tL}] in closed form or by
-  quadrature; without it RDP comes from the PLD.
-* ``_beta(alpha, direction)`` (optional): the trade-off function in closed form.
-  ``cgf_exactness()`` says whether it is exact or an upper bound; an optional
-  ``cgf_lower(t, direction)`` gives a lower curve (``None`` if there is none).
-* ``_rho(direction)`` (optional): the exact zCDP parameter ρ* = sup_t K(t)/(t(t+1)).
-* ``_self_compose(count)`` (optional): a closed-form pair for the count-fold product
-  (for example Gaussians: μ ↦ μ√count).
+=========================  ============================================================
+primitive                  default when the pair does not provide it
+=========================  ============================================================
+``_profile(eps, d)``       required (abstract): δ_d(ε), vectorised, ε = ±∞ allowed
+                           (δ(−∞) = 1, δ(+∞) = mass at +∞); exact, or (``exact =
+                           False``) the profile of a pair dominating (P, Q)
+``_profile_lower(eps, d)`` ``_profile`` (exact pairs); else a dominated pair's profile
+``_cgf(t, d)``             ``NotImplementedError``: K(t) = log E[e^{tL}]; RDP then
+                           comes from the PLD
+``cgf_exactness()``        ``Exactness.EXACT``: what ``_cgf`` is (exact, an upper bound
+                           or numerical)
+``cgf_lower(t, d)``        ``NotImplementedError``: a lower Rényi curve; without it an
+                           exact pair with an exact ``_cgf`` uses ``_cgf`` for both sides
+``_beta(alpha, d)``        ``NotImplementedError``: the trade-off function in closed form
+``_rho(d)``                ``None``: the exact zCDP ρ* = sup_t K(t)/(t(t+1))
+``rho_bound(d)``           ``None``: an upper bound on ρ* where the envelope cannot
+                           certify it
+``_self_compose(count)``   ``None``: a closed-form pair for the count-fold product
+``noise_density()``        ``NotImplementedError``: the pair as additive noise, (Z + Δ, Z),
+                           a ``NoiseDensity`` (log-density, sensitivity, width, span)
+``sample(rng, shape)``     ``NotImplementedError``: i.i.d. draws (x ~ P, y ~ Q), each
+                           of ``shape``, for auditors
+=========================  ============================================================
+
+The primitives whose default raises are *optional*: ``provides(name)`` says whether
+the pair supplies one (names in ``OPTIONAL_PRIMITIVES``). By default a pair provides
+what its class overrides; a wrapper whose capabilities follow its base's (Poisson
+subsampling) overrides ``provides``. Callers ask ``provides`` first and never call a
+primitive on a probe value to find out.
 
 Every curve then follows from ``accounting.pairs.derive`` (``pair.curve(Kind)``).
 """
@@ -23,7 +41,7 @@ Every curve then follows from ``accounting.pairs.derive`` (``pair.curve(Kind)``)
 from __future__ import annotations
 
 import abc
-from typing import Optional
+from typing import Callable, NamedTuple, Optional
 
 import attrs
 import numpy as np
@@ -33,7 +51,46 @@ from accounting.vocabulary import Bound, Direction, as_bound, as_direction
 from accounting.numerics.loss import LossPMF
 from accounting.validation import check_array
 
-__all__ = ["Pair", "LawPair", "discrete_pair"]
+__all__ = ["Pair", "LawPair", "NoiseDensity", "OPTIONAL_PRIMITIVES", "discrete_pair",
+           "identical_pair", "disjoint_pair", "corner_pair", "not_provided", "FinitePair"]
+
+#: optional primitives of a pair (``Pair.provides``), by name → the method implementing it
+OPTIONAL_PRIMITIVES: dict[str, str] = {
+    "cgf": "_cgf",
+    "cgf_lower": "cgf_lower",
+    "beta": "_beta",
+    "noise_density": "noise_density",
+    "sample": "sample",
+}
+
+
+class NoiseDensity(NamedTuple):
+    """A pair seen as additive noise: P = law of Z + ``sensitivity``, Q = law of Z.
+
+    ``log_density`` is Z's log-density (up to a constant, vectorised), ``width`` a
+    typical width of Z (places quadrature panels) and ``span`` = (lo, hi) an interval
+    outside which both densities are negligible (e^{−745} below their peak)."""
+
+    log_density: Callable[[np.ndarray], np.ndarray]
+    sensitivity: float
+    width: float
+    span: tuple[float, float]
+
+
+def not_provided(owner: object, primitive: str) -> NotImplementedError:
+    """The error an optional primitive raises when the pair does not provide it."""
+    describe = owner.describe() if isinstance(owner, Pair) else type(owner).__name__
+    return NotImplementedError(
+        f"{describe} does not provide the primitive {primitive!r} (check "
+        f"provides({primitive!r}) first; see accounting.pairs.pair)")
+
+
+def _overrides(cls: type, method: str, base: type) -> bool:
+    """Whether ``cls`` (a subclass of ``base``) defines ``method`` below ``base``."""
+    for klass in cls.__mro__:
+        if method in vars(klass):
+            return klass is not base
+    return False
 
 
 class Pair(abc.ABC):
@@ -50,18 +107,29 @@ class Pair(abc.ABC):
         """δ_direction(ε) for an array of ε (±∞ allowed)."""
 
     def _profile_lower(self, eps: np.ndarray, direction: Direction) -> np.ndarray:
+        """A lower profile (that of a pair (P, Q) dominates); ``_profile`` by default."""
         return self._profile(eps, direction)
 
-    def _cgf(self, t: np.ndarray, direction: Direction) -> Optional[np.ndarray]:
-        return None
+    def _cgf(self, t: np.ndarray, direction: Direction) -> np.ndarray:
+        """K(t) = log E_P[e^{tL}] (forward) or log E_Q[e^{−tL}] (backward), vectorised;
+        optional (``provides("cgf")``)."""
+        raise not_provided(self, "cgf")
 
-    def _beta(self, alpha: np.ndarray, direction: Direction) -> Optional[np.ndarray]:
-        return None
+    def cgf_lower(self, t: np.ndarray, direction: Direction) -> np.ndarray:
+        """A lower bound (or the numerical value) of K(t); optional
+        (``provides("cgf_lower")``)."""
+        raise not_provided(self, "cgf_lower")
+
+    def _beta(self, alpha: np.ndarray, direction: Direction) -> np.ndarray:
+        """The trade-off function β(α) in closed form; optional (``provides("beta")``)."""
+        raise not_provided(self, "beta")
 
     def _rho(self, direction: Direction) -> Optional[float]:
+        """The exact zCDP ρ* in one direction, or None if there is no closed form."""
         return None
 
     def _self_compose(self, count: int) -> Optional["Pair"]:
+        """A closed-form pair for the count-fold product, or None."""
         return None
 
     def _renyi_limit(self, order: float, direction: Direction,
@@ -77,6 +145,26 @@ class Pair(abc.ABC):
     def cgf_exactness(self) -> Exactness:
         """What ``_cgf`` is: exact (the default) or an upper bound (``Exactness.UPPER``)."""
         return Exactness.EXACT
+
+    def noise_density(self) -> NoiseDensity:
+        """The pair as additive noise (Z + Δ, Z); optional (``provides("noise_density")``)."""
+        raise not_provided(self, "noise_density")
+
+    def sample(self, rng: np.random.Generator, shape: "tuple[int, ...] | int"
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """i.i.d. draws x ~ P and y ~ Q, each an array of ``shape``, from the numpy
+        Generator ``rng`` (for auditors); optional (``provides("sample")``)."""
+        raise not_provided(self, "sample")
+
+    def provides(self, primitive: str) -> bool:
+        """Whether this pair supplies the optional ``primitive`` (a key of
+        ``OPTIONAL_PRIMITIVES``). Default: whether its class overrides the method."""
+        try:
+            method = OPTIONAL_PRIMITIVES[primitive]
+        except (KeyError, TypeError):
+            raise ValueError(f"unknown primitive {primitive!r}; the optional primitives "
+                             f"are {', '.join(OPTIONAL_PRIMITIVES)}") from None
+        return _overrides(type(self), method, Pair)
 
     # ----------------------------------------------------------- public API
     def profile(self, eps: "np.ndarray | float", direction: "Direction | str" = "max",
@@ -103,10 +191,6 @@ class Pair(abc.ABC):
         return type(self).__name__
 
 
-def _law(losses: np.ndarray, masses: np.ndarray, inf_mass: float) -> LossPMF:
-    return LossPMF.from_atoms(losses, masses, inf_mass)
-
-
 @attrs.frozen(eq=False)
 class LawPair(Pair):
     """A pair given by its directional loss laws: exact if upper and lower coincide.
@@ -124,7 +208,7 @@ class LawPair(Pair):
     def exact(self) -> bool:  # type: ignore[override]
         return all(u is l for u, l in zip(self.upper, self.lower))
 
-    def _law(self, direction: "Direction | str", side: "Bound | str") -> LossPMF:
+    def law(self, direction: "Direction | str", side: "Bound | str" = "upper") -> LossPMF:
         """The loss law of one concrete direction on one side of the bracket."""
         d = as_direction(direction)
         if d is Direction.MAX:
@@ -133,16 +217,16 @@ class LawPair(Pair):
         return laws[0] if d is Direction.FORWARD else laws[1]
 
     def _profile(self, eps, direction):
-        return self._law(direction, "upper").delta(eps)
+        return self.law(direction, "upper").delta(eps)
 
     def _profile_lower(self, eps, direction):
-        return self._law(direction, "lower").delta(eps)
+        return self.law(direction, "lower").delta(eps)
 
     def _cgf(self, t, direction):
-        return self._law(direction, "upper").cgf(t)
+        return self.law(direction, "upper").cgf(t)
 
     def cgf_lower(self, t, direction):
-        return self._law(direction, "lower").cgf(t)
+        return self.law(direction, "lower").cgf(t)
 
     def _renyi_limit(self, order, direction, side=Bound.UPPER):
         """E[L] or the largest loss of the law (``conversion.converters.law_limit``)."""
@@ -153,7 +237,20 @@ class LawPair(Pair):
         return self.label
 
 
-def discrete_pair(p: "np.ndarray", q: "np.ndarray", label: str = "discrete") -> LawPair:
+@attrs.frozen(eq=False)
+class FinitePair(LawPair):
+    """The exact pair of two distributions ``p``, ``q`` on the outcomes 0, …, n − 1."""
+
+    p: np.ndarray = attrs.field(default=None, kw_only=True, repr=False)
+    q: np.ndarray = attrs.field(default=None, kw_only=True, repr=False)
+
+    def sample(self, rng, shape):
+        """Outcome indices: x ~ p and y ~ q."""
+        return (rng.choice(self.p.size, size=shape, p=self.p),
+                rng.choice(self.q.size, size=shape, p=self.q))
+
+
+def discrete_pair(p: "np.ndarray", q: "np.ndarray", label: str = "discrete") -> FinitePair:
     """The exact pair of two distributions on a finite set (probability vectors).
 
     Forward law: atoms log(p_i/q_i) with P-mass p_i, mass at +∞ = Σ_{q_i=0} p_i;
@@ -169,6 +266,30 @@ def discrete_pair(p: "np.ndarray", q: "np.ndarray", label: str = "discrete") -> 
     both = (p > 0) & (q > 0)
     with np.errstate(divide="ignore"):
         loss = np.log(p[both]) - np.log(q[both])
-    fwd = _law(loss, p[both], float(p[(q == 0) & (p > 0)].sum()))
-    bwd = _law(-loss, q[both], float(q[(p == 0) & (q > 0)].sum()))
-    return LawPair((fwd, bwd), (fwd, bwd), label)
+    fwd = LossPMF.from_atoms(loss, p[both], float(p[(q == 0) & (p > 0)].sum()))
+    bwd = LossPMF.from_atoms(-loss, q[both], float(q[(p == 0) & (q > 0)].sum()))
+    return FinitePair((fwd, bwd), (fwd, bwd), label, p=p / p.sum(), q=q / q.sum())
+
+
+def corner_pair(sensitivity: float, scale: float, label: str) -> Optional[FinitePair]:
+    """The pair of an additive-noise mechanism at a degenerate corner, else None:
+    sensitivity 0 → ``identical_pair`` (no privacy cost, whatever the noise);
+    noise scale 0 → ``disjoint_pair`` (no noise: non-private, ε = ∞)."""
+    if sensitivity == 0:
+        return identical_pair(f"{label} (sensitivity 0: no privacy loss)")
+    if scale == 0:
+        return disjoint_pair(f"{label} (no noise: non-private)")
+    return None
+
+
+def identical_pair(label: str = "no privacy loss") -> FinitePair:
+    """P = Q: no privacy cost (δ(ε) = (1 − e^ε)₊, ε(δ) = 0, β(α) = 1 − α, K = 0).
+    What a mechanism is at a degenerate corner where its output ignores the record
+    (sensitivity 0, sampling rate 0)."""
+    return discrete_pair(np.array([1.0]), np.array([1.0]), label)
+
+
+def disjoint_pair(label: str = "non-private") -> FinitePair:
+    """P ⊥ Q: no privacy at all (δ(ε) = 1, ε(δ) = ∞ for δ < 1, β ≡ 0, K(t) = ∞ for
+    t > 0). What an additive-noise mechanism is without noise (scale 0)."""
+    return discrete_pair(np.array([1.0, 0.0]), np.array([0.0, 1.0]), label)

@@ -12,6 +12,7 @@ module that defines it.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Optional
 
 import numpy as np
@@ -39,29 +40,30 @@ def culprit(owner: Any, registry: Any = None) -> tuple[str, str]:
     the module of the pair's class; failing all three, the module itself
     (``module …``).
     """
-    owner = getattr(owner, "__self__", owner)        # a bound method: its object
+    from accounting.pairs.mechanism import Mechanism
+    from accounting.pairs.pair import Pair
+    if inspect.ismethod(owner):                      # a bound method: its object
+        owner = owner.__self__
     registries = [registry] if registry is not None else \
         [default_registry(), *[r for r in live_registries() if r is not default_registry()]]
     if isinstance(owner, str):                      # a mechanism's name (a pair's label)
         for reg in registries:
-            if owner in getattr(reg, "mechanism_sources", {}):
+            if owner in reg.mechanism_sources:
                 return owner, reg.mechanism_sources[owner]
         return owner, "unknown plugin"
     cls = owner if isinstance(owner, type) else type(owner)
-    name = getattr(cls, "name", None)
+    name = cls.name if issubclass(cls, Mechanism) else ""
     if not isinstance(name, str) or not name:
-        describe = getattr(owner, "describe", None)
         try:
-            name = str(describe()) if callable(describe) and not isinstance(owner, type) \
-                else cls.__name__
+            name = str(owner.describe()) if isinstance(owner, Pair) else cls.__name__
         except Exception:  # a broken describe() must not hide the real problem
             name = cls.__name__
-    module = getattr(cls, "__module__", None)
+    module = cls.__module__
     for match in (lambda c: c is cls,                                   # the class itself
-                  lambda c: getattr(c, "name", None) == name,           # the pair's label
-                  lambda c: getattr(c, "__module__", None) == module):  # its module
+                  lambda c: c.name == name,                             # the pair's label
+                  lambda c: c.__module__ == module):                    # its module
         for reg in registries:
-            for key, registered in getattr(reg, "mechanisms", {}).items():
+            for key, registered in reg.mechanisms.items():
                 if match(registered):
                     return (key if registered is cls else name,
                             reg.mechanism_sources.get(key, "?"))

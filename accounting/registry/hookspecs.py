@@ -16,17 +16,54 @@ claimed by two third-party plugins is refused for both.
 
 from __future__ import annotations
 
+from typing import Any, Callable, Protocol
+
 import pluggy
 
-__all__ = ["hookspec", "hookimpl", "PROJECT"]
+__all__ = ["hookspec", "hookimpl", "PROJECT", "RegisterMechanism", "RegisterConverter",
+           "RegisterAuditor", "RegisterSpecialisation", "RegisterCurveKind"]
 
 PROJECT = "accounting"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
+# ------------------------------------------------------------ the register callbacks
+class RegisterMechanism(Protocol):
+    """``register(cls)``: one ``Mechanism`` subclass."""
+
+    def __call__(self, cls: type, /) -> None: ...
+
+
+class RegisterConverter(Protocol):
+    """``register(source, target, func, exactness, name)``: one converter edge."""
+
+    def __call__(self, source: type, target: type, func: Callable[..., Any],
+                 exactness: Any, name: str, /) -> None: ...
+
+
+class RegisterAuditor(Protocol):
+    """``register(name, auditor)``: one auditor (``accounting.registry.auditor.Auditor``)."""
+
+    def __call__(self, name: str, auditor: Any, /) -> None: ...
+
+
+class RegisterSpecialisation(Protocol):
+    """``register(wrapper, base, specialised)``: for pairs of class ``wrapper`` built on a
+    base pair of class ``base``, use the ``wrapper`` subclass ``specialised``."""
+
+    def __call__(self, wrapper: type, base: type, specialised: type, /) -> None: ...
+
+
+class RegisterCurveKind(Protocol):
+    """``register(kind, builder)``: a curve class and how a pair yields it."""
+
+    def __call__(self, kind: type, builder: Callable[..., Any], /) -> None: ...
+
+
+# ------------------------------------------------------------------------ the hooks
 @hookspec
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     """Contribute mechanisms: ``register(cls)`` for each ``Mechanism`` subclass.
 
     The class's ``name`` (a lower-case identifier: letters, digits, underscores) is how
@@ -36,7 +73,7 @@ def accounting_register_mechanisms(register):
 
 
 @hookspec
-def accounting_register_converters(register):
+def accounting_register_converters(register: RegisterConverter) -> None:
     """Contribute converters: ``register(source, target, func, exactness, name)``.
 
     ``source`` and ``target`` are curve classes; ``func(curve, **options)`` takes the
@@ -49,12 +86,14 @@ def accounting_register_converters(register):
 
 
 @hookspec
-def accounting_register_auditors(register):
+def accounting_register_auditors(register: RegisterAuditor) -> None:
     """Contribute auditors: ``register(name, auditor)``; the name (a lower-case
     identifier) must be unique.
 
     An auditor tests an (ε, δ)-DP claim about a black-box mechanism from its outputs on
-    two neighbouring datasets D, D′. It is an object with two methods:
+    two neighbouring datasets D, D′. It satisfies the ``Auditor`` Protocol of
+    ``accounting.registry.auditor`` (checked at registration; the contract suite
+    ``accounting.testing.AuditorContract`` checks its behaviour):
 
     * ``audit_samples(x, y, *, epsilon, delta, seed=None, **settings)``: x ~ M(D) and
       y ~ M(D′) as arrays of shape (n, d);
@@ -73,7 +112,36 @@ def accounting_register_auditors(register):
 
 
 @hookspec
-def accounting_register_jobs(register):
+def accounting_register_specialisations(register: RegisterSpecialisation) -> None:
+    """Contribute specialisations: ``register(wrapper, base, specialised)``.
+
+    A wrapper pair (say ``PoissonSubsampledPair``) built on a base pair of class
+    ``base`` (exactly that class, not a subclass: a subclass may change the law) is
+    built as ``specialised`` instead, a subclass of ``wrapper`` with the same
+    constructor that adds closed forms (say the subsampled Gaussian's Rényi curve).
+    Plugins that build wrappers resolve them with
+    ``Registry.specialisation(wrapper, base_pair)``, never with a table of their own,
+    so the result does not depend on which modules happen to be imported. One
+    specialisation per (wrapper, base): the built-in one wins, and two third-party
+    claims on one key are both refused.
+    """
+
+
+@hookspec
+def accounting_register_curve_kinds(register: RegisterCurveKind) -> None:
+    """Contribute curve representations: ``register(kind, builder)``.
+
+    ``kind`` is a ``Curve`` subclass; ``builder(pair, **options)`` returns the curve
+    of that kind of a pair (``Pair.curve(kind)`` calls it; ``options`` are the PLD grid
+    options, checked before the call). The core registers the five kinds (privacy
+    profile, PLD, trade-off, Rényi, zCDP) and their routes (``accounting.pairs.derive``);
+    a plugin adds a kind of its own. One builder per kind: the built-in one keeps it,
+    two third-party claims on one kind are both refused.
+    """
+
+
+@hookspec
+def accounting_register_jobs(register: Callable[..., None]) -> None:
     """Contribute named jobs: ``register(name, workload, description, *, default=False,
     solve=None, notes=None)``; the name (a lower-case identifier) must be unique.
 

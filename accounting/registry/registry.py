@@ -1,7 +1,10 @@
 """Plugin loading and the registry of mechanisms, converters and auditors.
 
 ``make_registry()`` builds a fresh registry: the core's own converters, then the
-entry points of the group ``accounting``, **built-ins first**. A built-in is an entry
+entry points of the group ``accounting``, **built-ins first**. Plugins contribute
+mechanisms, converters, auditors and specialisations (``hookspecs``); everything a
+plugin contributes lives here, never in a table a module fills when it is imported,
+so what a name or a pair resolves to does not depend on import order. A built-in is an entry
 point of the distribution that ships this ``accounting`` package (found with
 ``importlib.metadata.packages_distributions()``, not by a hard-coded name); every
 other entry point is a third-party plugin. The rules:
@@ -47,7 +50,7 @@ from accounting.conversion.graph import Converter
 from accounting.curves.curve import Curve, Exactness
 
 __all__ = ["Registry", "PluginError", "Job", "make_registry", "default_registry",
-           "ENTRY_POINT_GROUP", "builtin_distributions", "did_you_mean"]
+           "ENTRY_POINT_GROUP", "builtin_distributions", "did_you_mean", "specialisation_name"]
 
 ENTRY_POINT_GROUP = "accounting"
 
@@ -60,6 +63,8 @@ _HOOKS = {
     "accounting_register_converters": "converter",
     "accounting_register_auditors": "auditor",
     "accounting_register_jobs": "job",
+    "accounting_register_specialisations": "specialisation",
+    "accounting_register_curve_kinds": "curve kind",
 }
 
 
@@ -160,7 +165,7 @@ def _describe(exc: BaseException) -> str:
 class _Item:
     """One registration a plugin asked for, before it is committed."""
 
-    kind: str          # "mechanism", "converter" or "auditor"
+    kind: str          # "mechanism", "converter", "auditor", "specialisation", "curve kind"
     name: str
     value: Any
     plugin: str
@@ -177,6 +182,13 @@ class Registry:
     auditors: dict[str, Any] = attrs.Factory(dict)
     auditor_sources: dict[str, str] = attrs.Factory(dict)
     jobs: dict[str, Job] = attrs.Factory(dict)
+    #: (wrapper pair class, base pair class) → specialised wrapper subclass
+    specialisations: dict[tuple[type, type], type] = attrs.Factory(dict)
+    #: specialisation name (``wrapper[base]``, module-qualified) → plugin
+    specialisation_sources: dict[str, str] = attrs.Factory(dict)
+    #: curve class → builder(pair, **options) (``Pair.curve``)
+    curve_kinds: dict[type, Callable[..., Any]] = attrs.Factory(dict)
+    curve_kind_sources: dict[str, str] = attrs.Factory(dict)
     errors: list[PluginError] = attrs.Factory(list)
     #: names of the plugins that are built-in (the core and this distribution's)
     builtin_plugins: set[str] = attrs.Factory(set)
@@ -351,12 +363,16 @@ class Registry:
         refusal as an error of this plugin (and returns normally, so a plugin cannot
         hide it by catching an exception), stages the rest."""
         check = {"mechanism": self._check_mechanism, "converter": self._check_converter,
-                 "auditor": self._check_auditor, "job": self._check_job}[kind]
+                 "auditor": self._check_auditor, "job": self._check_job,
+                 "specialisation": self._check_specialisation,
+                 "curve kind": self._check_curve_kind}[kind]
         signature = {"mechanism": "register(cls)",
                      "converter": "register(source, target, func, exactness, name)",
                      "auditor": "register(name, auditor)",
                      "job": "register(name, workload, description, *, default=False, "
-                            "solve=None, notes=None)"}[kind]
+                            "solve=None, notes=None)",
+                     "specialisation": "register(wrapper, base, specialised)",
+                     "curve kind": "register(kind, builder)"}[kind]
 
         def register(*args: Any, **kwargs: Any) -> None:
             try:
@@ -418,16 +434,13 @@ class Registry:
         return _Item("converter", name, (source, target, func, exactness), plugin)
 
     def _check_auditor(self, plugin: str, name: Any, auditor: Any) -> _Item:
+        from accounting.registry.auditor import auditor_problems
         if not isinstance(name, str) or not _NAME.match(name):
             raise _Refused(f"auditor name must be a lower-case identifier, got {_short(name)}")
-        methods = ("audit_samples", "audit_callable")
-        present = [m for m in methods if getattr(auditor, m, None) is not None]
-        broken = [m for m in present if not callable(getattr(auditor, m))]
-        if not present or broken:
-            what = (f"{', '.join(broken)} not callable" if broken
-                    else f"neither {' nor '.join(methods)}")
-            raise _Refused(f"auditor {name!r} has {what} (see "
-                           f"accounting.registry.hookspecs.accounting_register_auditors)")
+        problems = auditor_problems(auditor)
+        if problems:
+            raise _Refused(f"auditor {name!r} {problems} (see the Auditor Protocol in "
+                           f"accounting.registry.auditor)")
         return _Item("auditor", name, auditor, plugin)
 
     def _check_job(self, plugin: str, name: Any, workload: Any, description: Any, *,
@@ -456,6 +469,30 @@ class Registry:
         return _Item("job", name, Job(name, copy.deepcopy(workload), description, plugin,
                                       default, solve, tuple(notes.items())), plugin)
 
+    def _check_specialisation(self, plugin: str, wrapper: Any, base: Any,
+                              specialised: Any) -> _Item:
+        from accounting.pairs.pair import Pair
+        for role, cls in (("wrapper", wrapper), ("base", base), ("specialised", specialised)):
+            if not (isinstance(cls, type) and issubclass(cls, Pair)):
+                raise _Refused(f"specialisation: {role} must be a Pair subclass, got "
+                               f"{_short(cls)}")
+        if specialised is wrapper or not issubclass(specialised, wrapper):
+            raise _Refused(f"specialisation: {specialised.__name__} must be a proper subclass "
+                           f"of the wrapper {wrapper.__name__}")
+        if inspect.isabstract(specialised):
+            raise _Refused(f"specialisation: {specialised.__name__} is abstract")
+        return _Item("specialisation", specialisation_name(wrapper, base),
+                     (wrapper, base, specialised), plugin)
+
+    def _check_curve_kind(self, plugin: str, kind: Any, builder: Any) -> _Item:
+        if not (isinstance(kind, type) and issubclass(kind, Curve)):
+            raise _Refused(f"curve kind must be a Curve subclass, got {_short(kind)}")
+        if not callable(builder):
+            raise _Refused(f"curve kind {kind.__name__}: builder must be callable, got "
+                           f"{_short(builder)}")
+        return _Item("curve kind", f"{kind.__module__}.{kind.__qualname__}", (kind, builder),
+                     plugin)
+
     def _taken_by(self, item: _Item) -> Optional[str]:
         if item.kind == "mechanism":
             return self.mechanism_sources.get(item.name)
@@ -463,6 +500,10 @@ class Registry:
             return self.auditor_sources.get(item.name)
         if item.kind == "job":
             return self.jobs[item.name].plugin if item.name in self.jobs else None
+        if item.kind == "specialisation":
+            return self.specialisation_sources.get(item.name)
+        if item.kind == "curve kind":
+            return self.curve_kind_sources.get(item.name)
         return next((c.plugin for c in self.converters if c.name == item.name), None)
 
     def _commit(self, items: Iterable[_Item]) -> None:
@@ -505,6 +546,14 @@ class Registry:
                                             f"as an ordinary job")
                     job = attrs.evolve(job, default=False)
                 self.jobs[name] = job
+            elif kind == "curve kind":
+                curve_kind, builder = item.value
+                self.curve_kinds[curve_kind] = builder
+                self.curve_kind_sources[name] = item.plugin
+            elif kind == "specialisation":
+                wrapper, base, specialised = item.value
+                self.specialisations[(wrapper, base)] = specialised
+                self.specialisation_sources[name] = item.plugin
             else:
                 source, target, func, exactness = item.value
                 self.converters.append(Converter(source, target, func, exactness, name,
@@ -527,6 +576,22 @@ class Registry:
         """The job a built-in plugin marked as the default (what ``accounting`` runs)."""
         return next((j for j in self.jobs.values() if j.default), None)
 
+    def specialisation(self, wrapper: type, base: Any) -> type:
+        """The class to build a ``wrapper`` pair on the pair ``base`` with: the
+        specialisation registered for (wrapper, type(base)), else ``wrapper`` itself.
+        Exact type match, so the answer depends only on the registry, never on which
+        modules are imported or in what order."""
+        return self.specialisations.get((wrapper, type(base)), wrapper)
+
+    def curve_builder(self, kind: Any) -> Callable[..., Any]:
+        """The builder of the curve class ``kind`` (``Pair.curve``); a ValueError naming
+        the registered kinds otherwise."""
+        try:
+            return self.curve_kinds[kind]
+        except (KeyError, TypeError):
+            names = ", ".join(k.__name__ for k in self.curve_kinds) or "none"
+            raise ValueError(f"unknown curve kind {kind!r}; expected one of {names}") from None
+
     def plugin_of(self, cls: type) -> Optional[str]:
         """The plugin that registered the mechanism class ``cls``, if one did."""
         for name, registered in self.mechanisms.items():
@@ -541,7 +606,15 @@ class Registry:
             "converters": [(c.name, c.plugin) for c in self.converters],
             "auditors": sorted(self.auditor_sources.items()),
             "jobs": sorted((j.name, j.plugin) for j in self.jobs.values()),
+            "specialisations": sorted(self.specialisation_sources.items()),
+            "curve kinds": sorted(self.curve_kind_sources.items()),
         }
+
+
+def specialisation_name(wrapper: type, base: type) -> str:
+    """The name a specialisation is registered under: ``module.Wrapper[module.Base]``."""
+    return (f"{wrapper.__module__}.{wrapper.__qualname__}"
+            f"[{base.__module__}.{base.__qualname__}]")
 
 
 class _Refused(Exception):
@@ -569,7 +642,9 @@ def make_registry(*, entry_points: bool = True) -> Registry:
     pm.add_hookspecs(hookspecs)
     reg = Registry(pm)
     _LIVE[:] = [ref for ref in _LIVE if ref() is not None] + [weakref.ref(reg)]
+    from accounting.pairs import derive
     reg._commit(reg._register(conversions, "core", builtin=True))
+    reg._commit(reg._register(derive, "core.pairs", builtin=True))
     if entry_points:
         reg.load_entry_points()
     return reg

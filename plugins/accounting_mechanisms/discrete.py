@@ -43,8 +43,9 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from fractions import Fraction
-from typing import Any
+from typing import Any, Optional
 
 import attrs
 import numpy as np
@@ -52,8 +53,8 @@ from scipy.special import log_ndtr, logsumexp
 
 from accounting.pairs.additive import AdditiveNoise
 from accounting.registry.hookspecs import hookimpl
-from accounting.pairs.mechanism import NOISE_SCALE, Range, parameter
-from accounting.pairs.pair import Pair
+from accounting.pairs.mechanism import NOISE_SCALE, Range, in_range, parameter
+from accounting.pairs.pair import Pair, corner_pair, not_provided
 from accounting.validation import check_count, check_positive, check_real
 
 __all__ = [
@@ -65,6 +66,8 @@ __all__ = [
     "dgauss_log_ratio",
     "dgauss_log_sf",
     "dlaplace_atoms",
+    "dgauss_sample",
+    "dlaplace_sample",
 ]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -76,15 +79,18 @@ _TABLE_MAX = 1 << 20
 
 
 #: integer sensitivities accepted (the lattice sums were measured up to Δ = 1e9)
-INTEGER_SENSITIVITY = Range(1, 10 ** 9, integer=True, log=True)
-#: the discrete Laplace decay a, as a·Δ in [1e-8, 1e8] (a·Δ is the pure-DP ε)
+INTEGER_SENSITIVITY = Range(1, 10 ** 9, integer=True, log=True, zero=True)
+#: the discrete Laplace decay rate a = 1/scale (deprecated parameter), as a·Δ in
+#: [1e-8, 1e8] (a·Δ is the pure-DP ε)
 DECAY_RATE = Range(1e-8, 1e8, per="sensitivity", per_power=-1, log=True)
 
 
 def _check_integer_sensitivity(label: str, value: float) -> int:
     x = check_real("sensitivity", value)
+    if x == 0:      # a degenerate corner: no privacy cost
+        return 0
     if not x.is_integer() or not INTEGER_SENSITIVITY.lo <= x <= INTEGER_SENSITIVITY.hi:
-        raise ValueError(f"{label}: sensitivity must be a positive integer (at most "
+        raise ValueError(f"{label}: sensitivity must be 0 or a positive integer (at most "
                          f"{INTEGER_SENSITIVITY.hi:g}) for noise on the integers, got {value!r}")
     return int(x)
 
@@ -93,6 +99,30 @@ def _integer_sensitivity() -> Any:
     """The ``sensitivity`` field of noise on the integers: declared range, checked first."""
     return attrs.field(default=1.0, kw_only=True, metadata={"range": INTEGER_SENSITIVITY},
                        validator=lambda i, a, v: _check_integer_sensitivity(i.name, v))
+
+
+# ============================================================================ sampling
+def dlaplace_sample(a: float, rng: np.random.Generator, shape) -> np.ndarray:
+    """Draws of the discrete Laplace law ∝ e^{−a|x|} on ℤ: the difference of two i.i.d.
+    geometric variables of success probability 1 − e^{−a}."""
+    p = -math.expm1(-a)
+    return (rng.geometric(p, size=shape) - rng.geometric(p, size=shape)).astype(float)
+
+
+def dgauss_sample(sigma: float, rng: np.random.Generator, shape) -> np.ndarray:
+    """Exact draws of N_ℤ(0, σ²) by rejection from a discrete Laplace of scale
+    t = ⌊σ⌋ + 1, accepted with probability exp(−(|Y| − σ²/t)²/(2σ²)) (Canonne, Kamath,
+    Steinke 2020, arXiv:2004.00010, Algorithm 3), vectorised over the pending draws."""
+    t = math.floor(sigma) + 1.0
+    out = np.empty(shape, dtype=float).ravel()
+    todo = np.arange(out.size)
+    while todo.size:
+        y = dlaplace_sample(1.0 / t, rng, todo.size)
+        keep = rng.random(todo.size) < np.exp(-(np.abs(y) - sigma * sigma / t) ** 2
+                                                / (2.0 * sigma * sigma))
+        out[todo[keep]] = y[keep]
+        todo = todo[~keep]
+    return out.reshape(shape)
 
 
 # ==================================================================== discrete Gaussian
@@ -136,7 +166,7 @@ def dgauss_log_ratio(sigma: float, c: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=16)
-def _dgauss_table(sigma: float, delta: int):
+def _dgauss_table(sigma: float, sensitivity: int):
     """Exact tables of the pair (Δ + Y, Y) on x ∈ [lo, hi] (Q-coordinates).
 
     Returns (lo, hi, log H, log D) with H(x) = Q[X ≥ x] and
@@ -146,30 +176,30 @@ def _dgauss_table(sigma: float, delta: int):
     """
     s2 = sigma * sigma
     reach = math.ceil(sigma * math.sqrt(2.0 * _DROP)) + 1
-    lo, hi = -reach, delta + reach
+    lo, hi = -reach, sensitivity + reach
     x = np.arange(lo, hi + 2, dtype=float)
     logq = -x * x / (2.0 * s2) - _log_norm(sigma)
     logq[-1] = -np.inf
     log_h = np.logaddexp.accumulate(logq[::-1])[::-1]
-    loss = (2.0 * x * delta - delta * delta) / (2.0 * s2)
+    loss = (2.0 * x * sensitivity - sensitivity * sensitivity) / (2.0 * s2)
     w = loss + log_h
     log_s = np.logaddexp.accumulate(w[::-1])[::-1]        # Σ_{x' ≥ x} e^{L_x'}H(x')
-    log_d = np.append(log_s[1:], -np.inf) + math.log(-math.expm1(-delta / s2))
+    log_d = np.append(log_s[1:], -np.inf) + math.log(-math.expm1(-sensitivity / s2))
     return lo, hi, log_h, log_d
 
 
-def _profile_by_table(sigma: float, delta: int, eps: np.ndarray) -> np.ndarray:
+def _profile_by_table(sigma: float, sensitivity: int, eps: np.ndarray) -> np.ndarray:
     """δ(ε) = D(b) + e^{L_b}H(b)·(1 − e^{ε − L_b}), b the first x with L_x > ε:
     two non-negative terms, so δ keeps its relative accuracy deep in the tail."""
-    lo, hi, log_h, log_d = _dgauss_table(sigma, delta)
+    lo, hi, log_h, log_d = _dgauss_table(sigma, sensitivity)
     s2 = sigma * sigma
     fin = np.isfinite(eps)
     e = np.where(fin, eps, 0.0)
-    b = np.floor(e * s2 / delta + delta / 2.0) + 1.0
+    b = np.floor(e * s2 / sensitivity + sensitivity / 2.0) + 1.0
     below = b < lo
     above = b > hi
     i = (np.clip(b, lo, hi + 1) - lo).astype(np.int64)
-    lb = (2.0 * (i + lo) * delta - delta * delta) / (2.0 * s2)
+    lb = (2.0 * (i + lo) * sensitivity - sensitivity * sensitivity) / (2.0 * s2)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         tail = np.exp(lb + log_h[i]) * np.maximum(-np.expm1(e - lb), 0.0)
     val = np.exp(log_d[i]) + np.where(np.isfinite(log_h[i]), tail, 0.0)
@@ -231,7 +261,7 @@ def dgauss_log_sf(sigma: float, k: np.ndarray) -> np.ndarray:
         return np.where(upper, log_tail, np.log1p(-np.exp(log_tail)))
 
 
-def _profile_by_tails(sigma: float, delta: int, eps: np.ndarray) -> np.ndarray:
+def _profile_by_tails(sigma: float, sensitivity: int, eps: np.ndarray) -> np.ndarray:
     """δ(ε) = A·(1 − e^{ε + log B − log A}) with A = P[Y ≥ a], B = P[Y ≥ a + Δ],
     a = ⌊εσ²/Δ − Δ/2⌋ + 1 (CKS, arXiv:2004.00010). Used when the exact table would be too
     large; the subtraction costs about log₁₀(zσ/Δ) digits (z = a/σ), as for the
@@ -239,9 +269,9 @@ def _profile_by_tails(sigma: float, delta: int, eps: np.ndarray) -> np.ndarray:
     s2 = sigma * sigma
     fin = np.isfinite(eps)
     e = np.where(fin, eps, 0.0)
-    a = np.floor(e * s2 / delta - delta / 2.0) + 1.0
+    a = np.floor(e * s2 / sensitivity - sensitivity / 2.0) + 1.0
     la = dgauss_log_sf(sigma, a)
-    lb = dgauss_log_sf(sigma, a + delta)
+    lb = dgauss_log_sf(sigma, a + sensitivity)
     with np.errstate(over="ignore", invalid="ignore"):
         val = np.exp(la) * -np.expm1(np.minimum(e + lb - la, 0.0))
     val = np.where(np.isfinite(la), val, 0.0)
@@ -249,7 +279,7 @@ def _profile_by_tails(sigma: float, delta: int, eps: np.ndarray) -> np.ndarray:
     return np.clip(val, 0.0, 1.0) + 0.0
 
 
-def dgauss_delta(sigma: float, delta: int, eps: np.ndarray, *, method: str = "auto") -> np.ndarray:
+def dgauss_delta(sigma: float, sensitivity: int, eps: np.ndarray, *, method: str = "auto") -> np.ndarray:
     """δ(ε) of (Δ + Y, Y), Y ~ N_ℤ(0, σ²), for an array of ε (±∞ allowed).
 
     ``method``: "table" (exact cumulative tables, cancellation-free, the default when
@@ -258,11 +288,11 @@ def dgauss_delta(sigma: float, delta: int, eps: np.ndarray, *, method: str = "au
     """
     eps = np.asarray(eps, dtype=float)
     if method == "auto":
-        size = delta + 2 * math.ceil(sigma * math.sqrt(2.0 * _DROP))
+        size = sensitivity + 2 * math.ceil(sigma * math.sqrt(2.0 * _DROP))
         method = "table" if size <= _TABLE_MAX else "tails"
     flat = np.ravel(eps)
     fn = _profile_by_table if method == "table" else _profile_by_tails
-    return fn(float(sigma), int(delta), flat).reshape(eps.shape)
+    return fn(float(sigma), int(sensitivity), flat).reshape(eps.shape)
 
 
 @attrs.frozen
@@ -272,21 +302,26 @@ class DiscreteGaussianPair(Pair):
     symmetric = True
 
     sigma: float = attrs.field(validator=lambda i, a, v: check_positive("sigma", v))
-    delta: int = attrs.field(default=1, validator=lambda i, a, v: check_count("delta", v))
+    sensitivity: int = attrs.field(default=1,
+                                   validator=lambda i, a, v: check_count("sensitivity", v))
 
     def _profile(self, eps, direction):
-        return dgauss_delta(self.sigma, self.delta, eps)
+        return dgauss_delta(self.sigma, self.sensitivity, eps)
 
     def _cgf(self, t, direction):
         t = np.asarray(t, dtype=float)
-        rho = self.delta ** 2 / (2.0 * self.sigma ** 2)
-        return t * (t + 1.0) * rho + dgauss_log_ratio(self.sigma, t * self.delta)
+        rho = self.sensitivity ** 2 / (2.0 * self.sigma ** 2)
+        return t * (t + 1.0) * rho + dgauss_log_ratio(self.sigma, t * self.sensitivity)
 
     def _rho(self, direction):
-        return self.delta ** 2 / (2.0 * self.sigma ** 2)
+        return self.sensitivity ** 2 / (2.0 * self.sigma ** 2)
+
+    def sample(self, rng, shape):
+        return (self.sensitivity + dgauss_sample(self.sigma, rng, shape),
+                dgauss_sample(self.sigma, rng, shape))
 
     def describe(self) -> str:
-        return f"DiscreteGaussian(σ={self.sigma:g}, Δ={self.delta})"
+        return f"DiscreteGaussian(σ={self.sigma:g}, Δ={self.sensitivity})"
 
 
 @attrs.frozen
@@ -314,7 +349,13 @@ class DiscreteGaussian(AdditiveNoise):
     def noise_width(self) -> float:
         return self.sigma
 
-    def pair(self) -> DiscreteGaussianPair:
+    def sample_noise(self, rng, shape):
+        return dgauss_sample(float(self.sigma), rng, shape)
+
+    def pair(self) -> Pair:
+        corner = corner_pair(self.sensitivity, self.sigma, self.name)
+        if corner is not None:
+            return corner
         return DiscreteGaussianPair(float(self.sigma), int(self.sensitivity))
 
 
@@ -337,14 +378,14 @@ def _log_geom(s: np.ndarray, n: int) -> np.ndarray:
     return np.where(s > 0, pos, np.where(s < 0, neg, math.log(n)))
 
 
-def dlaplace_atoms(a: float, delta: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def dlaplace_atoms(a: float, sensitivity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The exact law of L under P for (Δ + Y, Y), Y discrete Laplace(a): the losses
     a(2k − Δ), k = 0..Δ, their log P-masses and log Q-masses (Q_k = P_k e^{−l_k})."""
-    k = np.arange(delta + 1, dtype=float)
-    losses = a * (2.0 * k - delta)
+    k = np.arange(sensitivity + 1, dtype=float)
+    losses = a * (2.0 * k - sensitivity)
     log_c = math.log(math.tanh(a / 2.0))
-    logp = log_c - a * (delta - k)
-    logp[0] = -a * delta - math.log1p(math.exp(-a))
+    logp = log_c - a * (sensitivity - k)
+    logp[0] = -a * sensitivity - math.log1p(math.exp(-a))
     logp[-1] = -math.log1p(math.exp(-a))
     return losses, logp, logp - losses
 
@@ -380,7 +421,8 @@ class DiscreteLaplacePair(Pair):
     symmetric = True
 
     a: float = attrs.field(validator=lambda i, a, v: check_positive("a", v))
-    delta: int = attrs.field(default=1, validator=lambda i, a, v: check_count("delta", v))
+    sensitivity: int = attrs.field(default=1,
+                                   validator=lambda i, a, v: check_count("sensitivity", v))
 
     def _profile(self, eps, direction):
         """δ(ε) = Σ_{l_k > ε} P_k(1 − e^{ε − l_k}) over the atoms, in closed form.
@@ -390,7 +432,7 @@ class DiscreteLaplacePair(Pair):
         C = tanh(a/2)e^{−am}: every term non-negative (no cancellation).
         """
         eps = np.asarray(eps, dtype=float)
-        a, d = self.a, self.delta
+        a, d = self.a, self.sensitivity
         e = np.where(np.isfinite(eps), eps, 0.0)
         # ε − aΔ with aΔ = hi + lo split exactly, so that δ keeps its relative accuracy
         # as ε → aΔ (where δ ≈ P_Δ·(aΔ − ε))
@@ -421,7 +463,7 @@ class DiscreteLaplacePair(Pair):
         form log[P₀e^{−taΔ} + P_Δe^{taΔ} + tanh(a/2)e^{−aΔ(1+t)}Σ_{k=1}^{Δ−1}e^{ka(1+2t)}]
         with the geometric sum in closed form (less accurate as t → 0)."""
         t = np.asarray(t, dtype=float)
-        a, d = self.a, self.delta
+        a, d = self.a, self.sensitivity
         if d <= _ATOM_MAX:
             losses, logp, _ = dlaplace_atoms(a, d)
             return _atom_cgf(losses, logp, t)
@@ -437,10 +479,10 @@ class DiscreteLaplacePair(Pair):
         so T is piecewise linear through (P(L ≤ l_j), Q(L > l_j)), with slope −e^{−l_j}
         on the segment of atom j. Symmetric pair: T(Q, P) = T(P, Q). (None for
         Δ > 4096, where the trade-off comes from the PLD.)"""
-        if self.delta > _ATOM_MAX:
-            return None
+        if not self.provides("beta"):
+            raise not_provided(self, "beta")
         alpha = np.asarray(alpha, dtype=float)
-        losses, logp, logq = dlaplace_atoms(self.a, self.delta)
+        losses, logp, logq = dlaplace_atoms(self.a, self.sensitivity)
         p, q = np.exp(logp), np.exp(logq)
         a_right = np.append(np.cumsum(p)[:-1], 1.0)          # α after rejecting atoms ≤ j
         b_right = np.append(np.cumsum(q[::-1])[::-1][1:], 0.0)  # β = Q(L > l_j)
@@ -448,36 +490,81 @@ class DiscreteLaplacePair(Pair):
         beta = b_right[j] + (a_right[j] - alpha) * np.exp(-losses[j])
         return np.clip(beta, 0.0, 1.0)
 
+    def provides(self, primitive: str) -> bool:
+        """The trade-off function in closed form up to Δ = 4096 atoms."""
+        if primitive == "beta":
+            return self.sensitivity <= _ATOM_MAX
+        return super().provides(primitive)
+
+    def sample(self, rng, shape):
+        return (self.sensitivity + dlaplace_sample(self.a, rng, shape),
+                dlaplace_sample(self.a, rng, shape))
+
     def describe(self) -> str:
-        return f"DiscreteLaplace(a={self.a:g}, Δ={self.delta})"
+        return f"DiscreteLaplace(a={self.a:g}, Δ={self.sensitivity})"
 
 
 @attrs.frozen
 class DiscreteLaplace(AdditiveNoise):
     """Discrete Laplace (two-sided geometric) noise on an integer-valued query.
 
-    ``a`` > 0 is the decay rate of the pmf tanh(a/2)·e^{−a|x|} on ℤ (scale 1/a; the
-    ratio of consecutive masses is e^{−a}). ``sensitivity`` Δ must be a positive
-    integer: the ℓ1 sensitivity of the integer query under the neighbouring relation
-    in use (add/remove by default, or replace-one). The pair is (Δ + Y, Y); its loss
+    ``scale`` > 0 is the scale of the pmf tanh(a/2)·e^{−|x|/scale} on ℤ, a = 1/scale
+    its decay rate (the ratio of consecutive masses is e^{−a}); more noise is a larger
+    scale, as for every noise parameter. ``sensitivity`` Δ must be a positive integer:
+    the ℓ1 sensitivity of the integer query under the neighbouring relation in use
+    (add/remove by default, or replace-one). The pair is (Δ + Y, Y); its loss
     a(|x| − |x − Δ|) takes the Δ + 1 values a(2k − Δ), so the mechanism is (aΔ)-DP.
     For Δ = 1 the PLD is two atoms, +a with mass e^a/(1+e^a) and −a with 1/(1+e^a), and
-    D_α = log[(e^{αa} + e^{(1−α)a})/(1 + e^a)]/(α − 1) (from the two-atom loss law); general Δ by the
-    exact geometric sums of ``DiscreteLaplacePair``.
+    D_α = log[(e^{αa} + e^{(1−α)a})/(1 + e^a)]/(α − 1) (from the two-atom loss law);
+    general Δ by the exact geometric sums of ``DiscreteLaplacePair``.
+
+    Deprecated: ``a=`` (the decay rate, an inverse scale) is still accepted for one
+    release with a ``DeprecationWarning``; the rate is then used exactly as given
+    (``scale`` reads 1/a).
     """
 
     name = "discrete_laplace"
     domain = "integer"
     sensitivity: float = _integer_sensitivity()
-    a: float = parameter(DECAY_RATE)
+    scale: float = attrs.field(default=None, kw_only=True,
+                               validator=attrs.validators.optional(in_range(NOISE_SCALE)),
+                               metadata={"range": NOISE_SCALE})
+    #: the deprecated decay rate, as given (``a=``); None when ``scale`` is given
+    _given_rate: Optional[float] = attrs.field(default=None, kw_only=True, alias="a",
+                                               repr=False, metadata={"deprecated": "scale"})
+
+    def __attrs_post_init__(self):
+        if self._given_rate is None:
+            if self.scale is None:
+                raise TypeError("discrete_laplace: missing the parameter scale (the noise "
+                                "scale, 1/decay rate)")
+            return
+        warnings.warn("discrete_laplace: the parameter a (decay rate) is deprecated; give "
+                      "scale = 1/a instead", DeprecationWarning, stacklevel=3)
+        if self.scale is not None:
+            raise TypeError("discrete_laplace: give scale or the deprecated a, not both")
+        rate = DECAY_RATE.check("a", self._given_rate, self)
+        object.__setattr__(self, "_given_rate", float(rate))
+        object.__setattr__(self, "scale", 1.0 / float(rate))
+
+    @property
+    def a(self) -> float:
+        """The decay rate 1/scale (exactly the deprecated ``a`` when that was given)."""
+        return self._given_rate if self._given_rate is not None else 1.0 / float(self.scale)
 
     def log_density(self, x):
         return -self.a * np.abs(np.asarray(x, dtype=float))
 
     def noise_width(self) -> float:
-        return 1.0 / self.a
+        return float(self.scale)
 
-    def pair(self) -> DiscreteLaplacePair:
+    def sample_noise(self, rng, shape):
+        return dlaplace_sample(float(self.a), rng, shape)
+
+    def pair(self) -> Pair:
+        corner = corner_pair(self.sensitivity, self.scale, self.name)
+        if corner is not None:
+            return corner
         return DiscreteLaplacePair(float(self.a), int(self.sensitivity))
 
 

@@ -20,7 +20,7 @@ from scipy.special import log_ndtr, ndtr, ndtri
 from accounting.pairs.additive import AdditiveNoise
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import NOISE_SCALE, parameter
-from accounting.pairs.pair import Pair
+from accounting.pairs.pair import NoiseDensity, Pair, corner_pair
 from accounting.validation import check_positive
 
 __all__ = ["Gaussian", "GaussianPair", "gaussian_delta"]
@@ -69,9 +69,12 @@ class GaussianPair(Pair):
     def _self_compose(self, count):
         return GaussianPair(self.mu * np.sqrt(count))
 
-    def noise_density(self):
+    def noise_density(self) -> NoiseDensity:
         """(N(μ, 1), N(0, 1)) as additive noise: (log-density, Δ, width, span)."""
-        return (lambda x: -0.5 * np.square(x)), self.mu, 1.0, (-40.0, 40.0 + self.mu)
+        return NoiseDensity(lambda x: -0.5 * np.square(x), self.mu, 1.0, (-40.0, 40.0 + self.mu))
+
+    def sample(self, rng, shape):
+        return self.mu + rng.standard_normal(shape), rng.standard_normal(shape)
 
     def describe(self) -> str:
         return f"Gaussian(μ={self.mu:g})"
@@ -97,7 +100,13 @@ class Gaussian(AdditiveNoise):
     def noise_width(self) -> float:
         return self.sigma
 
-    def pair(self) -> GaussianPair:
+    def sample_noise(self, rng, shape):
+        return rng.normal(0.0, self.sigma, size=shape)
+
+    def pair(self) -> Pair:
+        corner = corner_pair(self.sensitivity, self.sigma, self.name)
+        if corner is not None:
+            return corner
         return GaussianPair(self.sensitivity / self.sigma)
 
 

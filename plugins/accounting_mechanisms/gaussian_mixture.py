@@ -22,7 +22,7 @@ import numpy as np
 from accounting.pairs.additive import AdditiveNoise, continuous_noise_pair
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import Range, in_range
-from accounting.pairs.pair import LawPair, Pair
+from accounting.pairs.pair import LawPair, Pair, corner_pair
 
 from .gaussian import GaussianPair
 
@@ -157,14 +157,24 @@ class GaussianMixture(AdditiveNoise):
                                    for w, m, s in zip(self.weights, self.means, self.scales)))
 
     # ------------------------------------------------------------------- pair
+    def sample_noise(self, rng, shape):
+        """A component k with probability w_k, then N(m_k, s_k²)."""
+        k = rng.choice(len(self.weights), size=shape, p=np.asarray(self.weights))
+        return (np.asarray(self.means)[k]
+                + np.asarray(self.scales)[k] * rng.standard_normal(shape))
+
     def generic_pair(self) -> Pair:
         """The pair by the generic numerics, on the noise centred at its mean."""
         mbar = self.mean()
         return continuous_noise_pair(lambda x: self._log_density(x, mbar), self.sensitivity,
                                      self.noise_width(), label=self.name,
-                                     symmetric=self.is_symmetric())
+                                     symmetric=self.is_symmetric(),
+                                     sampler=lambda rng, shape: self.sample_noise(rng, shape) - mbar)
 
     def pair(self) -> Pair:
+        corner = corner_pair(self.sensitivity, 1.0, self.name)
+        if corner is not None:
+            return corner
         if len(self.weights) == 1:
             return GaussianPair(self.sensitivity / self.scales[0])
         pair = self.generic_pair()
@@ -203,6 +213,14 @@ class _EqualScalesMixturePair(LawPair):
 
     def noise_density(self):
         return self.inner.noise_density()
+
+    def sample(self, rng, shape):
+        return self.inner.sample(rng, shape)
+
+    def provides(self, primitive: str) -> bool:
+        if primitive == "sample":
+            return self.inner.provides("sample")
+        return super().provides(primitive)
 
 
 @hookimpl

@@ -18,10 +18,10 @@ import math
 import attrs
 import numpy as np
 
-from accounting.pairs.additive import AdditiveNoise, continuous_noise_pair
+from accounting.pairs.additive import AdditiveNoise
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import Range, parameter
-from accounting.pairs.pair import Pair
+from accounting.pairs.pair import Pair, corner_pair
 
 from .gaussian import GaussianPair
 from .laplace import LaplacePair
@@ -64,7 +64,7 @@ class GeneralisedGaussian(AdditiveNoise):
 
     name = "generalised_gaussian"
     beta: float = parameter(Range(0.5, 5.0))
-    scale: float = parameter(Range(1e-4, 1e4, per="sensitivity", log=True))  # type: ignore[assignment]
+    scale: float = parameter(Range(1e-4, 1e4, per="sensitivity", log=True, zero=True))  # type: ignore[assignment]
 
     def log_density(self, x):
         with np.errstate(over="ignore"):
@@ -75,15 +75,20 @@ class GeneralisedGaussian(AdditiveNoise):
         b = float(self.beta)
         return float(self.scale) * math.exp(0.5 * (math.lgamma(3.0 / b) - math.lgamma(1.0 / b)))
 
-    def generic_pair(self) -> Pair:
-        """The pair by the generic numerics of ``accounting.pairs.additive``, at any β."""
-        return continuous_noise_pair(self.log_density, self.sensitivity, self.noise_width(),
-                                     label=self.name, symmetric=True)
+    symmetric_noise = True
+
+    def sample_noise(self, rng, shape):
+        """|Z/scale|^β ~ Gamma(1/β, 1), with a random sign."""
+        mag = rng.gamma(1.0 / self.beta, 1.0, size=shape) ** (1.0 / self.beta)
+        return self.scale * mag * rng.choice((-1.0, 1.0), size=shape)
 
     def noise_width(self) -> float:
         return self.std()
 
     def pair(self) -> Pair:
+        corner = corner_pair(self.sensitivity, self.scale, self.name)
+        if corner is not None:
+            return corner
         if self.beta == 2.0:   # N(0, σ²) with σ = scale/√2
             return GaussianPair(self.sensitivity * math.sqrt(2.0) / self.scale)
         if self.beta == 1.0:   # Laplace(b) with b = scale

@@ -18,7 +18,7 @@ import numpy as np
 from accounting.pairs.additive import AdditiveNoise
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import NOISE_SCALE, parameter
-from accounting.pairs.pair import Pair
+from accounting.pairs.pair import NoiseDensity, Pair, corner_pair
 from accounting.validation import check_positive
 
 __all__ = ["Laplace", "LaplacePair"]
@@ -52,9 +52,12 @@ class LaplacePair(Pair):
         """KL = e^{−e} + e − 1 and D_∞ = e (the loss lies in [−e, e]), both exact."""
         return self.e + np.expm1(-self.e) if order == 1.0 else self.e
 
-    def noise_density(self):
+    def noise_density(self) -> NoiseDensity:
         """(Lap(e, 1), Lap(0, 1)) as additive noise: (log-density, Δ, width, span)."""
-        return (lambda x: -np.abs(x)), self.e, 1.0, (-800.0, 800.0 + self.e)
+        return NoiseDensity(lambda x: -np.abs(x), self.e, 1.0, (-800.0, 800.0 + self.e))
+
+    def sample(self, rng, shape):
+        return self.e + rng.laplace(0.0, 1.0, size=shape), rng.laplace(0.0, 1.0, size=shape)
 
     def describe(self) -> str:
         return f"Laplace(Δ/b={self.e:g})"
@@ -78,7 +81,13 @@ class Laplace(AdditiveNoise):
     def noise_width(self) -> float:
         return self.b
 
-    def pair(self) -> LaplacePair:
+    def sample_noise(self, rng, shape):
+        return rng.laplace(0.0, self.b, size=shape)
+
+    def pair(self) -> Pair:
+        corner = corner_pair(self.sensitivity, self.b, self.name)
+        if corner is not None:
+            return corner
         return LaplacePair(self.sensitivity / self.b)
 
 

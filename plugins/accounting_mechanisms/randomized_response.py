@@ -62,6 +62,8 @@ class RandomizedResponse(Mechanism):
     #: declared as the one-point range {1} (the pair has no other sensitivity)
     sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=positive,
                                      metadata={"range": Range(1.0, 1.0)})
+    #: p = ½ ignores the bit (no privacy cost); p ∈ {0, 1} (no randomisation) is
+    #: refused: calibration searches p from inside the open interval
     p: float = parameter(Range(0.0, 1.0, lo_open=True, hi_open=True))
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
                                              converter=as_neighbouring)
@@ -69,6 +71,12 @@ class RandomizedResponse(Mechanism):
     def __attrs_post_init__(self):
         if self.sensitivity != 1:
             raise ValueError(f"randomized_response: sensitivity must be 1, got {self.sensitivity}")
+
+    def sample(self, rng, shape):
+        """The reported bit when the record's bit is 1 (x) and when it is 0 (y)."""
+        p = float(self.p)
+        return ((rng.random(shape) < p).astype(float),
+                (rng.random(shape) >= p).astype(float))
 
     def pair(self) -> LawPair:
         p = float(self.p)
@@ -85,6 +93,12 @@ class _RRPair(LawPair):
 
     def _cgf(self, t, direction):
         return self.count * rr_cgf(self.p, t)
+
+    def sample(self, rng, shape):
+        """The number of the ``count`` reports that agree with the bits of D: Binomial
+        (count, p) under P, Binomial(count, 1 − p) under Q (a sufficient statistic)."""
+        return (rng.binomial(self.count, self.p, size=shape).astype(float),
+                rng.binomial(self.count, 1.0 - self.p, size=shape).astype(float))
 
     def _self_compose(self, count):
         total = self.count * check_count("count", count)

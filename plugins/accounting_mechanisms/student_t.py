@@ -7,7 +7,7 @@ unifying-accounting paper (002, §4.4, Prop. 4.4) shows the small-shift quartic 
 coefficient peaks near ν ≈ 6.013 and vanishes in the Gaussian limit.
 
 No closed form: every curve comes from the generic numerics of
-``accounting.pairs.additive`` (``continuous_noise_pair``).
+``accounting.pairs.additive`` (``AdditiveNoise.generic_pair``).
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from accounting.pairs.additive import AdditiveNoise, continuous_noise_pair
+from accounting.pairs.additive import AdditiveNoise
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import Range, parameter
-from accounting.pairs.pair import Pair
 
 __all__ = ["StudentT"]
 
@@ -56,22 +55,19 @@ class StudentT(AdditiveNoise):
 
     name = "student_t"
     nu: float = parameter(Range(1.0, 1e6, log=True))
-    scale: float = parameter(Range(1e-3, 1e4, per="sensitivity", log=True))  # type: ignore[assignment]
+    scale: float = parameter(Range(1e-3, 1e4, per="sensitivity", log=True, zero=True))  # type: ignore[assignment]
 
     def log_density(self, x):
         x = np.asarray(x, dtype=float)
         return -0.5 * (self.nu + 1.0) * np.log1p((x / self.scale) ** 2 / self.nu)
 
-    def generic_pair(self) -> Pair:
-        """The pair by the generic numerics of ``accounting.pairs.additive``."""
-        return continuous_noise_pair(self.log_density, self.sensitivity, self.noise_width(),
-                                     label=self.name, symmetric=True)
+    symmetric_noise = True
 
     def noise_width(self) -> float:
         return float(self.scale)
 
-    def pair(self) -> Pair:
-        return self.generic_pair()
+    def sample_noise(self, rng, shape):
+        return self.scale * rng.standard_t(self.nu, size=shape)
 
 
 @hookimpl

@@ -28,11 +28,12 @@ from accounting.curves.curve import Exactness
 from accounting.vocabulary import Direction
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import RATE, Range, parameter
+from accounting.pairs.pair import disjoint_pair, identical_pair
 from accounting.validation import check_positive
 
 from . import subsampled_gaussian_rdp as _rdp
 from .gaussian import GaussianPair
-from .subsampling import SPECIALISATIONS, PoissonMechanism, PoissonSubsampledPair
+from .subsampling import PoissonMechanism, PoissonSubsampledPair
 
 __all__ = ["SubsampledGaussian", "SubsampledGaussianPair"]
 
@@ -79,9 +80,6 @@ class SubsampledGaussianPair(PoissonSubsampledPair):
         return f"PoissonGaussian(q={self.q:g}, z={self.z:g})"
 
 
-SPECIALISATIONS[GaussianPair] = SubsampledGaussianPair
-
-
 @attrs.frozen
 class SubsampledGaussian(PoissonMechanism):
     """Poisson sampling at rate ``q`` ∈ (0, 1], then Gaussian noise of std ``sigma``.
@@ -92,12 +90,29 @@ class SubsampledGaussian(PoissonMechanism):
     name = "subsampled_gaussian"
     q: float = parameter(RATE)
     #: σ/Δ below 1e-2 is refused: at 1e-8 the subsampled curves do not finish in 20 s
-    sigma: float = parameter(Range(1e-2, 1e8, per="sensitivity", log=True))
+    sigma: float = parameter(Range(1e-2, 1e8, per="sensitivity", log=True, zero=True))
 
-    def pair(self) -> SubsampledGaussianPair:
+    def sample(self, rng, shape):
+        """Δ·B + Z on D (B ~ Bernoulli(q), Z ~ N(0, σ²)) and Z′ on D′."""
+        inside = rng.random(shape) < self.q
+        return (self.sensitivity * inside + rng.normal(0.0, self.sigma, size=shape),
+                rng.normal(0.0, self.sigma, size=shape))
+
+    def pair(self) -> PoissonSubsampledPair:
+        if self.q == 0 or self.sensitivity == 0:
+            return identical_pair(f"{self.name} (q = 0 or sensitivity 0: no privacy loss)")
+        if self.sigma == 0:   # the mixture of a non-private base: exact, δ = q
+            return PoissonSubsampledPair(disjoint_pair("Gaussian (no noise: non-private)"),
+                                         float(self.q))
         return SubsampledGaussianPair.of(float(self.q), self.sigma / self.sensitivity)
 
 
 @hookimpl
 def accounting_register_mechanisms(register):
     register(SubsampledGaussian)
+
+
+@hookimpl
+def accounting_register_specialisations(register):
+    # Poisson subsampling of the Gaussian pair: the certified Rényi curve above
+    register(PoissonSubsampledPair, GaussianPair, SubsampledGaussianPair)

@@ -28,7 +28,8 @@ from accounting.curves.curve import Exactness
 from accounting.vocabulary import Direction
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import RATE, Mechanism, Neighbouring, Range, as_neighbouring, parameter
-from accounting.pairs.pair import LawPair, Pair
+from accounting.pairs.pair import (LawPair, Pair, _overrides, disjoint_pair, identical_pair,
+                                   not_provided)
 from accounting.validation import check_count, check_probability
 
 from . import subsampled_rdp as _rdp
@@ -36,7 +37,7 @@ from .laplace import LaplacePair
 
 __all__ = ["PoissonSubsampledPair", "PoissonSubsampled", "WithoutReplacementPair",
            "SampledWithoutReplacement", "SubsampledLaplace", "check_rate", "poisson_pair",
-           "SPECIALISATIONS", "PoissonMechanism"]
+           "PoissonMechanism"]
 
 
 def check_rate(instance, attribute, value) -> None:
@@ -105,9 +106,9 @@ class PoissonSubsampledPair(Pair):
         """
         route = self._cgf_route()
         if route is None:
-            return None
+            raise not_provided(self, "cgf")
         if route == "law":
-            return _rdp.law_cgf(self.base._law(Direction.FORWARD, "upper"), self.q, t, direction)
+            return _rdp.law_cgf(self.base.law(Direction.FORWARD, "upper"), self.q, t, direction)
         if route == "bound":
             fwd = lambda s: self.base._cgf(s, Direction.FORWARD)  # noqa: E731
             if direction is Direction.FORWARD:
@@ -118,14 +119,33 @@ class PoissonSubsampledPair(Pair):
         return self._quadrature_cgf(t, direction)
 
     def _cgf_route(self):
-        if getattr(self.base, "noise_density", None) is not None:
+        if self.base.provides("noise_density"):
             return "quadrature"
         if isinstance(self.base, LawPair):
             return "law"
-        if self.base._cgf(np.array([1.0]), Direction.FORWARD) is not None:
+        if self.base.provides("cgf"):
             return "bound"
         return None
 
+    def provides(self, primitive: str) -> bool:
+        """As the base allows: a Rényi curve by the route ``_cgf`` takes, a lower one
+        for the law and quadrature routes, samples where the base has them (a
+        subclass's own closed forms count as provided)."""
+        method = {"cgf": "_cgf", "cgf_lower": "cgf_lower"}.get(primitive)
+        if method is not None and _overrides(type(self), method, PoissonSubsampledPair):
+            return True
+        if primitive == "cgf":
+            return self._cgf_route() is not None
+        if primitive == "cgf_lower":
+            return self._cgf_route() in ("law", "quadrature")
+        if primitive == "sample":
+            return self.base.provides("sample")
+        return super().provides(primitive)
+
+    def sample(self, rng, shape):
+        """x from the mixture (1 − q)Q₀ + qP₀ (a record in the batch with probability
+        q), y from Q₀: three draws of the base pair per output."""
+        return mixture_sample(self.base, self.q, rng, shape)
     def cgf_exactness(self) -> Exactness:
         route = self._cgf_route()
         if route == "quadrature":   # a numerical value with a stated error, not a bound
@@ -144,8 +164,8 @@ class PoissonSubsampledPair(Pair):
         return self.base._rho(direction)
 
     def _quadrature_cgf(self, t, direction):
-        logf, delta, width, (lo, hi) = self.base.noise_density()
-        log_z = log_integral(logf, lo, hi, width, delta)
+        logf, shift, width, (lo, hi) = self.base.noise_density()
+        log_z = log_integral(logf, lo, hi, width, shift)
         lq1 = np.log1p(-self.q) if self.q < 1 else -np.inf
         lq = np.log(self.q)
         t = np.asarray(t, dtype=float)
@@ -156,11 +176,11 @@ class PoissonSubsampledPair(Pair):
             def h(x, a=a, b=b):
                 with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
                     q0 = logf(x) - log_z
-                    mix = np.logaddexp(lq1 + q0, lq + logf(x - delta) - log_z)
+                    mix = np.logaddexp(lq1 + q0, lq + logf(x - shift) - log_z)
                     v = a * mix + b * q0
                 return np.where(np.isnan(v), -np.inf, v)
-            reach = (abs(a) + abs(b)) * (abs(delta) + (hi - lo))
-            out[i] = 0.0 if tt == 0 else log_integral(h, lo - reach, hi + reach, width, delta)
+            reach = (abs(a) + abs(b)) * (abs(shift) + (hi - lo))
+            out[i] = 0.0 if tt == 0 else log_integral(h, lo - reach, hi + reach, width, shift)
         return out.reshape(t.shape)
 
     def cgf_lower(self, t, direction):
@@ -168,23 +188,23 @@ class PoissonSubsampledPair(Pair):
         exact sums over the base's lower law; none for the bound route."""
         route = self._cgf_route()
         if route == "law":
-            return _rdp.law_cgf(self.base._law(Direction.FORWARD, "lower"), self.q, t, direction)
+            return _rdp.law_cgf(self.base.law(Direction.FORWARD, "lower"), self.q, t, direction)
         if route == "quadrature":
             return self._quadrature_cgf(t, direction)
-        return None
+        raise not_provided(self, "cgf_lower")
 
     def describe(self) -> str:
         return f"Poisson(q={self.q:g})∘{self.base.describe()}"
 
 
-#: base-pair type → a PoissonSubsampledPair subclass with closed forms for it
-#: (filled by the modules that define them, e.g. the subsampled Gaussian)
-SPECIALISATIONS: dict[type, type] = {}
-
-
-def poisson_pair(base: Pair, q: float) -> PoissonSubsampledPair:
-    """The Poisson-subsampled pair of ``base``, specialised where a closed form exists."""
-    return SPECIALISATIONS.get(type(base), PoissonSubsampledPair)(base, q)
+def poisson_pair(base: Pair, q: float, registry=None) -> PoissonSubsampledPair:
+    """The Poisson-subsampled pair of ``base``, specialised where a plugin registered a
+    closed form for its class (hook ``accounting_register_specialisations``, resolved by
+    ``registry``, default the process-wide one): the same answer whatever modules are
+    imported, in whatever order."""
+    from accounting.registry.registry import default_registry
+    reg = default_registry() if registry is None else registry
+    return reg.specialisation(PoissonSubsampledPair, base)(base, q)
 
 
 @attrs.frozen
@@ -251,9 +271,15 @@ class WithoutReplacementPair(Pair):
             return fn
         return lambda e, _: np.maximum(fn(e, Direction.FORWARD), fn(e, Direction.BACKWARD))
 
+    def provides(self, primitive: str) -> bool:
+        """A Rényi curve for symmetric bases whose Poisson pair has one."""
+        if primitive == "cgf":
+            return self.base.symmetric and self._poisson.provides("cgf")
+        return super().provides(primitive)
+
     def _cgf(self, t, direction):
-        if not self.base.symmetric:
-            return None
+        if not self.provides("cgf"):
+            raise not_provided(self, "cgf")
         k_rem = np.asarray(self._poisson._cgf(t, Direction.FORWARD), dtype=float)
         k_add = np.asarray(self._poisson._cgf(t, Direction.BACKWARD), dtype=float)
         top = np.maximum(k_rem, k_add)
@@ -279,6 +305,17 @@ class WithoutReplacementPair(Pair):
 
 #: batch and dataset sizes: integers up to 2^53, exact in float64
 SIZE = Range(1, 2 ** 53, integer=True, log=True)
+#: a batch may be empty (no privacy cost)
+BATCH = Range(1, 2 ** 53, integer=True, log=True, zero=True)
+
+
+def mixture_sample(base, rate: float, rng, shape) -> tuple:
+    """Outputs on D (the record in the batch with probability ``rate``: a draw of the
+    base on D, else one on D′) and on D′, from three draws of ``base.sample`` — the
+    outputs of the wrapper on the datasets whose laws are its dominating pair."""
+    p0, q0 = base.sample(rng, shape)
+    _, y = base.sample(rng, shape)
+    return np.where(rng.random(shape) < rate, p0, q0), y
 
 
 def _require(relation: Neighbouring, what: str, value: Mechanism) -> None:
@@ -322,7 +359,20 @@ class PoissonSubsampled(PoissonMechanism):
                                                         "Poisson subsampling"))
     q: float = parameter(RATE)
 
-    def pair(self) -> PoissonSubsampledPair:
+    def provides(self, primitive: str) -> bool:
+        if primitive == "sample":
+            return self.base.provides("sample")
+        return super().provides(primitive)
+
+    def sample(self, rng, shape):
+        """Outputs on D and D′ (``mixture_sample`` of the base mechanism's samples)."""
+        if not self.base.provides("sample"):
+            raise not_provided(self, "sample")
+        return mixture_sample(self.base, float(self.q), rng, shape)
+
+    def pair(self) -> Pair:
+        if self.q == 0:
+            return identical_pair(f"{self.name} (q = 0: no privacy loss)")
         return poisson_pair(self.base.pair(), float(self.q))
 
 
@@ -341,8 +391,8 @@ class SampledWithoutReplacement(Mechanism):
     name = "sampled_without_replacement"
     base: Mechanism = attrs.field(validator=_base_under(Neighbouring.REPLACE_ONE,
                                                         "sampling without replacement"))
-    batch_size: int = attrs.field(converter=lambda v: check_count("batch_size", v),
-                                  metadata={"range": SIZE})
+    batch_size: int = attrs.field(converter=lambda v: check_count("batch_size", v, minimum=0),
+                                  metadata={"range": BATCH})
     dataset_size: int = attrs.field(converter=lambda v: check_count("dataset_size", v),
                                     metadata={"range": SIZE})
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
@@ -358,7 +408,21 @@ class SampledWithoutReplacement(Mechanism):
     def gamma(self) -> float:
         return self.batch_size / self.dataset_size
 
-    def pair(self) -> WithoutReplacementPair:
+    def provides(self, primitive: str) -> bool:
+        if primitive == "sample":
+            return self.base.provides("sample")
+        return super().provides(primitive)
+
+    def sample(self, rng, shape):
+        """Outputs on D and D′ when only the differing record contributes: it is in the
+        batch with probability γ (``mixture_sample`` of the base mechanism)."""
+        if not self.base.provides("sample"):
+            raise not_provided(self, "sample")
+        return mixture_sample(self.base, self.gamma, rng, shape)
+
+    def pair(self) -> Pair:
+        if self.batch_size == 0:
+            return identical_pair(f"{self.name} (batch_size 0: no privacy loss)")
         return WithoutReplacementPair(self.base.pair(), self.gamma)
 
 
@@ -371,10 +435,20 @@ class SubsampledLaplace(PoissonMechanism):
     name = "subsampled_laplace"
     q: float = parameter(RATE)
     #: b/Δ below 1e-2 is refused like the subsampled Gaussian's σ/Δ
-    b: float = parameter(Range(1e-2, 1e8, per="sensitivity", log=True))
+    b: float = parameter(Range(1e-2, 1e8, per="sensitivity", log=True, zero=True))
 
-    def pair(self) -> PoissonSubsampledPair:
-        return PoissonSubsampledPair(LaplacePair(self.sensitivity / self.b), float(self.q))
+    def sample(self, rng, shape):
+        """Δ·B + Z on D (B ~ Bernoulli(q), Z ~ Lap(0, b)) and Z′ on D′."""
+        inside = rng.random(shape) < self.q
+        return (self.sensitivity * inside + rng.laplace(0.0, self.b, size=shape),
+                rng.laplace(0.0, self.b, size=shape))
+
+    def pair(self) -> Pair:
+        if self.q == 0 or self.sensitivity == 0:
+            return identical_pair(f"{self.name} (q = 0 or sensitivity 0: no privacy loss)")
+        base = (disjoint_pair("Laplace (no noise: non-private)") if self.b == 0
+                else LaplacePair(self.sensitivity / self.b))
+        return PoissonSubsampledPair(base, float(self.q))
 
 
 @hookimpl

@@ -21,7 +21,7 @@ Registered through the entry-point group ``accounting`` (module ``accounting_rkr
 from .auditor import MechanismError, RKRDAuditor, audit_callable, audit_samples
 from .claims import CurveClaim, EpsDeltaClaim, as_claim
 from .holdout import WitnessTest, detectable_epsilon
-from .bootstrap import NOISE_SAMPLERS, BootstrapResult, bootstrap_test, noise_sampler
+from .bootstrap import BootstrapResult, bootstrap_test, noise_sampler
 from .estimator import RKRDSweep, rkrd, rkrd_direct, rkrd_from_grams, rkrd_sweep
 from .experiments import gaussian_outputs, gaussian_sigma
 from .lower_bound import LowerBound, clopper_pearson_upper, epsilon_lower_bound
@@ -37,6 +37,6 @@ __all__ = [
     "rkrd", "rkrd_sweep", "rkrd_from_grams", "rkrd_direct", "RKRDSweep",
     "rkrdp_threshold", "rkrdp_test", "dp_lambda", "Threshold", "RKRDPTest",
     "epsilon_lower_bound", "clopper_pearson_upper", "LowerBound",
-    "bootstrap_test", "BootstrapResult", "NOISE_SAMPLERS", "noise_sampler",
+    "bootstrap_test", "BootstrapResult", "noise_sampler",
     "gaussian_sigma", "gaussian_outputs", "plot_sweep",
 ]

@@ -150,6 +150,11 @@ class RKRDAuditor:
                             f"{', '.join(sorted(known))}")
         return attrs.evolve(self, **settings)
 
+    @staticmethod
+    def report_from_dict(data: Any) -> AuditReport:
+        """A report saved by ``accounting.save`` (``AuditReport.from_dict``)."""
+        return AuditReport.from_dict(data)
+
     # ------------------------------------------------------------------ samples
     def audit_samples(self, x: Any, y: Any, *, epsilon: Optional[float] = None,
                       delta: Optional[float] = None, seed: Optional[int] = None,

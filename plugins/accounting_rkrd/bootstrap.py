@@ -13,9 +13,9 @@ reference" (the observed and bootstrap statistics are exchangeable; arXiv:2205.1
 This tests the whole mechanism, not a privacy bound: it rejects a mechanism whose
 outputs separate more than the claimed one's would.
 
-``NOISE_SAMPLERS`` maps a mechanism's registry name to a numpy sampler of its noise
-with its own parameters; mechanisms are looked up by ``type(mechanism).name``, so the
-plugin imports none of their classes.
+The noise is drawn with the mechanism's own ``sample_noise(rng, shape)`` (a primitive
+declared on ``accounting.pairs.additive.AdditiveNoise``): the plugin knows nothing of
+other plugins' mechanisms or parameter names.
 """
 
 from __future__ import annotations
@@ -25,46 +25,25 @@ from typing import Any, Callable, Optional
 import attrs
 import numpy as np
 
+from accounting.pairs.additive import AdditiveNoise
 from accounting.validation import check_array, check_count
 
 from .estimator import check_alphas, check_lambdas, rkrd_sweep
 from .kernel import check_samples
 
-__all__ = ["NOISE_SAMPLERS", "noise_sampler", "BootstrapResult", "bootstrap_test"]
-
-Sampler = Callable[[Any, np.random.Generator, tuple], np.ndarray]
-
-
-def _generalised_gaussian(m: Any, rng: np.random.Generator, shape: tuple) -> np.ndarray:
-    # density ∝ exp(−|x/scale|^β): |x/scale|^β ~ Gamma(1/β, 1), with a random sign
-    mag = rng.gamma(1.0 / m.beta, 1.0, size=shape) ** (1.0 / m.beta)
-    return m.scale * mag * rng.choice((-1.0, 1.0), size=shape)
-
-
-def _discrete_laplace(m: Any, rng: np.random.Generator, shape: tuple) -> np.ndarray:
-    # pmf ∝ e^{−a|x|} on ℤ is the difference of two i.i.d. geometric variables on {0, 1, …}
-    p = -np.expm1(-m.a)
-    return (rng.geometric(p, size=shape) - rng.geometric(p, size=shape)).astype(float)
-
-
-#: noise samplers by mechanism name: (mechanism, rng, shape) -> array of that shape
-NOISE_SAMPLERS: dict[str, Sampler] = {
-    "gaussian": lambda m, rng, shape: rng.normal(0.0, m.sigma, size=shape),
-    "laplace": lambda m, rng, shape: rng.laplace(0.0, m.b, size=shape),
-    "student_t": lambda m, rng, shape: m.scale * rng.standard_t(m.nu, size=shape),
-    "generalised_gaussian": _generalised_gaussian,
-    "discrete_laplace": _discrete_laplace,
-}
+__all__ = ["noise_sampler", "BootstrapResult", "bootstrap_test"]
 
 
 def noise_sampler(mechanism: Any) -> Callable[[np.random.Generator, tuple], np.ndarray]:
-    """A sampler ``(rng, shape) -> noise`` for a registered mechanism instance."""
-    name = getattr(type(mechanism), "name", None)
-    if name not in NOISE_SAMPLERS:
-        raise ValueError(f"mechanism: no noise sampler for {name!r}; supported: "
-                         f"{', '.join(sorted(NOISE_SAMPLERS))}")
-    sampler = NOISE_SAMPLERS[name]
-    return lambda rng, shape: sampler(mechanism, rng, shape)
+    """The sampler ``(rng, shape) -> noise`` of an additive-noise mechanism instance
+    (its ``sample_noise``); a ValueError naming the mechanism when it has none."""
+    if not isinstance(mechanism, AdditiveNoise):
+        raise ValueError(f"mechanism: the parametric bootstrap needs an additive-noise "
+                         f"mechanism (an AdditiveNoise), got {type(mechanism).__name__}")
+    if not mechanism.provides("sample_noise"):
+        raise ValueError(f"mechanism: {type(mechanism).__name__} ({mechanism.name!r}) does "
+                         f"not provide sample_noise(rng, shape), so its noise cannot be drawn")
+    return mechanism.sample_noise
 
 
 @attrs.frozen

@@ -17,7 +17,7 @@ import attrs
 from .bootstrap import BootstrapResult
 from .claims import EpsDeltaClaim
 from .estimator import RKRDSweep
-from .holdout import WitnessTest
+from .holdout import ThresholdResult, WitnessTest
 from .lower_bound import LowerBound
 
 __all__ = ["AuditReport", "RKRDPResult", "json_safe"]
@@ -180,7 +180,13 @@ class AuditReport:
                      f"any resolvable FPR (≥ {w.min_fpr:.3g}): use more samples.")
         return text
 
-    def to_dict(self) -> dict:
+    def to_dict(self, exact: bool = False) -> dict:
+        """The report as JSON-ready data: a summary (verdict, numbers; infinities as
+        strings), or with ``exact`` every field, losslessly, for ``from_dict``
+        (``accounting.save`` writes that form)."""
+        if exact:
+            from accounting.serialization import encode
+            return encode(self, report_types(), "report")
         out: dict[str, Any] = {
             "auditor": self.auditor,
             "claim": self.claim.to_dict(),
@@ -211,6 +217,19 @@ class AuditReport:
         if self.sweep is not None:
             out["sweep"] = self.sweep.to_dict()
         return json_safe(out)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "AuditReport":
+        """The report of ``to_dict(exact=True)``; nothing is executed or unpickled, and a
+        problem is a ValueError/TypeError naming its path (``report.witness.rows[0]``)."""
+        from accounting.serialization import decode
+        if isinstance(data, dict) and "type" not in data and "decision" in data:
+            raise ValueError("this is the summary form of a report (to_dict()); reload "
+                             "one written with to_dict(exact=True) or accounting.save")
+        report = decode(data, report_types(), "report")
+        if not isinstance(report, cls):
+            raise TypeError(f"report: expected an AuditReport, got {type(report).__name__}")
+        return report
 
     def __str__(self) -> str:
         s, w = self.settings, self.witness
@@ -260,3 +279,14 @@ class AuditReport:
                          f"B = {b.replicates.size}); tests 'the mechanism equals the reference'")
         lines.append(f"  time {self.seconds:.2f} s")
         return "\n".join(lines)
+
+
+def report_types() -> dict:
+    """The classes a saved report may hold (with the core's curve classes, for a claim
+    that is a trade-off curve): the allow-list of ``accounting.serialization``."""
+    from accounting.serialization import curve_types
+    from .claims import CurveClaim
+    return {**curve_types(), "AuditReport": AuditReport, "RKRDPResult": RKRDPResult,
+            "WitnessTest": WitnessTest, "ThresholdResult": ThresholdResult,
+            "EpsDeltaClaim": EpsDeltaClaim, "CurveClaim": CurveClaim,
+            "BootstrapResult": BootstrapResult, "RKRDSweep": RKRDSweep}

@@ -229,7 +229,7 @@ def test_without_replacement_of_an_asymmetric_base_takes_the_worse_direction():
     np.testing.assert_allclose(pair._profile(e, B),
                                1 - np.exp(e) + np.exp(e) * pair._profile(-e, F), rtol=1e-9,
                                atol=1e-14)
-    assert pair._cgf(np.array([1.0]), F) is None     # no Rényi curve claimed
+    assert not pair.provides("cgf")                  # no Rényi curve claimed
 
 
 def test_neighbouring_relation_is_enforced():

@@ -1,4 +1,4 @@
-"""A reusable contract test suite for mechanism plugins.
+"""The contract test suite of mechanism plugins (``accounting.testing.MechanismContract``).
 
 A plugin author checks their mechanism against the relations every mechanism must
 satisfy (both directions present, the PLD bracket ordered and consistent with the
@@ -26,7 +26,15 @@ Class attributes:
 * ``bad_parameters``: dicts of parameter overrides, each of which must make
   ``type(mechanism)(**{**current, **bad})`` raise ``ValueError`` or ``TypeError``
   (the test is skipped when the list is empty);
-* ``step``: the PLD grid step used by the checks (default ``1e-3``).
+* ``step``: the PLD grid step used by the checks (default ``1e-3``);
+* ``samples``: how many outputs the sampling check draws (default 100 000).
+
+A mechanism that provides ``sample(rng, shape)`` also has its samples checked against
+its profile: no threshold set {x > t} or {x < t} may show P̂(S) − e^ε Q̂(S) above the
+profile's upper δ(ε) by more than six standard errors (the profile bounds every set),
+and an additive noise's likelihood-ratio set {L > ε}, computed from its
+``log_density``, must give δ(ε) within six standard errors of the profile bracket
+(the samples follow the density).
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ import attrs
 import numpy as np
 
 from accounting.curves.curve import Exactness
+from accounting.pairs.additive import AdditiveNoise
 from accounting.pairs.mechanism import Mechanism
 from accounting.curves.pld import PLD
 from accounting.curves.profile import PrivacyProfile
@@ -57,6 +66,18 @@ ALPHA_GRID = np.geomspace(1.1, 64.0, 30)
 ALPHAS = np.array([1.5, 2.0, 4.0])
 #: type-I error grid of the trade-off checks
 TYPE_I_GRID = np.linspace(0.0, 1.0, 4001)
+#: ε of the sampling checks
+SAMPLE_EPS = np.array([0.0, 0.5, 1.0])
+#: standard errors allowed between an estimate from samples and the profile
+SAMPLE_SE = 6.0
+
+
+def _estimate(x_in: np.ndarray, y_in: np.ndarray, eps: float) -> tuple[float, float]:
+    """P̂(S) − e^ε Q̂(S) and its standard error, from indicator arrays of S."""
+    n, m = x_in.size, y_in.size
+    p, q = float(x_in.mean()), float(y_in.mean())
+    se = np.sqrt(p * (1 - p) / n + np.exp(2 * eps) * q * (1 - q) / m)
+    return p - np.exp(eps) * q, float(se)
 
 
 class MechanismContract:
@@ -65,6 +86,7 @@ class MechanismContract:
     mechanism: ClassVar[Mechanism | None] = None
     bad_parameters: ClassVar[list] = []
     step: ClassVar[float] = 1e-3
+    samples: ClassVar[int] = 100_000
 
     # ------------------------------------------------------------ helpers
     def _mech(self) -> Mechanism:
@@ -215,6 +237,61 @@ class MechanismContract:
         tv_profile = float(np.asarray(prof.delta(0.0, "forward")))
         assert abs(tv_tradeoff - tv_profile) <= 1e-3, (
             f"total variation: 1 − min(α + β) = {tv_tradeoff!r} but δ(0) = {tv_profile!r}")
+
+    # ------------------------------------------------------------ samples
+    def _draws(self) -> tuple[np.ndarray, np.ndarray]:
+        import pytest
+
+        mech = self._mech()
+        if not mech.provides("sample"):
+            pytest.skip(f"{type(mech).__name__} does not provide sample(rng, shape)")
+        rng = np.random.default_rng(20260101)
+        x, y = mech.sample(rng, (type(self).samples,))
+        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        assert x.shape == y.shape == (type(self).samples,), (
+            f"sample(rng, shape) returned shapes {x.shape}, {y.shape}")
+        assert not (np.isnan(x).any() or np.isnan(y).any()), "sample returned NaN"
+        again = mech.sample(np.random.default_rng(20260101), (type(self).samples,))
+        assert np.array_equal(x, again[0]) and np.array_equal(y, again[1]), (
+            "sample is not a function of the rng's state")
+        return x, y
+
+    def test_samples_respect_the_profile(self):
+        """No threshold set separates the samples more than the profile allows."""
+        x, y = self._draws()
+        prof = self._curve(PrivacyProfile)
+        cuts = np.unique(np.quantile(np.concatenate([x, y]), np.linspace(0.01, 0.99, 99)))
+        for eps in SAMPLE_EPS:
+            bound = float(np.asarray(prof.delta(eps, "forward", "upper")))
+            for sets in ((x[:, None] > cuts, y[:, None] > cuts),
+                         (x[:, None] < cuts, y[:, None] < cuts)):
+                for j in range(cuts.size):
+                    est, se = _estimate(sets[0][:, j], sets[1][:, j], eps)
+                    assert est <= bound + SAMPLE_SE * se + 1e-12, (
+                        f"samples give δ({eps:g}) ≥ {est:.5g} ± {se:.2g} on a threshold set "
+                        f"at {cuts[j]:.5g}, above the profile's {bound:.5g}")
+
+    def test_samples_follow_the_density(self):
+        """Additive noise: the likelihood-ratio set {L > ε} of ``log_density`` gives
+        the profile's δ(ε) (forward), within the sampling error and the bracket."""
+        import pytest
+
+        mech = self._mech()
+        if not isinstance(mech, AdditiveNoise):
+            pytest.skip("not an additive noise: no density to compare the samples with")
+        x, y = self._draws()
+        prof = self._curve(PrivacyProfile)
+        shift = mech.sensitivity
+        with np.errstate(invalid="ignore", over="ignore"):
+            lx = mech.log_density(x - shift) - mech.log_density(x)
+            ly = mech.log_density(y - shift) - mech.log_density(y)
+        for eps in SAMPLE_EPS:
+            est, se = _estimate(lx > eps, ly > eps, eps)
+            up = float(np.asarray(prof.delta(eps, "forward", "upper")))
+            lo = float(np.asarray(prof.delta(eps, "forward", "lower")))
+            assert lo - SAMPLE_SE * se - 1e-9 <= est <= up + SAMPLE_SE * se + 1e-9, (
+                f"samples give δ({eps:g}) = {est:.5g} ± {se:.2g}; the profile says "
+                f"[{lo:.5g}, {up:.5g}]")
 
     # ---------------------------------------------------------- parameters
     def test_parameters_validated(self):

@@ -1,0 +1,337 @@
+"""Save and reload: versioned JSON for ledgers, accountants, curves and audit reports.
+
+``save(obj, path)`` writes one JSON document, ``load(path)`` reads it back;
+``to_document``/``from_document`` do the same with dicts, ``dumps``/``loads`` with
+text. Every document is a JSON object with ``kind`` (``"ledger"``, ``"accountant"``,
+``"curve"`` or ``"audit_report"``) and ``schema`` (the layout version, 1 here; the
+compatibility promise of ``accounting.ledger`` covers every kind).
+
+* A ledger or an accountant is its ``to_dict`` (``accounting.ledger``,
+  ``Accountant.to_dict``): mechanisms by registered name and every parameter, the
+  counts, the grid step. Reloading gives the same ε to the last bit.
+* A curve is written as its contents, exactly: a PLD as the arrays of its loss laws
+  (grid offset and step, masses, mass at +∞, slack, certified largest loss) and its
+  provenance; a zCDP curve as its ρ's; a privacy profile or trade-off curve built on
+  loss laws as those laws and the vertices derived from them. Arrays are stored as
+  base64 of their little-endian float64 (or int64, bool) bytes, so every bit comes
+  back; scalar floats as JSON numbers (Python's round-trip ``repr``), with ±∞ and NaN
+  as ``{"float": "inf"}`` etc. since JSON has none. A curve that holds Python
+  functions — an RDP curve (its CGF is code), a profile given by a function — has
+  no such form and is refused with a TypeError naming the part; save the ledger or
+  the accountant that computes it instead.
+* An audit report is written by its auditor plugin (``to_dict(exact=True)``) and read
+  back through the auditor registered under the name the document records.
+
+Reading never unpickles and never executes code: objects are rebuilt only from an
+allow-list of the library's own classes (``CURVE_TYPES``; a plugin passes its own
+list for its reports), by their validating constructors; mechanisms only through the
+registry. Unknown kinds, keys, types and malformed arrays are refused with a
+ValueError/TypeError naming the path inside the document (``curve.upper[0].masses``).
+A file is read only if it is a regular file of at most ``MAX_DOCUMENT_BYTES``.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import json
+import math
+import os
+import stat
+from typing import Any, Mapping, Protocol, runtime_checkable
+
+import attrs
+import numpy as np
+
+from accounting.ledger import SCHEMA, Ledger, _json_loads, check_keys, check_schema
+
+__all__ = ["save", "load", "dumps", "loads", "to_document", "from_document", "encode",
+           "decode", "curve_types", "SavedReport", "MAX_DOCUMENT_BYTES", "read_text_file"]
+
+#: the largest document read (bytes): a PLD of a few million grid points fits
+MAX_DOCUMENT_BYTES = 1 << 30
+
+_DTYPES = {"float64": np.float64, "int64": np.int64, "bool": np.bool_}
+_SPECIAL = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+_TAGS = ("type", "ndarray", "float", "dict", "enum")
+
+
+def curve_types() -> dict[str, type]:
+    """The allow-list of classes a curve document may hold, by the name it is written
+    under (curves, their sides, loss laws, provenance and its exactness label)."""
+    from accounting.curves import profile, tradeoff
+    from accounting.curves.curve import Provenance
+    from accounting.curves.pld import PLD
+    from accounting.curves.zcdp import ZCDP
+    from accounting.numerics.loss import LossPMF
+    from accounting.vocabulary import Exactness
+    return {"PLD": PLD, "ZCDP": ZCDP, "PrivacyProfile": profile.PrivacyProfile,
+            "LawSide": profile.LawSide, "TradeOff": tradeoff.TradeOff,
+            "VertexSide": tradeoff.VertexSide, "OwnLaw": tradeoff._OwnLaw,
+            "ReverseLaw": tradeoff._ReverseLaw, "LossPMF": LossPMF,
+            "Provenance": Provenance, "Exactness": Exactness}
+
+
+# ---------------------------------------------------------------------- encode
+def _at(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def encode(obj: Any, types: Mapping[str, type], path: str = "") -> Any:
+    """``obj`` as JSON-ready data: numbers, strings, lists (tuples), ``{"dict": …}``,
+    arrays ``{"ndarray": dtype, "shape": […], "base64": …}``, non-finite floats
+    ``{"float": "inf"}``, enums ``{"enum": name, "value": …}`` and instances of the
+    attrs classes of ``types`` ``{"type": name, <init fields>}``. Anything else is a
+    TypeError naming ``path``."""
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        x = float(obj)
+        if math.isfinite(x):
+            return x
+        return {"float": "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")}
+    if isinstance(obj, np.ndarray):
+        name = {np.dtype(v): k for k, v in _DTYPES.items()}.get(obj.dtype)
+        if name is None:
+            raise TypeError(f"{path or 'the object'}: an array of dtype {obj.dtype} cannot be "
+                            f"saved (float64, int64 and bool can)")
+        data = np.ascontiguousarray(obj, dtype=np.dtype(_DTYPES[name]).newbyteorder("<"))
+        return {"ndarray": name, "shape": list(obj.shape),
+                "base64": base64.b64encode(data.tobytes()).decode("ascii")}
+    if isinstance(obj, (tuple, list)):
+        return [encode(v, types, f"{path}[{i}]") for i, v in enumerate(obj)]
+    if isinstance(obj, dict):
+        for k in obj:
+            if not isinstance(k, str):
+                raise TypeError(f"{path}: a dict key must be a string to be saved, got {k!r}")
+        return {"dict": {k: encode(v, types, _at(path, k)) for k, v in obj.items()}}
+    names = {cls: name for name, cls in types.items()}
+    name = names.get(type(obj))
+    if isinstance(obj, enum.Enum) and name is not None:
+        return {"enum": name, "value": encode(obj.value, types, _at(path, "value"))}
+    if name is not None and attrs.has(type(obj)):
+        out: dict[str, Any] = {"type": name}
+        for a in attrs.fields(type(obj)):
+            if a.init:
+                key = a.alias or a.name
+                if key in _TAGS:
+                    raise TypeError(f"{path}: field {key!r} of {name} clashes with a tag")
+                out[key] = encode(getattr(obj, a.name), types, _at(path, key))
+        return out
+    what = type(obj).__name__
+    if callable(obj) or any(callable(getattr(obj, a.name, None))
+                            for a in (attrs.fields(type(obj)) if attrs.has(type(obj)) else ())):
+        raise TypeError(f"{path or 'the object'}: {what} holds Python functions (a closed "
+                        f"form or a conversion), which have no saved form; save the ledger or "
+                        f"the accountant that computes this curve instead")
+    raise TypeError(f"{path or 'the object'}: {what} cannot be saved (allowed: numbers, "
+                    f"strings, arrays and {', '.join(sorted(types))})")
+
+
+# ---------------------------------------------------------------------- decode
+def decode(doc: Any, types: Mapping[str, type], path: str = "") -> Any:
+    """The inverse of ``encode``: lists come back as tuples, objects through their
+    constructors (which validate them). Every problem names ``path``."""
+    where = path or "the document"
+    if doc is None or isinstance(doc, (bool, str, int, float)):
+        return doc
+    if isinstance(doc, list):
+        return tuple(decode(v, types, f"{path}[{i}]") for i, v in enumerate(doc))
+    if not isinstance(doc, Mapping):
+        raise TypeError(f"{where}: unexpected {type(doc).__name__}")
+    tags = [t for t in _TAGS if t in doc]
+    if len(tags) != 1:
+        raise ValueError(f"{where}: a table must be tagged with exactly one of "
+                         f"{', '.join(_TAGS)}, got keys {sorted(doc)}")
+    tag = tags[0]
+    if tag == "float":
+        check_keys(doc, path, ("float",))
+        if doc["float"] not in _SPECIAL:
+            raise ValueError(f"{_at(path, 'float')} must be 'inf', '-inf' or 'nan', got "
+                             f"{doc['float']!r}")
+        return _SPECIAL[doc["float"]]
+    if tag == "dict":
+        check_keys(doc, path, ("dict",))
+        inner = doc["dict"]
+        if not isinstance(inner, Mapping):
+            raise TypeError(f"{_at(path, 'dict')} must be a table")
+        return {k: decode(v, types, _at(path, k)) for k, v in inner.items()}
+    if tag == "ndarray":
+        return _decode_array(doc, path)
+    name = doc[tag]
+    cls = types.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise ValueError(f"{_at(path, tag)}: unknown {tag} {name!r} (known: "
+                         f"{', '.join(sorted(types))})")
+    if tag == "enum":
+        check_keys(doc, path, ("enum", "value"), required=("value",))
+        if not (isinstance(cls, type) and issubclass(cls, enum.Enum)):
+            raise ValueError(f"{_at(path, 'enum')}: {name!r} is not an enumeration")
+        try:
+            return cls(doc["value"])
+        except ValueError:
+            raise ValueError(f"{_at(path, 'value')}: {doc['value']!r} is not a {name} "
+                             f"(one of {', '.join(repr(e.value) for e in cls)})") from None
+    if not attrs.has(cls):
+        raise ValueError(f"{_at(path, 'type')}: {name!r} is not an object type")
+    fields = {(a.alias or a.name): a for a in attrs.fields(cls) if a.init}
+    check_keys(doc, path, ("type", *fields))
+    kwargs = {k: decode(v, types, _at(path, k)) for k, v in doc.items() if k != "type"}
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{where} ({name}): {exc}") from None
+
+
+def _decode_array(doc: Mapping, path: str) -> np.ndarray:
+    check_keys(doc, path, ("ndarray", "shape", "base64"), required=("shape", "base64"))
+    name, shape, data = doc["ndarray"], doc["shape"], doc["base64"]
+    if name not in _DTYPES:
+        raise ValueError(f"{_at(path, 'ndarray')}: dtype must be one of "
+                         f"{', '.join(_DTYPES)}, got {name!r}")
+    if not isinstance(shape, list) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
+        raise TypeError(f"{_at(path, 'shape')} must be a list of non-negative integers, "
+                        f"got {shape!r}")
+    if not isinstance(data, str):
+        raise TypeError(f"{_at(path, 'base64')} must be a string")
+    try:
+        raw = base64.b64decode(data.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError):
+        raise ValueError(f"{_at(path, 'base64')}: not valid base64") from None
+    dtype = np.dtype(_DTYPES[name]).newbyteorder("<")
+    size = math.prod(shape)
+    if len(raw) != size * dtype.itemsize:
+        raise ValueError(f"{_at(path, 'base64')}: {len(raw)} bytes, but shape {shape} of "
+                         f"{name} needs {size * dtype.itemsize}")
+    return np.frombuffer(raw, dtype=dtype).astype(_DTYPES[name]).reshape(shape)
+
+
+# ------------------------------------------------------------------- documents
+@runtime_checkable
+class SavedReport(Protocol):
+    """What an auditor's report offers to be saved: the auditor's registered name,
+    ``to_dict(exact=True)`` (a lossless form) and the class method ``from_dict``."""
+
+    auditor: str
+
+    def to_dict(self, exact: bool = False) -> dict: ...
+
+
+def to_document(obj: Any) -> dict:
+    """The versioned document of a Ledger, Accountant, curve or audit report."""
+    from accounting.accountant import Accountant
+    from accounting.curves.curve import Curve
+    if isinstance(obj, Ledger):
+        return obj.to_dict()
+    if isinstance(obj, Accountant):
+        return obj.to_dict()
+    if isinstance(obj, Curve):
+        return {"kind": "curve", "schema": SCHEMA, "curve": encode(obj, curve_types(), "curve")}
+    if isinstance(obj, SavedReport) and isinstance(obj.auditor, str):
+        return {"kind": "audit_report", "schema": SCHEMA, "auditor": obj.auditor,
+                "report": obj.to_dict(exact=True)}
+    raise TypeError(f"cannot save a {type(obj).__name__}: save a Ledger, an Accountant, a "
+                    f"curve or an audit report")
+
+
+def from_document(doc: Any, registry: Any = None) -> Any:
+    """The object of a document written by ``to_document``."""
+    from accounting.accountant import Accountant
+    if not isinstance(doc, Mapping):
+        raise TypeError(f"the document must be a table (a JSON object), got "
+                        f"{type(doc).__name__}")
+    kind = doc.get("kind")
+    if kind == "ledger":
+        return Ledger.from_dict(doc, registry)
+    if kind == "accountant":
+        return Accountant.from_dict(doc, registry)
+    if kind == "curve":
+        check_keys(doc, "", ("kind", "schema", "curve"), required=("schema", "curve"))
+        check_schema(doc, "", "curve")
+        curve = decode(doc["curve"], curve_types(), "curve")
+        from accounting.curves.curve import Curve
+        if not isinstance(curve, Curve):
+            raise TypeError(f"curve: a {type(curve).__name__} is not a curve")
+        return curve
+    if kind == "audit_report":
+        check_keys(doc, "", ("kind", "schema", "auditor", "report"),
+                   required=("schema", "auditor", "report"))
+        check_schema(doc, "", "audit_report")
+        from accounting.registry.registry import default_registry
+        registry = registry or default_registry()
+        name = doc["auditor"]
+        auditor = registry.auditors.get(name) if isinstance(name, str) else None
+        if auditor is None:
+            raise ValueError(f"auditor: no auditor {name!r} is registered (registered: "
+                             f"{', '.join(sorted(registry.auditors)) or 'none'})")
+        reader = getattr(auditor, "report_from_dict", None)
+        if reader is None:
+            raise ValueError(f"auditor: the auditor {name!r} cannot read reports back")
+        return reader(doc["report"])
+    raise ValueError(f"kind: unknown document kind {kind!r} (known: ledger, accountant, "
+                     f"curve, audit_report)")
+
+
+def dumps(obj: Any, **json_options: Any) -> str:
+    """``to_document(obj)`` as JSON text (``json_options`` go to ``json.dumps``)."""
+    return json.dumps(to_document(obj), allow_nan=False, **json_options)
+
+
+def loads(text: "str | bytes", registry: Any = None) -> Any:
+    """The object of JSON text written by ``dumps`` (strict JSON: no NaN/Infinity
+    literals, no duplicate keys)."""
+    return from_document(_json_loads(text), registry)
+
+
+def save(obj: Any, path: "str | os.PathLike") -> None:
+    """Write ``obj`` (a Ledger, Accountant, curve or audit report) to ``path`` as JSON."""
+    text = dumps(obj, indent=1)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+
+
+def load(path: "str | os.PathLike", registry: Any = None) -> Any:
+    """Read back what ``save`` wrote."""
+    return loads(read_text_file(path, MAX_DOCUMENT_BYTES, "document"), registry)
+
+
+def read_text_file(path: "str | os.PathLike", limit: int, what: str = "file",
+                   hint: str = "file") -> str:
+    """The UTF-8 text of ``path``: a regular file of at most ``limit`` bytes (a FIFO, a
+    device or a directory is refused before it is opened, so reading cannot block or
+    run forever); a ValueError naming the file and ``what`` it is otherwise (``hint``:
+    what to give instead of a FIFO or a device). Shared with workload files."""
+    source = str(path)
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            kind = ("a directory" if stat.S_ISDIR(info.st_mode) else
+                    "a FIFO" if stat.S_ISFIFO(info.st_mode) else
+                    "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
+                    else "not a regular file")
+            raise ValueError(f"{source}: cannot read {what} ({kind}; give a regular {hint})")
+        if info.st_size > limit:
+            raise ValueError(f"{source}: {what} too large ({info.st_size} bytes; at most "
+                             f"{limit} are read)")
+        with open(path, "rb") as fh:
+            raw = fh.read(limit + 1)
+    except OSError as exc:
+        raise ValueError(f"{source}: cannot read {what} "
+                         f"({exc.strerror or type(exc).__name__})") from None
+    except ValueError as exc:
+        if str(exc).startswith(f"{source}: "):
+            raise
+        # e.g. an embedded NUL in the path
+        raise ValueError(f"{source!r}: cannot read {what} ({exc})") from None
+    if len(raw) > limit:
+        raise ValueError(f"{source}: {what} too large (more than {limit} bytes)")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{source}: not a UTF-8 text file (invalid byte at offset "
+                         f"{exc.start})") from None

@@ -1,0 +1,145 @@
+"""The contract test suite of auditor plugins (``accounting.testing.AuditorContract``).
+
+Subclass it in a pytest module with a ``Test…`` name::
+
+    from accounting.testing import AuditorContract
+
+    class TestMyAuditor(AuditorContract):
+        auditor = MyAuditor()
+        settings = {"n_boot": 19}     # passed to every audit call (optional)
+        n = 2000                      # outputs per dataset (optional)
+
+The checks (each skipped for an entry point the auditor does not have):
+
+* the auditor satisfies the ``Auditor`` Protocol's shape
+  (``accounting.registry.auditor.auditor_problems`` finds nothing);
+* a report has a bool ``rejected``, a JSON-serialisable ``to_dict()`` and a
+  non-empty ``str``; the same seed gives the same report (wall-clock entries,
+  keys ``seconds`` or ``*_seconds``, aside);
+* bad input is refused with ValueError/TypeError: ε < 0, δ outside [0, 1], NaN
+  samples, an unknown setting (TypeError);
+* power: outputs of two well-separated Gaussians, N(6, 1) against N(0, 1)
+  (δ(0.5) ≈ 0.98), refute the claim (ε, δ) = (0.5, 1e-6);
+* level: two samples of one law never refute (ε, δ) = (1, 1e-5) at the fixed seeds.
+
+The samples are drawn with numpy here, so the suite needs no mechanism plugin.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+import numpy as np
+
+from accounting.registry.auditor import AuditReport, auditor_problems
+
+__all__ = ["AuditorContract"]
+
+#: seeds of the level check (each must not refute)
+LEVEL_SEEDS = (1, 2, 3)
+
+
+def _separated(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return 6.0 + rng.standard_normal((n, 1)), rng.standard_normal((n, 1))
+
+
+def _same(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, 1)), rng.standard_normal((n, 1))
+
+
+def _without_timings(value: Any) -> Any:
+    """A report's dict without wall-clock entries (keys ``seconds`` or ``*_seconds``)."""
+    if isinstance(value, dict):
+        return {k: _without_timings(v) for k, v in value.items()
+                if not (k == "seconds" or str(k).endswith("_seconds"))}
+    if isinstance(value, (list, tuple)):
+        return [_without_timings(v) for v in value]
+    return value
+
+
+def _shifted_output(dataset: float, rng: np.random.Generator) -> np.ndarray:
+    return np.array([float(dataset) + rng.standard_normal()])
+
+
+class AuditorContract:
+    """Base class of an auditor's contract tests; subclass it with ``Test…``."""
+
+    auditor: ClassVar[Any] = None
+    settings: ClassVar[dict] = {}
+    n: ClassVar[int] = 1000
+
+    # ------------------------------------------------------------ helpers
+    def _has(self, method: str) -> bool:
+        import pytest
+
+        from accounting.registry.auditor import CallableAuditor, SampleAuditor
+        protocol = SampleAuditor if method == "audit_samples" else CallableAuditor
+        if not isinstance(type(self).auditor, protocol):
+            pytest.skip(f"the auditor has no {method}")
+        return True
+
+    def _samples(self, x, y, epsilon: float, delta: float, seed: int = 0, **extra: Any):
+        self._has("audit_samples")
+        return type(self).auditor.audit_samples(x, y, epsilon=epsilon, delta=delta, seed=seed,
+                                                **{**type(self).settings, **extra})
+
+    # -------------------------------------------------------------- shape
+    def test_is_an_auditor(self):
+        problems = auditor_problems(type(self).auditor)
+        assert not problems, f"{type(self).auditor!r} {problems}"
+
+    def test_report(self):
+        report = self._samples(*_separated(type(self).n, 0), 0.5, 1e-6)
+        assert isinstance(report, AuditReport), f"{type(report).__name__} is no AuditReport"
+        assert isinstance(report.rejected, (bool, np.bool_)), (
+            f"rejected is {type(report.rejected).__name__}, not bool")
+        json.dumps(report.to_dict())
+        assert str(report).strip(), "the report prints as an empty string"
+
+    def test_same_seed_same_report(self):
+        x, y = _same(type(self).n, 0)
+        one = _without_timings(self._samples(x, y, 1.0, 1e-5, seed=7).to_dict())
+        two = _without_timings(self._samples(x, y, 1.0, 1e-5, seed=7).to_dict())
+        assert json.dumps(one, sort_keys=True, default=str) == \
+            json.dumps(two, sort_keys=True, default=str)
+
+    # ---------------------------------------------------------- bad input
+    def test_bad_input_is_refused(self):
+        import pytest
+
+        x, y = _same(type(self).n, 0)
+        with pytest.raises(ValueError, match="epsilon"):
+            self._samples(x, y, -1.0, 1e-5)
+        with pytest.raises(ValueError, match="delta"):
+            self._samples(x, y, 1.0, 1.5)
+        bad = x.copy()
+        bad[0, 0] = np.nan
+        with pytest.raises(ValueError):
+            self._samples(bad, y, 1.0, 1e-5)
+        with pytest.raises(TypeError):
+            self._samples(x, y, 1.0, 1e-5, no_such_setting=1)
+
+    # ------------------------------------------------------ power and level
+    def test_refutes_a_false_claim(self):
+        report = self._samples(*_separated(type(self).n, 0), 0.5, 1e-6)
+        assert report.rejected, "outputs N(6, 1) vs N(0, 1) did not refute (0.5, 1e-6)-DP"
+
+    def test_does_not_refute_identical_laws(self):
+        for seed in LEVEL_SEEDS:
+            report = self._samples(*_same(type(self).n, seed), 1.0, 1e-5, seed=seed)
+            assert not report.rejected, f"two samples of one law refuted (1, 1e-5)-DP " \
+                                        f"(seed {seed})"
+
+    def test_audit_callable(self):
+        self._has("audit_callable")
+        aud = type(self).auditor
+        settings = type(self).settings
+        far = aud.audit_callable(_shifted_output, 0.0, 6.0, n=type(self).n, epsilon=0.5,
+                                 delta=1e-6, seed=0, **settings)
+        assert far.rejected, "fn(d) = d + N(0, 1) at d = 0, 6 did not refute (0.5, 1e-6)-DP"
+        same = aud.audit_callable(_shifted_output, 0.0, 0.0, n=type(self).n, epsilon=1.0,
+                                  delta=1e-5, seed=0, **settings)
+        assert not same.rejected, "one dataset twice refuted (1, 1e-5)-DP"

@@ -1,0 +1,373 @@
+"""Bridge to dp_accounting's ``DpEvent`` trees (TF Privacy, JAX Privacy).
+
+``dp_event_entries(event)`` walks an event tree and returns the (mechanism, count)
+pairs it stands for; ``from_dp_event(event)`` composes them in an ``Accountant``
+(``ledger_from_dp_event`` in a ``Ledger``), so a tree written for dp_accounting is
+accounted by our PLD with its certified bracket. ``to_dp_event`` goes the other way
+for the mechanisms that have an equivalent event.
+
+Neighbouring relation. A ``DpEvent`` does not carry one: dp_accounting's accountants
+take it as an argument, and so do these functions (``neighbouring="add_remove"``, the
+default of both tools, or ``"replace_one"``; dp_accounting's ``NeighboringRelation``
+values are accepted, ``REPLACE_SPECIAL`` read as add/remove, where an absent record
+is answered like the special element). A noise multiplier is the ratio of the noise
+scale to the query's sensitivity *under the relation in use* (dp_accounting's RDP
+accountant and Wang, Balle, Kasiviswanathan, arXiv:1808.00087, Thm 27, for sampling
+without replacement). dp_accounting's PLD accountant reads a Gaussian under
+``REPLACE_ONE`` differently (sensitivity doubled: a replaced record is one removed
+and one added), so a replace-one Gaussian there is not the same question.
+
+Events and what they become (mechanisms are looked up by name in the registry when
+the event is read, so a mechanism plugin that is not installed is an error naming it):
+
+======================================  ==============================================
+``GaussianDpEvent(z)``                  ``gaussian(sigma=z)``
+``LaplaceDpEvent(z)``                   ``laplace(b=z)``
+``DiscreteLaplaceDpEvent(a, Δ)``        ``discrete_laplace(a, sensitivity=Δ)``
+``RandomizedResponseDpEvent(r, k)``     ``kary_randomized_response(r, k)``; binary
+                                        ``randomized_response(p=1 − r/2)`` under
+                                        replace-one if that plugin is absent
+``MixtureOfGaussiansDpEvent(σ, c, p)``  ``mixture_of_gaussians``
+``PoissonSampledDpEvent(q, e)``         ``subsampled_gaussian`` / ``subsampled_laplace``
+                                        / ``poisson_subsampled(base=e, q)``
+``SampledWithoutReplacementDpEvent``    ``sampled_without_replacement`` (replace-one)
+``SelfComposedDpEvent(e, n)``           e's entries, counts × n
+``ComposedDpEvent([…])``                the entries of each
+``NoOpDpEvent``                         nothing
+``NonPrivateDpEvent``                   ``approx_dp(epsilon=0, delta=1)`` (ε = ∞)
+======================================  ==============================================
+
+A sampled event's inner tree must be one mechanism, or Gaussians only (several
+Gaussians on one batch are one Gaussian with σ = (Σ count_i/σ_i²)^(−1/2): their
+losses add and stay Gaussian, as in dp_accounting's own reduction). Degenerate
+parameters follow dp_accounting: zero noise is non-private, q = 0, one bucket or a
+zero-size sample cost nothing. Anything else (``ZCDpEvent``, ``RepeatAndSelectDpEvent``,
+tree aggregation, truncated or with-replacement sampling, ``UnsupportedDpEvent``) is
+an ``UnsupportedEventError`` naming the event and its place in the tree, such as
+``event.events[1].event``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional
+
+from accounting.accountant import Accountant
+from accounting.pairs.mechanism import Mechanism, Neighbouring, as_neighbouring
+from accounting.registry.registry import Registry, default_registry
+
+__all__ = ["UnsupportedEventError", "dp_event_entries", "from_dp_event", "ledger_from_dp_event",
+           "to_dp_event", "as_relation", "entries_of"]
+
+Entry = tuple[Mechanism, int]
+
+
+class UnsupportedEventError(ValueError):
+    """A ``DpEvent`` (or a mechanism) with no counterpart on the other side; the message
+    names it and where it sits in the tree."""
+
+
+def _dp_event_module():
+    try:
+        from dp_accounting import dp_event
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError("the dp_accounting bridge needs dp-accounting: "
+                          "pip install 'accounting-dp[bench]'") from exc
+    return dp_event
+
+
+def as_relation(neighbouring: Any) -> Neighbouring:
+    """Our ``Neighbouring`` from ours, a string, or dp_accounting's
+    ``NeighboringRelation`` (``REPLACE_SPECIAL`` is add/remove: an absent record
+    answers like the special element)."""
+    name = getattr(neighbouring, "name", None)
+    if name in ("ADD_OR_REMOVE_ONE", "REPLACE_SPECIAL"):
+        return Neighbouring.ADD_REMOVE
+    if name == "REPLACE_ONE":
+        return Neighbouring.REPLACE_ONE
+    return as_neighbouring(neighbouring)
+
+
+# ---------------------------------------------------------------- event → mechanisms
+class _Reader:
+    """One walk of an event tree under one relation and registry."""
+
+    def __init__(self, relation: Neighbouring, registry: Registry):
+        self.relation = relation
+        self.registry = registry
+        self.ev = _dp_event_module()
+
+    # -- helpers
+    def fail(self, event: Any, path: str, why: str) -> UnsupportedEventError:
+        return UnsupportedEventError(f"{type(event).__name__} at {path}: {why}")
+
+    def build(self, event: Any, path: str, name: str, **params: Any) -> Mechanism:
+        """The registered mechanism ``name`` with ``params``; a missing plugin or a value
+        the mechanism refuses becomes an error naming the event and its path."""
+        cls = self.registry.mechanisms.get(name)
+        if cls is None:
+            raise self.fail(event, path, f"needs the mechanism {name!r}, which no installed "
+                                         f"plugin registers")
+        try:
+            return cls(**params)
+        except (ValueError, TypeError) as exc:
+            raise self.fail(event, path, f"{name}: {exc}") from None
+
+    def non_private(self, event: Any, path: str) -> list[Entry]:
+        # the (0, 1)-DP guarantee: all mass at loss +inf, ε = ∞ for every δ < 1
+        return [(self.build(event, path, "approx_dp", epsilon=0.0, delta=1.0), 1)]
+
+    def check_relation(self, event: Any, path: str, *allowed: Neighbouring) -> None:
+        if self.relation not in allowed:
+            names = " or ".join(a.value for a in allowed)
+            raise self.fail(event, path, f"is accounted under {names} neighbouring only, "
+                                         f"not {self.relation.value} (pass neighbouring=…)")
+
+    # -- the walk
+    def entries(self, event: Any, path: str) -> list[Entry]:
+        if not isinstance(event, self.ev.DpEvent):
+            raise TypeError(f"{path} must be a dp_accounting DpEvent, got {type(event).__name__}")
+        handler: Optional[Callable] = getattr(self, "_" + type(event).__name__, None)
+        if handler is None:
+            raise self.fail(event, path, "no mechanism here expresses this event")
+        return handler(event, path)
+
+    def _NoOpDpEvent(self, event, path):
+        return []
+
+    def _NonPrivateDpEvent(self, event, path):
+        return self.non_private(event, path)
+
+    def _ComposedDpEvent(self, event, path):
+        out: list[Entry] = []
+        for i, sub in enumerate(event.events):
+            out.extend(self.entries(sub, f"{path}.events[{i}]"))
+        return out
+
+    def _SelfComposedDpEvent(self, event, path):
+        count = event.count
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise self.fail(event, path, f"count must be an integer >= 0, got {count!r}")
+        return [(m, c * count) for m, c in self.entries(event.event, f"{path}.event")
+                if count > 0]
+
+    def _GaussianDpEvent(self, event, path):
+        if event.noise_multiplier == 0:
+            return self.non_private(event, path)
+        return [(self.build(event, path, "gaussian", sigma=float(event.noise_multiplier),
+                            neighbouring=self.relation), 1)]
+
+    def _LaplaceDpEvent(self, event, path):
+        if event.noise_multiplier == 0:
+            return self.non_private(event, path)
+        return [(self.build(event, path, "laplace", b=float(event.noise_multiplier),
+                            neighbouring=self.relation), 1)]
+
+    def _DiscreteLaplaceDpEvent(self, event, path):
+        if event.noise_parameter == 0:
+            return self.non_private(event, path)
+        return [(self.build(event, path, "discrete_laplace", a=float(event.noise_parameter),
+                            sensitivity=event.sensitivity, neighbouring=self.relation), 1)]
+
+    def _RandomizedResponseDpEvent(self, event, path):
+        r, k = event.noise_parameter, event.num_buckets
+        if k == 1:
+            return []
+        if r == 0:
+            return self.non_private(event, path)
+        if "kary_randomized_response" in self.registry.mechanisms:
+            return [(self.build(event, path, "kary_randomized_response", r=float(r), k=k,
+                                neighbouring=self.relation), 1)]
+        if k == 2 and self.relation is Neighbouring.REPLACE_ONE:
+            # binary: truthful with probability 1 − r + r/2
+            return [(self.build(event, path, "randomized_response", p=1.0 - r / 2.0), 1)]
+        raise self.fail(event, path, "needs the mechanism 'kary_randomized_response' (the "
+                                     "binary 'randomized_response' covers k = 2 under "
+                                     "replace_one only)")
+
+    def _MixtureOfGaussiansDpEvent(self, event, path):
+        sens = [float(c) for c in event.sensitivities]
+        if all(c == 0 for c in sens):
+            return []
+        if event.standard_deviation == 0:
+            return self.non_private(event, path)
+        # dp_accounting defines this event under add/remove (its REPLACE_SPECIAL) only
+        self.check_relation(event, path, Neighbouring.ADD_REMOVE)
+        return [(self.build(event, path, "mixture_of_gaussians",
+                            sigma=float(event.standard_deviation), sensitivities=tuple(sens),
+                            sampling_probs=tuple(float(p) for p in event.sampling_probs)), 1)]
+
+    def single(self, event: Any, path: str) -> Optional[Mechanism]:
+        """The one mechanism an inner (sampled) tree stands for: Gaussians merged into
+        one, else a single mechanism used once; None when the tree costs nothing."""
+        inner = self.entries(event, path)
+        if not inner:
+            return None
+        if len(inner) == 1 and inner[0][1] == 1:
+            return inner[0][0]
+        if all(m.name == "gaussian" for m, _ in inner):
+            # Σ count_i·(Δ_i/σ_i)² is the squared μ of the one Gaussian they make
+            mu2 = math.fsum(c * (m.sensitivity / m.sigma) ** 2 for m, c in inner)
+            return self.build(event, path, "gaussian", sigma=1.0 / math.sqrt(mu2),
+                              neighbouring=self.relation)
+        raise self.fail(event, path, "a sampled event must contain one mechanism (or "
+                                     "Gaussians only); this composition of different "
+                                     "mechanisms on one sample has no pair here")
+
+    def _PoissonSampledDpEvent(self, event, path):
+        q = float(event.sampling_probability)
+        if q == 0:
+            return []
+        base = self.single(event.event, f"{path}.event")
+        if base is None:
+            return []
+        if self.is_non_private(base):
+            return [(base, 1)]
+        if q == 1:
+            return [(base, 1)]
+        if self.relation is Neighbouring.ADD_REMOVE and base.sensitivity == 1:
+            if base.name == "gaussian":
+                return [(self.build(event, path, "subsampled_gaussian", q=q,
+                                    sigma=float(base.sigma)), 1)]
+            if base.name == "laplace":
+                return [(self.build(event, path, "subsampled_laplace", q=q,
+                                    b=float(base.b)), 1)]
+        return [(self.build(event, path, "poisson_subsampled", base=base, q=q,
+                            neighbouring=self.relation), 1)]
+
+    def _SampledWithoutReplacementDpEvent(self, event, path):
+        self.check_relation(event, path, Neighbouring.REPLACE_ONE)
+        n, m = event.source_dataset_size, event.sample_size
+        if m == 0:
+            return []
+        base = self.single(event.event, f"{path}.event")
+        if base is None:
+            return []
+        if m == n or self.is_non_private(base):
+            return [(base, 1)]
+        return [(self.build(event, path, "sampled_without_replacement", base=base,
+                            batch_size=m, dataset_size=n), 1)]
+
+    @staticmethod
+    def is_non_private(mechanism: Mechanism) -> bool:
+        return mechanism.name == "approx_dp" and getattr(mechanism, "delta", 0) == 1
+
+
+def dp_event_entries(event: Any, neighbouring: Any = "add_remove",
+                     registry: Optional[Registry] = None) -> list[Entry]:
+    """The (mechanism, count) pairs that ``event`` stands for, in the order they come
+    in the tree (the same mechanism may appear more than once; an Accountant or a
+    Ledger merges them). See the module docstring for each event kind."""
+    reader = _Reader(as_relation(neighbouring), registry or default_registry())
+    return reader.entries(event, "event")
+
+
+def from_dp_event(event: Any, neighbouring: Any = "add_remove",
+                  registry: Optional[Registry] = None, **accountant_options: Any) -> Accountant:
+    """An ``Accountant`` holding the composition ``event`` stands for.
+
+    ``accountant_options`` (``step``) go to ``Accountant``; its ``epsilon(delta)`` is
+    the certified upper bound from the PLD, ``epsilon_interval`` the bracket."""
+    accountant = Accountant(**accountant_options)
+    for mechanism, count in dp_event_entries(event, neighbouring, registry):
+        accountant.compose(mechanism, count=count)
+    return accountant
+
+
+def ledger_from_dp_event(event: Any, neighbouring: Any = "add_remove",
+                         registry: Optional[Registry] = None):
+    """A ``Ledger`` (``accounting.ledger``) of the composition ``event`` stands for."""
+    try:
+        from accounting.ledger import Ledger
+    except ImportError as exc:
+        raise ImportError("this version of accounting has no Ledger "
+                          "(accounting.ledger)") from exc
+    return Ledger.from_mechanisms(dp_event_entries(event, neighbouring, registry))
+
+
+# ---------------------------------------------------------------- mechanisms → event
+def entries_of(obj: Any) -> list[Entry]:
+    """The (mechanism, count) entries of a Mechanism, an Accountant or a Ledger."""
+    if isinstance(obj, Mechanism):
+        return [(obj, 1)]
+    if isinstance(obj, Accountant):
+        ledger = getattr(obj, "ledger", None)
+        if ledger is not None:  # an accountant that keeps its composition as a Ledger
+            return list(ledger.mechanisms())
+        # before the ledger: a {mechanism or pair: count} mapping
+        return list(obj._entries.items())
+    mechanisms = getattr(obj, "mechanisms", None)
+    if callable(mechanisms):  # a Ledger
+        return list(mechanisms())
+    raise TypeError(f"to_dp_event needs a Mechanism, an Accountant or a Ledger, got "
+                    f"{type(obj).__name__}")
+
+
+def _unsupported(mechanism: Any, path: str, why: str) -> UnsupportedEventError:
+    label = getattr(mechanism, "name", "") or type(mechanism).__name__
+    return UnsupportedEventError(f"{label} at {path}: {why}")
+
+
+def _event_of(m: Any, relation: Neighbouring, path: str, ev: Any) -> Any:
+    """The DpEvent equivalent to mechanism ``m`` under ``relation``."""
+    if not isinstance(m, Mechanism):
+        raise _unsupported(m, path, "a bare Pair has no DpEvent equivalent")
+    if m.neighbouring is not relation:
+        raise _unsupported(m, path, f"declares {m.neighbouring.value} neighbouring, but the "
+                                    f"events are asked for under {relation.value}")
+    name = m.name
+    if name == "gaussian":
+        return ev.GaussianDpEvent(noise_multiplier=float(m.sigma) / m.sensitivity)
+    if name == "laplace":
+        return ev.LaplaceDpEvent(noise_multiplier=float(m.b) / m.sensitivity)
+    if name == "discrete_laplace":
+        return ev.DiscreteLaplaceDpEvent(noise_parameter=float(m.a), sensitivity=int(m.sensitivity))
+    if name == "randomized_response":
+        # truthful with probability p: the same pair as 1 − p (outputs relabelled),
+        # which is dp_accounting's k = 2 with noise r = 2(1 − max(p, 1 − p))
+        return ev.RandomizedResponseDpEvent(noise_parameter=2.0 * (1.0 - max(m.p, 1.0 - m.p)),
+                                            num_buckets=2)
+    if name == "kary_randomized_response":
+        return ev.RandomizedResponseDpEvent(noise_parameter=float(m.r), num_buckets=int(m.k))
+    if name == "subsampled_gaussian":
+        return ev.PoissonSampledDpEvent(
+            sampling_probability=float(m.q),
+            event=ev.GaussianDpEvent(noise_multiplier=float(m.sigma) / m.sensitivity))
+    if name == "subsampled_laplace":
+        return ev.PoissonSampledDpEvent(
+            sampling_probability=float(m.q),
+            event=ev.LaplaceDpEvent(noise_multiplier=float(m.b) / m.sensitivity))
+    if name == "poisson_subsampled":
+        return ev.PoissonSampledDpEvent(sampling_probability=float(m.q),
+                                        event=_event_of(m.base, relation, f"{path}.base", ev))
+    if name == "sampled_without_replacement":
+        return ev.SampledWithoutReplacementDpEvent(
+            source_dataset_size=int(m.dataset_size), sample_size=int(m.batch_size),
+            event=_event_of(m.base, relation, f"{path}.base", ev))
+    if name == "mixture_of_gaussians":
+        return ev.MixtureOfGaussiansDpEvent(standard_deviation=float(m.sigma),
+                                            sensitivities=list(m.sensitivities),
+                                            sampling_probs=list(m.sampling_probs))
+    if name == "approx_dp" and m.delta == 1:
+        return ev.NonPrivateDpEvent()
+    if name == "approx_dp" and m.delta == 0 and m.epsilon == 0:
+        return ev.NoOpDpEvent()
+    raise _unsupported(m, path, "has no dp_accounting DpEvent equivalent")
+
+
+def to_dp_event(obj: Any, neighbouring: Any = "add_remove") -> Any:
+    """The ``DpEvent`` equivalent to a Mechanism, an Accountant or a Ledger, to be
+    accounted by dp_accounting under ``neighbouring`` (every mechanism must declare
+    that relation). A composition becomes a ``ComposedDpEvent`` of
+    ``SelfComposedDpEvent``s (count 1: the event itself); a single mechanism its event.
+    A mechanism without an equivalent is an ``UnsupportedEventError`` naming it."""
+    ev = _dp_event_module()
+    relation = as_relation(neighbouring)
+    entries = entries_of(obj)
+    if isinstance(obj, Mechanism):
+        return _event_of(obj, relation, "mechanism", ev)
+    events = []
+    for i, (m, count) in enumerate(entries):
+        event = _event_of(m, relation, f"entries[{i}]", ev)
+        events.append(event if count == 1 else ev.SelfComposedDpEvent(event=event, count=count))
+    return ev.ComposedDpEvent(events=events)

@@ -1,0 +1,61 @@
+"""An Opacus accountant backed by our PLD, with its certified upper bound.
+
+Importing this module registers ``OpacusAccountant`` in Opacus' accountant registry
+under the name ``"accounting_pld"``, so Opacus builds it like one of its own::
+
+    import accounting_bridges.opacus  # registers "accounting_pld"
+    from opacus import PrivacyEngine
+
+    engine = PrivacyEngine(accountant="accounting_pld")
+    model, optimizer, loader = engine.make_private_with_epsilon(
+        module=model, optimizer=optimizer, data_loader=loader,
+        target_epsilon=3.0, target_delta=1e-5, epochs=10, max_grad_norm=1.0)
+    ...
+    engine.get_epsilon(1e-5)   # certified: never below the true ε
+
+(Opacus has no entry point for accountants, hence registration on import.)
+``make_private_with_epsilon`` calibrates the noise multiplier with Opacus' own
+bisection (``opacus.accountants.utils.get_noise_multiplier``, tolerance 0.01 in ε)
+over this accountant's ``get_epsilon``, so the ε reached after the stated epochs is
+at most the target and within that tolerance of it.
+
+The class is ``accounting_bridges.training.TrainingAccountant`` (history, step,
+``get_epsilon``, ``get_epsilon_interval``, ``state_dict``/``load_state_dict``, ``len``)
+made an ``opacus.accountants.accountant.IAccountant``, which adds the optimizer hook
+Opacus attaches; checkpoints (``PrivacyEngine.save_checkpoint``) hold its state dict
+of plain numbers. Needs the ``opacus`` extra (``pip install 'accounting-dp[opacus]'``).
+"""
+
+from __future__ import annotations
+
+from opacus.accountants import register_accountant
+from opacus.accountants.accountant import IAccountant
+from opacus.accountants.registry import _ACCOUNTANTS
+
+from .training import GRID_STEP, MECHANISM, TrainingAccountant
+
+__all__ = ["OpacusAccountant", "MECHANISM", "register"]
+
+
+class OpacusAccountant(TrainingAccountant, IAccountant):
+    """Opacus' ``IAccountant`` over our PLD (see ``TrainingAccountant``)."""
+
+    def __init__(self, grid_step: float = GRID_STEP) -> None:
+        TrainingAccountant.__init__(self, grid_step)
+
+
+def register() -> None:
+    """Register ``OpacusAccountant`` as ``"accounting_pld"`` in Opacus' registry. Done on
+    import; calling it again is harmless. A different class already registered under
+    that name is a ValueError (nothing is overwritten silently)."""
+    current = _ACCOUNTANTS.get(MECHANISM)
+    if current is OpacusAccountant:
+        return
+    if current is not None and current.__qualname__ != OpacusAccountant.__qualname__:
+        raise ValueError(f"Opacus already has an accountant {MECHANISM!r}: "
+                         f"{current.__module__}.{current.__qualname__}")
+    # the same class from a reloaded module replaces its stale self
+    register_accountant(MECHANISM, OpacusAccountant, force=current is not None)
+
+
+register()

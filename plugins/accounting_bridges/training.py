@@ -1,0 +1,196 @@
+"""A DP-SGD accountant for any training loop (JAX, numpy, …), backed by our PLD.
+
+``TrainingAccountant`` has the methods of an Opacus accountant (``step``,
+``get_epsilon``, ``state_dict``/``load_state_dict``, ``len``, ``history``,
+``mechanism``) and no framework dependency; ``accounting_bridges.opacus`` makes the
+same class an Opacus ``IAccountant``. Call ``step(noise_multiplier=z, sample_rate=q)``
+once per optimiser step and ``get_epsilon(delta)`` when you want the spend.
+
+Each step is one use of the Poisson-subsampled Gaussian mechanism (add/remove
+neighbouring; Abadi et al. 2016, arXiv:1607.00133, §3.1): ``subsampled_gaussian(q,
+σ = z)`` for 0 < q < 1 and ``gaussian(σ = z)`` for q = 1; q = 0 costs nothing and
+z = 0 is non-private (ε = ∞). ``history`` keeps runs of equal steps as
+``(noise_multiplier, sample_rate, steps)`` triples, the layout of Opacus' own
+accountants, so a state dict moves between them.
+
+``get_epsilon(delta)`` is the certified upper bound of the composed PLD (the upper end
+of ``get_epsilon_interval``: never below the true ε, whatever the grid);
+``accountant="rdp"`` or ``"zcdp"`` give those accountants' bounds instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any, MutableMapping, Optional
+
+from accounting.accountant import Accountant
+from accounting.curves.pld import check_step
+from accounting.pairs.mechanism import Mechanism
+from accounting.validation import check_count, check_options, check_real
+
+__all__ = ["TrainingAccountant", "dpsgd_mechanism", "MECHANISM", "GRID_STEP"]
+
+#: the name this accountant goes by (Opacus' accountant registry, state dicts)
+MECHANISM = "accounting_pld"
+#: the PLD grid step of a training accountant. Coarser than the core's default: the
+#: bound stays certified at any step, and a calibration asks for ε a dozen times.
+#: Measured (upper bound, time on a shared 2-core machine), q = 0.01, z = 1, 1000 steps:
+#: 1.82826 in 3.9 s at step 2e-4, 1.82893 (+0.04%) in 0.14 s at 1e-3; q = 0.004, z = 0.8,
+#: 10 000 steps: +0.12% at 1e-3.
+GRID_STEP = 1e-3
+
+
+def dpsgd_mechanism(noise_multiplier: float, sample_rate: float) -> Optional[Mechanism]:
+    """The mechanism of one DP-SGD step: the Poisson-subsampled Gaussian with noise
+    multiplier ``noise_multiplier`` (σ/clipping norm) at rate ``sample_rate``; None when
+    the step costs nothing (q = 0). A zero noise multiplier (non-private) is refused
+    here: the caller reports ε = ∞ for it."""
+    import accounting
+
+    z = check_real("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
+    q = check_real("sample_rate", sample_rate, lo=0.0, hi=1.0)
+    if q == 0.0:
+        return None
+    if q == 1.0:
+        return accounting.mechanism("gaussian", sigma=z)
+    return accounting.mechanism("subsampled_gaussian", q=q, sigma=z)
+
+
+def _check_history_entry(i: int, entry: Any) -> tuple[float, float, int]:
+    where = f"history[{i}]"
+    if not isinstance(entry, (tuple, list)) or len(entry) != 3:
+        raise ValueError(f"{where} must be a (noise_multiplier, sample_rate, steps) triple, "
+                         f"got {entry!r}")
+    z, q, n = entry
+    z = check_real(f"{where} noise_multiplier", z, lo=0.0)
+    q = check_real(f"{where} sample_rate", q, lo=0.0, hi=1.0)
+    n = check_count(f"{where} steps", n)
+    return z, q, n
+
+
+class TrainingAccountant:
+    """DP-SGD privacy accountant over our PLD (see the module docstring).
+
+    ``grid_step``: the PLD grid step (default ``GRID_STEP`` = 1e-3); a finer grid gives a
+    slightly tighter certified bound at more cost (``get_epsilon_interval`` shows how
+    much is left to gain).
+    """
+
+    def __init__(self, grid_step: float = GRID_STEP) -> None:
+        self.grid_step = check_step(grid_step)
+        #: runs of equal steps: (noise_multiplier, sample_rate, steps)
+        self.history: list[tuple[float, float, int]] = []
+        self._cache: dict = {}
+
+    @classmethod
+    def mechanism(cls) -> str:
+        """The name this accountant is registered under (``"accounting_pld"``)."""
+        return MECHANISM
+
+    def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
+        """Record one optimiser step with noise multiplier z = σ/C at sampling rate q."""
+        z = check_real("noise_multiplier", noise_multiplier, lo=0.0)
+        q = check_real("sample_rate", sample_rate, lo=0.0, hi=1.0)
+        if self.history and self.history[-1][:2] == (z, q):
+            self.history[-1] = (z, q, self.history[-1][2] + 1)
+        else:
+            self.history.append((z, q, 1))
+
+    def __len__(self) -> int:
+        """The number of steps taken so far."""
+        return sum(n for _, _, n in self._checked_history())
+
+    def _checked_history(self) -> list[tuple[float, float, int]]:
+        # Opacus' get_noise_multiplier writes ``history`` directly, so read it afresh
+        return [_check_history_entry(i, e) for i, e in enumerate(self.history)]
+
+    def non_private(self) -> bool:
+        """True when some step had no noise (and a positive rate): ε = ∞."""
+        return any(z == 0 and q > 0 for z, q, _ in self._checked_history())
+
+    def accountant(self) -> Accountant:
+        """The core ``Accountant`` of the steps so far (cached for the same history).
+        A non-private history is a ValueError (there is no finite composition)."""
+        history = tuple(self._checked_history())
+        if any(z == 0 and q > 0 for z, q, _ in history):
+            raise ValueError("a step with noise_multiplier = 0 is non-private: ε = ∞")
+        cached = self._cache.get(history)
+        if cached is None:
+            cached = Accountant(step=self.grid_step)
+            for z, q, n in history:
+                mechanism = dpsgd_mechanism(z, q)
+                if mechanism is not None:
+                    cached.compose(mechanism, count=n)
+            self._cache = {history: cached}  # one history at a time: no growth
+        return cached
+
+    def get_epsilon(self, delta: float, *, accountant: str = "pld", **options: Any) -> float:
+        """ε(δ) spent so far: the certified upper bound of the PLD (``accountant="pld"``)
+        or the RDP / zCDP accountant's bound; 0 before any step, ∞ if non-private."""
+        check_options("get_epsilon()", options, ["accountant"])
+        delta = check_real("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        if self.non_private():
+            return math.inf
+        acc = self.accountant()
+        if acc.count == 0:
+            return 0.0
+        return float(acc.epsilon(delta, accountant=accountant))
+
+    def get_epsilon_interval(self, delta: float) -> tuple[float, float]:
+        """The certified (lower, upper) bracket of ε(δ) from the PLD."""
+        delta = check_real("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        if self.non_private():
+            return math.inf, math.inf
+        acc = self.accountant()
+        if acc.count == 0:
+            return 0.0, 0.0
+        lo, hi = acc.epsilon_interval(delta)
+        return float(lo), float(hi)
+
+    def get_delta(self, epsilon: float, *, accountant: str = "pld") -> float:
+        """δ(ε) spent so far (an upper bound); 0 before any step, 1 if non-private."""
+        epsilon = check_real("epsilon", epsilon, lo=0.0)
+        if self.non_private():
+            return 1.0
+        acc = self.accountant()
+        if acc.count == 0:
+            return 0.0
+        return float(acc.delta(epsilon, accountant=accountant))
+
+    def state_dict(self, destination: Optional[MutableMapping] = None) -> MutableMapping:
+        """The history, the mechanism name and the grid step: plain numbers only (what
+        Opacus checkpoints hold; ``load_state_dict`` reads it back)."""
+        if destination is None:
+            destination = OrderedDict()
+        destination["history"] = [tuple(e) for e in self._checked_history()]
+        destination["mechanism"] = self.mechanism()
+        destination["grid_step"] = self.grid_step
+        return destination
+
+    def load_state_dict(self, state_dict: Any) -> None:
+        """Restore from ``state_dict``; a missing key, another accountant's state, an
+        unknown key or a malformed history entry is a ValueError naming it."""
+        if not isinstance(state_dict, dict) or not state_dict:
+            raise ValueError("state_dict must be a non-empty mapping with 'history' and "
+                             "'mechanism'")
+        for key in ("history", "mechanism"):
+            if key not in state_dict:
+                raise ValueError(f"state_dict has no {key!r}: cannot be loaded into "
+                                 f"{type(self).__name__}")
+        unknown = sorted(set(state_dict) - {"history", "mechanism", "grid_step"})
+        if unknown:
+            raise ValueError(f"state_dict has unknown keys {unknown}; allowed: history, "
+                             f"mechanism, grid_step")
+        if state_dict["mechanism"] != self.mechanism():
+            raise ValueError(f"state_dict of accountant {state_dict['mechanism']!r} cannot be "
+                             f"loaded into the {self.mechanism()!r} accountant")
+        history = state_dict["history"]
+        if not isinstance(history, (list, tuple)):
+            raise ValueError(f"history must be a list of triples, got {type(history).__name__}")
+        checked = [_check_history_entry(i, e) for i, e in enumerate(history)]
+        grid_step = check_step(state_dict.get("grid_step", self.grid_step))
+        self.history, self.grid_step, self._cache = checked, grid_step, {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(steps={len(self)}, grid_step={self.grid_step:g})"

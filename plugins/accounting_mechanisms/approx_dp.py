@@ -1,0 +1,193 @@
+"""An (ε, δ)-DP guarantee as a mechanism: its dominating four-point pair.
+
+Every (ε, δ)-DP mechanism is, for each pair of neighbours, a post-processing of the
+pair on four outcomes (Kairouz, Oh, Viswanath 2015, arXiv:1311.0776: the pair their
+optimal composition theorem, Thm 3.3, composes; a dominating pair in the sense of
+Zhu, Dong, Wang 2022, arXiv:2106.08567)
+
+  P = (δ, (1 − δ)·σ(ε), (1 − δ)·σ(−ε), 0),   Q = (0, (1 − δ)·σ(−ε), (1 − δ)·σ(ε), δ),
+
+σ(x) = 1/(1 + e^{−x}). Its loss law under P: +∞ with mass δ, +ε with mass (1 − δ)σ(ε),
+−ε with mass (1 − δ)σ(−ε); the pair is symmetric (swap the outcomes end to end), so
+the add and remove directions coincide. The profile in closed form:
+
+  δ(ε') = 1 − (1 − δ)e^{ε'}                     for ε' ≤ −ε,
+        = δ + (1 − δ)(e^ε − e^{ε'})/(1 + e^ε)   for −ε ≤ ε' ≤ ε,
+        = δ                                     for ε' ≥ ε,
+
+and the trade-off function is f_{ε,δ}(α) = max{0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)}
+(Dong, Roth, Su 2019, arXiv:1905.02383, Prop. 2.5). δ = 0 is pure ε-DP, whose pair
+is randomized response with p = σ(ε): D_α = log[σ(ε)^α σ(−ε)^{1−α} + σ(−ε)^α σ(ε)^{1−α}]
+/(α − 1), exact; with δ > 0 every Rényi divergence of order α > 1 is +∞.
+
+Composition is exact: the loss law is finite, so k uses of one guarantee have the law
+(2j − k)ε with mass (1 − δ)^k·C(k, j)σ(ε)^j σ(−ε)^{k−j} and mass 1 − (1 − δ)^k at +∞
+(``ApproxDPPair._self_compose``), and a list of different guarantees composes by the
+exact convolution of ``finite_product`` (``ApproxDPComposition``). This is the optimal
+composition of Kairouz–Oh–Viswanath (arXiv:1311.0776, Thm 3.3) evaluated exactly.
+
+Degenerate values: ε = 0, δ = 0 is perfectly private (δ(ε') = 0 for ε' ≥ 0); δ = 1
+is non-private (all P-mass at loss +∞: ε(δ') = +∞ for every δ' < 1, D_α = +∞).
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import numpy as np
+from scipy.special import expit
+
+from accounting.numerics.loss import LossPMF
+from accounting.pairs.mechanism import Mechanism, Range, parameter
+from accounting.pairs.pair import LawPair
+from accounting.registry.hookspecs import hookimpl
+from accounting.validation import check_count
+
+from .finite_product import exact_product
+from .gaussian_mixture import _float_tuple
+
+
+def _scalar_or_tuple(name: str):
+    """attrs converter: one real number (a single guarantee) or a sequence of them."""
+    convert = _float_tuple(name)
+
+    def conv(value):
+        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+            value = (value,)
+        return convert(value)
+    return conv
+
+__all__ = ["ApproxDP", "ApproxDPComposition", "ApproxDPPair", "approx_dp_law",
+           "EPSILON", "DELTA"]
+
+#: ε ∈ [0, 1e8] (beyond, e^{−ε} underflows and the pair is already non-private in
+#: float64) and δ ∈ [0, 1] (δ = 1: no guarantee at all)
+EPSILON = Range(0.0, 1e8)
+DELTA = Range(0.0, 1.0)
+
+
+def _one_sensitivity(instance, attribute, value) -> None:
+    if value != 1:
+        raise ValueError(f"{type(instance).name}: sensitivity must be 1 (a guarantee has no "
+                         f"sensitivity of its own), got {value!r}")
+
+
+def approx_dp_law(epsilon: float, delta: float, count: int = 1) -> LossPMF:
+    """The loss law under P of ``count`` uses of the (ε, δ) four-point pair, exact:
+    atoms (2j − k)ε with masses (1 − δ)^k·Binomial(k, σ(ε)) pmf, and 1 − (1 − δ)^k at +∞.
+
+    δ = 1: all mass at +∞ (no finite atoms)."""
+    from scipy.stats import binom  # heavy: only when a law is built
+
+    k = check_count("count", count)
+    if delta >= 1.0:
+        return LossPMF.from_atoms(np.zeros(0), np.zeros(0), 1.0)
+    log_keep = k * math.log1p(-delta)                 # log (1 − δ)^k
+    j = np.arange(k + 1)
+    masses = binom.pmf(j, k, float(expit(epsilon))) * math.exp(log_keep)
+    return LossPMF.from_atoms((2.0 * j - k) * epsilon, masses, -math.expm1(log_keep))
+
+
+@attrs.frozen(eq=False)
+class ApproxDPPair(LawPair):
+    """The four-point pair of an (ε, δ) guarantee used ``count`` times; exact, symmetric."""
+
+    epsilon: float = 0.0
+    delta: float = 0.0
+    count: int = 1
+
+    def _self_compose(self, count):
+        total = self.count * check_count("count", count)
+        return approx_dp_pair(self.epsilon, self.delta, total)
+
+    def _beta(self, alpha, direction):
+        """f_{ε,δ}(α) = max{0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)} (one use only,
+        arXiv:1905.02383, Prop. 2.5); k uses come from the exact law's vertices."""
+        if self.count != 1:
+            return None
+        alpha = np.asarray(alpha, dtype=float)
+        e, d = self.epsilon, self.delta
+        with np.errstate(over="ignore"):
+            return np.maximum.reduce([np.zeros_like(alpha), 1.0 - d - math.exp(e) * alpha,
+                                      math.exp(-e) * (1.0 - d - alpha)])
+
+
+def approx_dp_pair(epsilon: float, delta: float, count: int = 1) -> ApproxDPPair:
+    """The exact pair of ``count`` uses of an (ε, δ) guarantee."""
+    law = approx_dp_law(epsilon, delta, count)
+    label = f"({epsilon:g}, {delta:g})-DP" + (f"^{count}" if count > 1 else "")
+    return ApproxDPPair((law, law), (law, law), label, epsilon=float(epsilon),
+                        delta=float(delta), count=int(count), symmetric=True)
+
+
+@attrs.frozen
+class ApproxDP(Mechanism):
+    """A mechanism known only by its (ε, δ)-DP guarantee, accounted by the four-point
+    pair that dominates every (ε, δ)-DP mechanism (arXiv:1311.0776).
+
+    ``epsilon`` ∈ [0, 1e8], ``delta`` ∈ [0, 1]; δ = 0 is pure ε-DP. Neighbouring: the
+    relation the guarantee was stated for (add/remove by default; the pair is the
+    same for replace-one). ``sensitivity`` is not used (it must be 1).
+    """
+
+    name = "approx_dp"
+    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=_one_sensitivity,
+                                     metadata={"range": Range(1.0, 1.0)})
+    epsilon: float = parameter(EPSILON)
+    delta: float = parameter(DELTA, default=0.0)
+
+    def pair(self) -> ApproxDPPair:
+        return approx_dp_pair(float(self.epsilon), float(self.delta))
+
+
+def _same_length(instance, attribute, value) -> None:
+    if len(value) != len(instance.epsilons):
+        raise ValueError(f"deltas must have one entry per epsilon ({len(instance.epsilons)}), "
+                         f"got {len(value)}")
+
+
+def _entries_in(rng: Range):
+    def check(instance, attribute, value) -> None:
+        if not value:
+            raise ValueError(f"{attribute.name} must have at least one entry")
+        for i, v in enumerate(value):
+            rng.check(f"{attribute.name}[{i}]" if len(value) > 1 else attribute.name, v)
+    return check
+
+
+@attrs.frozen
+class ApproxDPComposition(Mechanism):
+    """The composition of several (ε_i, δ_i) guarantees, exactly (their four-point
+    pairs' product law, ``finite_product.exact_product``; equal guarantees grouped
+    and composed in closed form).
+
+    ``epsilons`` and ``deltas``: sequences of the same length (a single number is one
+    guarantee); each entry in the range of ``ApproxDP``'s. The product is refused
+    (ValueError naming the PLD accountant) when its support would exceed
+    ``finite_product.MAX_ATOMS`` atoms.
+    """
+
+    name = "approx_dp_composition"
+    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=_one_sensitivity,
+                                     metadata={"range": Range(1.0, 1.0)})
+    epsilons: tuple = attrs.field(converter=_scalar_or_tuple("epsilons"),
+                                  validator=_entries_in(EPSILON), metadata={"range": EPSILON})
+    deltas: tuple = attrs.field(converter=_scalar_or_tuple("deltas"),
+                                validator=[_entries_in(DELTA), _same_length],
+                                metadata={"range": DELTA})
+
+    def pair(self) -> LawPair:
+        groups: dict[tuple[float, float], int] = {}
+        for e, d in zip(self.epsilons, self.deltas):
+            groups[(e, d)] = groups.get((e, d), 0) + 1
+        parts = [approx_dp_pair(e, d, k) for (e, d), k in groups.items()]
+        if len(parts) == 1:
+            return parts[0]
+        return exact_product(parts)
+
+
+@hookimpl
+def accounting_register_mechanisms(register):
+    register(ApproxDP)
+    register(ApproxDPComposition)

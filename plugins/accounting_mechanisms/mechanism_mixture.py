@@ -1,0 +1,171 @@
+"""A mixture of mechanisms: run mechanism i with probability w_i.
+
+With (P_i, Q_i) the dominating pair of mechanism i, the mixture that also releases
+which mechanism ran has the pair (Σ_i w_i P_i ⊗ 1_i, Σ_i w_i Q_i ⊗ 1_i) on the
+disjoint union of the outputs; the mixture that hides the index is a post-processing
+of it, so this pair dominates both (and is exact for the first). Its privacy loss on
+branch i is branch i's loss, so every quantity is the w-average of the branches'
+(conditioning on the revealed index; the hockey-stick divergence of a disjoint
+union is the weighted sum of the parts', Balle, Barthe, Gaboardi 2018,
+arXiv:1807.01647, whose subsampling analysis decomposes mixtures the same way):
+
+  δ(ε) = Σ_i w_i δ_i(ε)   (each direction; bounds average to bounds),
+  e^{K(t)} = Σ_i w_i e^{K_i(t)}   (the Rényi moments average),
+
+and ρ* ≤ max_i ρ_i (e^{K} ≤ max_i e^{K_i}). A branch that never runs is left out
+(probabilities are > 0); one non-private branch (δ_i ≡ 1) makes δ(ε) ≥ w_i.
+
+The branches are nested mechanisms (like ``poisson_subsampled``'s ``base``): they
+must all declare the neighbouring relation the mixture is accounted under.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import attrs
+import numpy as np
+
+from accounting.curves.curve import Exactness
+from accounting.pairs.mechanism import Mechanism, Neighbouring, Range, as_neighbouring
+from accounting.pairs.pair import Pair
+from accounting.registry.hookspecs import hookimpl
+
+from .approx_dp import _entries_in, _one_sensitivity, _scalar_or_tuple
+
+__all__ = ["MechanismMixture", "MixturePair"]
+
+#: each branch probability in (0, 1] (a branch of probability 0 is left out)
+PROBABILITY = Range(0.0, 1.0, lo_open=True)
+#: how far the probabilities may sum from 1 before they are refused (then normalised)
+PROB_TOLERANCE = 1e-9
+
+
+@attrs.frozen
+class MixturePair(Pair):
+    """The index-revealing mixture Σ_i w_i (P_i, Q_i) of ``pairs`` with ``weights``."""
+
+    pairs: tuple
+    weights: tuple
+
+    @property
+    def exact(self) -> bool:  # type: ignore[override]
+        return all(p.exact for p in self.pairs)
+
+    @property
+    def symmetric(self) -> bool:  # type: ignore[override]
+        return all(p.symmetric for p in self.pairs)
+
+    def _live(self):
+        return [(w, p) for w, p in zip(self.weights, self.pairs) if w > 0]
+
+    def _average(self, values) -> np.ndarray:
+        return sum(w * np.asarray(v, dtype=float) for w, v in values)
+
+    def _profile(self, eps, direction):
+        return np.clip(self._average((w, p._profile(eps, direction)) for w, p in self._live()),
+                       0.0, 1.0)
+
+    def _profile_lower(self, eps, direction):
+        return np.clip(self._average((w, p._profile_lower(eps, direction))
+                                     for w, p in self._live()), 0.0, 1.0)
+
+    def _cgfs(self, t, direction, lower: bool) -> Optional[list]:
+        out = []
+        for w, p in self._live():
+            k = p.cgf_lower(t, direction) if lower and hasattr(p, "cgf_lower") else \
+                (None if lower else p._cgf(t, direction))
+            if k is None:
+                return None
+            out.append(np.log(w) + np.asarray(k, dtype=float))
+        return out
+
+    def _cgf(self, t, direction):
+        parts = self._cgfs(t, direction, lower=False)
+        if parts is None:
+            return None
+        return np.logaddexp.reduce(np.stack(parts), axis=0)
+
+    def cgf_lower(self, t, direction):
+        parts = self._cgfs(t, direction, lower=True)
+        if parts is None:
+            return None
+        return np.logaddexp.reduce(np.stack(parts), axis=0)
+
+    def cgf_exactness(self) -> Exactness:
+        labels = [p.cgf_exactness() for _, p in self._live()]
+        for worst in (Exactness.NUMERICAL, Exactness.UPPER):
+            if worst in labels:
+                return worst
+        return Exactness.EXACT
+
+    def rho_bound(self, direction):
+        rhos = []
+        for _, p in self._live():
+            r = p._rho(direction)
+            r = p.rho_bound(direction) if r is None else r
+            if r is None:
+                return None
+            rhos.append(r)
+        return max(rhos)
+
+    def describe(self) -> str:
+        return " ⊕ ".join(f"{w:g}·{p.describe()}" for w, p in zip(self.weights, self.pairs))
+
+
+def _mechanisms(value) -> tuple:
+    items = (value,) if isinstance(value, Mechanism) else tuple(value)
+    for i, m in enumerate(items):
+        if not isinstance(m, Mechanism):
+            raise TypeError(f"mechanisms[{i}] must be a Mechanism, got {type(m).__name__}")
+    if not items:
+        raise ValueError("mechanisms must have at least one entry")
+    return items
+
+
+def _weights_match(instance, attribute, value) -> None:
+    if len(value) != len(instance.mechanisms):
+        raise ValueError(f"probs must have one entry per mechanism ({len(instance.mechanisms)}), "
+                         f"got {len(value)}")
+    total = math.fsum(value)
+    if abs(total - 1.0) > PROB_TOLERANCE:
+        raise ValueError(f"probs must sum to 1 (within {PROB_TOLERANCE:g}), got {total!r}")
+
+
+@attrs.frozen
+class MechanismMixture(Mechanism):
+    """Runs ``mechanisms[i]`` with probability ``probs[i]`` (probabilities > 0 summing
+    to 1 within 1e-9, then normalised exactly); see the module docstring.
+
+    ``neighbouring`` must be the relation every branch declares (add/remove by
+    default). ``sensitivity`` is not used (1): each branch has its own.
+    """
+
+    name = "mechanism_mixture"
+    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=_one_sensitivity,
+                                     metadata={"range": Range(1.0, 1.0)})
+    mechanisms: tuple = attrs.field(converter=_mechanisms)
+    probs: tuple = attrs.field(converter=_scalar_or_tuple("probs"),
+                               validator=[_entries_in(PROBABILITY), _weights_match],
+                               metadata={"range": PROBABILITY})
+    neighbouring: Neighbouring = attrs.field(default=Neighbouring.ADD_REMOVE, kw_only=True,
+                                             converter=as_neighbouring)
+
+    def __attrs_post_init__(self):
+        for i, m in enumerate(self.mechanisms):
+            if m.neighbouring is not self.neighbouring:
+                raise ValueError(f"mechanisms[{i}] ({type(m).__name__}) declares "
+                                 f"{m.neighbouring.value} neighbouring but the mixture is "
+                                 f"accounted under {self.neighbouring.value}; pass "
+                                 f"neighbouring={m.neighbouring.value!r} or rebuild the branch")
+
+    def pair(self) -> MixturePair:
+        total = math.fsum(self.probs)
+        return MixturePair(tuple(m.pair() for m in self.mechanisms),
+                           tuple(w / total for w in self.probs))
+
+
+@hookimpl
+def accounting_register_mechanisms(register):
+    register(MechanismMixture)
