@@ -231,7 +231,7 @@ class LawPair(Pair):
     def _renyi_limit(self, order, direction, side=Bound.UPPER):
         """E[L] or the largest loss of the law (``conversion.converters.law_limit``)."""
         from accounting.conversion.converters import law_limit
-        return law_limit(self._law(direction, side), order)
+        return law_limit(self.law(direction, side), order)
 
     def describe(self) -> str:
         return self.label
