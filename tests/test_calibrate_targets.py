@@ -105,3 +105,47 @@ def test_bad_flags():
         calibrate("gaussian", "sigma", epsilon=1.0, delta=1e-5, direction="sideways")
     with pytest.raises(TypeError, match="mechanism"):
         calibrate_count("gaussian", epsilon=1.0, delta=1e-5)
+
+
+# ------------------------------------------------------------------ command line
+def _cli(capsys, *argv):
+    from accounting.cli import main
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_tpr_target(capsys):
+    import json
+    code, out, err = _cli(capsys, "calibrate", "gaussian", "--solve", "sigma", "--compose", "4",
+                          "--tpr", "0.5", "--fpr", "0.01", "--step", str(STEP), "--json")
+    # (stderr may carry main's DeprecationWarning for parallel.configs' import of Term)
+    assert code == 0 and "error" not in err
+    res = json.loads(out)
+    exact = 2.0 / (ndtri(0.5) + ndtri(0.99))
+    assert exact * (1 - 1e-6) <= res["value"] <= exact * (1 + 1e-3)
+    assert res["achieved"] <= 0.5 and "upper bound" in res["bound"]
+    assert res["target"] == {"figure": "tpr", "value": 0.5, "fpr": 0.01}
+
+
+def test_cli_integer_and_direction(capsys):
+    code, out, err = _cli(capsys, "calibrate", "gaussian", "--solve", "sigma", "--compose", "4",
+                          "--advantage", "0.2", "--integer", "--step", str(STEP))
+    assert code == 0 and "sigma = 4 (the smallest integer meeting the target)" in out
+    code, out, _ = _cli(capsys, "calibrate", "gaussian", "--solve", "sigma", "--epsilon", "1",
+                        "--delta", "1e-5", "--accountant", "rdp", "--direction", "backward")
+    lib = calibrate("gaussian", "sigma", epsilon=1.0, delta=1e-5, accountant="rdp",
+                    direction="backward")
+    assert code == 0 and "the backward direction only" in out
+    assert f"sigma = {lib.value:.10g}" in out
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--tpr", "0.5"], "fpr"),
+    (["--tpr", "0.5", "--fpr", "0.1", "--epsilon", "1", "--delta", "1e-5"], "not both"),
+    (["--advantage", "0.2", "--accountant", "rdp"], "PLD"),
+    (["--advantage", "2"], "advantage"),
+])
+def test_cli_bad_risk_targets(capsys, argv, needle):
+    code, out, err = _cli(capsys, "calibrate", "gaussian", "--solve", "sigma", *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and needle in err
