@@ -423,7 +423,6 @@ def _solve(problem: _Problem, start: float, target: float, label: str, rtol: flo
         raise ValueError(f"{problem.what} is not non-increasing in {label}: the integer "
                          f"{n - 1} meets the target but the continuous search put the "
                          f"threshold above it")
-    lo, hi = _check_order(problem.seen, target, label, problem.what)
     return (float(n - 1), float(n)) if n > 1 else (0.0, 1.0)
 
 
