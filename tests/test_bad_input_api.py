@@ -93,7 +93,7 @@ CASES = [
     # ------------------------------------------------------------------ ±inf
     _case("inf", "gaussian sigma +inf", lambda: M("gaussian", sigma=INF), ValueError, r"sigma"),
     _case("inf", "gaussian sigma -inf", lambda: M("gaussian", sigma=-INF), ValueError, r"sigma"),
-    _case("inf", "rdp(alpha=inf)", lambda: curve(RDP).rdp(INF), ValueError, r"alpha"),
+    _case("inf", "rdp(alpha=-inf)", lambda: curve(RDP).rdp(-INF), ValueError, r"alpha"),  # +inf: D_∞
     _case("inf", "epsilon(delta=inf)", lambda: curve(PLD).epsilon(INF), ValueError, r"delta"),
     _case("inf", "count inf", lambda: Accountant().compose(G1, INF), TypeError, r"count"),
     _case("inf", "rtol inf", lambda: acc().epsilon_interval(1e-5, rtol=INF), ValueError, r"rtol"),
@@ -140,7 +140,7 @@ CASES = [
                                                           sensitivity=1.5), ValueError,
           r"sensitivity"),
     _case("range", "epsilon(delta=1)", lambda: curve(PLD).epsilon(1.0), ValueError, r"delta"),
-    _case("range", "rdp(alpha=1)", lambda: curve(RDP).rdp(1.0), ValueError, r"alpha"),
+    _case("range", "rdp(alpha=0.5)", lambda: curve(RDP).rdp(0.5), ValueError, r"alpha"),
     _case("range", "beta(alpha=1.5)", lambda: curve(TradeOff).beta(1.5), ValueError, r"alpha"),
     _case("range", "Accountant step inf (1e308·10)", lambda: Accountant(step=1e308 * 10),
           ValueError, r"step"),

@@ -248,7 +248,7 @@ def test_direction_and_bound_are_parsed_by_the_vocabulary(gauss_curves, kind):
     with pytest.raises(ValueError, match="bound"):
         curve.rho(bound="pessimistic")
     with pytest.raises(ValueError, match="alpha"):
-        curve.renyi(1.0)
+        curve.renyi(0.5)   # α = 1 (KL) and α = ∞ are answered; below 1 is refused
     with pytest.raises(ValueError, match="alpha"):
         curve.beta(1.5)
 

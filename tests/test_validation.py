@@ -145,8 +145,8 @@ def test_epsilon_rejects_delta_outside_the_unit_interval(curves, kind, delta):
         curves[kind].epsilon(delta)
 
 
-@pytest.mark.parametrize("alpha", [1.0, 0.999, 0.0, -3.0, math.nan])
-def test_rdp_rejects_orders_at_most_one(curves, alpha):
+@pytest.mark.parametrize("alpha", [0.999, 0.0, -3.0, -math.inf, math.nan])
+def test_rdp_rejects_orders_below_one(curves, alpha):   # α = 1 is the KL, α = ∞ D_∞
     with pytest.raises(ValueError, match="alpha"):
         curves["rdp"].rdp(alpha)
 

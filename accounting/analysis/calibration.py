@@ -50,7 +50,7 @@ from accounting.accountant import Accountant, check_accountant
 from accounting.conversion.converters import improved_epsilon
 from accounting.numerics.order_search import minimise_near
 from accounting.curves.curve import Exactness
-from accounting.vocabulary import Direction
+from accounting.vocabulary import Direction, as_direction
 from accounting.pairs.mechanism import Mechanism
 from accounting.curves.pld import DEFAULT_STEP, PLD
 from accounting.registry.registry import default_registry
@@ -59,7 +59,7 @@ from accounting.validation import check_count, check_positive, check_probability
 from accounting.ledger import Ledger, coerce_parameter, parameter_kind
 from accounting.curves.zcdp import ZCDP
 
-__all__ = ["Calibration", "MechanismFamily", "calibrate", "calibrate_workload", "DEFAULT_RTOL"]
+__all__ = ["RiskCalibration", "calibrate_risk", "calibrate_count", "Calibration", "MechanismFamily", "calibrate", "calibrate_workload", "DEFAULT_RTOL"]
 
 #: default relative width of the final bracket
 DEFAULT_RTOL = 1e-6
@@ -258,6 +258,12 @@ class _Problem:
     delta: float
     accountant: str
     step: float
+    #: the neighbouring direction whose ε is calibrated (``max``: the worse of both)
+    direction: Direction = Direction.MAX
+    #: a risk figure of the composition's accountant to calibrate instead of ε(δ)
+    metric: Optional[Callable[[Accountant], float]] = None
+    #: the name of the calibrated figure, for messages
+    what: str = "ε"
     seen: dict = attrs.field(factory=dict)
     _log_t: dict = attrs.field(factory=dict)
     #: what ε at each x is: a certified upper bound or a numerical value
@@ -272,13 +278,20 @@ class _Problem:
         ledger = _ledger_at(self.family, x)
         acct = Accountant.of(ledger, step=self.step)
         pairs = ledger.pairs()
+        if self.metric is not None:
+            self.labels[x] = _epsilon_label(acct.curve(PLD, lower=False))
+            return float(self.metric(acct)), None
         if self.accountant == "pld":
-            eps = float(acct.epsilon(self.delta))
+            if self.direction is Direction.MAX:
+                eps = float(acct.epsilon(self.delta))
+            else:
+                eps = float(acct.curve(PLD, lower=False).epsilon(self.delta, self.direction))
             self.labels[x] = _epsilon_label(acct.curve(PLD, lower=False))
             return eps, None
         # a product of pairs symmetric under reflection has equal directions: one will do
         symmetric = all(getattr(p, "symmetric", False) is True for p, _ in pairs)
-        directions = _DIRECTIONS[:1] if symmetric else _DIRECTIONS
+        directions = (_DIRECTIONS[:1] if symmetric and self.direction is Direction.MAX
+                      else self.direction.components)
         # the public queries, which refuse a curve that is only a lower bound
         if self.accountant == "rdp":
             rdp = acct.curve(RDP)
@@ -311,15 +324,16 @@ def _epsilon_label(curve) -> Exactness:
 
 
 # --------------------------------------------------------------- the search
-def _check_order(seen: dict, target: float, label: str) -> tuple[float, float]:
+def _check_order(seen: dict, target: float, label: str, what: str = "ε") -> tuple[float, float]:
     """(largest infeasible x, smallest feasible x); ValueError if they cross."""
     feasible = [x for x, (e, _) in seen.items() if e <= target]
     infeasible = [x for x, (e, _) in seen.items() if e > target]
     lo, hi = max(infeasible), min(feasible)
     if lo >= hi:
-        raise ValueError(f"ε is not non-increasing in {label}: ε({lo:.6g}) = "
-                         f"{seen[lo][0]:.6g} > {target:g} but ε({hi:.6g}) = {seen[hi][0]:.6g}; "
-                         f"calibration assumes more noise never increases ε")
+        raise ValueError(f"{what} is not non-increasing in {label}: {what}({lo:.6g}) = "
+                         f"{seen[lo][0]:.6g} > {target:g} but {what}({hi:.6g}) = "
+                         f"{seen[hi][0]:.6g}; calibration assumes more noise never increases "
+                         f"{what}")
     return lo, hi
 
 
@@ -336,15 +350,19 @@ def _bracket(problem: _Problem, start: float, target: float, label: str) -> tupl
         small, large = (nxt, x) if feasible else (x, nxt)
         e_small, e_large = problem.epsilon(small), problem.epsilon(large)
         if e_large > e_small + 1e-9 * abs(e_small):
-            raise ValueError(f"ε is not non-increasing in {label}: ε({small:.6g}) = "
-                             f"{e_small:.6g} < ε({large:.6g}) = {e_large:.6g}; calibration "
-                             f"assumes more noise never increases ε")
+            what = problem.what
+            raise ValueError(f"{what} is not non-increasing in {label}: {what}({small:.6g}) = "
+                             f"{e_small:.6g} < {what}({large:.6g}) = {e_large:.6g}; calibration "
+                             f"assumes more noise never increases {what}")
         if (problem.epsilon(nxt) <= target) != feasible:
-            return _check_order(problem.seen, target, label)
+            return _check_order(problem.seen, target, label, problem.what)
         x = nxt
     if feasible:
-        raise ValueError(f"ε ≤ {target:g} for every {label} down to {x:.3g}: nothing to "
-                         f"calibrate (is the target ε too large for this workload?)")
+        raise ValueError(f"{problem.what} ≤ {target:g} for every {label} down to {x:.3g}: "
+                         f"nothing to calibrate (is the target {problem.what} too large for "
+                         f"this workload?)")
+    if problem.metric is not None:
+        raise ValueError(f"no {label} up to {x:.3g} gives {problem.what} ≤ {target:g}")
     raise ValueError(f"no {label} up to {x:.3g} gives ε ≤ {target:g} at δ = "
                      f"{problem.delta:g} under {problem.accountant}")
 
@@ -381,10 +399,38 @@ def _check_family(family: Any) -> tuple[Callable[[float], Ledger], str]:
                     f"sequence of them, got {type(family).__name__}")
 
 
+def _solve(problem: _Problem, start: float, target: float, label: str, rtol: float,
+           integer: bool) -> tuple[float, float]:
+    """(lo, hi): the final bracket, hi the smallest feasible x evaluated. With
+    ``integer`` the answer is the smallest integer n ≥ 1 with value ≤ target, checked
+    by evaluating it and n − 1 (n = 1 when even 1 meets the target)."""
+    from scipy.optimize import brentq
+    lo, hi = _bracket(problem, start, target, label)
+    # the value can be +∞ (no finite order); Brent needs finite values, and any large
+    # value keeps the sign it needs
+    cap = 1e6 * (target + 1.0)
+    brentq(lambda x: min(problem.epsilon(x) - target, cap), lo, hi,
+           xtol=1e-3 * rtol * lo, rtol=rtol, maxiter=200)
+    lo, hi = _check_order(problem.seen, target, label, problem.what)
+    if not integer:
+        return lo, hi
+    n = max(math.floor(hi), 1)
+    if problem.epsilon(float(n)) > target:
+        n = math.ceil(hi) if math.ceil(hi) > n else n + 1
+    while problem.epsilon(float(n)) > target:     # monotone: at most a step or two
+        n += 1
+    if n > 1 and problem.epsilon(float(n - 1)) <= target:
+        raise ValueError(f"{problem.what} is not non-increasing in {label}: the integer "
+                         f"{n - 1} meets the target but the continuous search put the "
+                         f"threshold above it")
+    return (float(n - 1), float(n)) if n > 1 else (0.0, 1.0)
+
+
 def calibrate_workload(family: Any, *, epsilon: float, delta: float,
                        accountant: str = "pld", step: float = DEFAULT_STEP,
                        rtol: float = DEFAULT_RTOL, start: Optional[float] = None,
-                       parameter: Optional[str] = None) -> Calibration:
+                       parameter: Optional[str] = None, direction: "Direction | str" = "max",
+                       integer: bool = False) -> Calibration:
     """The smallest shared x with ε(δ) ≤ ``epsilon`` for the composition ``family(x)``.
 
     ``family``: a callable x ↦ ``Ledger``, a ``MechanismFamily`` or a sequence of them
@@ -394,10 +440,14 @@ def calibrate_workload(family: Any, *, epsilon: float, delta: float,
     ``rtol`` ∈ [1e-12, 0.1]: relative width of the final bracket; ``start`` > 0: where
     the bracket search begins (a good guess saves evaluations; default 1, and for
     ``pld`` the RDP calibration to 1e-3 when it succeeds); ``parameter``: the name
-    reported for x (default: the first term's label).
+    reported for x (default: the first term's label); ``direction``: calibrate ε of
+    one neighbouring direction (``"forward"``, ``"backward"``) instead of the worse of
+    both (``"max"``, default); ``integer``: the smallest *integer* x ≥ 1 meeting the
+    target (a discrete noise scale), checked at x and x − 1 (``bracket`` = (x − 1, x)).
     """
-    from scipy.optimize import brentq
     fn, default_label = _check_family(family)
+    direction = as_direction(direction)
+    integer = _check_flag("integer", integer)
     target = check_positive("epsilon", epsilon)
     accountant = check_accountant(accountant)
     # δ = 0 (pure DP) only the PLD answers, where the composed loss is bounded
@@ -409,7 +459,7 @@ def calibrate_workload(family: Any, *, epsilon: float, delta: float,
     elif accountant == "pld":
         try:
             start = calibrate_workload(fn, epsilon=target, delta=delta, accountant="rdp",
-                                       rtol=1e-3, start=1.0).value
+                                       rtol=1e-3, start=1.0, direction=direction).value
         except ValueError:  # no finite Rényi curve: search from 1
             start = 1.0
     else:
@@ -418,14 +468,8 @@ def calibrate_workload(family: Any, *, epsilon: float, delta: float,
     if not isinstance(label, str):
         raise TypeError(f"parameter must be a string, got {type(label).__name__}")
 
-    problem = _Problem(fn, delta, accountant, step)
-    lo, hi = _bracket(problem, start, target, label)
-    # ε can be +∞ (no finite order); Brent needs finite values, and any large value
-    # keeps the sign it needs
-    cap = 1e6 * (target + 1.0)
-    brentq(lambda x: min(problem.epsilon(x) - target, cap), lo, hi,
-           xtol=1e-3 * rtol * lo, rtol=rtol, maxiter=200)
-    lo, hi = _check_order(problem.seen, target, label)
+    problem = _Problem(fn, delta, accountant, step, direction)
+    lo, hi = _solve(problem, start, target, label, rtol, integer)
     eps, order = problem.seen[hi]
     ledger = _ledger_at(fn, hi)
     return Calibration(parameter=label, value=hi, epsilon=eps, target=target, delta=delta,
@@ -437,14 +481,148 @@ def calibrate_workload(family: Any, *, epsilon: float, delta: float,
 def calibrate(family: Any, solve: Optional[str] = None, *, epsilon: float, delta: float,
               count: int = 1, params: Optional[Mapping[str, Any]] = None,
               accountant: str = "pld", step: float = DEFAULT_STEP,
-              rtol: float = DEFAULT_RTOL, start: Optional[float] = None) -> Calibration:
+              rtol: float = DEFAULT_RTOL, start: Optional[float] = None,
+              direction: "Direction | str" = "max", integer: bool = False) -> Calibration:
     """The smallest ``solve`` of ``family`` (``params`` fixed) meeting (ε, δ) for
     ``count`` independent uses. See ``MechanismFamily`` for ``family`` and
     ``calibrate_workload`` for the rest.
     """
     term = MechanismFamily(family, solve, count=check_count("count", count), params=params)
     return calibrate_workload(term, epsilon=epsilon, delta=delta, accountant=accountant,
-                              step=step, rtol=rtol, start=start)
+                              step=step, rtol=rtol, start=start, direction=direction,
+                              integer=integer)
+
+
+def _check_flag(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} ({value!r})")
+    return bool(value)
+
+
+@attrs.frozen
+class RiskCalibration:
+    """A noise value calibrated to a risk target, and what it achieves.
+
+    ``figure``: what was bounded (``"tpr"`` at ``fpr``, or ``"advantage"``);
+    ``achieved``: that figure at ``value``, a certified upper bound from the composed
+    pessimistic PLD (worst over ``direction``'s components), ≤ ``target``;
+    ``bracket`` = (lo, value) with the figure above the target at lo; ``integer``:
+    whether ``value`` is the smallest integer meeting the target.
+    """
+
+    parameter: str
+    value: float
+    figure: str
+    achieved: float
+    target: float
+    fpr: Optional[float]
+    direction: str
+    bracket: tuple[float, float]
+    evaluations: int
+    integer: bool = False
+    ledger: Optional[Ledger] = attrs.field(default=None, eq=False, repr=False)
+
+    def describe(self) -> str:
+        what = f"TPR at FPR {self.fpr:g}" if self.figure == "tpr" else "advantage"
+        kind = "smallest integer" if self.integer else "smallest"
+        return (f"{self.parameter} = {self.value:.10g} ({kind}) gives {what} ≤ "
+                f"{self.achieved:.10g} ≤ {self.target:g} (upper bound, {self.direction}); "
+                f"bracket ({self.bracket[0]:.10g}, {self.bracket[1]:.10g}], "
+                f"{self.evaluations} evaluations")
+
+
+def _risk_metric(tpr: Optional[float], fpr: Optional[float], advantage: Optional[float],
+                 direction: Direction) -> tuple[str, float, Optional[float], Callable]:
+    """(figure, target, fpr, accountant ↦ the figure's certified upper bound)."""
+    from accounting.analysis import risk
+    if (tpr is None) == (advantage is None):
+        raise ValueError("give exactly one risk target: tpr (with fpr) or advantage")
+    if tpr is not None:
+        if fpr is None:
+            raise ValueError("a tpr target needs the fpr at which it holds")
+        fpr = check_real("fpr", fpr, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        target = check_real("tpr", tpr, lo=fpr, hi=1.0, lo_open=True, hi_open=True)
+
+        def tpr_metric(acct: Accountant) -> float:
+            pld = acct.curve(PLD, lower=False)
+            return float(risk.tpr_at_fpr(pld, fpr, direction=direction))
+        return "tpr", target, fpr, tpr_metric
+    if fpr is not None:
+        raise ValueError("fpr applies to a tpr target, not to advantage")
+    target = check_real("advantage", advantage, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+
+    def advantage_metric(acct: Accountant) -> float:
+        return float(risk.advantage(acct.curve(PLD, lower=False), direction=direction))
+    return "advantage", target, None, advantage_metric
+
+
+def calibrate_risk(family: Any, *, tpr: Optional[float] = None, fpr: Optional[float] = None,
+                   advantage: Optional[float] = None, direction: "Direction | str" = "max",
+                   integer: bool = False, step: float = DEFAULT_STEP,
+                   rtol: float = DEFAULT_RTOL, start: float = 1.0,
+                   parameter: Optional[str] = None) -> RiskCalibration:
+    """The smallest shared x (``family`` as in ``calibrate_workload``) whose composition
+    bounds an attacker's risk: TPR at ``fpr`` ≤ ``tpr`` (``accounting.analysis.risk.
+    tpr_at_fpr``), or TPR − FPR ≤ ``advantage`` — each read off the composed
+    pessimistic PLD, a certified upper bound, worst over ``direction``'s components
+    (Kulynych et al., "Attack-aware noise calibration", arXiv:2407.02191, §3, calibrate
+    to the same figures). The figure is assumed non-increasing in x and checked as for
+    ε. ``integer``: the smallest integer x ≥ 1 meeting the target.
+    """
+    fn, default_label = _check_family(family)
+    d = as_direction(direction)
+    figure, target, fpr, metric = _risk_metric(tpr, fpr, advantage, d)
+    integer = _check_flag("integer", integer)
+    step = check_positive("step", step)
+    rtol = check_real("rtol", rtol, lo=1e-12, hi=0.1)
+    start = check_positive("start", start)
+    label = parameter if parameter is not None else default_label
+    what = f"TPR at FPR {fpr:g}" if figure == "tpr" else "advantage"
+    problem = _Problem(fn, 0.0, "pld", step, d, metric, what)
+    lo, hi = _solve(problem, start, target, label, rtol, integer)
+    return RiskCalibration(parameter=label, value=hi, figure=figure, achieved=problem.seen[hi][0],
+                           target=target, fpr=fpr, direction=d.value, bracket=(lo, hi),
+                           evaluations=len(problem.seen), integer=integer,
+                           ledger=_ledger_at(fn, hi))
+
+
+def calibrate_count(mechanism: Any, *, epsilon: float, delta: float, accountant: str = "pld",
+                    step: float = DEFAULT_STEP, direction: "Direction | str" = "max",
+                    max_count: int = 10 ** 7) -> int:
+    """The **largest** number of uses k ≤ ``max_count`` of ``mechanism`` (a
+    ``Mechanism``) whose composition meets ε(δ) ≤ ``epsilon`` (a number of steps or
+    epochs): ε grows with k, so doubling from 1 then integer bisection; 0 when a single
+    use already exceeds the target. Each ε is the accountant's upper bound, worst over
+    ``direction``'s components."""
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"mechanism must be a Mechanism, got {type(mechanism).__name__}")
+    target = check_positive("epsilon", epsilon)
+    accountant = check_accountant(accountant)
+    delta = check_probability("delta", delta, lo_open=accountant != "pld")
+    max_count = check_count("max_count", max_count)
+    problem = _Problem(lambda k: Ledger.of(mechanism, int(k)), delta, accountant,
+                       check_positive("step", step), as_direction(direction))
+
+    def ok(k: int) -> bool:
+        return problem.epsilon(float(k)) <= target
+    if not ok(1):
+        return 0
+    good, bad = 1, None
+    while bad is None:
+        nxt = min(good * 2, max_count)
+        if nxt == good:
+            return good
+        if ok(nxt):
+            good = nxt
+        else:
+            bad = nxt
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if ok(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
 
 
 def __getattr__(name: str) -> Any:

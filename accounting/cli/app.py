@@ -64,6 +64,7 @@ COMMANDS = (
     "accounting.cli.mechanisms",
     "accounting.cli.query",
     "accounting.cli.gap",
+    "accounting.cli.risk",
     "accounting.cli.calibrate",
     "accounting.cli.audit",
     "accounting.cli.sweep",

@@ -5,6 +5,13 @@
 
     accounting calibrate MECHANISM --solve PARAM --PARAM VALUE … [--compose K] --epsilon E --delta D
     accounting calibrate --dpsgd --q Q --steps N --epsilon E --delta D
+    accounting calibrate MECHANISM --solve PARAM … (--tpr T --fpr A | --advantage A)
+    … [--direction forward|backward|max] [--integer]
+
+A risk target (``--tpr T --fpr A``: TPR at FPR A at most T; ``--advantage A``: TPR −
+FPR at most A) replaces (ε, δ) (``calibrate_risk``, a certified upper bound from the
+PLD); ``--direction`` calibrates one neighbouring direction; ``--integer`` returns the
+smallest integer value meeting the target.
 
 ``--dpsgd`` calibrates the job named ``dpsgd`` that a plugin registers
 (``hookspecs.accounting_register_jobs``): its one mechanism, solving for the job's
@@ -67,6 +74,16 @@ def _options(p: argparse.ArgumentParser) -> None:
     # to the mechanism's own parameters when a MECHANISM is given
     p.add_argument("--q", type=_parse_float, default=None, metavar="Q",
                    help="with --dpsgd: the Poisson sampling rate in (0, 1]")
+    p.add_argument("--tpr", type=_parse_float, default=None, metavar="T",
+                   help="risk target instead of (ε, δ): TPR at --fpr at most T")
+    p.add_argument("--fpr", type=_parse_float, default=None, metavar="A",
+                   help="with --tpr: the false-positive rate in (0, 1)")
+    p.add_argument("--advantage", type=_parse_float, default=None, metavar="A",
+                   help="risk target instead of (ε, δ): TPR − FPR at most A")
+    p.add_argument("--direction", choices=("max", "forward", "backward"), default="max",
+                   help="neighbouring direction to calibrate (max: the worse of both)")
+    p.add_argument("--integer", action="store_true",
+                   help="the smallest integer value meeting the target")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -120,8 +137,13 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     prog = f"{PROG} calibrate"
     if ns.help:
         return _mechanism_help(prog, ns.mechanism, registry, _DESCRIPTION, _options)
-    if ns.epsilon is None or ns.delta is None:
-        raise CLIError("calibrate needs a target: --epsilon E and --delta D")
+    risk = ns.tpr is not None or ns.fpr is not None or ns.advantage is not None
+    if risk and (ns.epsilon is not None or ns.delta is not None):
+        raise CLIError("give either a risk target (--tpr T --fpr A, or --advantage A) or "
+                       "--epsilon E --delta D, not both")
+    if not risk and (ns.epsilon is None or ns.delta is None):
+        raise CLIError("calibrate needs a target: --epsilon E and --delta D (or a risk "
+                       "target: --tpr T --fpr A, or --advantage A)")
     if ns.dpsgd:
         if ns.mechanism or ns.solve or ns.compose is not None:
             raise CLIError("--dpsgd takes --q Q and --steps N, not MECHANISM, --solve or "
@@ -150,15 +172,18 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
                                solve=solve)
         count = check_count("compose", 1 if ns.compose is None else ns.compose)
         _check_solvable(registry, name, solve, params)
+    step = check_positive("step", ns.step if ns.step is not None else DEFAULT_STEP)
+    rtol = DEFAULT_RTOL if ns.rtol is None else ns.rtol
+    if risk:
+        return _run_risk(ns, name, solve, params, count, step, rtol)
     check_positive("epsilon", ns.epsilon)
     # δ = 0 (pure DP): calibrate refuses it for the accountants that cannot answer it
     check_real("delta", ns.delta, lo=0.0, hi=1.0, hi_open=True)
-    step = check_positive("step", ns.step if ns.step is not None else DEFAULT_STEP)
-    rtol = DEFAULT_RTOL if ns.rtol is None else ns.rtol
     t0 = time.perf_counter()
     try:
         res = calibrate(name, solve, epsilon=ns.epsilon, delta=ns.delta, count=count,
-                        params=params, accountant=ns.accountant, step=step, rtol=rtol)
+                        params=params, accountant=ns.accountant, step=step, rtol=rtol,
+                        direction=ns.direction, integer=ns.integer)
     except (ValueError, TypeError) as exc:
         if not _is_usage_error(exc) or _raised_in(exc).startswith("accounting.analysis.calibration") \
                 or _raised_in(exc).startswith("accounting.validation"):
@@ -179,8 +204,12 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
                        bracket=[res.bracket[0], res.bracket[1]], rtol=res.rtol,
                        order=None if res.order is None else res.order,
                        evaluations=res.evaluations, seconds=seconds,
-                       bound=f"ε_achieved: {res.epsilon_label}, max over neighbouring "
-                             f"directions", exactness=res.exactness.value)
+                       bound=f"ε_achieved: {res.epsilon_label}, {_directions(ns.direction)}",
+                       exactness=res.exactness.value)
+        if ns.direction != "max":
+            payload["direction"] = ns.direction
+        if ns.integer:
+            payload["integer"] = "smallest integer meeting the target"
         if res.accountant == "pld":
             payload["step"] = step
         print(json.dumps(payload, indent=2, ensure_ascii=False))
@@ -190,11 +219,56 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     print(f"{what}: {name}({solve}=?{', ' + fixed if fixed else ''}) × {count}, "
           f"target ε ≤ {_num(res.target)} at δ = {_num(res.delta)} under {res.accountant}"
           + (f" (PLD step {step:g})" if res.accountant == "pld" else ""))
-    print(f"  {solve} = {_num(res.value, 10)}")
+    print(f"  {solve} = {_num(res.value, 10)}"
+          + (" (the smallest integer meeting the target)" if ns.integer else ""))
     alpha = f"; {res.order_note}" if res.order is not None else ""
-    print(f"  ε = {_num(res.epsilon, 10)} there ({res.epsilon_label}, max over both "
-          f"neighbouring directions{alpha})")
+    print(f"  ε = {_num(res.epsilon, 10)} there ({res.epsilon_label}, "
+          f"{_directions(ns.direction)}{alpha})")
     print(f"  bracket ({_num(res.bracket[0], 10)}, {_num(res.bracket[1], 10)}]: the smallest "
           f"feasible {solve} lies inside (rtol {res.rtol:g})")
     print(f"  {res.evaluations} evaluations, {_seconds(seconds)}")
+    return 0
+
+
+def _directions(direction: str) -> str:
+    return ("max over both neighbouring directions" if direction == "max"
+            else f"the {direction} direction only")
+
+
+def _run_risk(ns: argparse.Namespace, name: str, solve: str, params: dict, count: int,
+              step: float, rtol: float) -> int:
+    """``calibrate`` with a risk target (``calibrate_risk``)."""
+    from accounting.analysis.calibration import MechanismFamily, calibrate_risk
+    if ns.accountant != "pld":
+        raise CLIError("a risk target is calibrated on the PLD (its trade-off curve); "
+                       "drop --accountant")
+    t0 = time.perf_counter()
+    res = calibrate_risk(MechanismFamily(name, solve, count=count, params=params),
+                         tpr=ns.tpr, fpr=ns.fpr, advantage=ns.advantage,
+                         direction=ns.direction, integer=ns.integer, step=step, rtol=rtol)
+    seconds = time.perf_counter() - t0
+    what = (f"TPR at FPR {_num(res.fpr)}" if res.figure == "tpr" else "advantage (TPR − FPR)")
+    if ns.json:
+        payload: dict[str, Any] = {
+            "command": "calibrate", "mechanism": name, "params": params, "solve": solve,
+            "count": count, "target": {"figure": res.figure, "value": res.target,
+                                       **({"fpr": res.fpr} if res.fpr is not None else {})},
+            "value": res.value, "achieved": _json_num(res.achieved),
+            "bound": f"achieved: upper bound on every attack's {what}, "
+                     f"{_directions(res.direction)}",
+            "bracket": [res.bracket[0], res.bracket[1]], "evaluations": res.evaluations,
+            "step": step, "seconds": seconds}
+        if ns.integer:
+            payload["integer"] = "smallest integer meeting the target"
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        return 0
+    fixed = ", ".join(f"{k}={_show_param(v)}" for k, v in params.items())
+    print(f"calibrate: {name}({solve}=?{', ' + fixed if fixed else ''}) × {count}, target "
+          f"{what} ≤ {_num(res.target)} (PLD step {step:g})")
+    print(f"  {solve} = {_num(res.value, 10)}"
+          + (" (the smallest integer meeting the target)" if ns.integer else ""))
+    print(f"  {what} ≤ {_num(res.achieved, 10)} there (upper bound on every attack, "
+          f"{_directions(res.direction)})")
+    print(f"  bracket ({_num(res.bracket[0], 10)}, {_num(res.bracket[1], 10)}], "
+          f"{res.evaluations} evaluations, {_seconds(seconds)}")
     return 0

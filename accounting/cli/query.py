@@ -6,13 +6,17 @@ composed ``--compose`` times, or of a TOML ``--workload``, under every accountan
     accounting epsilon MECHANISM --PARAM VALUE … [--compose K] --delta D [D …]
     accounting delta   MECHANISM --PARAM VALUE … [--compose K] --epsilon E [E …]
     accounting epsilon --workload FILE.toml [--delta D …]
+
+``--plot FILE`` also draws ε(δ) for the accountants asked (``plot_accountants``;
+needs matplotlib, the ``plot`` extra) and writes it to FILE (format from its suffix).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
-from typing import Any
+from typing import Any, Callable
 
 from accounting.cli import evaluate as ev
 from accounting.cli.base import PROG, CLIError, _count_text, _parse_float, _Parser
@@ -24,6 +28,42 @@ from accounting.registry.registry import Registry
 from accounting.workload import ACCOUNTANT_CHOICES, MAX_COUNT_TEXT, Workload, load_workload
 
 __all__: list[str] = []
+
+
+def _check_plot(path: "str | None") -> None:
+    """Refuse ``--plot`` up front (before any accounting) when matplotlib is missing or
+    the file cannot be written there."""
+    if path is None:
+        return
+    if importlib.util.find_spec("matplotlib") is None:
+        raise CLIError("--plot needs matplotlib: pip install 'accounting-dp[plot]'")
+    import os
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CLIError(f"--plot: no such directory {folder!r}")
+
+
+def _write_plot(path: str, draw: Callable[[Any], Any], title: str,
+                figsize: tuple[float, float] = (6.0, 4.0)) -> None:
+    """Draw on a fresh figure (the non-interactive Agg backend unless pyplot is
+    already in use) and save it to ``path``; an unwritable path is a usage error."""
+    import sys
+
+    import matplotlib
+    if "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from accounting.plot import save
+    ax = plt.figure(figsize=figsize).gca()
+    draw(ax)
+    ax.set_title(_short(title, 70), fontsize="small")
+    try:
+        save(ax, path)
+    except (OSError, ValueError) as exc:   # unknown suffix, read-only place, …
+        plt.close(ax.get_figure())
+        raise CLIError(f"--plot: cannot write {path!r}: {exc}") from None
+
 
 _WHAT = {"epsilon": "ε(δ)", "delta": "δ(ε)"}
 
@@ -53,6 +93,9 @@ def _query_mode_options(p: argparse.ArgumentParser, query: str) -> None:
                    help=f"number of independent uses of MECHANISM (default 1; at most "
                         f"{MAX_COUNT_TEXT})")
     _query_options(p, query)
+    p.add_argument("--plot", metavar="FILE", default=None,
+                   help="also draw ε(δ) of the accountants asked to FILE (.png, .pdf, .svg; "
+                        "needs matplotlib)")
 
 
 def add_parser(sub: Any) -> None:
@@ -107,8 +150,15 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     values = ev._query_values(query, ns.delta if query == "epsilon" else ns.epsilon, workload)
     step = ev._step(ns.step, workload)
     names = ev._accountant_names(ns.accountant, workload)
-    _, results = ev._evaluate(workload, query, values, names, step)
+    _check_plot(ns.plot)
+    acct, results = ev._evaluate(workload, query, values, names, step)
     notes = ev._looseness_notes(query, results)
+    if ns.plot is not None:
+        from accounting.plot import plot_accountants
+        asked = [n for n in names if "error" not in results[n]]
+        deltas = values if query == "epsilon" and values.size > 1 else None
+        _write_plot(ns.plot, lambda ax: plot_accountants({"": acct}, ax, deltas=deltas,
+                                                         methods=asked), header)
     if ns.json:
         payload: dict[str, Any] = {"query": query}
         if ns.mechanism is not None:

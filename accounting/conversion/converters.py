@@ -30,7 +30,7 @@ from accounting.curves.tradeoff import TradeOff, VertexSide
 from accounting.validation import check_positive, check_real
 from accounting.curves.zcdp import ZCDP
 
-__all__ = ["GRID_OPTIONS", "check_options", "profile_to_pld", "rdp_delta",
+__all__ = ["GRID_OPTIONS", "check_options", "profile_to_pld", "rdp_delta", "law_limit",
            "rdp_epsilon", "zcdp_envelope",
            "improved_epsilon", "improved_log_delta"]
 
@@ -146,8 +146,18 @@ def _pld_to_rdp(pld: PLD, **options: Any) -> RDP:
     CGF of the optimistic laws, is a lower bound of the truth."""
     check_options("pld→rdp", options)
     def cgf_of(laws):
-        return CGF.of(lambda t, d: (laws[0] if d is _FWD else laws[1]).cgf(t))
+        def law(d):
+            return laws[0] if d is _FWD else laws[1]
+        # D_1 = E[L] and D_∞ = max loss of the same laws: on the pessimistic side upper
+        # bounds (+∞ with mass at +∞), on the optimistic side lower ones
+        return CGF.of(lambda t, d: law(d).cgf(t), limit=lambda order, d: law_limit(law(d), order))
     return RDP(cgf_of(pld.upper), cgf_of(pld.lower) if pld.lower else None)
+
+
+def law_limit(law, order: float) -> float:
+    """D_1 = E_P[L] (``mean``) or D_∞ = the largest loss (``max_loss``) of a loss law,
+    the limits of its Rényi curve at α = 1 and α = ∞."""
+    return law.mean() if order == 1.0 else max(law.max_loss, 0.0)
 
 
 # -------------------------------------------------------------- RDP → profile
@@ -224,9 +234,18 @@ def _rdp_to_zcdp(rdp: RDP, **options: Any) -> ZCDP:
 
 
 def _zcdp_to_rdp(z: ZCDP, **options: Any) -> RDP:
+    """D_α ≤ ξ + ρα, i.e. K(t) ≤ t(ξ + ρ(1 + t)) (Bun and Steinke 2016,
+    arXiv:1605.02065, Def. 1.2; ξ = 0 for plain zCDP), with its limits: D_1 ≤ ξ + ρ and
+    D_∞ ≤ ξ where ρ = 0, else +∞."""
     check_options("zcdp→rdp", options)
     rho = {_FWD: z.upper[0], _BWD: z.upper[1]}
-    return RDP(CGF.of(lambda t, d: rho[d] * t * (t + 1.0)))
+    xi = {_FWD: z.xi[0], _BWD: z.xi[1]}
+
+    def limit(order, d):
+        return xi[d] + rho[d] if order == 1.0 else (xi[d] if rho[d] == 0 else np.inf)
+    if z.xi == (0.0, 0.0):   # plain zCDP: the same expression as before ξ existed
+        return RDP(CGF.of(lambda t, d: rho[d] * t * (t + 1.0), limit=limit))
+    return RDP(CGF.of(lambda t, d: t * (xi[d] + rho[d] * (t + 1.0)), limit=limit))
 
 
 @hookimpl

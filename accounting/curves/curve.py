@@ -161,7 +161,7 @@ class Curve:
     declared type, the provenance).
 
     **Queries.** Every kind answers ``delta(epsilon)``, ``epsilon(delta)``,
-    ``beta(alpha)``, ``renyi(alpha)`` (D_α, α > 1) and ``rho()`` (zCDP), each with
+    ``beta(alpha)``, ``renyi(alpha)`` (D_α, α ≥ 1 including α = ∞) and ``rho()`` (zCDP), each with
     ``direction=`` (``"forward"`` P‖Q, ``"backward"`` Q‖P, ``"max"`` the pessimistic
     summary of both) and ``bound=`` (``"upper"``: the sound side, the default —
     never smaller δ, ε, D_α, ρ and never larger β than the truth; ``"lower"``: the
@@ -237,8 +237,10 @@ class Curve:
 
     def renyi(self, alpha: "np.ndarray | float", direction: "Direction | str" = "max",
               bound: "Bound | str" = "upper") -> np.ndarray:
-        """The Rényi divergence D_α for real orders α > 1, vectorised."""
-        a = check_array("alpha", alpha, lo=1.0, lo_open=True)
+        """The Rényi divergence D_α for real orders α ≥ 1, vectorised; α = 1 is the KL
+        divergence E_P[L] and α = ∞ the max divergence ess sup L (the pure-DP ε; +∞
+        where the loss is unbounded or no finite bound is known), see ``RDP``."""
+        a = check_array("alpha", alpha, lo=1.0, allow_inf=True)
         return self._query("renyi", a, direction, bound)
 
     def rho(self, direction: "Direction | str" = "max", bound: "Bound | str" = "upper") -> float:
@@ -248,7 +250,7 @@ class Curve:
 
     def rdp(self, alphas: "np.ndarray | float", direction: "Direction | str" = "max",
             bound: "Bound | str" = "upper") -> np.ndarray:
-        """D_α for an array of real orders α > 1 (the same as ``renyi``)."""
+        """D_α for an array of real orders α ≥ 1 (the same as ``renyi``)."""
         return self.renyi(alphas, direction, bound)
 
     def delta_interval(self, epsilon, direction: "Direction | str" = "max"):

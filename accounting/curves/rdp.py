@@ -4,6 +4,20 @@ D_α(P‖Q) = K(α − 1)/(α − 1) with the cumulant generating function of th
 loss K(t) = log E_P[e^{tL}] (Mironov 2017, "Rényi differential privacy", Def. 3 and
 Prop. 1). Composition adds K (ibid. Prop. 1). Curves are callables of real α > 1, so
 conversions can optimise over continuous α rather than a fixed grid of orders.
+
+The two limits are answered too (van Erven and Harremoës 2014, "Rényi divergence and
+Kullback–Leibler divergence", arXiv:1206.2459, Thms 3–6: D_α is non-decreasing and
+continuous in α, D_1 = KL, D_∞ = log ess sup dP/dQ):
+
+* α = 1: D_1 = K'(0) = E_P[L], the KL divergence;
+* α = ∞: D_∞ = ess sup L, the pure-DP ε of the direction (+∞ where L is unbounded).
+
+A CGF term may declare them (a ``LimitedCGF``: the exact laws of a pair, a PLD's
+laws, a zCDP bound); composition adds them, as it adds K. Without a declaration the
+sound side still answers: D_1 ≤ D_{1+τ} (τ = ``KL_ORDER_OFFSET``) by monotonicity,
+and D_∞ ≤ +∞ — no finite order certifies a finite sup — while the optimistic side,
+whose finite-order values are not lower bounds of the limit at α = 1, refuses α = 1
+and answers α = ∞ by its largest finite order (D_α ≤ D_∞).
 """
 
 from __future__ import annotations
@@ -17,9 +31,37 @@ from accounting.curves.curve import Curve, Provenance, directional_max
 from accounting.vocabulary import Bound, Direction
 from accounting.validation import check_array, check_count, check_real
 
-__all__ = ["RDP", "CGF"]
+__all__ = ["RDP", "CGF", "LimitedCGF", "KL_ORDER_OFFSET", "LOWER_SUP_ORDER"]
 
 CGFFn = Callable[[np.ndarray, Direction], np.ndarray]
+LimitFn = Callable[[float, Direction], float]
+
+#: τ of the sound α = 1 answer D_1 ≤ D_{1+τ} of a CGF without a declared KL: small
+#: enough that the excess (≈ τ·Var(L)/2) is far below any reported digit, large enough
+#: that K(τ)/τ keeps ~10 correct digits in float64
+KL_ORDER_OFFSET = 1e-6
+#: the finite order whose D_α the optimistic side reports at α = ∞ (D_α ≤ D_∞)
+LOWER_SUP_ORDER = 1e4
+_LIMITS = (1.0, np.inf)
+
+
+@attrs.frozen(eq=False)
+class LimitedCGF:
+    """A CGF function K(t, direction) that also knows its limits D_1 (KL) and D_∞.
+
+    ``limit(order, direction)`` for order 1 or ∞ returns the value on the same side as
+    K (an upper bound for a sound CGF, a lower one for an optimistic CGF)."""
+
+    fn: CGFFn
+    limit: LimitFn
+
+    def __call__(self, t: np.ndarray, direction: Direction) -> np.ndarray:
+        return self.fn(t, direction)
+
+    def renyi_limit(self, order: float, direction: Direction) -> float:
+        if order not in _LIMITS:
+            raise ValueError(f"order must be 1 or inf, got {order!r}")
+        return float(self.limit(order, direction))
 
 
 @attrs.frozen(eq=False)
@@ -40,8 +82,23 @@ class CGF:
                                 f"got {type(fn).__name__}")
 
     @classmethod
-    def of(cls, fn: CGFFn) -> "CGF":
-        return cls(((1.0, fn),))
+    def of(cls, fn: CGFFn, limit: Optional[LimitFn] = None) -> "CGF":
+        """The CGF of one function; ``limit(order, direction)`` declares its D_1 and
+        D_∞ (see ``LimitedCGF``)."""
+        return cls(((1.0, fn if limit is None else LimitedCGF(fn, limit)),))
+
+    def limit(self, order: float, direction: Direction) -> Optional[float]:
+        """Σ_i c_i·D_order,i for order 1 (KL) or ∞ (D_∞): composition adds both limits
+        as it adds K; None unless every weighted term declares its limit."""
+        total = 0.0
+        for c, fn in self.terms:
+            if c == 0:
+                continue
+            get = getattr(fn, "renyi_limit", None)
+            if get is None:
+                return None
+            total += c * get(order, direction)
+        return total
 
     def __call__(self, t: np.ndarray, direction: Direction) -> np.ndarray:
         t = np.asarray(t, dtype=float)
@@ -91,8 +148,40 @@ class RDP(Curve):
     NATIVE = frozenset({"renyi"})
 
     def _renyi(self, side: CGF, a: np.ndarray, d: Direction) -> np.ndarray:
-        """D_α = K(α − 1)/(α − 1) of one direction."""
-        return side(a - 1.0, d) / (a - 1.0)
+        """D_α = K(α − 1)/(α − 1) of one direction; α = 1 and α = ∞ by the declared
+        limits, else (module docstring) D_{1+τ} and +∞ on the sound side, refusal and
+        D_{LOWER_SUP_ORDER} on the optimistic side."""
+        a = np.asarray(a, dtype=float)
+        finite = (a > 1.0) & np.isfinite(a)
+        safe = np.where(finite, a, 2.0)
+        out = np.where(finite, side(safe - 1.0, d) / (safe - 1.0), np.nan)
+        upper = side is self.upper
+        for order in _LIMITS:
+            if not np.any(a == order):
+                continue
+            value = side.limit(order, d)
+            if value is None:
+                value = self._undeclared_limit(side, order, d, upper)
+            out = np.where(a == order, value, out)
+        return out
+
+    def _undeclared_limit(self, side: CGF, order: float, d: Direction, upper: bool) -> float:
+        if order == 1.0:
+            if not upper:
+                raise ValueError(
+                    "renyi(alpha=1, bound='lower') has no answer for this RDP curve: its "
+                    "CGF does not declare its KL divergence, and finite orders only bound "
+                    "D_1 from above; ask for the upper side")
+            tau = KL_ORDER_OFFSET
+            return float(side(np.array([tau]), d)[0] / tau)   # D_1 ≤ D_{1+τ}
+        if upper:
+            return np.inf   # no finite order certifies a finite ess sup
+        big = LOWER_SUP_ORDER - 1.0
+        value = float(side(np.array([big]), d)[0] / big)
+        if np.isnan(value):
+            raise ValueError("renyi(alpha=inf, bound='lower'): the CGF gave NaN at order "
+                             f"{LOWER_SUP_ORDER:g}")
+        return value
 
     def _summary(self) -> str:
         d2, d32 = np.asarray(self.renyi(np.array([2.0, 32.0])), dtype=float)

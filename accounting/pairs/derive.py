@@ -23,7 +23,7 @@ import numpy as np
 
 from accounting.curves.curve import Exactness, Provenance
 from accounting.numerics.loss import LossPMF
-from accounting.vocabulary import Direction
+from accounting.vocabulary import Bound, Direction
 from accounting.pairs.pair import LawPair
 from accounting.pairs.primitives import check_primitive_output
 from accounting.registry.hookspecs import hookimpl
@@ -87,13 +87,18 @@ def _rdp(pair, **options: Any) -> RDP:
     or numerical (a quadrature: both sides hold the estimate)."""
     if pair.provides("cgf"):
         exactness = pair.cgf_exactness()
+        # the pair's D_1 and D_∞ where it knows them (``Pair._renyi_limit``)
+        limits = {}
+        for side in (Bound.UPPER, Bound.LOWER):
+            if pair._renyi_limit(1.0, Direction.FORWARD, side) is not None:
+                limits[side] = (lambda order, d, side=side: pair._renyi_limit(order, d, side))
         lower = None
         if pair.provides("cgf_lower"):
-            lower = CGF.of(_checked(pair.cgf_lower, "cgf_lower", pair))
+            lower = CGF.of(_checked(pair.cgf_lower, "cgf_lower", pair), limits.get(Bound.LOWER))
         elif pair.exact and exactness is Exactness.EXACT:
-            lower = CGF.of(_checked(pair._cgf, "_cgf", pair))
-        return RDP(CGF.of(_checked(pair._cgf, "_cgf", pair)), lower, provenance=Provenance(
-            exactness, (f"{pair.describe()} rdp",)))
+            lower = CGF.of(_checked(pair._cgf, "_cgf", pair), limits.get(Bound.LOWER))
+        return RDP(CGF.of(_checked(pair._cgf, "_cgf", pair), limits.get(Bound.UPPER)),
+                   lower, provenance=Provenance(exactness, (f"{pair.describe()} rdp",)))
     return _pld(pair, **options).to(RDP, **options)
 
 

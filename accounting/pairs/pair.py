@@ -132,6 +132,12 @@ class Pair(abc.ABC):
         """A closed-form pair for the count-fold product, or None."""
         return None
 
+    def _renyi_limit(self, order: float, direction: Direction,
+                     side: Bound = Bound.UPPER) -> Optional[float]:
+        """D_1 (order 1, KL) or D_∞ (order ∞) of one direction on one side of the
+        bracket, where the pair knows it in closed form; None otherwise."""
+        return None
+
     def rho_bound(self, direction: Direction) -> Optional[float]:
         """An upper bound on ρ* used when the numerical envelope cannot certify it."""
         return None
@@ -221,6 +227,11 @@ class LawPair(Pair):
 
     def cgf_lower(self, t, direction):
         return self.law(direction, "lower").cgf(t)
+
+    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+        """E[L] or the largest loss of the law (``conversion.converters.law_limit``)."""
+        from accounting.conversion.converters import law_limit
+        return law_limit(self.law(direction, side), order)
 
     def describe(self) -> str:
         return self.label

@@ -26,7 +26,7 @@ import numpy as np
 
 from accounting.accountant import ACCOUNTANTS, Accountant
 from accounting.curves.pld import PLD
-from accounting.analysis.calibration import Term
+from accounting.analysis.calibration import MechanismFamily as Term   # Term: deprecated alias
 from accounting.pairs.mechanism import Mechanism
 from accounting.registry.registry import default_registry
 from accounting.workload import Workload, make_use, workload_from_dict

@@ -62,6 +62,10 @@ class GaussianPair(Pair):
     def _rho(self, direction):
         return self.mu ** 2 / 2.0
 
+    def _renyi_limit(self, order, direction, side=None):
+        """KL = μ²/2 and D_∞ = +∞ (the loss μx − μ²/2 is unbounded), both exact."""
+        return self.mu ** 2 / 2.0 if order == 1.0 else np.inf
+
     def _self_compose(self, count):
         return GaussianPair(self.mu * np.sqrt(count))
 

@@ -48,6 +48,10 @@ class LaplacePair(Pair):
     def _rho(self, direction):
         return self.e + np.expm1(-self.e)
 
+    def _renyi_limit(self, order, direction, side=None):
+        """KL = e^{−e} + e − 1 and D_∞ = e (the loss lies in [−e, e]), both exact."""
+        return self.e + np.expm1(-self.e) if order == 1.0 else self.e
+
     def noise_density(self) -> NoiseDensity:
         """(Lap(e, 1), Lap(0, 1)) as additive noise: (log-density, Δ, width, span)."""
         return NoiseDensity(lambda x: -np.abs(x), self.e, 1.0, (-800.0, 800.0 + self.e))

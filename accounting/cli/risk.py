@@ -1,0 +1,188 @@
+"""``accounting risk``: what an attacker can achieve against a mechanism composed
+``--compose`` times, each figure a sound bound with its direction stated.
+
+::
+
+    accounting risk MECHANISM --PARAM VALUE … [--compose K] [--fpr A …] [--prior P]
+                    [--gdp-alpha A] [--step S] [--json] [--plot FILE]
+
+From the certified (pessimistic) side of the composition's trade-off curve and
+profile (``accounting.analysis.risk``), worst over both neighbouring directions:
+
+* TPR at each FPR — an upper bound on every attack's true-positive rate;
+* advantage (TPR − FPR) — an upper bound;
+* Bayes risk at the prior — a lower bound on every attack's error probability;
+* the μ-GDP summary at one α — a summary of one point of the curve, not a bound;
+* the CLT approximation μ and its TPRs (``accounting.analysis.clt``) — an
+  approximation, not a bound, shown beside the bounds for comparison.
+
+``--plot FILE`` draws the trade-off curve (``plot_tradeoff``; needs matplotlib).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, Optional
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from accounting.analysis.clt import clt_mu
+from accounting.analysis.risk import GDP_ALPHA, advantage, bayes_risk, tpr_at_fpr, tradeoff_gdp_mu
+from accounting.cli import evaluate as ev
+from accounting.cli.base import PROG, CLIError, _count_text, _parse_float, _refusal
+from accounting.cli.output import _json_num, _num, _short
+from accounting.cli.parser import _mechanism_help, _mechanism_names, _mechanism_use
+from accounting.cli.query import _check_plot, _write_plot
+from accounting.curves.pld import DEFAULT_STEP, PLD
+from accounting.registry.registry import Registry
+from accounting.validation import check_array
+from accounting.workload import MAX_COUNT_TEXT, Workload
+
+__all__: list[str] = []
+
+#: false-positive rates reported when ``--fpr`` is not given
+DEFAULT_FPRS = (0.001, 0.01, 0.1)
+
+_DESCRIPTION = ("Operational risk of MECHANISM composed --compose times: TPR at FPR and "
+                "advantage (upper bounds), Bayes risk (a lower bound on the attacker's "
+                "error), the μ-GDP summary and the CLT approximation (neither a bound). "
+                "Mechanism parameters are given as --NAME VALUE (see 'accounting mechanisms').")
+
+
+def _options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
+    p.add_argument("mechanism", nargs="?", metavar="MECHANISM",
+                   help="a registered mechanism (see 'accounting mechanisms')")
+    p.add_argument("--compose", type=_count_text, default=None, metavar="K",
+                   help=f"number of independent uses of MECHANISM (default 1; at most "
+                        f"{MAX_COUNT_TEXT})")
+    p.add_argument("--fpr", type=_parse_float, nargs="+", metavar="A", default=None,
+                   help="false-positive rates in [0, 1] at which to bound the TPR "
+                        f"(default {' '.join(map(str, DEFAULT_FPRS))})")
+    p.add_argument("--prior", type=_parse_float, default=0.5, metavar="P",
+                   help="prior probability in (0, 1) that the target is in the data "
+                        "(default 0.5)")
+    p.add_argument("--gdp-alpha", type=_parse_float, default=GDP_ALPHA, metavar="A",
+                   help=f"α at which the μ-GDP summary reads the curve (default {GDP_ALPHA})")
+    p.add_argument("--step", type=_parse_float, default=None, metavar="S",
+                   help=f"PLD grid step of the privacy loss (default {DEFAULT_STEP:g})")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--plot", metavar="FILE", default=None,
+                   help="also draw the trade-off curve to FILE (.png, .pdf, .svg; needs "
+                        "matplotlib)")
+
+
+def add_parser(sub: Any) -> None:
+    """The ``risk`` subcommand."""
+    p = sub.add_parser("risk", add_help=False, help="attack risk bounds of a mechanism",
+                       description=_DESCRIPTION)
+    _options(p)
+    p.set_defaults(handler=run, takes_extras=True)
+
+
+def gdp_tpr(mu: float, fpr: np.ndarray) -> np.ndarray:
+    """TPR of the best test against μ-GDP at FPR α: 1 − G_μ(α) = Φ(μ − Φ⁻¹(1 − α))
+    (Dong, Roth, Su, arXiv:1905.02383, Def. 2.7)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(fpr >= 1.0, 1.0, np.where(fpr <= 0.0, 0.0, ndtr(mu - ndtri(1.0 - fpr))))
+
+
+def _clt(workload: Workload, fprs: np.ndarray, step: float) -> dict:
+    """The CLT approximation's μ and TPRs, or the reason it has none."""
+    try:
+        mu = clt_mu([(u.mechanism, u.count) for u in workload.uses], step=step)
+    except Exception as exc:
+        reason = _refusal(exc)
+        if reason is None:
+            raise
+        return {"error": reason}
+    return {"mu": mu, "tpr": gdp_tpr(mu, fprs)}
+
+
+def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
+    prog = f"{PROG} risk"
+    if ns.help:
+        return _mechanism_help(prog, ns.mechanism, registry, _DESCRIPTION, _options)
+    if ns.mechanism is None:
+        raise CLIError(f"give a MECHANISM (one of {_mechanism_names(registry)})")
+    count = 1 if ns.compose is None else ns.compose
+    use = _mechanism_use(prog, ns.mechanism, extras, registry, count)
+    workload = Workload((use,), source="command line")
+    fprs = check_array("fpr", list(ns.fpr if ns.fpr is not None else DEFAULT_FPRS),
+                       lo=0.0, hi=1.0)
+    prior = float(check_array("prior", ns.prior, lo=0.0, hi=1.0, lo_open=True, hi_open=True))
+    gdp_alpha = float(check_array("gdp-alpha", ns.gdp_alpha, lo=0.0, hi=1.0, lo_open=True,
+                                  hi_open=True))
+    step = ev._step(ns.step, workload)
+    _check_plot(ns.plot)
+
+    acct = workload.accountant(step)
+    pld = acct.curve(PLD)
+    tradeoff = acct.tradeoff()
+    tpr = tpr_at_fpr(tradeoff, fprs)
+    tpr_lo = tpr_at_fpr(tradeoff, fprs, bound="lower") if tradeoff.lower is not None else None
+    adv = advantage(pld)
+    adv_lo = advantage(pld, bound="lower") if pld.lower is not None else None
+    risk = bayes_risk(pld, prior)
+    mu = tradeoff_gdp_mu(tradeoff, gdp_alpha)
+    clt = _clt(workload, fprs, step)
+    header = use.describe()
+
+    if ns.plot is not None:
+        from accounting.plot import plot_tradeoff
+
+        def draw(ax: Any) -> None:
+            plot_tradeoff(tradeoff, ax, label=f"×{count}")
+            # the queried points: FPR α against the certified β = 1 − TPR
+            ax.plot(fprs, 1.0 - tpr, "o", color="k", ms=4, label="queried FPR (1 − TPR bound)")
+            ax.legend(fontsize="small")
+        _write_plot(ns.plot, draw, header, figsize=(5.0, 5.0))
+
+    if ns.json:
+        payload: dict[str, Any] = {"query": "risk"}
+        only = use.as_dict()
+        payload.update(mechanism=only["name"], params=only["params"], count=only["count"],
+                       step=step, direction="max over both neighbouring directions")
+        payload["tpr_at_fpr"] = {
+            "bound": "upper bound on every attack's TPR",
+            "fpr": [_json_num(a) for a in fprs], "tpr": [_json_num(t) for t in tpr],
+            **({"tpr_lower": [_json_num(t) for t in tpr_lo]} if tpr_lo is not None else {})}
+        payload["advantage"] = {"bound": "upper bound on every attack's TPR − FPR",
+                                "value": _json_num(adv),
+                                **({"lower": _json_num(adv_lo)} if adv_lo is not None else {})}
+        payload["bayes_risk"] = {"bound": "lower bound on every attack's error probability",
+                                 "prior": prior, "value": _json_num(risk)}
+        payload["gdp"] = {"mu": _json_num(mu), "alpha": gdp_alpha,
+                          "note": "summary, not a bound: μ with G_μ(α) = β at one α"}
+        payload["clt"] = ({"error": clt["error"]} if "error" in clt else
+                          {"mu": _json_num(clt["mu"]),
+                           "tpr": [_json_num(t) for t in clt["tpr"]],
+                           "note": "CLT approximation (arXiv:1905.02383, Thm 3.5), not a "
+                                   "bound: it can under-report the risk"})
+        payload["provenance"] = str(tradeoff.provenance)
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        return 0
+
+    print(_short(header))
+    print(f"attack risk: worst over both neighbouring directions (PLD step {step:g})")
+    print("  TPR at FPR — upper bound on every attack's TPR"
+          + (" [optimistic side]" if tpr_lo is not None else ""))
+    for i, a in enumerate(fprs):
+        lo = f"  [{_num(tpr_lo[i])}]" if tpr_lo is not None else ""
+        print(f"    FPR {_num(a)}: TPR ≤ {_num(tpr[i])}{lo}")
+    lo = f"  [{_num(adv_lo)}]" if adv_lo is not None else ""
+    print(f"  advantage (TPR − FPR) — upper bound: ≤ {_num(adv)}{lo}")
+    print(f"  Bayes risk at prior {_num(prior)} — lower bound on every attack's error: "
+          f"≥ {_num(risk)}")
+    print(f"  μ-GDP summary at α = {_num(gdp_alpha)}: μ = {_num(mu)} (summary of one point, "
+          f"not a bound)")
+    if "error" in clt:
+        print(f"  CLT approximation: none ({clt['error']})")
+    else:
+        tprs = ", ".join(f"FPR {_num(a)}: {_num(t, 6)}" for a, t in zip(fprs, clt["tpr"]))
+        print(f"  CLT approximation (not a bound; may under-report): μ = {_num(clt['mu'])}; "
+              f"TPR {tprs}")
+    print(f"provenance: {_short(str(tradeoff.provenance))}")
+    return 0

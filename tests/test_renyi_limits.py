@@ -1,0 +1,132 @@
+"""Rényi divergence at α = 1 (KL) and α = ∞ (max divergence) against closed forms.
+
+Gaussian N(μ,1) vs N(0,1): KL = μ²/2, D_∞ = ∞. Laplace with e = Δ/b:
+KL = e^{−e} + e − 1, D_∞ = e. Binary randomized response, truthful w.p. p:
+KL = (2p − 1)·log(p/(1 − p)), D_∞ = log(p/(1 − p)) (finite laws, exact).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import accounting
+from accounting import PLD, RDP, ZCDP, PrivacyProfile
+from accounting.curves.rdp import CGF, KL_ORDER_OFFSET
+from accounting.pairs.pair import discrete_pair
+
+INF = math.inf
+
+
+def _rr(p):
+    return (2 * p - 1) * math.log(p / (1 - p)), math.log(p / (1 - p))
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0, 3.0])
+def test_gaussian_kl_and_max_divergence(sigma):
+    rdp = accounting.mechanism("gaussian", sigma=sigma).curve(RDP)
+    mu = 1.0 / sigma
+    lo, up = rdp.renyi_interval(np.array([1.0, INF]))
+    assert up[0] == pytest.approx(mu ** 2 / 2, rel=1e-14)
+    assert lo[0] == pytest.approx(mu ** 2 / 2, rel=1e-14)
+    assert up[1] == INF and lo[1] == INF
+    for d in ("forward", "backward"):
+        assert rdp.renyi(1.0, d) == pytest.approx(mu ** 2 / 2, rel=1e-14)
+
+
+@pytest.mark.parametrize("b", [0.25, 0.5, 1.0, 4.0])
+def test_laplace_kl_and_max_divergence(b):
+    e = 1.0 / b
+    rdp = accounting.mechanism("laplace", b=b).curve(RDP)
+    kl, dinf = rdp.renyi(np.array([1.0, INF]))
+    assert kl == pytest.approx(math.exp(-e) + e - 1, rel=1e-13)
+    assert dinf == pytest.approx(e, rel=1e-15)
+    # and the Rényi curve approaches both limits monotonically
+    assert rdp.renyi(1.0 + 1e-7) >= kl - 1e-12
+    assert rdp.renyi(1e6) <= dinf
+
+
+@pytest.mark.parametrize("p", [0.55, 0.75, 0.9])
+def test_randomized_response_is_exact(p):
+    kl, dinf = _rr(p)
+    rdp = accounting.mechanism("randomized_response", p=p).curve(RDP)
+    lo, up = rdp.renyi_interval(np.array([1.0, INF]))
+    np.testing.assert_allclose(up, [kl, dinf], rtol=1e-14)
+    np.testing.assert_allclose(lo, [kl, dinf], rtol=1e-14)
+
+
+def test_laplace_through_its_pld_brackets_the_truth():
+    """The pessimistic PLD's mean and largest loss are upper bounds, the optimistic
+    PLD's lower bounds, within a grid step of the closed forms."""
+    e, step = 2.0, 1e-3
+    pld = accounting.mechanism("laplace", b=0.5).curve(PLD, step=step)
+    lo, up = pld.renyi_interval(np.array([1.0, INF]))
+    truth = np.array([math.exp(-e) + e - 1, e])
+    assert np.all(up >= truth - 1e-12) and np.all(lo <= truth + 1e-12)
+    np.testing.assert_allclose(up, truth, atol=step)
+    np.testing.assert_allclose(lo, truth, atol=2 * step)
+    # the profile and trade-off answer through the same laws
+    assert accounting.mechanism("laplace", b=0.5).curve(PrivacyProfile).renyi(INF) >= e - 1e-12
+
+
+def test_gaussian_pld_upper_is_infinite_and_lower_finite():
+    """The pessimistic laws carry their cut tail at +∞ (a valid, trivial upper bound);
+    the optimistic ones give finite lower bounds, below μ²/2 for the KL."""
+    pld = accounting.mechanism("gaussian", sigma=1.0).curve(PLD, step=1e-3)
+    lo, up = pld.renyi_interval(np.array([1.0, INF]))
+    assert np.all(up == INF)
+    assert 0.5 - 1e-3 <= lo[0] <= 0.5 + 1e-12
+    assert math.isfinite(lo[1]) and lo[1] > 3.0
+
+
+@pytest.mark.parametrize("p", [0.6, 0.8])
+def test_discrete_pair_laws_and_composition(p):
+    """KL and D_∞ add under composition: k-fold randomized response is exact."""
+    kl, dinf = _rr(p)
+    rdp = discrete_pair(np.array([p, 1 - p]), np.array([1 - p, p])).curve(RDP)
+    k = 7
+    np.testing.assert_allclose((rdp * k).renyi(np.array([1.0, INF])), [k * kl, k * dinf], rtol=1e-13)
+    np.testing.assert_allclose((rdp + rdp).renyi(np.array([1.0, INF]), bound="lower"),
+                               [2 * kl, 2 * dinf], rtol=1e-13)
+
+
+def test_zcdp_limits():
+    z = ZCDP.symmetric(0.3)
+    np.testing.assert_allclose(z.renyi(np.array([1.0, INF])), [0.3, INF])
+    pure = ZCDP.approximate(0.7, 0.0)     # D_α ≤ 0.7: pure DP with ε = 0.7
+    np.testing.assert_allclose(pure.renyi(np.array([1.0, 5.0, INF])), [0.7, 0.7, 0.7])
+
+
+def test_undeclared_cgf_sound_side_and_refusal():
+    """A CGF without declared limits: D_1 ≤ D_{1+τ} on the sound side; D_∞ = +∞;
+    the optimistic side refuses α = 1 and gives a finite-order lower bound at ∞."""
+    mu2 = 0.8
+    cgf = CGF.of(lambda t, d: mu2 * t * (t + 1.0) / 2.0)
+    rdp = RDP(cgf, cgf)
+    assert rdp.renyi(1.0) == pytest.approx(mu2 / 2 * (1 + KL_ORDER_OFFSET), rel=1e-9)
+    assert rdp.renyi(1.0) >= mu2 / 2
+    assert rdp.renyi(INF) == INF
+    lower = RDP(cgf, CGF.of(lambda t, d: mu2 * t * (t + 1.0) / 2.0))
+    with pytest.raises(ValueError, match="alpha=1"):
+        lower.renyi(1.0, bound="lower")
+    assert lower.renyi(INF, bound="lower") == pytest.approx(mu2 / 2 * 1e4)
+
+
+def test_below_one_is_refused():
+    rdp = accounting.mechanism("gaussian", sigma=1.0).curve(RDP)
+    with pytest.raises(ValueError, match="alpha"):
+        rdp.renyi(0.999)
+    with pytest.raises(ValueError, match="alpha"):
+        rdp.renyi(np.nan)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(0.51, 0.99))
+def test_monotone_in_order_including_limits(p):
+    """D_1 ≤ D_α ≤ D_∞ for randomized response at every order."""
+    rdp = accounting.mechanism("randomized_response", p=p).curve(RDP)
+    vals = rdp.renyi(np.array([1.0, 1.5, 2.0, 10.0, 100.0, INF]))
+    assert np.all(np.diff(vals) >= -1e-12)
