@@ -145,18 +145,29 @@ def _pld_to_rdp(pld: PLD, **options: Any) -> RDP:
     order (a valid, trivial bound) wherever they have mass there; the lower side, the
     CGF of the optimistic laws, is a lower bound of the truth."""
     check_options("pld→rdp", options)
-    def cgf_of(laws):
+    def cgf_of(laws, lower=False):
         def law(d):
             return laws[0] if d is _FWD else laws[1]
         # D_1 = E[L] and D_∞ = max loss of the same laws: on the pessimistic side upper
         # bounds (+∞ with mass at +∞), on the optimistic side lower ones
-        return CGF.of(lambda t, d: law(d).cgf(t), limit=lambda order, d: law_limit(law(d), order))
-    return RDP(cgf_of(pld.upper), cgf_of(pld.lower) if pld.lower else None)
+        return CGF.of(lambda t, d: law(d).cgf(t),
+                      limit=lambda order, d: law_limit(law(d), order, lower=lower))
+    return RDP(cgf_of(pld.upper), cgf_of(pld.lower, lower=True) if pld.lower else None)
 
 
-def law_limit(law, order: float) -> float:
+#: total mass below which an optimistic law no longer stands for a dominated pair
+_LOST_MASS = 1e-12
+
+
+def law_limit(law, order: float, *, lower: bool = False) -> float:
     """D_1 = E_P[L] (``mean``) or D_∞ = the largest loss (``max_loss``) of a loss law,
-    the limits of its Rényi curve at α = 1 and α = ∞."""
+    the limits of its Rényi curve at α = 1 and α = ∞.
+
+    On the lower side the law must be the loss law of a dominated pair (total mass 1)
+    for these to be lower bounds (data processing); an optimistic law that lost mass
+    to roundoff or a cut tail says only the trivial lower bound 0."""
+    if lower and abs(law.total_mass - 1.0) > _LOST_MASS:
+        return 0.0
     return law.mean() if order == 1.0 else max(law.max_loss, 0.0)
 
 

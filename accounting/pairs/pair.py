@@ -231,7 +231,8 @@ class LawPair(Pair):
     def _renyi_limit(self, order, direction, side=Bound.UPPER):
         """E[L] or the largest loss of the law (``conversion.converters.law_limit``)."""
         from accounting.conversion.converters import law_limit
-        return law_limit(self.law(direction, side), order)
+        return law_limit(self.law(direction, side), order,
+                         lower=as_bound(side, "side") is Bound.LOWER)
 
     def describe(self) -> str:
         return self.label
