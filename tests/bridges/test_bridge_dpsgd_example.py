@@ -3,23 +3,14 @@ calibrations."""
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 import numpy as np
 import pytest
-
-PATH = pathlib.Path(__file__).resolve().parents[2] / "examples" / "dpsgd_digits.py"
+from example_scripts import load_example
 
 
 @pytest.fixture(scope="module")
 def example():
-    if not PATH.exists():
-        pytest.skip("examples/ is not part of this installation")
-    spec = importlib.util.spec_from_file_location("dpsgd_digits", PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("dpsgd_digits.py")
 
 
 def test_schedule_matches_opacus_poisson_loader(example):

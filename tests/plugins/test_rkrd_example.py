@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 import numpy as np
 import pytest
-
-PATH = pathlib.Path(__file__).resolve().parents[2] / "examples" / "audit_dpsgd_step.py"
+from example_scripts import load_example
 
 
 @pytest.fixture(scope="module")
 def example():
-    if not PATH.exists():
-        pytest.skip("examples/ is not part of this installation")
-    spec = importlib.util.spec_from_file_location("audit_dpsgd_step", PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("audit_dpsgd_step.py")
 
 
 def test_the_bug_is_a_sensitivity_of_c_sqrt_d(example):
