@@ -17,6 +17,7 @@ from accounting.numerics.discretise import atoms_to_grid, profile_support
 from accounting.numerics.loss import check_grid_points, composed_grid_points
 from accounting.curves.curve import Curve
 from accounting.pairs.pair import LawPair, Pair
+from accounting.progress import progress
 from accounting.vocabulary import Direction
 from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, compose_plds
 from accounting.curves.profile import PrivacyProfile
@@ -146,7 +147,10 @@ class ComposedPair(Pair):
             closed = [p._self_compose(c) if c > 1 else None for p, c in self.components]
             options = _cut_tails(options, sum(c for (_, c), cl in zip(self.components, closed)
                                               if cl is None))
-            for (p, c), cl in zip(self.components, closed):
+            # discretising many distinct mechanisms takes seconds: progress on stderr
+            # (silent for short runs; see accounting.progress)
+            for (p, c), cl in progress(list(zip(self.components, closed)),
+                                       desc="discretising mechanisms"):
                 # each single-use PLD refuses its own grid beyond the limit when built
                 if isinstance(cl, LawPair):
                     parts.append((_law_pld(cl, **options), 1))

@@ -57,3 +57,15 @@ def test_forced_with_tqdm_uses_it_on_stderr(capsys):
 def test_no_iterable_cannot_be_iterated():
     with pytest.raises(TypeError, match="update"):
         list(progress(total=3, enabled=False))
+
+
+def test_calibration_reports_its_evaluations(capsys, monkeypatch):
+    from accounting.analysis import calibration
+    from accounting.analysis.calibration import calibrate
+    monkeypatch.setattr(prog, "_tqdm", lambda: None)
+    monkeypatch.setattr(calibration, "progress",
+                        lambda desc: progress(desc=desc, enabled=True, delay=0.0, interval=0.0))
+    result = calibrate("gaussian", "sigma", count=4, epsilon=2.0, delta=1e-5)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("calibration: evaluations: 1 done, ")
+    assert lines[-1].startswith(f"calibration: evaluations: {result.evaluations} done, ")

@@ -49,6 +49,7 @@ import numpy as np
 from accounting.accountant import Accountant, check_accountant
 from accounting.conversion.converters import improved_epsilon
 from accounting.numerics.order_search import minimise_near
+from accounting.progress import progress
 from accounting.curves.curve import Exactness
 from accounting.vocabulary import Direction, as_direction
 from accounting.pairs.mechanism import Mechanism
@@ -268,10 +269,14 @@ class _Problem:
     _log_t: dict = attrs.field(factory=dict)
     #: what ε at each x is: a certified upper bound or a numerical value
     labels: dict = attrs.field(factory=dict)
+    #: progress on stderr for long searches (silent for the first seconds; see
+    #: ``accounting.progress``); closed by the caller
+    bar: Any = attrs.field(factory=lambda: progress(desc="calibration: evaluations"))
 
     def epsilon(self, x: float) -> float:
         if x not in self.seen:
             self.seen[x] = self._evaluate(x)
+            self.bar.update(1)
         return self.seen[x][0]
 
     def _evaluate(self, x: float) -> tuple[float, Optional[float]]:
@@ -469,7 +474,10 @@ def calibrate_workload(family: Any, *, epsilon: float, delta: float,
         raise TypeError(f"parameter must be a string, got {type(label).__name__}")
 
     problem = _Problem(fn, delta, accountant, step, direction)
-    lo, hi = _solve(problem, start, target, label, rtol, integer)
+    try:
+        lo, hi = _solve(problem, start, target, label, rtol, integer)
+    finally:
+        problem.bar.close()
     eps, order = problem.seen[hi]
     ledger = _ledger_at(fn, hi)
     return Calibration(parameter=label, value=hi, epsilon=eps, target=target, delta=delta,
@@ -579,7 +587,10 @@ def calibrate_risk(family: Any, *, tpr: Optional[float] = None, fpr: Optional[fl
     label = parameter if parameter is not None else default_label
     what = f"TPR at FPR {fpr:g}" if figure == "tpr" else "advantage"
     problem = _Problem(fn, 0.0, "pld", step, d, metric, what)
-    lo, hi = _solve(problem, start, target, label, rtol, integer)
+    try:
+        lo, hi = _solve(problem, start, target, label, rtol, integer)
+    finally:
+        problem.bar.close()
     return RiskCalibration(parameter=label, value=hi, figure=figure, achieved=problem.seen[hi][0],
                            target=target, fpr=fpr, direction=d.value, bracket=(lo, hi),
                            evaluations=len(problem.seen), integer=integer,
@@ -602,9 +613,15 @@ def calibrate_count(mechanism: Any, *, epsilon: float, delta: float, accountant:
     max_count = check_count("max_count", max_count)
     problem = _Problem(lambda k: Ledger.of(mechanism, int(k)), delta, accountant,
                        check_positive("step", step), as_direction(direction))
+    try:
+        return _largest_count(lambda k: problem.epsilon(float(k)) <= target, max_count)
+    finally:
+        problem.bar.close()
 
-    def ok(k: int) -> bool:
-        return problem.epsilon(float(k)) <= target
+
+def _largest_count(ok: Callable[[int], bool], max_count: int) -> int:
+    """The largest k ≤ ``max_count`` with ``ok(k)`` for a predicate that holds up to some
+    k and fails after (0 if it fails at 1): doubling from 1, then integer bisection."""
     if not ok(1):
         return 0
     good, bad = 1, None
