@@ -18,7 +18,7 @@ import attrs
 
 import numpy as np
 
-from accounting.pairs.pair import Pair, _overrides, not_provided
+from accounting.pairs.pair import Pair, not_provided, provides_by_override
 from accounting.validation import MAX_COUNT, check_count, check_positive, check_real
 
 __all__ = ["Neighbouring", "Mechanism", "MECHANISM_PRIMITIVES", "positive", "as_neighbouring", "Range", "in_range",
@@ -131,6 +131,25 @@ def in_range(rng: Range):
     return check
 
 
+#: how far from 1 a probability vector's sum may be (it is then normalised exactly)
+PROB_TOLERANCE = 1e-9
+
+
+def probabilities_for(other: str) -> Any:
+    """An attrs validator: the field is a probability vector with one entry per entry of
+    the field ``other``, summing to 1 within ``PROB_TOLERANCE``."""
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        n = len(getattr(instance, other))
+        if len(value) != n:
+            raise ValueError(f"{attribute.name} must have one entry per entry of {other} "
+                             f"({n}), got {len(value)}")
+        total = math.fsum(value)
+        if abs(total - 1.0) > PROB_TOLERANCE:
+            raise ValueError(f"{attribute.name} must sum to 1 (within {PROB_TOLERANCE:g}), "
+                             f"got {total!r}")
+    return check
+
+
 def parameter(rng: Range, **field_options: Any) -> Any:
     """An attrs field whose values must lie in ``rng``, declared in its metadata
     (``Mechanism.ranges()`` reads it back); other attrs options pass through."""
@@ -238,12 +257,8 @@ class Mechanism(abc.ABC):
     def provides(self, primitive: str) -> bool:
         """Whether this mechanism supplies the optional ``primitive`` (a key of
         ``MECHANISM_PRIMITIVES``): by default, whether its class overrides it."""
-        try:
-            method = MECHANISM_PRIMITIVES[primitive]
-        except (KeyError, TypeError):
-            raise ValueError(f"unknown primitive {primitive!r}; the optional mechanism "
-                             f"primitives are {', '.join(MECHANISM_PRIMITIVES)}") from None
-        return _overrides(type(self), method, Mechanism)
+        return provides_by_override(self, primitive, MECHANISM_PRIMITIVES, Mechanism,
+                                    "optional mechanism primitives")
 
     @classmethod
     def parameters(cls) -> dict[str, attrs.Attribute]:

@@ -93,6 +93,18 @@ def _overrides(cls: type, method: str, base: type) -> bool:
     return False
 
 
+def provides_by_override(obj: object, primitive: str, table: dict, base: type,
+                         what: str = "optional primitives") -> bool:
+    """Whether ``obj`` supplies the optional ``primitive`` (a key of ``table``, which maps
+    it to its method name): whether its class overrides that method of ``base``."""
+    try:
+        method = table[primitive]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown primitive {primitive!r}; the {what} are "
+                         f"{', '.join(table)}") from None
+    return _overrides(type(obj), method, base)
+
+
 class Pair(abc.ABC):
     """One ordered pair (P, Q). Subclasses implement ``_profile`` at least."""
 
@@ -159,12 +171,7 @@ class Pair(abc.ABC):
     def provides(self, primitive: str) -> bool:
         """Whether this pair supplies the optional ``primitive`` (a key of
         ``OPTIONAL_PRIMITIVES``). Default: whether its class overrides the method."""
-        try:
-            method = OPTIONAL_PRIMITIVES[primitive]
-        except (KeyError, TypeError):
-            raise ValueError(f"unknown primitive {primitive!r}; the optional primitives "
-                             f"are {', '.join(OPTIONAL_PRIMITIVES)}") from None
-        return _overrides(type(self), method, Pair)
+        return provides_by_override(self, primitive, OPTIONAL_PRIMITIVES, Pair)
 
     # ----------------------------------------------------------- public API
     def profile(self, eps: "np.ndarray | float", direction: "Direction | str" = "max",

@@ -27,7 +27,8 @@ import attrs
 import numpy as np
 
 from accounting.curves.curve import Exactness
-from accounting.pairs.mechanism import Mechanism, Neighbouring, Range, as_neighbouring
+from accounting.pairs.mechanism import (Mechanism, Neighbouring, Range, as_neighbouring,
+                                        probabilities_for)
 from accounting.pairs.pair import Pair, not_provided
 from accounting.registry.hookspecs import hookimpl
 
@@ -38,7 +39,6 @@ __all__ = ["MechanismMixture", "MixturePair"]
 #: each branch probability in (0, 1] (a branch of probability 0 is left out)
 PROBABILITY = Range(0.0, 1.0, lo_open=True)
 #: how far the probabilities may sum from 1 before they are refused (then normalised)
-PROB_TOLERANCE = 1e-9
 
 
 @attrs.frozen
@@ -121,15 +121,6 @@ def _mechanisms(value) -> tuple:
     return items
 
 
-def _weights_match(instance, attribute, value) -> None:
-    if len(value) != len(instance.mechanisms):
-        raise ValueError(f"probs must have one entry per mechanism ({len(instance.mechanisms)}), "
-                         f"got {len(value)}")
-    total = math.fsum(value)
-    if abs(total - 1.0) > PROB_TOLERANCE:
-        raise ValueError(f"probs must sum to 1 (within {PROB_TOLERANCE:g}), got {total!r}")
-
-
 @attrs.frozen
 class MechanismMixture(Mechanism):
     """Runs ``mechanisms[i]`` with probability ``probs[i]`` (probabilities > 0 summing
@@ -144,7 +135,8 @@ class MechanismMixture(Mechanism):
                                      metadata={"range": Range(1.0, 1.0)})
     mechanisms: tuple = attrs.field(converter=_mechanisms)
     probs: tuple = attrs.field(converter=_scalar_or_tuple("probs"),
-                               validator=[_entries_in(PROBABILITY), _weights_match],
+                               validator=[_entries_in(PROBABILITY),
+                                          probabilities_for("mechanisms")],
                                metadata={"range": PROBABILITY})
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.ADD_REMOVE, kw_only=True,
                                              converter=as_neighbouring)

@@ -37,7 +37,7 @@ from scipy.special import log_ndtr, logsumexp
 
 from accounting.curves.curve import Exactness
 from accounting.pairs.additive import log_integral
-from accounting.pairs.mechanism import Mechanism, Range, parameter
+from accounting.pairs.mechanism import Mechanism, Range, parameter, probabilities_for
 from accounting.pairs.pair import Pair
 from accounting.registry.hookspecs import hookimpl
 from accounting.vocabulary import Direction
@@ -51,7 +51,6 @@ SIGMA = Range(1e-3, 1e3, log=True)
 SENSITIVITY_ENTRY = Range(0.0, 1e3)
 PROBABILITY = Range(0.0, 1.0, lo_open=True)
 #: how far the probabilities may sum from 1 before they are refused (then normalised)
-PROB_TOLERANCE = 1e-9
 
 
 def _lse(z: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -198,15 +197,6 @@ class MixtureOfGaussiansPair(Pair):
         return f"MoG(σ={self.sigma:g}, c={list(self.c)}, p={list(self.p)})"
 
 
-def _sum_to_one(instance, attribute, value) -> None:
-    if len(value) != len(instance.sensitivities):
-        raise ValueError(f"sampling_probs must have one entry per sensitivity "
-                         f"({len(instance.sensitivities)}), got {len(value)}")
-    total = math.fsum(value)
-    if abs(total - 1.0) > PROB_TOLERANCE:
-        raise ValueError(f"sampling_probs must sum to 1 (within {PROB_TOLERANCE:g}), got {total!r}")
-
-
 @attrs.frozen
 class MixtureOfGaussians(Mechanism):
     """Gaussian noise of scale ``sigma`` on a query whose sensitivity is ``c_i`` with
@@ -226,7 +216,8 @@ class MixtureOfGaussians(Mechanism):
                                        validator=_entries_in(SENSITIVITY_ENTRY),
                                        metadata={"range": SENSITIVITY_ENTRY})
     sampling_probs: tuple = attrs.field(converter=_scalar_or_tuple("sampling_probs"),
-                                        validator=[_entries_in(PROBABILITY), _sum_to_one],
+                                        validator=[_entries_in(PROBABILITY),
+                                                   probabilities_for("sensitivities")],
                                         metadata={"range": PROBABILITY})
 
     def pair(self) -> MixtureOfGaussiansPair:
