@@ -66,6 +66,7 @@ def test_audit_fail_on_reject_sets_the_exit_status(capsys, npy):
 
 
 def test_audit_callable_module_function(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr("accounting.progress._tqdm", lambda: None)     # plain progress lines
     (tmp_path / "my_mech.py").write_text(textwrap.dedent("""
         import numpy as np
         D0 = np.array([1.0, 0.0, 0.0])
@@ -83,7 +84,7 @@ def test_audit_callable_module_function(capsys, tmp_path, monkeypatch):
     doc = json.loads(out)
     assert doc["settings"]["n_p"] == 60 and doc["settings"]["d"] == 3
     assert doc["decision"] == "not rejected"       # Δ/σ = 3 is (12, 0.01)-DP
-    assert "rkrd: sampling 120/120" in err
+    assert "rkrd: sampling: 120/120 done" in err
 
 
 def test_audit_with_reference_bootstrap(capsys, npy):

@@ -38,6 +38,7 @@ from typing import Any, Callable, Optional
 import attrs
 import numpy as np
 
+from accounting.progress import progress
 from accounting.validation import (check_count, check_positive, check_probability,
                                    check_real)
 
@@ -87,13 +88,19 @@ class _Progress:
                   flush=True)
 
     def loop(self, what: str) -> Optional[Callable[[int, int], None]]:
+        """``report(k, total)`` for a loop: the library's progress bar on stderr (tqdm
+        when installed, else ``rkrd: what: k/total done, … left`` lines)."""
         if not self.enabled:
             return None
+        bar: Any = None
 
         def report(k: int, total: int) -> None:
-            step = max(total // 10, 1)
-            if k == total or k % step == 0:
-                print(f"rkrd: {what} {k}/{total}", file=sys.stderr, flush=True)
+            nonlocal bar
+            if bar is None:
+                bar = progress(total=total, desc=f"rkrd: {what}", enabled=True, delay=0.0)
+            bar.update(k - bar.n)
+            if k >= total:
+                bar.close()
         return report
 
 

@@ -122,14 +122,15 @@ def test_audit_callable_equals_audit_of_its_draws():
     assert _strip(rep.to_dict()) == _strip(again.to_dict())
 
 
-def test_bootstrap_in_the_report_and_progress(capsys):
+def test_bootstrap_in_the_report_and_progress(capsys, monkeypatch):
+    monkeypatch.setattr("accounting.progress._tqdm", lambda: None)     # plain progress lines
     x, y = _gauss(n=60, d=3, mu=2.0, seed=6)
     ref = accounting.mechanism("gaussian", sigma=1.0)
     rep = audit_samples(x, y, epsilon=1.0, delta=1e-3, seed=1, reference=ref,
                         shift=[2.0, 0.0, 0.0], n_boot=9, progress=True, sweep=False)
     assert rep.bootstrap is not None and 0.1 <= rep.bootstrap.p_value <= 1.0
     assert rep.bootstrap.alpha == 12.0 and rep.bootstrap.lam == rep.lambda0
-    assert "rkrd: bootstrap 9/9" in capsys.readouterr().err
+    assert "rkrd: bootstrap: 9/9 done" in capsys.readouterr().err
     assert "parametric bootstrap" in str(rep) and rep.to_dict()["bootstrap"]["n_boot"] == 9
 
 
@@ -197,14 +198,15 @@ def test_sweep_is_computed_on_request_or_automatically_for_small_n():
     assert AUTO_SWEEP_MAX == 1000
 
 
-def test_progress_reports_every_stage(capsys):
+def test_progress_reports_every_stage(capsys, monkeypatch):
+    monkeypatch.setattr("accounting.progress._tqdm", lambda: None)     # plain progress lines
     def mechanism(data, rng):
         return np.asarray(data, float) + rng.normal(size=2)
 
     audit_callable(mechanism, [1.0, 0.0], [0.0, 0.0], n=60, epsilon=1.0, delta=0.5,
                    alphas=(2.0,), seed=2, progress=True, sweep=True, rkrdp=True)
     err = capsys.readouterr().err
-    for stage in ("sampling 60 outputs", "rkrd: sampling 120/120", "witness selection",
+    for stage in ("sampling 60 outputs", "rkrd: sampling: 120/120 done", "witness selection",
                   "witness family threshold", "witness family kernel",
                   "witness family likelihood_ratio", "witness family logistic", "chose ",
                   "RKRDP test", "descriptive λ sweep", "done"):
