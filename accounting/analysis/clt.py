@@ -30,7 +30,7 @@ import numpy as np
 
 from accounting.validation import check_array, check_count, check_positive
 
-__all__ = ["clt_mu", "poisson_gaussian_mu", "gdp_profile", "CLT_STEP"]
+__all__ = ["clt_mu", "poisson_gaussian_mu", "gdp_profile", "gdp_tpr", "CLT_STEP"]
 
 #: the PLD grid on which each component's loss moments are taken
 CLT_STEP = 2e-4
@@ -113,3 +113,12 @@ def gdp_profile(mu: float) -> Any:
     prov = Provenance(Exactness.NUMERICAL,
                       (f"μ-GDP, μ = {mu:.6g} (CLT approximation, not a bound)",))
     return PrivacyProfile(side, side, provenance=prov)
+
+
+def gdp_tpr(mu: float, fpr: np.ndarray) -> np.ndarray:
+    """TPR of the best test against μ-GDP at FPR α: 1 − G_μ(α) = Φ(μ − Φ⁻¹(1 − α))
+    (Dong, Roth, Su, arXiv:1905.02383, Def. 2.7)."""
+    from scipy.special import ndtr, ndtri
+    fpr = np.asarray(fpr, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(fpr >= 1.0, 1.0, np.where(fpr <= 0.0, 0.0, ndtr(mu - ndtri(1.0 - fpr))))

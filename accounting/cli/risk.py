@@ -26,9 +26,8 @@ import json
 from typing import Any, Optional
 
 import numpy as np
-from scipy.special import ndtr, ndtri
 
-from accounting.analysis.clt import clt_mu
+from accounting.analysis.clt import clt_mu, gdp_tpr
 from accounting.analysis.risk import GDP_ALPHA, advantage, bayes_risk, tpr_at_fpr, tradeoff_gdp_mu
 from accounting.cli import evaluate as ev
 from accounting.cli.base import PROG, CLIError, _count_text, _parse_float, _refusal
@@ -80,13 +79,6 @@ def add_parser(sub: Any) -> None:
                        description=_DESCRIPTION)
     _options(p)
     p.set_defaults(handler=run, takes_extras=True)
-
-
-def gdp_tpr(mu: float, fpr: np.ndarray) -> np.ndarray:
-    """TPR of the best test against μ-GDP at FPR α: 1 − G_μ(α) = Φ(μ − Φ⁻¹(1 − α))
-    (Dong, Roth, Su, arXiv:1905.02383, Def. 2.7)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(fpr >= 1.0, 1.0, np.where(fpr <= 0.0, 0.0, ndtr(mu - ndtri(1.0 - fpr))))
 
 
 def _clt(workload: Workload, fprs: np.ndarray, step: float) -> dict:
