@@ -351,6 +351,18 @@ def sensitivity_squared_bracket(steps: int, max_participation: int, min_separati
     return (low if low_exact else tree_depth(steps)), value
 
 
+def _flag_field(name: str) -> Any:
+    """A yes/no parameter: True/False, or the integers 1/0; anything else is a
+    TypeError naming ``name``."""
+    def convert(value: Any) -> bool:
+        if isinstance(value, (bool, np.bool_)) or (
+                isinstance(value, (int, np.integer)) and value in (0, 1)):
+            return bool(value)
+        raise TypeError(f"{name} must be True or False (or 1/0), got "
+                        f"{type(value).__name__} ({value!r})")
+    return attrs.field(default=False, converter=convert)
+
+
 def _step_counts(value: Any) -> tuple[int, ...]:
     """attrs converter: one step count or a non-empty sequence of them, as integers."""
     if isinstance(value, (str, bytes)):
@@ -381,7 +393,7 @@ class TreeAggregation(Mechanism):
     sigma: float = parameter(NOISE_SCALE)
     step_counts: tuple = attrs.field(converter=_step_counts, validator=_entries_in(STEPS),
                                      metadata={"range": STEPS})
-    completed: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    completed: bool = _flag_field("completed")
 
     @property
     def depth(self) -> int:
@@ -410,7 +422,7 @@ class TreeAggregationMultiEpoch(Mechanism):
     steps: int = parameter(STEPS)
     max_participation: int = parameter(PARTICIPATION, default=1)
     min_separation: int = parameter(SEPARATION, default=0)
-    periodic: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    periodic: bool = _flag_field("periodic")
 
     @property
     def sensitivity_squared(self) -> tuple[int, int]:

@@ -46,7 +46,7 @@ class TestTreeAggregationMultiEpochContract(MechanismContract):
                       max_participation=4, min_separation=15)
     bad_parameters = [dict(steps=-1), dict(steps=1.5), dict(max_participation=-2),
                       dict(min_separation=-1), dict(min_separation=0.5), dict(sigma=NAN),
-                      dict(periodic=1)]
+                      dict(periodic=2), dict(periodic="no")]
 
 
 # ------------------------------------------------------------------ the tree itself
@@ -128,7 +128,7 @@ def test_dp_accounting_stackoverflow_figures(sigma, published):
     arXiv:2103.00039. Our RDP route (D_α = 11α/(2σ²), the improved conversion) and the
     exact Gaussian ε (which it bounds) are both below."""
     m = _mech(sigma=sigma, step_counts=1600)
-    acct = Accountant().compose(m)
+    acct = Accountant(step=1e-3).compose(m)
     rdp_eps = float(acct.epsilon(1e-6, accountant="rdp"))
     want = improved_rdp_epsilon(lambda a: a * 11 / (2 * sigma ** 2), 1e-6)
     assert rdp_eps == pytest.approx(want, rel=1e-6)
@@ -285,7 +285,8 @@ def test_nothing_released_about_the_record_costs_nothing():
     (dict(sigma=1.0, step_counts=[]), r"step_counts must have at least one entry"),
     (dict(sigma=1.0, step_counts="12"), r"step_counts must be an integer or a sequence"),
     (dict(sigma=-1.0, step_counts=10), r"sigma"),
-    (dict(sigma=1.0, step_counts=10, completed=1), r"completed"),
+    (dict(sigma=1.0, step_counts=10, completed="yes"), r"completed must be True or False"),
+    (dict(sigma=1.0, step_counts=10, completed=2), r"completed must be True or False"),
 ])
 def test_bad_input_is_a_clear_error(params, message):
     with pytest.raises((ValueError, TypeError), match=message):
@@ -307,13 +308,13 @@ def test_command_line_reaches_both(capsys):
     got = data["results"]["rdp"]["epsilon"][0]
     assert got == pytest.approx(improved_rdp_epsilon(lambda a: a * 11 / (2 * 1.13 ** 2), 1e-6),
                                 rel=1e-6) and got < 19.74
-    code = main(["delta", "tree_aggregation_multi_epoch", "--sigma", "2", "--steps", "24",
+    code = main(["delta", "tree_aggregation_multi_epoch", "--sigma", "6", "--steps", "24",
                  "--max-participation", "8", "--min-separation", "2", "--epsilon", "1",
-                 "--accountant", "pld", "--json"])
+                 "--accountant", "pld", "--step", "1e-3", "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
     lo, hi = json.loads(out)["results"]["pld"]["interval"][0]
-    exact = float(gaussian_delta(math.sqrt(88) / 2.0, 1.0))
+    exact = float(gaussian_delta(math.sqrt(88) / 6.0, 1.0))
     assert lo <= exact * (1 + 1e-9) and exact <= hi * (1 + 1e-9)
     code = main(["epsilon", "tree_aggregation", "--sigma", "1", "--step-counts", "-3",
                  "--delta", "1e-5"])
@@ -355,9 +356,11 @@ def test_dp_event_bridge_maps_the_tree_event():
     acct = from_dp_event(event, NR.REPLACE_SPECIAL)
     (mech, count), = acct.ledger.mechanisms()
     assert mech.name == "tree_aggregation" and mech.step_counts == (100, 60) and count == 3
-    mu = math.sqrt(3 * 7) / 1.5
-    assert float(acct.curve(PrivacyProfile).epsilon(1e-5)) == pytest.approx(
-        gaussian_epsilon(mu, 1e-5), rel=1e-9)
+    # three uses of depth 7 at σ = 1.5: one Gaussian of μ = √21/1.5, in closed form
+    composed = mech.pair().self_compose(count)
+    assert composed.mu == pytest.approx(math.sqrt(3 * 7) / 1.5, rel=1e-15)
+    assert float(composed.curve(PrivacyProfile).epsilon(1e-5)) == pytest.approx(
+        gaussian_epsilon(math.sqrt(21) / 1.5, 1e-5), rel=1e-9)
     back = to_dp_event(_mech(sigma=1.5, step_counts=(100, 60)))
     assert back == E.SingleEpochTreeAggregationDpEvent(noise_multiplier=1.5, step_counts=[100, 60])
     assert to_dp_event(_mech(sigma=1.5, step_counts=7)).step_counts == 7
@@ -365,5 +368,14 @@ def test_dp_event_bridge_maps_the_tree_event():
         from_dp_event(E.SingleEpochTreeAggregationDpEvent(1.0, 10), "replace_one")
     with pytest.raises(UnsupportedEventError, match="step_counts"):
         from_dp_event(E.SingleEpochTreeAggregationDpEvent(1.0, []))
-    free = from_dp_event(E.SingleEpochTreeAggregationDpEvent(0.0, 10))
-    assert float(free.curve(PrivacyProfile).epsilon(1e-5)) == math.inf
+    (leak, _), = from_dp_event(E.SingleEpochTreeAggregationDpEvent(0.0, 10)).ledger.mechanisms()
+    assert float(leak.curve(PrivacyProfile).epsilon(1e-5)) == math.inf
+
+
+def test_completed_trees_use_the_padded_depth():
+    """The tree-completion variant: T = 1600 padded to 2048 leaves, depth 12 (not 11)."""
+    m = _mech(sigma=2.0, step_counts=(1600, 3), completed=True)
+    assert m.depth == 12 and m.pair().mu == pytest.approx(math.sqrt(12) / 2.0, rel=1e-15)
+    assert _mech(sigma=2.0, step_counts=1024, completed=True).depth == 11
+    assert _mech(sigma=2.0, step_counts=1024, completed=1) == \
+        _mech(sigma=2.0, step_counts=1024, completed=True)
