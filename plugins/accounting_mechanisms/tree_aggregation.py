@@ -1,7 +1,7 @@
 """Tree aggregation for DP-FTRL: Gaussian noise on every node of a binary tree of sums.
 
-DP-FTRL (Kairouz, McMahan, Song, Thakkar, Thakurta, Xu, arXiv:2103.00039, §3 and
-App. D) releases, for a stream of T per-step sums (each record's contribution of ℓ2
+DP-FTRL (Kairouz, McMahan, Song, Thakkar, Thakurta, Xu, arXiv:2103.00039, App. D)
+releases, for a stream of T per-step sums (each record's contribution of ℓ2
 norm ≤ Δ, the ``sensitivity``), every complete dyadic node [j·2^l, (j + 1)·2^l) ⊆ [0, T)
 of the binary tree over the steps, each with independent noise N(0, σ²I). A record
 whose leaves are the steps in a set S changes node v by at most c_v·Δ, c_v = |S ∩ v|.
@@ -33,9 +33,9 @@ D_α = αμ²/2 — the figure dp_accounting's RDP accountant and TF Privacy use
   replaced by a bracket: above, a per-level bound (each level's Σ c_v² maximised on
   its own); below, the best placement found. The pair is then a bracket of two
   Gaussians (``TreeBracketPair``, not exact: upper sides sound, lower sides
-  optimistic), and its label says so. With ``periodic`` the data order is fixed (epochs of
-  ``min_separation`` + 1 steps): only the record's own leaves x, x + s + 1, … are
-  placements, and Σ c_v² is maximised over the offset x (exact, cheap).
+  optimistic), and its label says so. With ``periodic`` the data order is fixed
+  (epochs of ``min_separation`` + 1 steps): only the record's own leaves x, x + s + 1,
+  … are placements, and Σ c_v² is maximised over the offset x (exact, cheap).
 
 Degenerate values: σ = 0 is non-private (ε = ∞, the disjoint pair), unless no step
 touches the record; no steps, no participation or Δ = 0 cost nothing (P = Q); T = 1
@@ -70,7 +70,7 @@ PARTICIPATION = Range(1, 2 ** 20, integer=True, log=True, zero=True)
 #: steps strictly between two occurrences of a record
 SEPARATION = Range(0, 2 ** 40, integer=True)
 #: elementary operations the exact programme may spend (measured ~2e8 per second of
-#: numpy); beyond, the per-level upper bound is used and labelled
+#: numpy); beyond, the worst case is bracketed (the per-level bound above), labelled
 WORK_BUDGET = 2e8
 
 
@@ -95,7 +95,11 @@ def level_bound(steps: int, max_participation: int, min_separation: int) -> int:
     ⌊T/2^l⌋ complete nodes hold at most m = min(k, ⌊(2^l − 1)/(s + 1)⌋ + 1) occurrences
     each and at most k in all, so their Σ c_v² is at most q·m² + r² with q full nodes
     and r left over. The true worst case places one pattern for all levels at once."""
-    t, k, gap = int(steps), int(max_participation), int(min_separation) + 1
+    t = check_count("steps", steps, minimum=0)
+    k = check_count("max_participation", max_participation, minimum=0)
+    gap = check_count("min_separation", min_separation, minimum=0) + 1
+    if _cap(t, k, gap) == 0:
+        return 0
     total, level = 0, 0
     while (1 << level) <= t:
         nodes, m = t >> level, _cap(1 << level, k, gap)
@@ -118,8 +122,10 @@ class _Block:
         self.size, self.value = size, value
 
 
-def _work(a: "_Block | int", b: "_Block | int", k: int, gap: int, s1: int) -> float:
-    ca, cb = (_cap(x if isinstance(x, int) else x.size, k, gap) for x in (a, b))
+def _work(a: int, b: int, k: int, gap: int, s1: int) -> float:
+    """Operations of ``_concat`` on blocks of ``a`` and ``b`` leaves: one (s + 1)³
+    max-plus product per pair of counts."""
+    ca, cb = _cap(a, k, gap), _cap(b, k, gap)
     pairs = sum(min(cb, k - i) for i in range(1, ca + 1))
     return pairs * float(s1) ** 3
 
@@ -162,6 +168,7 @@ def _perfect(half: _Block, k: int, s: int, gap: int) -> _Block:
 
 
 def _programme_work(t: int, k: int, gap: int, s1: int) -> float:
+    """Operations (and memory cells) the programme needs for a tree of ``t`` leaves."""
     work, h = 0.0, 0
     while (2 << h) <= t:
         work += _work(1 << h, 1 << h, k, gap, s1)
