@@ -168,3 +168,6 @@ from test_mechanism_mixture import TestMechanismMixtureContract as _MechanismMix
 from test_poisson_replace_one import (  # noqa: E402
     TestPoissonReplaceOneContract as _PoissonReplaceOne,
     TestTruncatedPoissonContract as _TruncatedPoisson)
+from test_tree_aggregation import (  # noqa: E402
+    TestTreeAggregationContract as _TreeAggregation,
+    TestTreeAggregationMultiEpochContract as _TreeAggregationMultiEpoch)
