@@ -65,12 +65,12 @@ def _mp_delta_power(eps, t, k, e1):
     return total
 
 
-def _mp_sup_over_t(eps, k, e1, grid=400, peaks=6):
+def _mp_sup_over_t(eps, k, e1, grid=400, peaks=3):
     """max over a fine t grid, then golden-section refinement around each of the
     ``peaks`` best local maxima of the grid (δ(RR_t^{⊗k}) has one cusped peak per
     set of positive terms), of δ(RR_t^{⊗k})(ε') at 40 digits: a lower bound of the
     sup over t, found without DDR20's t_m."""
-    with mpmath.workdps(40):
+    with mpmath.workdps(30):
         ts = [mpmath.mpf(eps) * j / grid for j in range(grid + 1)]
         vals = [_mp_delta_power(eps, t, k, e1) for t in ts]
         local = [j for j in range(grid + 1)
@@ -79,7 +79,7 @@ def _mp_sup_over_t(eps, k, e1, grid=400, peaks=6):
         g = (mpmath.sqrt(5) - 1) / 2
         for j in sorted(local, key=lambda i: vals[i], reverse=True)[:peaks]:
             a, b = ts[max(j - 1, 0)], ts[min(j + 1, grid)]
-            for _ in range(60):
+            for _ in range(40):
                 c, d = b - g * (b - a), a + g * (b - a)
                 fc, fd = _mp_delta_power(eps, c, k, e1), _mp_delta_power(eps, d, k, e1)
                 best = max(best, fc, fd)
@@ -148,10 +148,10 @@ class TestPermuteAndFlipContract(MechanismContract):
 
 # -------------------------------------------------------------- one use
 def test_single_use_profile_is_the_sup_over_the_two_point_pairs():
-    """(1 − e^{(ε'−ε)/2})²/(1 − e^{−ε}) against the max over a t grid at 40 digits."""
+    """(1 − e^{(ε'−ε)/2})²/(1 − e^{−ε}) against the max over t at 30 digits."""
     for eps in (0.1, 1.0, 3.0):
         for e1 in (-0.9 * eps, -0.3 * eps, 0.0, 0.5 * eps, 0.95 * eps):
-            want = _mp_sup_over_t(eps, 1, e1, grid=200)
+            want = _mp_sup_over_t(eps, 1, e1, grid=40)
             assert float(br_profile(e1, eps)) == pytest.approx(want, rel=1e-11, abs=1e-300)
 
 
@@ -177,17 +177,17 @@ def test_profile_limits_and_symmetry():
 
 
 # ------------------------------------------------------------ the k-fold profile
-KS = [1, 2, 3, 4, 5, 7, 10, 15, 20, 30, 40, 50]
+KS = [1, 2, 3, 5, 10, 20, 50]
 
 
 @pytest.mark.parametrize("k", KS)
 def test_composed_profile_against_mpmath(k):
     """DDR20's max over m of G_m(t_m) against the sup over t of the exact binomial sum
-    at 40 digits (a fine t grid plus golden refinement): equal to 1e-9."""
+    at 30 digits (a t grid plus golden refinement at its peaks): equal to 1e-9."""
     eps = 0.5
     for e1 in (0.0, 0.3 * k * eps ** 2 + 0.2, 0.5 * math.sqrt(k) * eps):
         up, lo = br_composed_profile(np.array([e1]), eps, k)
-        want = _mp_sup_over_t(eps, k, e1, grid=120)
+        want = _mp_sup_over_t(eps, k, e1, grid=max(40, 2 * k))
         assert lo[0] <= want * (1 + 1e-12) + 1e-300
         assert up[0] >= want * (1 - 1e-12)
         assert float(up[0]) == pytest.approx(want, rel=1e-9, abs=1e-300), (k, e1)
