@@ -23,12 +23,12 @@ below the ε-DP profile (at ε' = 0: tanh(ε/4) against tanh(ε/2)). As the sup 
 profiles it is the profile of one pair (the convex hull of the trade-off functions'
 lower envelope) that dominates every ε-BR mechanism: ``BoundedRangePair`` is that
 pair, and the PLD composition of it is sound for *adaptive* composition (each use,
-given the past, is ε-BR; Zhu, Dong, Wang, arXiv:2106.08567, Thm 10).
+given the past, is ε-BR; Zhu, Dong, Wang, arXiv:2106.08567).
 
 **Non-adaptive composition** (ibid. §5; the k uses are fixed in advance). The worst
 case of k ε-BR mechanisms run as a batch is sup_t δ(RR_t^{⊗k})(ε'): the worst t is
-the same for all k uses (ibid., the non-adaptive optimal composition theorem; checked
-here against every (t_1, t_2, t_3) on a grid in the tests). With I ~ Bin(k, 1 − p_t)
+the same for all k uses (ibid., the non-adaptive optimal composition theorem, Thm 3;
+the tests check it against products of pairs with unequal t). With I ~ Bin(k, 1 − p_t)
 the number of low-loss outcomes (Bin(k, 1 − q_t) under Q), the loss is kt − Iε, and
 
   δ_k(ε') = max_m sup_t G_m(t),   G_m(t) = P_t(I ≤ m) − e^{ε'} Q_t(I ≤ m)
@@ -44,11 +44,12 @@ is *not* sound when the uses are chosen adaptively (ibid. §6 show that adaptivi
 costs strictly more): it is used only for a mechanism declared ``adaptive=False``.
 
 **Rényi and zCDP**: every ε-BR mechanism is (ε²/8)-zCDP (Cesar, Rogers,
-arXiv:2004.07223, Lemma 3.2) and ε-DP, so D_α ≤ min(αε²/8, D_α of ε-DP randomized
-response) — an upper bound (labelled so) that holds for every ε-BR mechanism, i.e.
-for the class, and lies *below* the Rényi curve of the dominating pair above (whose
-profile is the class's worst case pointwise in ε', but not in α): the RDP and zCDP
-accountants compose it, and they are sound under adaptive composition.
+arXiv:2004.07223; by Hoeffding's lemma) and ε-DP, so
+D_α ≤ min(αε²/8, D_α of ε-DP randomized response) — an upper bound (labelled so)
+that holds for every ε-BR mechanism, i.e. for the class, and lies *below* the Rényi
+curve of the dominating pair above (whose profile is the class's worst case pointwise
+in ε', but not in α): the RDP and zCDP accountants compose it, and they are sound
+under adaptive composition.
 
 Degenerate values: ε = 0 is no privacy cost (P = Q).
 """
@@ -120,7 +121,7 @@ def br_profile(eps: "np.ndarray | float", epsilon: float) -> np.ndarray:
 
 def br_composed_profile(eps: "np.ndarray | float", epsilon: float, count: int,
                         chunk: int = 1 << 21) -> tuple[np.ndarray, np.ndarray]:
-    """(upper, lower) of δ_k(ε') = sup_t δ(RR_t^{⊗k})(ε') at each ε' (≥ 0, ≤ ``MAX_EPS``):
+    """(upper, lower) of δ_k(ε') = sup_t δ(RR_t^{⊗k})(ε') at each ε' in [0, ``MAX_EPS``]:
     max over m of G_m(t_m) (module docstring), ± the binomial CDFs' roundoff
     (``ROUNDOFF``). Work: ~2k binomial CDFs per ε', in chunks of ``chunk`` cells."""
     eps = check_array("eps", eps, lo=0.0, hi=MAX_EPS)
@@ -194,7 +195,7 @@ class BoundedRangePair(Pair):
         return Exactness.UPPER
 
     def rho_bound(self, direction):
-        """ε²/8 (Cesar, Rogers, arXiv:2004.07223, Lemma 3.2)."""
+        """ε²/8 (Cesar, Rogers, arXiv:2004.07223; by Hoeffding's lemma)."""
         return self.epsilon ** 2 / 8.0
 
     def _self_compose(self, count):

@@ -168,3 +168,7 @@ from test_mechanism_mixture import TestMechanismMixtureContract as _MechanismMix
 from test_poisson_replace_one import (  # noqa: E402
     TestPoissonReplaceOneContract as _PoissonReplaceOne,
     TestTruncatedPoissonContract as _TruncatedPoisson)
+from test_bounded_range import (  # noqa: E402
+    TestBoundedRangeContract as _BoundedRange,
+    TestExponentialMechanismContract as _ExponentialMechanism,
+    TestPermuteAndFlipContract as _PermuteAndFlip)
