@@ -25,7 +25,8 @@ lower envelope) that dominates every ε-BR mechanism: ``BoundedRangePair`` is th
 pair, and the PLD composition of it is sound for *adaptive* composition (each use,
 given the past, is ε-BR; Zhu, Dong, Wang, arXiv:2106.08567).
 
-**Non-adaptive composition** (ibid. §5; the k uses are fixed in advance). The worst
+**Non-adaptive composition** (ibid. §5; the k uses are fixed in advance: none
+depends on an output of the composition). The worst
 case of k ε-BR mechanisms run as a batch is sup_t δ(RR_t^{⊗k})(ε'): the worst t is
 the same for all k uses (ibid., the non-adaptive optimal composition theorem, Thm 3;
 the tests check it against products of pairs with unequal t). With I ~ Bin(k, 1 − p_t)
