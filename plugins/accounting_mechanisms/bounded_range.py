@@ -69,7 +69,7 @@ from accounting.curves.curve import Exactness
 from accounting.pairs.mechanism import Mechanism, Range, parameter
 from accounting.pairs.pair import Pair, identical_pair
 from accounting.registry.hookspecs import hookimpl
-from accounting.validation import check_array, check_count
+from accounting.validation import check_array, check_count, check_positive
 
 from .approx_dp import _one_sensitivity, approx_dp_pair
 
@@ -101,7 +101,7 @@ def br_masses(epsilon: float, t: "np.ndarray | float") -> tuple[np.ndarray, np.n
     t = np.asarray(t, dtype=float)
     c = -math.expm1(-epsilon)
     p = -np.expm1(t - epsilon) / c
-    p_low = np.exp(-epsilon) * np.expm1(t) / c
+    p_low = np.exp(t - epsilon) * -np.expm1(-t) / c     # e^{−ε}(e^t − 1), no overflow
     q = np.exp(-t) * p
     q_low = -np.expm1(-t) / c
     return p, p_low, q, q_low
@@ -126,6 +126,7 @@ def br_composed_profile(eps: "np.ndarray | float", epsilon: float, count: int,
     max over m of G_m(t_m) (module docstring), ± the binomial CDFs' roundoff
     (``ROUNDOFF``). Work: ~2k binomial CDFs per ε', in chunks of ``chunk`` cells."""
     eps = check_array("eps", eps, lo=0.0, hi=MAX_EPS)
+    epsilon = check_positive("epsilon", epsilon)
     k = check_count("count", count)
     flat = eps.ravel()
     up = np.zeros(flat.size)

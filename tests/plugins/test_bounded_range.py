@@ -398,3 +398,13 @@ def test_command_line_bad_input(capsys, argv, message):
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and len(err.splitlines()) == 1, (code, out, err)
     assert message in err
+
+
+def test_large_epsilon_stays_finite():
+    """ε far beyond e^{ε} overflow: the masses are computed without it (no NaN)."""
+    up, lo = br_composed_profile(np.array([0.0, 100.0, 699.0]), 800.0, 3)
+    assert np.all(np.isfinite(up)) and np.all((0.0 <= lo) & (lo <= up) & (up <= 1.0))
+    # one use: (1 − e^{(ε'−ε)/2})²/(1 − e^{−ε}) ≈ 1 − 2e^{−400} at ε' = 0
+    assert float(br_profile(0.0, 800.0)) == 1.0
+    pair = br.batch_pair(800.0, 2)
+    assert pair is None or np.all(np.isfinite(pair.profile(np.array([0.0, 10.0]))))
