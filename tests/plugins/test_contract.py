@@ -171,3 +171,7 @@ from test_poisson_replace_one import (  # noqa: E402
 from test_tree_aggregation import (  # noqa: E402
     TestTreeAggregationContract as _TreeAggregation,
     TestTreeAggregationMultiEpochContract as _TreeAggregationMultiEpoch)
+from test_bounded_range import (  # noqa: E402
+    TestBoundedRangeContract as _BoundedRange,
+    TestExponentialMechanismContract as _ExponentialMechanism,
+    TestPermuteAndFlipContract as _PermuteAndFlip)
