@@ -113,3 +113,14 @@ def test_a_law_of_atoms_only_needs_no_remainder():
         assert np.all(pld.delta(eps, d) >= exact - 1e-15)
         assert np.all(pld.delta(eps, d, "lower") <= exact + 1e-15)
         assert np.max(pld.delta(eps, d) - pld.delta(eps, d, "lower")) < STEP
+
+
+def test_atoms_whose_mass_underflows_on_one_side_are_consistent():
+    """Laplace Δ/b = 877: ½e^{−877} underflows to 0 on both sides, which is no
+    disagreement; the PLD is then refused for its loss range, as documented."""
+    import accounting
+    pair = accounting.mechanism("laplace", b=5.28099307663388, sensitivity=4631.090213649118).pair()
+    split = AtomSplit(pair.loss_atoms(Direction.FORWARD), pair.loss_atoms(Direction.BACKWARD))
+    assert split.scale == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="cannot be discretised"):
+        pair.curve(PLD, step=STEP)

@@ -45,6 +45,8 @@ DeltaFn = Callable[[np.ndarray, Direction], np.ndarray]
 
 #: an atom within this many ulps of a grid point sits on it
 _ON_GRID_ULPS = 64
+#: log of a mass that underflows float64 (a declared 0 may stand for it)
+_UNDERFLOW = -700.0
 #: relative disagreement allowed between the declared backward atoms and the forward
 #: ones reversed (roundoff of e^{−l})
 _CONSISTENT = 1e-9
@@ -125,13 +127,21 @@ class AtomSplit:
     label: str = "pair"
 
     def __attrs_post_init__(self) -> None:
+        """The backward atoms must be the forward ones reversed: losses −l, masses
+        m·e^{−l}, compared in log space (a mass may underflow on one side only)."""
         (lf, mf), (lb, mb) = self.forward, self.backward
-        keep = mf > 0
-        want_l, want_m = -lf[keep][::-1], (mf * np.exp(-lf))[keep][::-1]
-        have = mb > 0
-        if (have.sum() != want_l.size
-                or not np.allclose(lb[have], want_l, rtol=_CONSISTENT, atol=0)
-                or not np.allclose(mb[have], want_m, rtol=_CONSISTENT, atol=0)):
+        rev_l, rev_m = -lf[::-1], mf[::-1]
+        ok = lb.shape == lf.shape and np.allclose(lb, rev_l, rtol=_CONSISTENT, atol=0)
+        if ok:
+            with np.errstate(divide="ignore"):
+                log_b, want = np.log(mb), np.log(rev_m) + rev_l
+            both = np.isfinite(log_b) & np.isfinite(want)
+            tol = _CONSISTENT * np.maximum(1.0, np.abs(rev_l))
+            # one side 0: the mass the other implies for it must underflow
+            implied = np.where(np.isfinite(log_b), log_b - rev_l, want)
+            ok = (np.all(np.abs(log_b - want)[both] <= tol[both])
+                  and np.all(implied[~both] < _UNDERFLOW))
+        if not ok:
             raise ValueError(f"{self.label}: loss_atoms('backward') must be the forward atoms "
                              f"reversed (losses −l, masses m·e^(−l)); got forward "
                              f"{lf.tolist()} / {mf.tolist()}, backward {lb.tolist()} / "
