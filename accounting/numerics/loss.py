@@ -23,6 +23,7 @@ the composed law lies in [δ_pmf − slack, δ_pmf] for an optimistic PMF.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Optional
 
@@ -401,10 +402,12 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
     est = np.zeros(size)
     fold = np.zeros(size)                      # bound on the mass folded in, at s
     best_sel = np.full(size, np.inf)           # log of both bounds together
+    prepared = _prepare(items, dtype)
+    on_circle = window % n
     for i in tilts:
         theta = float(cgf.thetas[i])
-        circ, e2, log_m, eta = _circular_compose(items, n, theta, dtype)
-        raw = circ[window % n]
+        circ, e2, log_m, eta = _circular_compose(items, n, theta, dtype, prepared)
+        raw = circ[on_circle]
         log_scale = log_f + log_m - theta * s   # untilting factor F·e^{K(θ)−θs}
         # tilted mass outside the window (folded in by the circle): the optimistic
         # side must allow for it; the untilting's own rounding: 8u(1 + |log|) relative
@@ -526,6 +529,20 @@ def _settle_up(masses: np.ndarray, inf: float, target: float,
     return masses, inf, left
 
 
+def _blocked(p: LossPMF, theta_max: float):
+    """A grid law's masses as a (blocks × B) matrix, the loss at each block's start and
+    the offsets t·step within a block, for ``_SummedCGF._evaluate``; None when blocks
+    of 16 points would already overflow e^{θ·t·step} at |θ| = ``theta_max``."""
+    width = min(128, int(600.0 / (theta_max * p.step)))
+    if width < 16 or p.masses.size < 4 * width:
+        return None
+    nb = -(-p.masses.size // width)
+    mat = np.zeros(nb * width)
+    mat[:p.masses.size] = p.masses
+    l0 = (p.offset + width * np.arange(nb)) * p.step
+    return mat.reshape(nb, width), l0, np.arange(width) * p.step
+
+
 class _SummedCGF:
     """K(θ) = Σ c_i K_i(θ) of the normalised finite parts, K_i(θ) = log Σ_j p_ij e^{θ l_ij}
     − log Σ_j p_ij, evaluated once (in log space) on a fixed grid of θ: every Chernoff
@@ -557,7 +574,10 @@ class _SummedCGF:
                 m, lo_l, hi_l = m[nz], lo_l[nz], hi_l[nz]
             else:
                 lo_l = hi_l = l
-            laws.append((np.log(m), lo_l, hi_l, c, logm))
+            dense = None
+            if width == 1 and p.step is not None:
+                dense = _blocked(p, float(np.max(np.abs(thetas))))
+            laws.append((np.log(m), lo_l, hi_l, c, logm, dense))
         self._laws = laws
         self._set(thetas, *self._evaluate(laws, thetas))
         # the same products as the window's ends, so equal indices compare equal
@@ -605,10 +625,33 @@ class _SummedCGF:
     @staticmethod
     def _evaluate(laws, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Σ c·K_i(θ) at ``thetas`` with each bin's mass at its top loss (right) and at
-        its bottom loss (left); unbinned, both are the atoms and one pass serves."""
+        its bottom loss (left); unbinned, both are the atoms and one pass serves.
+
+        A law on a grid is summed by blocks of B grid points: Σ_j p_j e^{θ l_j} =
+        Σ_b e^{θ l_b} Σ_t p_{b,t} r_θ^t with r_θ^t = e^{θ·t·step} (t < B), one matrix
+        product for all θ and blocks, then a log-sum-exp over the blocks — B times
+        fewer exponentials than atom by atom. B is chosen so that e^{|θ|·B·step}
+        stays below e^{600} (no overflow); the sums are of non-negative terms, so
+        their rounding is relative (≤ B·u), as in the atom-by-atom sum."""
         right = np.zeros(thetas.size)
         left = np.zeros(thetas.size)
-        for logp, lo_l, hi_l, c, logm in laws:
+        for logp, lo_l, hi_l, c, logm, dense in laws:
+            if dense is not None:
+                mat, l0, t = dense
+                with np.errstate(divide="ignore", under="ignore"):
+                    r = np.exp(thetas[:, None] * t[None, :])
+                    logs = np.log(mat @ r.T) + l0[:, None] * thetas[None, :]
+                top = logs.max(axis=0)
+                val = c * (top + np.log(np.exp(logs - top).sum(axis=0)) - logm)
+                # rounding of the sums, the exponentials and θ·l (all relative to the
+                # total, which is a sum of non-negative terms), moved to each side's
+                # safe side: right bounds K above for θ > 0, left for θ < 0
+                eta = 2.02 * _U * c * (t.size + l0.size + 8 + np.abs(thetas) * (
+                    abs(l0[0]) + abs(l0[-1]) + t[-1]))
+                sign = np.where(thetas > 0, 1.0, -1.0)
+                right += val + sign * eta
+                left += val - sign * eta
+                continue
             for arrs, ls in (((right, left), lo_l),) if lo_l is hi_l else \
                     (((right,), hi_l), ((left,), lo_l)):
                 for j in range(0, thetas.size, 8):   # chunks keep θ × atoms small
@@ -719,7 +762,22 @@ class _SummedCGF:
         return sorted(chosen)
 
 
-def _circular_compose(items, n: int, theta: float, dtype) -> tuple[np.ndarray, float, float, float]:
+def _prepare(items, dtype) -> list:
+    """What ``_circular_compose`` needs of each law at every θ, computed once: log
+    masses and losses in ``dtype``, log of the total mass, (max |loss|, log₂(size + 1))
+    for the rounding bound, and the circle index of the first atom (before mod n)."""
+    out = []
+    for p, _ in items:
+        with np.errstate(divide="ignore"):
+            logp = np.log(p.masses.astype(dtype))
+        out.append((logp, p.losses.astype(dtype), math.log(float(p.masses.sum())),
+                    (float(np.abs(p.losses).max()), math.log2(p.masses.size + 1)),
+                    int(p.offset)))
+    return out
+
+
+def _circular_compose(items, n: int, theta: float, dtype,
+                      prepared: Optional[list] = None) -> tuple[np.ndarray, float, float, float]:
     """The θ-tilted, normalised sum on a circle of n points.
 
     Returns (circle, E, K(θ), η): every entry is within E of the circular composition
@@ -737,28 +795,32 @@ def _circular_compose(items, n: int, theta: float, dtype) -> tuple[np.ndarray, f
     d = np.zeros(half)                            # Σ c log1p(γ/|z|)
     log_hi = np.zeros(half)                       # Σ c log(|z| + γ)
     u_terms = np.zeros(half)
-    u_in = float(np.finfo(dtype).eps) / 2
+    u_in = _eps(dtype) / 2
     log_m = 0.0
     eta = 0.0
     remaining = sum(c for _, c in items)
     dropped, dropped_log = 0, -np.inf             # frequencies let go, their bound
-    for p, c in items:
-        keep = p.masses > 0
-        with np.errstate(divide="ignore"):
-            x = np.log(p.masses.astype(dtype)) + dtype(theta) * p.losses.astype(dtype)
-        top = x[keep].max()
+    if prepared is None:
+        prepared = _prepare(items, dtype)
+    for (logp, losses, log_total, size_term, start), (p, c) in zip(prepared, items):
+        x = logp + dtype(theta) * losses
+        top = x.max()        # (zero masses are −∞ here and never the max)
         w = np.exp(x - top)
         tot = w.sum()
         w = w / tot
-        log_m += c * (float(top + np.log(tot)) - math.log(float(p.masses.sum())))
-        eta += c * 8.0 * u_in * (2.0 + abs(theta) * float(np.abs(p.losses).max())
-                                 + math.log2(p.masses.size + 1))
-        idx = (p.offset + np.arange(p.masses.size)) % n
-        if dtype is np.float64:
-            folded = np.bincount(idx, weights=w, minlength=n)
+        log_m += c * (float(top + np.log(tot)) - log_total)
+        eta += c * 8.0 * u_in * (2.0 + abs(theta) * size_term[0] + size_term[1])
+        start %= n
+        if start + w.size <= n:   # no wrap-around: a slice, not a bincount
+            folded = np.zeros(n, dtype=w.dtype)
+            folded[start:start + w.size] = w
         else:
-            folded = _bincount_ld(idx, w, n)
-        spec = scipy.fft.rfft(folded)
+            idx = (start + np.arange(w.size)) % n
+            if dtype is np.float64:
+                folded = np.bincount(idx, weights=w, minlength=n)
+            else:
+                folded = _bincount_ld(idx, w, n)
+        spec = scipy.fft.rfft(folded, overwrite_x=True)
         if active.size < half:
             spec = spec[active]
         mag = np.abs(spec)
@@ -822,7 +884,13 @@ def _gamma(n: int, dtype=np.float64) -> float:
     Stability of Numerical Algorithms, 2nd ed., Thm 24.2, constants rounded up); we
     use it coefficient-wise, |Δz_f| ≤ γ‖x‖₁, each output being log₂ n butterfly
     stages over the inputs."""
-    return 5.0 * np.log2(max(n, 2)) * float(np.finfo(dtype).eps) / 2
+    return 5.0 * math.log2(max(n, 2)) * _eps(dtype) / 2
+
+
+@functools.lru_cache(maxsize=None)
+def _eps(dtype) -> float:
+    """Machine epsilon of ``dtype`` (``np.finfo`` is slow to build for long double)."""
+    return float(np.finfo(dtype).eps)
 
 
 def _norm(a: np.ndarray) -> float:
