@@ -828,17 +828,14 @@ def _circular_compose(items, n: int, theta: float, dtype,
             lm = np.log(mag)
             dd = c * np.log1p(gamma / mag.astype(float))
         pos = mag > 0
-        log_mag += c * lm
-        phase += c * np.where(pos, np.angle(spec), 0.0)
-        d += dd
         # log(|z| + γ) = log|z| + log1p(γ/|z|), or log γ where z = 0
         with np.errstate(invalid="ignore"):     # −∞ + ∞ where z = 0, replaced
-            log_hi += np.where(pos, c * lm.astype(float) + dd, c * math.log(gamma))
-        u_terms += c * 4.0 * u_in * (np.pi + np.minimum(np.abs(lm.astype(float)), 1e300))
+            log_hi = log_hi + np.where(pos, c * lm.astype(float) + dd, c * math.log(gamma))
         # A frequency whose Π(|z|+γ)^c is below e^{−700} already, and can grow only by
         # (1 + γ) a remaining use (|z| ≤ 1), is let go: Z and its error there are
         # smaller than that bound, which is booked (long compositions keep only the
-        # low frequencies, so the later laws cost one FFT and little else).
+        # low frequencies, so the later laws cost one FFT and little else). It is let
+        # go before its phase is taken (the arctangent is the dearest step here).
         remaining -= c
         bound = log_hi + remaining * math.log1p(2.0 * gamma)   # |z| ≤ 1 + γ computed
         low = bound < -700.0
@@ -848,6 +845,11 @@ def _circular_compose(items, n: int, theta: float, dtype,
             sel = ~low
             active, log_mag, phase, d, log_hi, u_terms = (
                 active[sel], log_mag[sel], phase[sel], d[sel], log_hi[sel], u_terms[sel])
+            spec, lm, dd, pos = spec[sel], lm[sel], dd[sel], pos[sel]
+        log_mag += c * lm
+        phase += c * np.where(pos, np.angle(spec), 0.0)
+        d += dd
+        u_terms += c * 4.0 * u_in * (np.pi + np.minimum(np.abs(lm.astype(float)), 1e300))
     z = np.zeros(half, dtype=np.complex128)
     z[active] = (np.exp(log_mag) * np.exp(1j * phase)).astype(np.complex128)
     circ = scipy.fft.irfft(z, n)
