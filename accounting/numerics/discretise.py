@@ -407,10 +407,15 @@ def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
     cand = np.arange(xs.size)
     margin = 32
     while True:
+        # positions (in cand) to test: all at first; then only the neighbours of what
+        # the last pass dropped — no other point's neighbours changed, so no other
+        # test can come out differently (the drops are those of a full pass)
+        test = np.arange(1, cand.size - 1)
         for _ in range(8):
             if cand.size < 3:
                 return cand
-            a, b, c = cand[:-2], cand[1:-1], cand[2:]
+            b = cand[test]
+            a, c = cand[test - 1], cand[test + 1]
             left = lf[c]
             ya = np.where(left, yt[a], yd[a])
             yb = np.where(left, yt[b], yd[b])
@@ -419,9 +424,14 @@ def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
                 above = (yb - ya) * (xs[c] - xs[a]) >= (yc - ya) * (xs[b] - xs[a])
             if not above.any():
                 return cand
-            drop = 1 + np.flatnonzero(above)
+            drop = test[above]
             gone = cand[drop]
             cand = np.delete(cand, drop)
+            after = drop - np.arange(drop.size)     # new position of the point after each
+            test = np.unique(np.concatenate([after - 1, after]))
+            test = test[(test >= 1) & (test <= cand.size - 2)]
+            if test.size == 0:
+                return cand
         i0 = max(int(np.searchsorted(cand, gone.min())) - margin, 0)
         i1 = min(int(np.searchsorted(cand, gone.max())) + margin, cand.size)
         cand = np.concatenate([cand[:i0], _chain(cand[i0:i1], xs, yd, yt, lf), cand[i1:]])
