@@ -113,6 +113,23 @@ def _masses(v: np.ndarray, step: float, anchor: float) -> np.ndarray:
     return m
 
 
+def _masses_at(v: np.ndarray, at: np.ndarray, step: float) -> np.ndarray:
+    """``_masses(v, step, 0.0)`` at the sorted indices ``at`` only, by the same
+    arithmetic (the stencil is local)."""
+    em1 = np.expm1(step)
+    e = np.exp(step)
+    n = v.size
+    out = np.empty(at.size)
+    mid = (at > 0) & (at < n - 1)
+    i = at[mid]
+    out[mid] = ((v[i + 1] - v[i]) - e * (v[i] - v[i - 1])) / em1
+    if at.size and at[0] == 0:
+        out[0] = (0.0 - v[0]) + (v[1] - v[0]) / em1
+    if at.size and at[-1] == n - 1:
+        out[-1] = -e * (v[n - 1] - v[n - 2]) / em1
+    return out
+
+
 def _profile_masses(indices: np.ndarray, step: float, d: np.ndarray,
                     dt: np.ndarray) -> np.ndarray:
     left = indices * step < 0
@@ -296,11 +313,25 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
         tol = 1e-12 * (np.abs(base) + np.abs(lowered)) + 1e-300
         return m, m < -tol
 
+    # local passes: a pass changes λ only where a mass is negative, and a mass depends
+    # on λ at its own point and its two neighbours, so only those are recomputed (the
+    # same values a full recomputation gives)
+    lowered = _masses(lam, step, 0.0)
+    m = base - lowered
+    tol = 1e-12 * (np.abs(base) + np.abs(lowered)) + 1e-300
+    bad = m < -tol
     for _ in range(max_passes):
-        m, bad = negative(lam)
-        if not bad.any():
+        at = np.flatnonzero(bad)
+        if at.size == 0:
             break
-        lam = lam + np.where(bad, -m / gain, 0.0)
+        lam = lam.copy()
+        lam[at] = lam[at] + (-m[at] / gain[at])
+        near = np.unique(np.concatenate([at - 1, at, at + 1]))
+        near = near[(near >= 0) & (near < n)]
+        lowered[near] = _masses_at(lam, near, step)
+        m[near] = base[near] - lowered[near]
+        tol[near] = 1e-12 * (np.abs(base[near]) + np.abs(lowered[near])) + 1e-300
+        bad[near] = m[near] < -tol[near]
     # Keep it a profile, then convex: what the local passes leave is a wave running
     # into a tail (the end constraints make kinks there), which the hull removes; the
     # hull only lowers points, and a hull of non-negative points stays non-negative.
@@ -406,11 +437,11 @@ def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
     """
     cand = np.arange(xs.size)
     margin = 32
+    # positions (in cand) to test: all at first; then only the points whose neighbours
+    # changed (next to a drop, or at the ends of a chained span) — no other test can
+    # come out differently, so the drops are exactly those of full passes
+    test = np.arange(1, cand.size - 1)
     while True:
-        # positions (in cand) to test: all at first; then only the neighbours of what
-        # the last pass dropped — no other point's neighbours changed, so no other
-        # test can come out differently (the drops are those of a full pass)
-        test = np.arange(1, cand.size - 1)
         for _ in range(8):
             if cand.size < 3:
                 return cand
@@ -434,7 +465,10 @@ def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
                 return cand
         i0 = max(int(np.searchsorted(cand, gone.min())) - margin, 0)
         i1 = min(int(np.searchsorted(cand, gone.max())) + margin, cand.size)
-        cand = np.concatenate([cand[:i0], _chain(cand[i0:i1], xs, yd, yt, lf), cand[i1:]])
+        chained = _chain(cand[i0:i1], xs, yd, yt, lf)
+        cand = np.concatenate([cand[:i0], chained, cand[i1:]])
+        ends = np.array([i0 - 1, i0, i0 + chained.size - 1, i0 + chained.size])
+        test = np.unique(ends[(ends >= 1) & (ends <= cand.size - 2)])
         margin *= 4
 
 
