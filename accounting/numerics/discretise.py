@@ -291,10 +291,24 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
         (dm, dtm), (dp, dtp), eta = near
         near_d, near_t = (dm, dp, eta), (dtm, dtp, eta)
     x = np.exp(indices * step)
-    gaps_t, (a1_t, a2_t) = _gaps(dt, step, x, inf_floor, True, near_t)
-    gaps_d, (a1_d, a2_d) = _gaps(d, step, x, inf_floor, False, near_d)
-    gaps = np.where(left[:-1], gaps_t, gaps_d)
-    ends = (np.where(left[:-1], a1_t, a1_d), np.where(left[:-1], a2_t, a2_d))
+    if near is not None:
+        # each interval's gap from its own representation only (δ̃ left of ε = 0, δ
+        # right): with near-tangent supports an interval's lines use its two ends only,
+        # so each representation is worked out on its own intervals
+        k = int(np.count_nonzero(left[:-1]))      # left is a prefix: intervals [0, k)
+        parts = []
+        for v, nv, lo, hi, tilde in ((dt, near_t, 0, k, True), (d, near_d, k, n - 1, False)):
+            if hi > lo:
+                sl = slice(lo, hi + 1)
+                parts.append(_gaps(v[sl], step, x[sl], inf_floor, tilde,
+                                   (nv[0][sl], nv[1][sl], nv[2])))
+        gaps = np.concatenate([p[0] for p in parts])
+        ends = (np.concatenate([p[1][0] for p in parts]), np.concatenate([p[1][1] for p in parts]))
+    else:
+        gaps_t, (a1_t, a2_t) = _gaps(dt, step, x, inf_floor, True, near_t)
+        gaps_d, (a1_d, a2_d) = _gaps(d, step, x, inf_floor, False, near_d)
+        gaps = np.where(left[:-1], gaps_t, gaps_d)
+        ends = (np.where(left[:-1], a1_t, a1_d), np.where(left[:-1], a2_t, a2_d))
     lam = np.empty(n)
     lam[1:-1] = np.maximum(gaps[:-1], gaps[1:])
     lam[0] = max(gaps[0], dt[0])            # g_0 ≤ 1 − x_0, i.e. δ̃_0 − λ_0 ≤ 0

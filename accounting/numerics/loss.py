@@ -404,6 +404,9 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
     best_sel = np.full(size, np.inf)           # log of both bounds together
     prepared = _prepare(items, dtype)
     on_circle = window % n
+    # where the fold bounds are read, the same for every θ
+    above = cgf.tail_index((window + n - 0.5) * step, True)
+    below = cgf.tail_index((window - n + 0.5) * step, False)
     for i in tilts:
         theta = float(cgf.thetas[i])
         circ, e2, log_m, eta = _circular_compose(items, n, theta, dtype, prepared)
@@ -416,8 +419,7 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
         # s − n·step (lattice points; half a step inside to be safe from rounding),
         # far less than the whole mass outside the window where s is far from the end
         # the fold comes from (Chernoff, ``_SummedCGF.tails``)
-        w = (cgf.tails(i, (window + n - 0.5) * step, True)
-             + cgf.tails(i, (window - n + 0.5) * step, False))
+        w = cgf.tails_at(i, above, True) + cgf.tails_at(i, below, False)
         rel = eta + 8.0 * _U * (1.0 + np.abs(log_scale))
         # (the bounds compared in log space; the values scaled linearly: a scale
         # that overflows is never kept, since θ = 0, always composed, has one ≤ 1
@@ -681,18 +683,18 @@ class _SummedCGF:
         """``tail`` at many cuts at once: each cut gets the bound at the nearest of 257
         evenly spaced cuts on its safe side (below it for an upper tail, above for a
         lower one; both tails are monotone in the cut), so the cost does not grow with
-        the number of cuts."""
+        the number of cuts. (``tail_index`` and ``tails_at`` split the work: the index
+        depends on the cuts only and serves every θ.)"""
+        return self.tails_at(i, self.tail_index(cuts, upper), upper)
+
+    @staticmethod
+    def tail_index(cuts: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The 257 evenly spaced cuts g and, per cut, the index of the nearest g on its
+        safe side (see ``tails``)."""
         cuts = np.asarray(cuts, dtype=float)
-        other = slice(i + 1, None) if upper else slice(0, i)
-        dt = self.thetas[other] - self.thetas[i]
-        if dt.size == 0 or cuts.size == 0:
-            return np.ones(cuts.shape)
+        if cuts.size == 0:
+            return np.zeros(0), np.zeros(0, dtype=np.intp)
         g = np.linspace(cuts.min(), cuts.max(), 257)
-        with np.errstate(over="ignore"):
-            expo = np.min((self.k[other] - self.k_low[i])[:, None] - dt[:, None] * g[None, :],
-                          axis=0)
-            vals = np.exp(np.minimum(expo, 0.0))
-        vals = np.where(g >= self.s_max if upper else g <= self.s_min, 0.0, vals)
         # the grid index on the safe side, by arithmetic (a search costs more), then
         # corrected by one where rounding put it on the wrong side
         dg = (g[-1] - g[0]) / (g.size - 1) if g[-1] > g[0] else 1.0
@@ -702,6 +704,20 @@ class _SummedCGF:
         else:
             j = np.where(g[j] < cuts, np.minimum(j + 1, g.size - 1), j)
             j = np.where((j > 0) & (g[np.maximum(j - 1, 0)] >= cuts), j - 1, j)
+        return g, j
+
+    def tails_at(self, i: int, index: tuple[np.ndarray, np.ndarray], upper: bool) -> np.ndarray:
+        """``tails`` of the i-th grid θ at the cuts indexed by ``tail_index``."""
+        g, j = index
+        other = slice(i + 1, None) if upper else slice(0, i)
+        dt = self.thetas[other] - self.thetas[i]
+        if dt.size == 0 or j.size == 0:
+            return np.ones(j.shape)
+        with np.errstate(over="ignore"):
+            expo = np.min((self.k[other] - self.k_low[i])[:, None] - dt[:, None] * g[None, :],
+                          axis=0)
+            vals = np.exp(np.minimum(expo, 0.0))
+        vals = np.where(g >= self.s_max if upper else g <= self.s_min, 0.0, vals)
         return vals[j]
 
     def outside(self, i: int, lo: float, hi: float) -> float:
@@ -740,7 +756,7 @@ class _SummedCGF:
         where the Q-masses p·e^{−l} of the trade-off live)."""
         s = np.linspace(lo, hi, 400)
         expo = self.k[:, None] - self.thetas[:, None] * s[None, :]
-        best = (self.k[:, None] - self.thetas[:, None] * s[None, :]).min(axis=0)
+        best = expo.min(axis=0)
         chosen = [self.zero]
         reach = 400 // (2 * _MAX_TILTS)
         while len(chosen) < _MAX_TILTS:
