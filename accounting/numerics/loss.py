@@ -59,6 +59,12 @@ def check_grid_points(n: int, step: float, what: str = "the PLD", option: str = 
 _TRUNCATION = 1e-40
 
 
+def _fsum(a: np.ndarray) -> float:
+    """``math.fsum`` of an array (correctly rounded), fed a list: iterating the array
+    would box every element as a NumPy scalar, which doubles the time."""
+    return math.fsum(np.asarray(a, dtype=float).tolist())
+
+
 def _as_masses(a: np.ndarray) -> np.ndarray:
     a = np.asarray(a, dtype=float)
     a.setflags(write=False)
@@ -249,7 +255,7 @@ class LossPMF:
         shifts the start of the trade-off curve by 1e-13 in α, where the curve's slope
         is the largest likelihood ratio (e^{22} for 100 Gaussians of σ = 2): β was
         3e-4 too large at α = 3e-12."""
-        lost = (1.0 - self.inf_mass) - math.fsum(self.masses)
+        lost = (1.0 - self.inf_mass) - _fsum(self.masses)
         if lost <= 0.0:
             return self
         if self.masses.size == 0:
@@ -268,7 +274,7 @@ class LossPMF:
         the bottom.
         """
         p = self.masses
-        lead = (1.0 - self.inf_mass) - math.fsum(p)
+        lead = (1.0 - self.inf_mass) - _fsum(p)
         return np.concatenate([lead + np.concatenate([[0.0], np.cumsum(p)]), [1.0]])
 
     def tradeoff_slopes(self) -> np.ndarray:
@@ -460,7 +466,7 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
         # (no sum needed when the total was settled to a target of at most one: what
         # rounding in the settling leaves above it is ~n·u, harmless and pessimistic)
         settled = left == 0.0 and target <= 1.0
-        over = -1.0 if settled else math.fsum(masses) + inf - 1.0
+        over = -1.0 if settled else _fsum(masses) + inf - 1.0
         if over > 0:
             c = np.cumsum(masses)
             masses = masses - np.minimum(masses, np.maximum(over - (c - masses), 0.0))
@@ -479,11 +485,11 @@ def _direct_pair(a: LossPMF, b: LossPMF, inf: float, slack: float, sup: Optional
     raw = np.convolve(a.masses, b.masses)
     rel = 1.01 * (min(a.masses.size, b.masses.size) + 1) * _U
     if pessimistic:
-        target = math.fsum(a.masses) * math.fsum(b.masses) + inf
+        target = _fsum(a.masses) * _fsum(b.masses) + inf
         masses, inf, _ = _settle_up(raw * (1.0 + rel), inf, target)
     else:
         masses = raw * (1.0 - rel)
-    roundoff = a.roundoff + b.roundoff + 2.0 * rel * math.fsum(raw)
+    roundoff = a.roundoff + b.roundoff + 2.0 * rel * _fsum(raw)
     return _truncate(a.step, a.offset + b.offset, masses, inf, slack, pessimistic, sup_loss=sup,
                      roundoff=roundoff)
 
@@ -514,7 +520,7 @@ def _settle_up(masses: np.ndarray, inf: float, target: float,
     of the lowest losses (the trade-off near α = 0) from being cut. Returns (masses,
     inf, the excess left in place).
     """
-    total = math.fsum(masses) + inf
+    total = _fsum(masses) + inf
     excess = total - target
     left = max(excess, 0.0)
     if excess < 0:
