@@ -652,10 +652,11 @@ class _SummedCGF:
                 top = logs.max(axis=0)
                 val = c * (top + np.log(np.exp(logs - top).sum(axis=0)) - logm)
                 # rounding of the sums, the exponentials and θ·l (all relative to the
-                # total, which is a sum of non-negative terms), moved to each side's
-                # safe side: right bounds K above for θ > 0, left for θ < 0
+                # total, which is a sum of non-negative terms), and of the log and the
+                # products with c (relative to the value), moved to each side's safe
+                # side: right bounds K above for θ > 0, left for θ < 0
                 eta = 2.02 * _U * c * (t.size + l0.size + 8 + np.abs(thetas) * (
-                    abs(l0[0]) + abs(l0[-1]) + t[-1]))
+                    abs(l0[0]) + abs(l0[-1]) + t[-1])) + 4.0 * _U * np.abs(val)
                 sign = np.where(thetas > 0, 1.0, -1.0)
                 right += val + sign * eta
                 left += val - sign * eta
