@@ -49,9 +49,12 @@ def _checked(fn, what: str, pair):
 
 
 def _profile(pair, **options: Any) -> PrivacyProfile:
-    return PrivacyProfile(FunctionSide(_checked(pair._profile, "_profile", pair)),
-                          FunctionSide(_checked(pair._profile_lower, "_profile_lower", pair)),
-                          provenance=_exact(f"{pair.describe()} profile"))
+    upper = FunctionSide(_checked(pair._profile, "_profile", pair))
+    # an exact pair's lower profile is its profile (``Pair``'s contract): one side
+    # serves both, so a PLD evaluates it on the grid once
+    lower = upper if pair.exact else FunctionSide(
+        _checked(pair._profile_lower, "_profile_lower", pair))
+    return PrivacyProfile(upper, lower, provenance=_exact(f"{pair.describe()} profile"))
 
 
 def _non_private(pair) -> bool:
