@@ -91,9 +91,10 @@ def _pld_with_atoms(pair, step=None, tail=None, lower: bool = True) -> PLD:
                       label=pair.describe()).on(step)
     rest = None
     if split.scale > 0:
-        delta = split.remainder(_checked(pair._profile, "_profile", pair))
-        rest = profile_to_pld(PrivacyProfile(FunctionSide(delta), FunctionSide(delta)),
-                              step=step, tail=tail, lower=lower)
+        # one side for both: the pair is exact, and profile_to_pld then evaluates the
+        # remainder's grid values once
+        side = FunctionSide(split.remainder(_checked(pair._profile, "_profile", pair)))
+        rest = profile_to_pld(PrivacyProfile(side, side), step=step, tail=tail, lower=lower)
 
     def side(bound, pessimistic):
         return tuple(split.recombine(rest.law(d, bound) if rest is not None else None,
