@@ -69,10 +69,13 @@ def check_options(where: str, options: Mapping[str, Any]) -> dict:
 
 # ------------------------------------------------------------------ profile → PLD
 def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
-                       ranges: Optional[dict] = None):
-    """(forward, backward) PMFs from a two-directional profile function."""
+                       ranges: Optional[dict] = None, grids: Optional[dict] = None):
+    """(forward, backward) PMFs from a two-directional profile function, the support
+    ranges, and the grid values per direction (``grids``: values already computed for
+    this very ``delta``, reused instead of evaluated again)."""
     if ranges is None:
         ranges = {d: profile_support(lambda e, d=d: delta(e, d), tail, step / 4) for d in (_FWD, _BWD)}
+    grids = {} if grids is None else grids
     laws = []
     for d in (_FWD, _BWD):
         rev = d.reverse()
@@ -83,7 +86,9 @@ def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
             laws.append(LossPMF.on_grid(step, 0, np.zeros(1), inf_mass=floor))
             continue
         fd, fr = (lambda e: delta(e, d)), (lambda e: delta(e, rev))
-        vals, vals_t = grid_profile(idx, step, fd, fr)
+        if d not in grids:
+            grids[d] = grid_profile(idx, step, fd, fr)
+        vals, vals_t = grids[d]
         if lower:
             floor = float(delta(np.array([np.inf]), d)[0])
             eta = 1e-3 * step
@@ -91,7 +96,7 @@ def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
             laws.append(convex_minorant(idx, step, vals, vals_t, inf_floor=floor, near=near))
         else:
             laws.append(connect_the_dots(idx, step, vals, vals_t, profile=fd))
-    return tuple(laws), ranges
+    return tuple(laws), ranges, grids
 
 
 def profile_to_pld(profile: PrivacyProfile, step: Optional[float] = None,
@@ -110,11 +115,13 @@ def profile_to_pld(profile: PrivacyProfile, step: Optional[float] = None,
         step = laws[0].step if laws is not None and laws[0].step else DEFAULT_STEP
     step = check_positive("step", step)
     tail = check_real("tail", tail, lo=0.0, hi=1e-3, lo_open=True)
-    upper, ranges = _laws_from_profile(profile.upper.delta, step, tail, lower=False)
+    upper, ranges, grids = _laws_from_profile(profile.upper.delta, step, tail, lower=False)
     lower_laws = None
     if lower and profile.lower is not None:
-        lower_laws, _ = _laws_from_profile(profile.lower.delta, step, tail, lower=True,
-                                           ranges=ranges)
+        # one side serving both (an exact pair's profile): its grid values serve both
+        same = profile.lower is profile.upper
+        lower_laws, _, _ = _laws_from_profile(profile.lower.delta, step, tail, lower=True,
+                                              ranges=ranges, grids=grids if same else None)
     return PLD(upper, lower_laws)
 
 

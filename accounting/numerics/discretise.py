@@ -21,13 +21,14 @@ its atom masses are the slope changes: m_i = x_i·(slope right of x_i − slope 
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
 
 from accounting.numerics.loss import LossPMF, check_grid_points
 
-__all__ = ["connect_the_dots", "convex_minorant", "profile_support", "profile_sup",
+__all__ = ["connect_the_dots", "convex_minorant", "repay_from_below", "profile_support", "profile_sup",
            "grid_indices", "grid_profile", "atoms_to_grid"]
 
 ProfileFn = Callable[[np.ndarray], np.ndarray]
@@ -113,6 +114,23 @@ def _masses(v: np.ndarray, step: float, anchor: float) -> np.ndarray:
     return m
 
 
+def _masses_at(v: np.ndarray, at: np.ndarray, step: float) -> np.ndarray:
+    """``_masses(v, step, 0.0)`` at the sorted indices ``at`` only, by the same
+    arithmetic (the stencil is local)."""
+    em1 = np.expm1(step)
+    e = np.exp(step)
+    n = v.size
+    out = np.empty(at.size)
+    mid = (at > 0) & (at < n - 1)
+    i = at[mid]
+    out[mid] = ((v[i + 1] - v[i]) - e * (v[i] - v[i - 1])) / em1
+    if at.size and at[0] == 0:
+        out[0] = (0.0 - v[0]) + (v[1] - v[0]) / em1
+    if at.size and at[-1] == n - 1:
+        out[-1] = -e * (v[n - 1] - v[n - 2]) / em1
+    return out
+
+
 def _profile_masses(indices: np.ndarray, step: float, d: np.ndarray,
                     dt: np.ndarray) -> np.ndarray:
     left = indices * step < 0
@@ -128,6 +146,10 @@ def profile_sup(delta: ProfileFn, indices: np.ndarray, step: float,
     ε < sup L and = 0 from there on. Bisection between the last grid point with δ > 0
     and the first with δ = 0, down to adjacent floats, gives it exactly (to one ulp,
     rounded up). ``None`` when the profile does not vanish on the grid.
+
+    The search is 1024-ary and vectorised (one profile call of 1023 points a round,
+    about five rounds to reach adjacent floats, where a scalar bisection took ~55
+    calls): it ends at the same pair of adjacent floats (a, b) with δ(a) > 0 = δ(b).
     """
     if d[-1] != 0.0:
         return None
@@ -135,14 +157,24 @@ def profile_sup(delta: ProfileFn, indices: np.ndarray, step: float,
     if pos.size == 0:
         return float(indices[0] * step)
     a, b = float(indices[pos[-1]] * step), float(indices[pos[-1] + 1] * step)
-    for _ in range(200):
-        mid = 0.5 * (a + b)
-        if mid <= a or mid >= b:
-            break
-        if float(delta(np.array([mid]))[0]) > 0:
-            a = mid
+    for _ in range(64):
+        pts = np.unique(np.linspace(a, b, 1025)[1:-1])
+        pts = pts[(pts > a) & (pts < b)]
+        if pts.size == 0:
+            # no float strictly between: check the floats next to a (linspace may
+            # skip them when b − a is a few ulps)
+            mid = float(np.nextafter(a, b))
+            if mid >= b:
+                break
+            pts = np.array([mid])
+        zero = np.flatnonzero(delta(pts) <= 0)
+        if zero.size == 0:
+            a = float(pts[-1])
         else:
-            b = mid
+            k = int(zero[0])
+            b = float(pts[k])
+            if k > 0:
+                a = float(pts[k - 1])
     return b
 
 
@@ -166,10 +198,57 @@ def connect_the_dots(indices: np.ndarray, step: float, d: np.ndarray,
         d, dt = _convex_hull(indices, step, left, d, dt)
         m = _profile_masses(indices, step, d, dt)
     # What is left negative is roundoff; raising it to zero raises δ below that atom,
-    # so the PMF stays pessimistic.
-    m = np.maximum(m, 0.0)
+    # so the PMF stays pessimistic, and paying it back from the masses below keeps it
+    # so while keeping the total mass (``repay_from_below``).
+    m = repay_from_below(m, 1.0 - float(max(d[-1], 0.0)))
     return LossPMF.on_grid(step, int(indices[0]), m, inf_mass=float(max(d[-1], 0.0)),
                            sup_loss=sup)
+
+
+def repay_from_below(m: np.ndarray, total: float = 1.0, rounds: int = 64) -> np.ndarray:
+    """Masses ``m`` with each negative (roundoff of differences of profile values) set
+    to 0 and paid back from the nearest positive masses at lower losses, as far as the
+    sum of the masses exceeds ``total`` (the P-mass of the finite losses).
+
+    Raising a negative −n at l_j to 0 raises δ(ε) by n(1 − e^{ε−l_j})₊ and the total
+    mass by n: clipped alone, the negatives of a wide grid added up to 1e-10 of P-mass
+    above 1 (δ(ε) > 1 at small ε once losses reach ±50, since then δ ≈ 1 over
+    thousands of cells). Taking n off a mass at l_k ≤ l_j lowers δ by
+    n(1 − e^{ε−l_k})₊ ≤ n(1 − e^{ε−l_j})₊, so δ stays at or above the interpolation of
+    the grid values (the law stays pessimistic) and the total is the one the grid
+    values telescope to. A few vectorised rounds, each moving what a mass cannot pay
+    on to the next positive mass below; what finds none is left raised (sound).
+    """
+    neg = np.flatnonzero(m < 0)
+    if neg.size == 0:
+        return m
+    owed = -m[neg]
+    m = np.maximum(m, 0.0)
+    # only what takes the total above ``total`` is paid back, a share of every debt:
+    # the unclipped masses sum to the total only up to their own roundoff, which the
+    # rest of the raise covers (δ below the support is then ≥ 1 − e^ε·Q)
+    excess = math.fsum(m) - total
+    if excess <= 0:
+        return m
+    owed = owed * min(1.0, excess / math.fsum(owed))
+    at = neg
+    side = "right"        # the clipped mass itself is 0: the first round skips it anyway
+    for _ in range(rounds):
+        positive = np.flatnonzero(m > 0)
+        k = np.searchsorted(positive, at, side=side) - 1       # nearest positive below
+        ok = k >= 0
+        if not ok.any():
+            break
+        need = np.bincount(positive[k[ok]], weights=owed[ok], minlength=m.size)
+        paid = np.minimum(m, need)
+        m = m - paid
+        left = need - paid
+        at = np.flatnonzero(left > 0)
+        if at.size == 0:
+            break
+        owed = left[at]
+        side = "left"     # a mass that could not pay in full is now 0: go below it
+    return m
 
 
 def _gaps(v: np.ndarray, step: float, x: np.ndarray, floor: float, tilde: bool,
@@ -260,10 +339,24 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
         (dm, dtm), (dp, dtp), eta = near
         near_d, near_t = (dm, dp, eta), (dtm, dtp, eta)
     x = np.exp(indices * step)
-    gaps_t, (a1_t, a2_t) = _gaps(dt, step, x, inf_floor, True, near_t)
-    gaps_d, (a1_d, a2_d) = _gaps(d, step, x, inf_floor, False, near_d)
-    gaps = np.where(left[:-1], gaps_t, gaps_d)
-    ends = (np.where(left[:-1], a1_t, a1_d), np.where(left[:-1], a2_t, a2_d))
+    if near is not None:
+        # each interval's gap from its own representation only (δ̃ left of ε = 0, δ
+        # right): with near-tangent supports an interval's lines use its two ends only,
+        # so each representation is worked out on its own intervals
+        k = int(np.count_nonzero(left[:-1]))      # left is a prefix: intervals [0, k)
+        parts = []
+        for v, nv, lo, hi, tilde in ((dt, near_t, 0, k, True), (d, near_d, k, n - 1, False)):
+            if hi > lo:
+                sl = slice(lo, hi + 1)
+                parts.append(_gaps(v[sl], step, x[sl], inf_floor, tilde,
+                                   (nv[0][sl], nv[1][sl], nv[2])))
+        gaps = np.concatenate([p[0] for p in parts])
+        ends = (np.concatenate([p[1][0] for p in parts]), np.concatenate([p[1][1] for p in parts]))
+    else:
+        gaps_t, (a1_t, a2_t) = _gaps(dt, step, x, inf_floor, True, near_t)
+        gaps_d, (a1_d, a2_d) = _gaps(d, step, x, inf_floor, False, near_d)
+        gaps = np.where(left[:-1], gaps_t, gaps_d)
+        ends = (np.where(left[:-1], a1_t, a1_d), np.where(left[:-1], a2_t, a2_d))
     lam = np.empty(n)
     lam[1:-1] = np.maximum(gaps[:-1], gaps[1:])
     lam[0] = max(gaps[0], dt[0])            # g_0 ≤ 1 − x_0, i.e. δ̃_0 − λ_0 ≤ 0
@@ -282,11 +375,25 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
         tol = 1e-12 * (np.abs(base) + np.abs(lowered)) + 1e-300
         return m, m < -tol
 
+    # local passes: a pass changes λ only where a mass is negative, and a mass depends
+    # on λ at its own point and its two neighbours, so only those are recomputed (the
+    # same values a full recomputation gives)
+    lowered = _masses(lam, step, 0.0)
+    m = base - lowered
+    tol = 1e-12 * (np.abs(base) + np.abs(lowered)) + 1e-300
+    bad = m < -tol
     for _ in range(max_passes):
-        m, bad = negative(lam)
-        if not bad.any():
+        at = np.flatnonzero(bad)
+        if at.size == 0:
             break
-        lam = lam + np.where(bad, -m / gain, 0.0)
+        lam = lam.copy()
+        lam[at] = lam[at] + (-m[at] / gain[at])
+        near = np.unique(np.concatenate([at - 1, at, at + 1]))
+        near = near[(near >= 0) & (near < n)]
+        lowered[near] = _masses_at(lam, near, step)
+        m[near] = base[near] - lowered[near]
+        tol[near] = 1e-12 * (np.abs(base[near]) + np.abs(lowered[near])) + 1e-300
+        bad[near] = m[near] < -tol[near]
     # Keep it a profile, then convex: what the local passes leave is a wave running
     # into a tail (the end constraints make kinks there), which the hull removes; the
     # hull only lowers points, and a hull of non-negative points stays non-negative.
@@ -392,11 +499,16 @@ def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
     """
     cand = np.arange(xs.size)
     margin = 32
+    # positions (in cand) to test: all at first; then only the points whose neighbours
+    # changed (next to a drop, or at the ends of a chained span) — no other test can
+    # come out differently, so the drops are exactly those of full passes
+    test = np.arange(1, cand.size - 1)
     while True:
         for _ in range(8):
             if cand.size < 3:
                 return cand
-            a, b, c = cand[:-2], cand[1:-1], cand[2:]
+            b = cand[test]
+            a, c = cand[test - 1], cand[test + 1]
             left = lf[c]
             ya = np.where(left, yt[a], yd[a])
             yb = np.where(left, yt[b], yd[b])
@@ -405,29 +517,43 @@ def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
                 above = (yb - ya) * (xs[c] - xs[a]) >= (yc - ya) * (xs[b] - xs[a])
             if not above.any():
                 return cand
-            drop = 1 + np.flatnonzero(above)
+            drop = test[above]
             gone = cand[drop]
             cand = np.delete(cand, drop)
+            after = drop - np.arange(drop.size)     # new position of the point after each
+            test = np.unique(np.concatenate([after - 1, after]))
+            test = test[(test >= 1) & (test <= cand.size - 2)]
+            if test.size == 0:
+                return cand
         i0 = max(int(np.searchsorted(cand, gone.min())) - margin, 0)
         i1 = min(int(np.searchsorted(cand, gone.max())) + margin, cand.size)
-        cand = np.concatenate([cand[:i0], _chain(cand[i0:i1], xs, yd, yt, lf), cand[i1:]])
+        chained = _chain(cand[i0:i1], xs, yd, yt, lf)
+        cand = np.concatenate([cand[:i0], chained, cand[i1:]])
+        ends = np.array([i0 - 1, i0, i0 + chained.size - 1, i0 + chained.size])
+        test = np.unique(ends[(ends >= 1) & (ends <= cand.size - 2)])
         margin *= 4
 
 
 def _chain(idx: np.ndarray, xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
            lf: np.ndarray) -> np.ndarray:
-    """Andrew's monotone chain (lower hull) over the points ``idx`` (increasing x)."""
+    """Andrew's monotone chain (lower hull) over the points ``idx`` (increasing x).
+
+    (A scalar loop: the coordinates are gathered into Python floats first, whose
+    arithmetic is the same IEEE double arithmetic, at a fraction of the cost of
+    indexing arrays element by element.)"""
+    x, y_d, y_t, left = (xs[idx].tolist(), yd[idx].tolist(), yt[idx].tolist(),
+                         lf[idx].tolist())
     hull: list[int] = []
-    for i in idx.tolist():
+    for i in range(len(x)):
+        y = y_t if left[i] else y_d          # a, b lie left of i: all left iff i is
         while len(hull) >= 2:
             a, b = hull[-2], hull[-1]
-            y = yt if lf[i] else yd          # a, b lie left of i: all left iff i is
-            if (y[b] - y[a]) * (xs[i] - xs[a]) >= (y[i] - y[a]) * (xs[b] - xs[a]):
+            if (y[b] - y[a]) * (x[i] - x[a]) >= (y[i] - y[a]) * (x[b] - x[a]):
                 hull.pop()
             else:
                 break
         hull.append(i)
-    return np.array(hull, dtype=idx.dtype)
+    return idx[np.array(hull, dtype=np.intp)]
 
 
 def _clamp(lam: np.ndarray, v: np.ndarray, left: np.ndarray, step: float,
