@@ -168,3 +168,4 @@ from test_mechanism_mixture import TestMechanismMixtureContract as _MechanismMix
 from test_poisson_replace_one import (  # noqa: E402
     TestPoissonReplaceOneContract as _PoissonReplaceOne,
     TestTruncatedPoissonContract as _TruncatedPoisson)
+from test_repeat_and_select import TestRepeatAndSelectContract as _RepeatAndSelect  # noqa: E402,F401
