@@ -57,7 +57,7 @@ from accounting.conversion.converters import rdp_delta
 from accounting.curves.curve import Exactness, Provenance
 from accounting.curves.rdp import RDP
 from accounting.pairs.mechanism import Mechanism, Neighbouring, Range, as_neighbouring, parameter
-from accounting.pairs.pair import Pair
+from accounting.pairs.pair import Pair, identical_pair
 from accounting.registry.hookspecs import hookimpl
 from accounting.validation import check_real
 from accounting.vocabulary import Bound, Direction
@@ -314,9 +314,14 @@ class RepeatAndSelect(Mechanism):
                              f"neighbouring={self.base.neighbouring.value!r}")
 
     def pair(self) -> Pair:
+        base = self.base.pair()
         if self.mean == 1 and not math.isinf(self.shape):
-            return self.base.pair()          # K ≡ 1: one run of the base, exactly
-        return RepeatAndSelectPair(self.base.pair(), float(self.mean), float(self.shape))
+            return base                      # K ≡ 1: one run of the base, exactly
+        if float(base.curve(RDP).renyi(np.inf, "max")) == 0.0:
+            # D_∞ = 0: every run ignores the record (sensitivity 0, rate 0), so the
+            # best of them does too — no privacy cost, exactly
+            return identical_pair(f"{self.name} of a base with no privacy loss")
+        return RepeatAndSelectPair(base, float(self.mean), float(self.shape))
 
 
 @hookimpl

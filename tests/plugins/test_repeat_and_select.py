@@ -197,6 +197,20 @@ def test_mean_near_one_gives_the_base_back_up_to_the_overhead(shape):
     np.testing.assert_allclose(near, exact, rtol=0, atol=1e-3)
 
 
+@pytest.mark.parametrize("shape", [1.0, INF])
+def test_a_free_base_stays_free(shape):
+    """Degenerate corners: a base that ignores the record (sensitivity 0, rate 0) costs
+    nothing however often it runs; a non-private base stays non-private."""
+    for base in (gaussian(1.0, sensitivity=0.0),
+                 accounting.mechanism("subsampled_gaussian", q=0.0, sigma=1.0)):
+        mech = select(base, 50.0, shape)
+        assert float(mech.curve(PrivacyProfile).epsilon(1e-9)) == 0.0
+        assert float(mech.curve(RDP).rdp(4.0)) == 0.0
+    leak = select(gaussian(0.0), 50.0, shape)
+    assert float(leak.curve(RDP).epsilon(0.5)) == INF
+    assert float(leak.curve(PrivacyProfile).delta(100.0)) == 1.0
+
+
 def test_tnb_mean_and_gamma():
     """E[K] of D_{η,γ}: geometric 1/γ, logarithmic (1 − γ)/(γ log(1/γ)), η(1 − γ)/(γ(1 − γ^η))."""
     assert truncated_negative_binomial_mean(1.0, 0.1) == pytest.approx(10.0, rel=1e-14)
