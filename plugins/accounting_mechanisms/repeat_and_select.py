@@ -47,8 +47,6 @@ which *is* the base: its pair is returned as it is).
 from __future__ import annotations
 
 import math
-from typing import Optional
-
 import attrs
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
@@ -118,12 +116,6 @@ def truncated_negative_binomial_gamma(shape: float, mean: float) -> float:
     return math.exp(u) * (1.0 - 1e-9)
 
 
-def _base_rdp(base: Pair):
-    """The base's Rényi curve: D_λ at its worst direction, and its exactness label."""
-    rdp = base.curve(RDP)
-    return rdp, rdp.provenance.exactness
-
-
 @attrs.frozen(eq=False)
 class RepeatAndSelectPair(Pair):
     """The Rényi bound of repeat-and-select over ``base`` (module docstring) as a pair:
@@ -144,8 +136,7 @@ class RepeatAndSelectPair(Pair):
     symmetric = True
 
     def __attrs_post_init__(self):
-        rdp, _ = _base_rdp(self.base)
-        object.__setattr__(self, "_rdp", rdp)
+        object.__setattr__(self, "_rdp", self.base.curve(RDP))
         poisson = math.isinf(self.shape)
         gamma = 1.0 if poisson else truncated_negative_binomial_gamma(self.shape, self.mean)
         object.__setattr__(self, "_gamma", gamma)
