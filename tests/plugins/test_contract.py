@@ -168,4 +168,11 @@ from test_mechanism_mixture import TestMechanismMixtureContract as _MechanismMix
 from test_poisson_replace_one import (  # noqa: E402
     TestPoissonReplaceOneContract as _PoissonReplaceOne,
     TestTruncatedPoissonContract as _TruncatedPoisson)
+from test_tree_aggregation import (  # noqa: E402
+    TestTreeAggregationContract as _TreeAggregation,
+    TestTreeAggregationMultiEpochContract as _TreeAggregationMultiEpoch)
+from test_bounded_range import (  # noqa: E402
+    TestBoundedRangeContract as _BoundedRange,
+    TestExponentialMechanismContract as _ExponentialMechanism,
+    TestPermuteAndFlipContract as _PermuteAndFlip)
 from test_repeat_and_select import TestRepeatAndSelectContract as _RepeatAndSelect  # noqa: E402,F401
