@@ -295,6 +295,7 @@ def _valid(name: str) -> dict:
         "truncated_poisson_gaussian": dict(q=0.01, sigma=1.0, dataset_size=1000, max_batch=20),
         "mechanism_mixture": dict(mechanisms=accounting.mechanism("gaussian", sigma=1.0),
                                   probs=1.0),
+        "repeat_and_select": dict(base=accounting.mechanism("gaussian", sigma=1.0), mean=10.0),
         "sampled_without_replacement": dict(
             base=accounting.mechanism("gaussian", sigma=1.0, neighbouring="replace_one"),
             batch_size=10, dataset_size=100),

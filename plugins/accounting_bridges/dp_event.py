@@ -33,6 +33,7 @@ the event is read, so a mechanism plugin that is not installed is an error namin
 ``PoissonSampledDpEvent(q, e)``         ``subsampled_gaussian`` / ``subsampled_laplace``
                                         / ``poisson_subsampled(base=e, q)``
 ``SampledWithoutReplacementDpEvent``    ``sampled_without_replacement`` (replace-one)
+``RepeatAndSelectDpEvent(e, m, η)``     ``repeat_and_select(base=e, mean=m, shape=η)``
 ``SelfComposedDpEvent(e, n)``           e's entries, counts × n
 ``ComposedDpEvent([…])``                the entries of each
 ``NoOpDpEvent``                         nothing
@@ -43,8 +44,9 @@ A sampled event's inner tree must be one mechanism, or Gaussians only (several
 Gaussians on one batch are one Gaussian with σ = (Σ count_i/σ_i²)^(−1/2): their
 losses add and stay Gaussian, as in dp_accounting's own reduction). Degenerate
 parameters follow dp_accounting: zero noise is non-private, q = 0, one bucket or a
-zero-size sample cost nothing. Anything else (``ZCDpEvent``, ``RepeatAndSelectDpEvent``,
-truncated or with-replacement sampling, ``UnsupportedDpEvent``) is
+zero-size sample cost nothing. A repeated event's inner tree must be one mechanism
+too (or Gaussians only). Anything else (``ZCDpEvent``, truncated or with-replacement
+sampling, ``UnsupportedDpEvent``) is
 an ``UnsupportedEventError`` naming the event and its place in the tree, such as
 ``event.events[1].event``.
 """
@@ -207,9 +209,10 @@ class _Reader:
         return [(self.build(event, path, "tree_aggregation", sigma=float(event.noise_multiplier),
                             step_counts=event.step_counts), 1)]
 
-    def single(self, event: Any, path: str) -> Optional[Mechanism]:
-        """The one mechanism an inner (sampled) tree stands for: Gaussians merged into
-        one, else a single mechanism used once; None when the tree costs nothing."""
+    def single(self, event: Any, path: str, role: str = "a sampled event") -> Optional[Mechanism]:
+        """The one mechanism an inner (sampled or repeated) tree stands for: Gaussians
+        merged into one, else a single mechanism used once; None when the tree costs
+        nothing."""
         inner = self.entries(event, path)
         if not inner:
             return None
@@ -220,9 +223,9 @@ class _Reader:
             mu2 = math.fsum(c * (m.sensitivity / m.sigma) ** 2 for m, c in inner)
             return self.build(event, path, "gaussian", sigma=1.0 / math.sqrt(mu2),
                               neighbouring=self.relation)
-        raise self.fail(event, path, "a sampled event must contain one mechanism (or "
+        raise self.fail(event, path, f"{role} must contain one mechanism (or "
                                      "Gaussians only); this composition of different "
-                                     "mechanisms on one sample has no pair here")
+                                     "mechanisms has no pair here")
 
     def _PoissonSampledDpEvent(self, event, path):
         q = float(event.sampling_probability)
@@ -257,6 +260,16 @@ class _Reader:
             return [(base, 1)]
         return [(self.build(event, path, "sampled_without_replacement", base=base,
                             batch_size=m, dataset_size=n), 1)]
+
+    def _RepeatAndSelectDpEvent(self, event, path):
+        base = self.single(event.event, f"{path}.event", "a repeated event")
+        if base is None:
+            return []
+        if self.is_non_private(base):
+            return [(base, 1)]
+        return [(self.build(event, path, "repeat_and_select", base=base,
+                            mean=float(event.mean), shape=float(event.shape),
+                            neighbouring=self.relation), 1)]
 
     @staticmethod
     def is_non_private(mechanism: Mechanism) -> bool:
@@ -363,6 +376,9 @@ def _event_of(m: Any, relation: Neighbouring, path: str, ev: Any) -> Any:
         return ev.SingleEpochTreeAggregationDpEvent(
             noise_multiplier=float(m.sigma) / m.sensitivity,
             step_counts=counts[0] if len(counts) == 1 else counts)
+    if name == "repeat_and_select":
+        return ev.RepeatAndSelectDpEvent(event=_event_of(m.base, relation, f"{path}.base", ev),
+                                         mean=float(m.mean), shape=float(m.shape))
     if name == "approx_dp" and m.delta == 1:
         return ev.NonPrivateDpEvent()
     if name == "approx_dp" and m.delta == 0 and m.epsilon == 0:

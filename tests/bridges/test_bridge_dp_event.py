@@ -213,8 +213,6 @@ def test_self_composition_multiplies_counts_and_merges():
      "event.event.event", "UnsupportedDpEvent"),
     (E.SampledWithReplacementDpEvent(100, 10, E.GaussianDpEvent(1.0)),
      "event", "SampledWithReplacementDpEvent"),
-    (E.RepeatAndSelectDpEvent(E.GaussianDpEvent(1.0), 10.0, 1.0), "event",
-     "RepeatAndSelectDpEvent"),
     (E.PoissonSampledDpEvent(0.1, E.ComposedDpEvent([E.GaussianDpEvent(1.0),
                                                       E.LaplaceDpEvent(1.0)])),
      "event.event", "ComposedDpEvent"),

@@ -175,3 +175,4 @@ from test_bounded_range import (  # noqa: E402
     TestBoundedRangeContract as _BoundedRange,
     TestExponentialMechanismContract as _ExponentialMechanism,
     TestPermuteAndFlipContract as _PermuteAndFlip)
+from test_repeat_and_select import TestRepeatAndSelectContract as _RepeatAndSelect  # noqa: E402,F401
