@@ -8,30 +8,67 @@ from plugins (pluggy, entry-point group ``accounting``).
 
 __version__ = "0.2.0.dev0"
 
-from accounting.accountant import ACCOUNTANTS, Accountant
-from accounting.analysis.calibration import (Calibration, MechanismFamily, calibrate,
-                                             calibrate_workload)
-from accounting.analysis.gap import (AllocationGap, CompositionGap, InformationGap,
-                                     LocalExpansion, LossCumulants, allocation_gap,
-                                     calibrated_family, composition_gap, information_gap,
-                                     loss_cumulants)
-from accounting.composition import ComposedPair, compose
-from accounting.conversion.graph import Converter, convert
-from accounting.curves.curve import Curve, Provenance
-from accounting.curves.pld import PLD
-from accounting.curves.profile import PrivacyProfile
-from accounting.curves.rdp import RDP
-from accounting.curves.tradeoff import TradeOff
-from accounting.curves.zcdp import ZCDP
-from accounting.ledger import Ledger, MechanismSpec
+import importlib
+from typing import TYPE_CHECKING
+
 from accounting.deprecated import install as _install_aliases
-from accounting.numerics.loss import LossPMF
-from accounting.pairs.additive import AdditiveNoise
-from accounting.pairs.mechanism import Mechanism, Neighbouring
-from accounting.pairs.pair import LawPair, Pair, discrete_pair
-from accounting.registry.hookspecs import hookimpl
-from accounting.registry.registry import PluginError, Registry, default_registry, make_registry
-from accounting.vocabulary import Bound, Direction, Exactness
+
+#: public name → the module that defines it. ``import accounting`` loads none of them:
+#: each is imported on first use (PEP 562 ``__getattr__``), so the command line and a
+#: script that needs one curve do not pay for numpy, attrs' generated classes and the
+#: plugin registry up front (issue 11: ``import accounting`` within 0.3 s).
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(("ACCOUNTANTS", "Accountant"), "accounting.accountant"),
+    **dict.fromkeys(("Calibration", "MechanismFamily", "calibrate", "calibrate_workload"),
+                    "accounting.analysis.calibration"),
+    **dict.fromkeys(("AllocationGap", "CompositionGap", "InformationGap", "LocalExpansion",
+                     "LossCumulants", "allocation_gap", "calibrated_family", "composition_gap",
+                     "information_gap", "loss_cumulants"), "accounting.analysis.gap"),
+    **dict.fromkeys(("ComposedPair", "compose"), "accounting.composition"),
+    **dict.fromkeys(("Converter", "convert"), "accounting.conversion.graph"),
+    **dict.fromkeys(("Curve", "Provenance"), "accounting.curves.curve"),
+    "PLD": "accounting.curves.pld",
+    "PrivacyProfile": "accounting.curves.profile",
+    "RDP": "accounting.curves.rdp",
+    "TradeOff": "accounting.curves.tradeoff",
+    "ZCDP": "accounting.curves.zcdp",
+    **dict.fromkeys(("Ledger", "MechanismSpec"), "accounting.ledger"),
+    "LossPMF": "accounting.numerics.loss",
+    "AdditiveNoise": "accounting.pairs.additive",
+    **dict.fromkeys(("Mechanism", "Neighbouring"), "accounting.pairs.mechanism"),
+    **dict.fromkeys(("LawPair", "Pair", "discrete_pair"), "accounting.pairs.pair"),
+    "hookimpl": "accounting.registry.hookspecs",
+    **dict.fromkeys(("PluginError", "Registry", "default_registry", "make_registry"),
+                    "accounting.registry.registry"),
+    **dict.fromkeys(("Bound", "Direction", "Exactness"), "accounting.vocabulary"),
+    # deprecated for one release: Term (now MechanismFamily)
+    "Term": "accounting.analysis.calibration",
+}
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
+    from accounting.accountant import ACCOUNTANTS, Accountant
+    from accounting.analysis.calibration import (Calibration, MechanismFamily, calibrate,
+                                                 calibrate_workload)
+    from accounting.analysis.gap import (AllocationGap, CompositionGap, InformationGap,
+                                         LocalExpansion, LossCumulants, allocation_gap,
+                                         calibrated_family, composition_gap, information_gap,
+                                         loss_cumulants)
+    from accounting.composition import ComposedPair, compose
+    from accounting.conversion.graph import Converter, convert
+    from accounting.curves.curve import Curve, Provenance
+    from accounting.curves.pld import PLD
+    from accounting.curves.profile import PrivacyProfile
+    from accounting.curves.rdp import RDP
+    from accounting.curves.tradeoff import TradeOff
+    from accounting.curves.zcdp import ZCDP
+    from accounting.ledger import Ledger, MechanismSpec
+    from accounting.numerics.loss import LossPMF
+    from accounting.pairs.additive import AdditiveNoise
+    from accounting.pairs.mechanism import Mechanism, Neighbouring
+    from accounting.pairs.pair import LawPair, Pair, discrete_pair
+    from accounting.registry.hookspecs import hookimpl
+    from accounting.registry.registry import PluginError, Registry, default_registry, make_registry
+    from accounting.vocabulary import Bound, Direction, Exactness
 
 _install_aliases()
 
@@ -39,6 +76,7 @@ _install_aliases()
 def mechanism(name: str, **params):
     """An instance of the registered mechanism ``name`` with ``params``; a keyword the
     mechanism does not take is a TypeError naming it and the ones it does take."""
+    from accounting.registry.registry import default_registry
     from accounting.validation import check_options
     cls = default_registry().mechanism(name)
     check_options(f"mechanism {name!r}", params, [*cls.parameters(), *cls.deprecated()])
@@ -71,8 +109,14 @@ def load(path, registry=None):
 
 
 def __getattr__(name: str):
-    # deprecated for one release: Term (now MechanismFamily)
-    if name == "Term":
-        from accounting.analysis import calibration
-        return getattr(calibration, name)
-    raise AttributeError(f"module 'accounting' has no attribute {name!r}")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'accounting' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    if name != "Term":  # a deprecated name keeps warning on every use
+        globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

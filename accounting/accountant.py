@@ -187,10 +187,14 @@ class Accountant:
         """The composed curve of ``kind`` (cached until the next ``compose``).
 
         ``options`` (``CURVE_OPTIONS``: ``step``, ``tail``, ``lower``) reach the PLD
-        discretisation; anything else is refused."""
+        discretisation; anything else is refused. The PLD, the privacy profile and the
+        trade-off come from one composed PLD at the accountant's ``step``."""
         options = check_grid_options("Accountant.curve()", options)
         if options.get("step") is not None:
             options["step"] = check_step(options["step"])
+        if kind in (PrivacyProfile, TradeOff):
+            # they come from the composed PLD, at this accountant's step like the PLD itself
+            return self.curve(PLD, **options).to(kind)
         if kind is PLD:
             options.setdefault("step", self.step)
         key = (kind, tuple(sorted(options.items())))

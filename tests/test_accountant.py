@@ -115,7 +115,6 @@ def test_accountant_errors():
 
 
 # ------------------------------------------------- strict options, guards (issue 10)
-import time  # noqa: E402
 import tracemalloc  # noqa: E402
 
 from accounting.accountant import MIN_STEP  # noqa: E402
@@ -149,8 +148,8 @@ def test_known_options_still_work():
 
 @pytest.mark.parametrize("step", [1e-9, 2.4e-6, 0.5 * MIN_STEP, 1e-300])
 def test_steps_outside_the_grid_limits_are_refused_before_allocating(step):
+    # the refusal comes before any grid is allocated: under 1 MiB traced at the peak
     tracemalloc.start()
-    t0 = time.perf_counter()
     try:
         with pytest.raises(ValueError, match=r"step must be at least 1e-05, got .*grid points"
                                              rf".*max {MAX_GRID_POINTS}.*use a larger step"):
@@ -161,7 +160,7 @@ def test_steps_outside_the_grid_limits_are_refused_before_allocating(step):
     finally:
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    assert time.perf_counter() - t0 < 2.0 and peak < 2 ** 20
+    assert peak < 2 ** 20
 
 
 def test_coarse_steps_are_accepted_and_stay_sound():
@@ -312,3 +311,16 @@ def test_check_accountant():
         check_accountant("all")
     with pytest.raises(ValueError, match="one of pld, rdp, zcdp, all, got 3"):
         check_accountant(3, allow_all=True)
+
+
+def test_every_pld_derived_curve_uses_the_accountants_step():
+    from accounting import PrivacyProfile
+    acct = Accountant(step=1e-2).compose(accounting.mechanism("laplace", b=1.0), 3)
+    coarse = acct.curve(PLD)
+    fine = acct.pair().curve(PLD, step=1e-4)
+    eps = np.array([0.3, 1.1, 2.2])
+    assert np.array_equal(acct.curve(PrivacyProfile).delta(eps), coarse.delta(eps))
+    alpha = np.array([1e-3, 0.1, 0.5])
+    assert np.array_equal(acct.curve(TradeOff).beta(alpha), acct.tradeoff().beta(alpha))
+    # the coarse grid is looser than the fine one, so the step really reached it
+    assert np.all(coarse.delta(eps) >= fine.delta(eps)) and np.any(coarse.delta(eps) > fine.delta(eps))

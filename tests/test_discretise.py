@@ -216,3 +216,27 @@ def test_vectorised_hull_matches_the_monotone_chain():
         lf = np.concatenate([[True], e < 0, [False]])
         assert np.array_equal(_hull_vertices(xs, yd, yt, lf),
                               _chain(np.arange(xs.size), xs, yd, yt, lf))
+
+
+def test_repaid_roundoff_negatives_keep_the_law_pessimistic_and_its_mass():
+    """``repay_from_below``: negatives set to 0 and paid from the masses below, as far
+    as the total exceeds 1: δ never below the unclipped (signed) law's, the total 1."""
+    import math
+    from accounting.numerics.discretise import repay_from_below
+    rng = np.random.default_rng(11)
+    l = np.arange(400) * 0.01 - 2.0
+    m = rng.dirichlet(np.ones(400))
+    noise = rng.normal(0.0, 1e-12, 400)
+    m = m + noise - noise.mean()                # signed, total 1 up to roundoff
+    m[5::37] = -np.abs(m[5::37]) * 1e-9         # a few roundoff-sized negatives
+    m[10] += 1.0 - math.fsum(m)
+    out = repay_from_below(m)
+    assert np.all(out >= 0.0)
+    assert math.fsum(out) == pytest.approx(1.0, abs=1e-15)
+    eps = np.linspace(-2.5, 2.5, 301)
+
+    def delta(masses):
+        return np.array([math.fsum(masses[l > e] * -np.expm1(e - l[l > e])) for e in eps])
+    assert np.all(delta(out) >= delta(m) - 1e-16)
+    clipped = np.maximum(m, 0.0)
+    assert math.fsum(clipped) > 1.0 + 1e-11     # what the plain clip left above 1

@@ -10,6 +10,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 #: top-level packages that `import accounting` must not load (each costs 0.05–0.3 s)
 HEAVY = ("scipy", "mpmath", "matplotlib", "tomllib", "importlib.metadata")
 
@@ -20,3 +22,35 @@ def test_import_loads_no_heavy_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60).stdout
     assert json.loads(out) == []
+
+
+def test_import_loads_no_numpy_until_a_name_is_used():
+    # the public names resolve on first use (PEP 562), so `import accounting` (and the
+    # command line's start) does not pay for numpy and attrs' generated classes
+    code = ("import json, sys, accounting; before = 'numpy' in sys.modules; "
+            "accounting.Accountant; print(json.dumps([before, 'numpy' in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60).stdout
+    assert json.loads(out) == [False, True]
+
+
+def test_every_public_name_resolves_to_its_module_object():
+    import importlib
+
+    import accounting
+    for name in accounting.__all__:
+        value = getattr(accounting, name)
+        assert value is not None, name
+        module = accounting._EXPORTS.get(name)
+        if module is not None:
+            assert value is getattr(importlib.import_module(module), name)
+    assert set(accounting.__all__) <= set(dir(accounting))
+    ns: dict = {}
+    exec("from accounting import *", ns)  # noqa: S102 - the star import a user may write
+    assert {"Accountant", "PLD", "mechanism", "save"} <= set(ns)
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    import accounting
+    with pytest.raises(AttributeError, match="no attribute 'Acountant'"):
+        accounting.Acountant  # noqa: B018

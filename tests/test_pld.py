@@ -39,18 +39,6 @@ def laplace_pld():
 
 OFF_GRID = np.linspace(-2.5, 2.5, 1001) + 0.37 * STEP
 
-LAPLACE_GAP = ("LIMITATION (kept, issue 11): the optimistic law cannot keep the Laplace atom "
-               "at ε = Δ/b on its grid point from profile values alone. A minorant with "
-               "kinks on the grid is > 0 just below that point, so it needs δ's left "
-               "derivative there (−Q(L ≥ Δ/b)) to be at least as steep as its chord; "
-               "finitely many δ values only bound that derivative from the other side "
-               "(secants), since the atom's mass could sit anywhere in the cell below. "
-               "Measured at step 1e-3, b = 1: lower law puts 0.516 at 0.999 (zeros at "
-               "0.996-0.998), max δ gap 4.4e-4 at ε = 0.9954, ε bracket at δ = 1e-3 "
-               "[0.99706, 0.99800]. Fix: a mechanism that declares its atoms (as "
-               "LawPair does; discretise.atoms_to_grid then places them exactly)")
-
-
 def _bracket(pld, exact, eps, direction="max", rel=1e-12):
     up = pld.delta(eps, direction)
     lo = pld.delta(eps, direction, bound="lower")
@@ -75,7 +63,6 @@ def test_laplace_pld_epsilon_brackets_the_inverse(laplace_pld):
     assert np.max(up - exact) < 1e-4
 
 
-@pytest.mark.xfail(reason=LAPLACE_GAP, strict=True)
 def test_laplace_pld_bracket_is_tight(laplace_pld):
     for d in ("forward", "backward"):
         assert np.max(laplace_pld.delta(OFF_GRID, d) - laplace_pld.delta(OFF_GRID, d, "lower")) < 1e-6

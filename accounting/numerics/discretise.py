@@ -21,13 +21,14 @@ its atom masses are the slope changes: m_i = x_i·(slope right of x_i − slope 
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
 
 from accounting.numerics.loss import LossPMF, check_grid_points
 
-__all__ = ["connect_the_dots", "convex_minorant", "profile_support", "profile_sup",
+__all__ = ["connect_the_dots", "convex_minorant", "repay_from_below", "profile_support", "profile_sup",
            "grid_indices", "grid_profile", "atoms_to_grid"]
 
 ProfileFn = Callable[[np.ndarray], np.ndarray]
@@ -197,10 +198,57 @@ def connect_the_dots(indices: np.ndarray, step: float, d: np.ndarray,
         d, dt = _convex_hull(indices, step, left, d, dt)
         m = _profile_masses(indices, step, d, dt)
     # What is left negative is roundoff; raising it to zero raises δ below that atom,
-    # so the PMF stays pessimistic.
-    m = np.maximum(m, 0.0)
+    # so the PMF stays pessimistic, and paying it back from the masses below keeps it
+    # so while keeping the total mass (``repay_from_below``).
+    m = repay_from_below(m, 1.0 - float(max(d[-1], 0.0)))
     return LossPMF.on_grid(step, int(indices[0]), m, inf_mass=float(max(d[-1], 0.0)),
                            sup_loss=sup)
+
+
+def repay_from_below(m: np.ndarray, total: float = 1.0, rounds: int = 64) -> np.ndarray:
+    """Masses ``m`` with each negative (roundoff of differences of profile values) set
+    to 0 and paid back from the nearest positive masses at lower losses, as far as the
+    sum of the masses exceeds ``total`` (the P-mass of the finite losses).
+
+    Raising a negative −n at l_j to 0 raises δ(ε) by n(1 − e^{ε−l_j})₊ and the total
+    mass by n: clipped alone, the negatives of a wide grid added up to 1e-10 of P-mass
+    above 1 (δ(ε) > 1 at small ε once losses reach ±50, since then δ ≈ 1 over
+    thousands of cells). Taking n off a mass at l_k ≤ l_j lowers δ by
+    n(1 − e^{ε−l_k})₊ ≤ n(1 − e^{ε−l_j})₊, so δ stays at or above the interpolation of
+    the grid values (the law stays pessimistic) and the total is the one the grid
+    values telescope to. A few vectorised rounds, each moving what a mass cannot pay
+    on to the next positive mass below; what finds none is left raised (sound).
+    """
+    neg = np.flatnonzero(m < 0)
+    if neg.size == 0:
+        return m
+    owed = -m[neg]
+    m = np.maximum(m, 0.0)
+    # only what takes the total above ``total`` is paid back, a share of every debt:
+    # the unclipped masses sum to the total only up to their own roundoff, which the
+    # rest of the raise covers (δ below the support is then ≥ 1 − e^ε·Q)
+    excess = math.fsum(m) - total
+    if excess <= 0:
+        return m
+    owed = owed * min(1.0, excess / math.fsum(owed))
+    at = neg
+    side = "right"        # the clipped mass itself is 0: the first round skips it anyway
+    for _ in range(rounds):
+        positive = np.flatnonzero(m > 0)
+        k = np.searchsorted(positive, at, side=side) - 1       # nearest positive below
+        ok = k >= 0
+        if not ok.any():
+            break
+        need = np.bincount(positive[k[ok]], weights=owed[ok], minlength=m.size)
+        paid = np.minimum(m, need)
+        m = m - paid
+        left = need - paid
+        at = np.flatnonzero(left > 0)
+        if at.size == 0:
+            break
+        owed = left[at]
+        side = "left"     # a mass that could not pay in full is now 0: go below it
+    return m
 
 
 def _gaps(v: np.ndarray, step: float, x: np.ndarray, floor: float, tilde: bool,

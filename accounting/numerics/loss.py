@@ -32,7 +32,7 @@ import numpy as np
 
 from accounting.validation import check_count, check_real
 
-__all__ = ["LossPMF", "MAX_GRID_POINTS", "BYTES_PER_POINT", "check_grid_points", "compose_pmfs",
+__all__ = ["LossPMF", "log_moments", "MAX_GRID_POINTS", "BYTES_PER_POINT", "check_grid_points", "compose_pmfs",
            "composed_grid_points"]
 
 #: Largest grid a PMF may occupy (about 1.3 GiB at the peak of a discretisation or a
@@ -212,9 +212,7 @@ class LossPMF:
         t = np.asarray(t, dtype=float)
         with np.errstate(divide="ignore"):
             logp = np.log(self.masses)
-        vals = np.array([np.logaddexp.reduce(logp + tt * self.losses) if self.masses.size
-                         else -np.inf for tt in np.ravel(t)])
-        vals = vals.reshape(t.shape)
+        vals = log_moments(logp, self.losses, np.ravel(t), self.step).reshape(t.shape)
         if self.inf_mass > 0:
             vals = np.where(t > 0, np.inf, vals)
             vals = np.where(t == 0, np.logaddexp(vals, np.log(self.inf_mass)), vals)
@@ -305,6 +303,73 @@ class LossPMF:
         if count == 1:
             return self
         return compose_pmfs([(self, count)], pessimistic=pessimistic, tail=tail)
+
+
+def log_moments(logp: np.ndarray, losses: np.ndarray, t: np.ndarray,
+                step: Optional[float] = None, chunk: int = 1 << 20) -> np.ndarray:
+    """log Σ_i e^{logp_i + t_j·l_i} for every order t_j (−∞ for a law without mass).
+
+    Atoms on a grid (``step`` given, l_i = l_0 + i·step) go by blocks of B consecutive
+    atoms: Σ_b p_{aB+b} e^{t·b·step} for every block a and order t is one matrix
+    product of the block-normalised masses (≤ 1) with e^{t·b·step} (B·|t|·step ≤ 40, so
+    nothing overflows and every term is ≥ 0: a relative error of B units of roundoff),
+    then a log-sum-exp over the blocks; about 2√n exponentials an order instead of n.
+    Other laws, and orders too large for blocks, take the max-shifted log-sum-exp over
+    all atoms (chunks of at most ``chunk`` terms). Either way one array pass replaces a
+    ``logaddexp`` reduction per order (ρ of a default-step PLD took 25 s).
+    """
+    t = np.asarray(t, dtype=float)
+    out = np.full(t.shape, -np.inf)
+    if logp.size == 0 or t.size == 0 or not np.isfinite(logp).any():
+        return out
+    todo = np.ones(t.shape, dtype=bool)
+    if step is not None and logp.size >= 64 and np.all(np.isfinite(t)):
+        span = 40.0 / (np.abs(t) * step + 1e-300)
+        width = int(np.ceil(np.sqrt(logp.size)))
+        # orders sorted by |t| share a block width (the largest the group allows)
+        order = np.argsort(np.abs(t))
+        for lo in range(0, t.size, 64):
+            group = order[lo:lo + 64]
+            b = int(min(width, np.floor(span[group].min())))
+            if b < 8:
+                break
+            out[group] = _blocked_log_moments(logp, losses[0], step, t[group], b)
+            todo[group] = False
+    if todo.any():
+        keep = np.isfinite(logp)
+        lp, ls = logp[keep], losses[keep]
+        idx = np.flatnonzero(todo)
+        rows = max(1, chunk // lp.size)
+        for j in range(0, idx.size, rows):
+            tt = t[idx[j:j + rows]]
+            with np.errstate(over="ignore", invalid="ignore"):
+                x = lp[None, :] + tt[:, None] * ls[None, :]
+                top = np.max(x, axis=1)
+                finite = np.isfinite(top)
+                shift = np.where(finite, top, 0.0)
+                total = np.sum(np.exp(x - shift[:, None]), axis=1)
+            out[idx[j:j + rows]] = np.where(finite, shift + np.log(total), top)
+    return out
+
+
+def _blocked_log_moments(logp: np.ndarray, l0: float, step: float, t: np.ndarray,
+                         b: int) -> np.ndarray:
+    """``log_moments`` of grid atoms by blocks of ``b`` (its docstring)."""
+    n = logp.size
+    a = -(-n // b)
+    lp = np.full(a * b, -np.inf)
+    lp[:n] = logp
+    lp = lp.reshape(a, b)
+    top = lp.max(axis=1)                                   # each block's largest log-mass
+    live = np.isfinite(top)
+    lp, top = lp[live], top[live]
+    first = l0 + np.flatnonzero(live) * b * step           # each block's first loss
+    scaled = np.exp(lp - top[:, None])                     # ≤ 1, exactly 1 at the max
+    ramp = np.exp(np.arange(b)[:, None] * step * t[None, :])   # e^{t·b·step} ≤ e^{40}
+    with np.errstate(divide="ignore"):
+        blocks = np.log(scaled @ ramp) + top[:, None] + first[:, None] * t[None, :]
+    peak = blocks.max(axis=0)
+    return peak + np.log(np.sum(np.exp(blocks - peak[None, :]), axis=0))
 
 
 #: Mass allowed beyond the top of a composed window (sent to +∞ by the pessimistic

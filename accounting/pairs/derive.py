@@ -4,7 +4,9 @@ Dispatch is explicit and always terminates: a closed form of the pair if it has
 one, else a route through curves the pair surely has (its profile, then the PLD).
 
 * profile: the pair's ``_profile`` (and ``_profile_lower``);
-* PLD: connect-the-dots / convex minorant of the profile on a grid;
+* PLD: connect-the-dots / convex minorant of the profile on a grid; for an exact pair
+  that declares its loss atoms (``loss_atoms``), the atoms placed on the grid exactly
+  and only the atomless remainder through its profile (``numerics.atoms``);
 * trade-off: the pair's ``_beta`` if it provides one, else its loss laws' (a
   ``LawPair``), else the vertices of its PLD;
 * RDP: the pair's ``_cgf`` if it provides one (lower side: ``cgf_lower`` if provided,
@@ -70,8 +72,35 @@ def _pld(pair, **options: Any) -> PLD:
         # grid point of mass 0 so that the PLD composes with others on the grid
         law = LossPMF.on_grid(options.get("step") or DEFAULT_STEP, 0, np.zeros(1), inf_mass=1.0)
         return PLD((law, law), (law, law), provenance=_exact(f"{pair.describe()} pld"))
-    pld = profile_to_pld(_profile(pair), **options)
+    if pair.exact and pair.provides("loss_atoms"):
+        pld = _pld_with_atoms(pair, **options)
+    else:
+        pld = profile_to_pld(_profile(pair), **options)
     return PLD(pld.upper, pld.lower, provenance=_exact(f"{pair.describe()} pld"))
+
+
+def _pld_with_atoms(pair, step=None, tail=None, lower: bool = True) -> PLD:
+    """The PLD of an exact pair with declared atoms: the atoms on the grid exactly, the
+    normalised remainder by connect-the-dots and its convex minorant
+    (``numerics.atoms.AtomSplit``)."""
+    from accounting.conversion.converters import DEFAULT_STEP, DEFAULT_TAIL, profile_to_pld
+    from accounting.numerics.atoms import AtomSplit
+    step = DEFAULT_STEP if step is None else step
+    tail = DEFAULT_TAIL if tail is None else tail
+    split = AtomSplit(pair.loss_atoms(Direction.FORWARD), pair.loss_atoms(Direction.BACKWARD),
+                      label=pair.describe()).on(step)
+    rest = None
+    if split.scale > 0:
+        # one side for both: the pair is exact, and profile_to_pld then evaluates the
+        # remainder's grid values once
+        side = FunctionSide(split.remainder(_checked(pair._profile, "_profile", pair)))
+        rest = profile_to_pld(PrivacyProfile(side, side), step=step, tail=tail, lower=lower)
+
+    def side(bound, pessimistic):
+        return tuple(split.recombine(rest.law(d, bound) if rest is not None else None,
+                                     d, step, pessimistic)
+                     for d in (Direction.FORWARD, Direction.BACKWARD))
+    return PLD(side("upper", True), side("lower", False) if lower else None)
 
 
 def _tradeoff(pair, **options: Any) -> TradeOff:

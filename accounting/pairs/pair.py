@@ -27,6 +27,10 @@ primitive                  default when the pair does not provide it
                            a ``NoiseDensity`` (log-density, sensitivity, width, span)
 ``sample(rng, shape)``     ``NotImplementedError``: i.i.d. draws (x ~ P, y ~ Q), each
                            of ``shape``, for auditors
+``loss_atoms(d)``          ``NotImplementedError``: the finite atoms (losses, masses)
+                           of the direction's loss law, whose remainder (besides the
+                           mass at +∞) has no atoms; the PLD then places them on the
+                           grid exactly and discretises only the remainder's profile
 =========================  ============================================================
 
 The primitives whose default raises are *optional*: ``provides(name)`` says whether
@@ -61,6 +65,7 @@ OPTIONAL_PRIMITIVES: dict[str, str] = {
     "beta": "_beta",
     "noise_density": "noise_density",
     "sample": "sample",
+    "loss_atoms": "loss_atoms",
 }
 
 
@@ -167,6 +172,16 @@ class Pair(abc.ABC):
         """i.i.d. draws x ~ P and y ~ Q, each an array of ``shape``, from the numpy
         Generator ``rng`` (for auditors); optional (``provides("sample")``)."""
         raise not_provided(self, "sample")
+
+    def loss_atoms(self, direction: Direction) -> tuple[np.ndarray, np.ndarray]:
+        """The atoms of one direction's loss law: (losses, masses), finite losses and
+        their masses under the direction's first distribution (forward: L = log dP/dQ
+        under P; backward: −L under Q), every atom of the law but the one at +∞; the
+        rest of the law is atomless. Optional (``provides("loss_atoms")``): a profile
+        built from finitely many values cannot tell where inside a grid cell an atom
+        sits, so the optimistic PLD loses O(step) of δ next to one; declared atoms are
+        placed on the grid exactly instead (``accounting.numerics.atoms``)."""
+        raise not_provided(self, "loss_atoms")
 
     def provides(self, primitive: str) -> bool:
         """Whether this pair supplies the optional ``primitive`` (a key of

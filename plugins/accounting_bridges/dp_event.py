@@ -28,6 +28,8 @@ the event is read, so a mechanism plugin that is not installed is an error namin
                                         ``randomized_response(p=1 − r/2)`` under
                                         replace-one if that plugin is absent
 ``MixtureOfGaussiansDpEvent(σ, c, p)``  ``mixture_of_gaussians``
+``SingleEpochTreeAggregationDpEvent``   ``tree_aggregation(sigma=z, step_counts)``
+                                        (add/remove only, as dp_accounting)
 ``PoissonSampledDpEvent(q, e)``         ``subsampled_gaussian`` / ``subsampled_laplace``
                                         / ``poisson_subsampled(base=e, q)``
 ``SampledWithoutReplacementDpEvent``    ``sampled_without_replacement`` (replace-one)
@@ -42,7 +44,7 @@ Gaussians on one batch are one Gaussian with σ = (Σ count_i/σ_i²)^(−1/2): 
 losses add and stay Gaussian, as in dp_accounting's own reduction). Degenerate
 parameters follow dp_accounting: zero noise is non-private, q = 0, one bucket or a
 zero-size sample cost nothing. Anything else (``ZCDpEvent``, ``RepeatAndSelectDpEvent``,
-tree aggregation, truncated or with-replacement sampling, ``UnsupportedDpEvent``) is
+truncated or with-replacement sampling, ``UnsupportedDpEvent``) is
 an ``UnsupportedEventError`` naming the event and its place in the tree, such as
 ``event.events[1].event``.
 """
@@ -197,6 +199,14 @@ class _Reader:
                             sigma=float(event.standard_deviation), sensitivities=tuple(sens),
                             sampling_probs=tuple(float(p) for p in event.sampling_probs)), 1)]
 
+    def _SingleEpochTreeAggregationDpEvent(self, event, path):
+        if event.noise_multiplier == 0:
+            return self.non_private(event, path)
+        # dp_accounting's RDP accountant takes this event under REPLACE_SPECIAL only
+        self.check_relation(event, path, Neighbouring.ADD_REMOVE)
+        return [(self.build(event, path, "tree_aggregation", sigma=float(event.noise_multiplier),
+                            step_counts=event.step_counts), 1)]
+
     def single(self, event: Any, path: str) -> Optional[Mechanism]:
         """The one mechanism an inner (sampled) tree stands for: Gaussians merged into
         one, else a single mechanism used once; None when the tree costs nothing."""
@@ -348,6 +358,11 @@ def _event_of(m: Any, relation: Neighbouring, path: str, ev: Any) -> Any:
         return ev.MixtureOfGaussiansDpEvent(standard_deviation=float(m.sigma),
                                             sensitivities=list(m.sensitivities),
                                             sampling_probs=list(m.sampling_probs))
+    if name == "tree_aggregation" and not m.completed:
+        counts = [int(t) for t in m.step_counts]
+        return ev.SingleEpochTreeAggregationDpEvent(
+            noise_multiplier=float(m.sigma) / m.sensitivity,
+            step_counts=counts[0] if len(counts) == 1 else counts)
     if name == "approx_dp" and m.delta == 1:
         return ev.NonPrivateDpEvent()
     if name == "approx_dp" and m.delta == 0 and m.epsilon == 0:

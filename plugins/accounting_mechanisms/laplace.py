@@ -7,7 +7,11 @@ and the pair (Lap(Δ, b), Lap(0, b)) is symmetric.
 * RDP (Mironov 2017, Table II), in the stable form
   D_α = e + log1p((α − 1)·expm1(e(1 − 2α))/(2α − 1))/(α − 1);
 * ρ* = e + e^{−e} − 1, the KL divergence: the sup of K(t)/(t(t+1)) sits at t → 0
-  (unifying-accounting paper, arXiv:2610.02414, §6).
+  (unifying-accounting paper, arXiv:2610.02414, §6);
+* loss atoms: L = |x| − |x − e| under P = Lap(e, 1) is e on x ≥ e (P-mass ½) and −e on
+  x ≤ 0 (P-mass ½e^{−e}), continuous in between; the pair is symmetric, so the
+  backward law (−L under Q) has the same atoms. Declared, they sit on the PLD grid
+  exactly instead of being smeared over the cells below them.
 """
 
 from __future__ import annotations
@@ -51,6 +55,10 @@ class LaplacePair(Pair):
     def _renyi_limit(self, order, direction, side=None):
         """KL = e^{−e} + e − 1 and D_∞ = e (the loss lies in [−e, e]), both exact."""
         return self.e + np.expm1(-self.e) if order == 1.0 else self.e
+
+    def loss_atoms(self, direction):
+        """Atoms −e (mass ½e^{−e}) and e (mass ½), in both directions (module docstring)."""
+        return np.array([-self.e, self.e]), np.array([0.5 * np.exp(-self.e), 0.5])
 
     def noise_density(self) -> NoiseDensity:
         """(Lap(e, 1), Lap(0, 1)) as additive noise: (log-density, Δ, width, span)."""

@@ -170,7 +170,7 @@ def test_optional_primitives_default_to_a_clear_error():
         assert not bare.provides(name)
         args = {"cgf": (np.array([1.0]), None), "cgf_lower": (np.array([1.0]), None),
                 "beta": (np.array([0.5]), None), "noise_density": (),
-                "sample": (np.random.default_rng(0), 3)}[name]
+                "sample": (np.random.default_rng(0), 3), "loss_atoms": (None,)}[name]
         with pytest.raises(NotImplementedError, match=f"does not provide the primitive "
                                                       f"'{name}'"):
             getattr(bare, method)(*args)

@@ -168,3 +168,10 @@ from test_mechanism_mixture import TestMechanismMixtureContract as _MechanismMix
 from test_poisson_replace_one import (  # noqa: E402
     TestPoissonReplaceOneContract as _PoissonReplaceOne,
     TestTruncatedPoissonContract as _TruncatedPoisson)
+from test_tree_aggregation import (  # noqa: E402
+    TestTreeAggregationContract as _TreeAggregation,
+    TestTreeAggregationMultiEpochContract as _TreeAggregationMultiEpoch)
+from test_bounded_range import (  # noqa: E402
+    TestBoundedRangeContract as _BoundedRange,
+    TestExponentialMechanismContract as _ExponentialMechanism,
+    TestPermuteAndFlipContract as _PermuteAndFlip)

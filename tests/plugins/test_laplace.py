@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 
+import mpmath as mp
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
 import accounting
-from accounting import PLD, RDP, ZCDP, PrivacyProfile
+from accounting import PLD, RDP, ZCDP, Direction, PrivacyProfile
 
 from closed_forms import laplace_delta, laplace_rdp
 
@@ -82,12 +83,6 @@ def test_pld_brackets_the_profile(b):
     assert np.all(lo <= exact + 1e-12) and np.all(exact <= up + 1e-12)
 
 
-@pytest.mark.xfail(reason=("BUG (accuracy regression, commit 37c4c3b): accounting/discretise.py convex_minorant "
-                          "rounds the Laplace loss atom at ε = Δ/b (on a grid point) down one "
-                          "cell and lumps ~30 cells before it into it (lower law: mass 0.516 at "
-                          "0.999, zeros at 0.996–0.998), so the optimistic δ is 5e-4 below the "
-                          "exact one just below Δ/b: an O(step) gap, not the stated O(step²) "
-                          "(it was 6e-8 at d4b90da)"), strict=True)
 @pytest.mark.parametrize("b", [0.5, 1.0, 4.0])
 def test_pld_bracket_is_within_the_stated_error(b):
     pld = accounting.mechanism("laplace", b=b).curve(PLD, step=STEP)
@@ -120,3 +115,99 @@ def test_rho_is_the_kl_divergence_at_every_scale():
 def test_bad_scale(b):
     with pytest.raises(ValueError, match="b must"):
         accounting.mechanism("laplace", b=b)
+
+
+# ------------------------------------------------------------------ declared atoms
+def _mp_delta(e, x):
+    """δ(x) of Laplace with e = Δ/b in mpmath (the closed form, 40 digits)."""
+    x = mp.mpf(x)
+    if x >= e:
+        return mp.mpf(0)
+    if x <= -e:
+        return 1 - mp.exp(x)
+    return 1 - mp.exp((x - e) / 2)
+
+
+@pytest.mark.parametrize("b", [0.3, 1.0, 4.0])
+def test_declared_atoms_are_the_kinks_of_the_profile(b):
+    """An atom m at l is a jump of m·e^{−l} in the slope of δ in x = e^ε: the declared
+    masses against one-sided difference quotients of the closed-form profile."""
+    e = mp.mpf(1) / mp.mpf(b)
+    pair = accounting.mechanism("laplace", b=b).pair()
+    for d in (Direction.FORWARD, Direction.BACKWARD):
+        losses, masses = pair.loss_atoms(d)
+        assert losses.tolist() == pytest.approx([-float(e), float(e)], rel=1e-15)
+        for l, m in zip(losses, masses):
+            x0, h = mp.exp(e if l > 0 else -e), mp.mpf(10) ** -20   # the exact kink
+            right = (_mp_delta(e, mp.log(x0 + h)) - _mp_delta(e, mp.log(x0))) / h
+            left = (_mp_delta(e, mp.log(x0)) - _mp_delta(e, mp.log(x0 - h))) / h
+            assert float(x0 * (right - left)) == pytest.approx(m, rel=1e-12)
+
+
+def test_remainder_profile_is_the_atomless_part():
+    """δ minus the atoms' share, normalised: ½(1 − e^{(ε−e)/2})² / s on [−e, e] with
+    s = ½(1 − e^{−e}) the remainder's mass, 1 − e^ε below and 0 above (mpmath)."""
+    from accounting.numerics.atoms import AtomSplit
+    b = 0.8
+    e = mp.mpf(1) / mp.mpf(b)
+    pair = accounting.mechanism("laplace", b=b).pair()
+    split = AtomSplit(pair.loss_atoms(Direction.FORWARD), pair.loss_atoms(Direction.BACKWARD))
+    s = (1 - mp.exp(-e)) / 2
+    assert split.scale == pytest.approx(float(s), rel=1e-15)
+    assert split.floor(Direction.FORWARD) == split.floor(Direction.BACKWARD) == 0.0
+    eps = np.concatenate([np.linspace(-1.6, 1.6, 161), [-np.inf, np.inf]])
+    want = []
+    for x in eps:
+        if x == np.inf or x >= e:
+            want.append(0.0)
+        elif x == -np.inf:
+            want.append(1.0)
+        elif x <= -e:
+            want.append(float(-mp.expm1(x)))
+        else:
+            want.append(float((1 - mp.exp((mp.mpf(x) - e) / 2)) ** 2 / 2 / s))
+    for d in (Direction.FORWARD, Direction.BACKWARD):
+        np.testing.assert_allclose(split.remainder(pair._profile)(eps, d), want,
+                                   rtol=1e-11, atol=1e-16)
+
+
+@pytest.mark.parametrize("b", [0.5, 1.0, 4.0])
+def test_atoms_on_the_grid_keep_their_place_and_mass(b):
+    """Δ/b on the grid: both laws carry ½ at e and ½e^{−e} at −e, plus what the
+    remainder (density ¼e^{(l−e)/2} ≤ ¼) puts on those grid points, at most a cell's
+    worth; the old minorant moved the top atom a cell down and emptied ~30 cells
+    below it."""
+    e = 1.0 / b
+    pld = accounting.mechanism("laplace", b=b).curve(PLD, step=STEP)
+    for side in ("upper", "lower"):
+        law = pld.law("forward", side)
+        top = int(np.flatnonzero(np.isclose(law.losses, e, rtol=0, atol=STEP / 10))[0])
+        assert 0.5 - 1e-15 <= law.masses[top] <= 0.5 + STEP / 4
+        bottom = int(np.flatnonzero(np.isclose(law.losses, -e, rtol=0, atol=STEP / 10))[0])
+        assert 0.5 * math.exp(-e) * (1 - 1e-15) <= law.masses[bottom] <= 0.5 * math.exp(-e) + STEP / 4
+        below = law.masses[top - 30:top]             # the remainder's cells, none emptied
+        assert np.all(below > 0.1 * STEP * math.exp(-STEP * 30 / 2) / 4), below
+        assert law.losses[top] == law.max_loss   # nothing above the atom
+
+
+def _mp_two_fold(e, x):
+    """δ of two uses at ε = x by E_{L₁}[δ(x − L₁)]: the atoms ½ at e and ½e^{−e} at −e
+    plus the density ¼e^{(l−e)/2} on (−e, e) (mpmath quadrature, split at the kinks)."""
+    x = mp.mpf(x)
+    atoms = (_mp_delta(e, x - e) / 2 + mp.exp(-e) * _mp_delta(e, x + e) / 2)
+    cuts = sorted({-e, e} | {c for c in (x - e, x + e) if -e < c < e})
+    dens = mp.quad(lambda l: mp.exp((l - e) / 2) / 4 * _mp_delta(e, x - l), cuts)
+    return atoms + dens
+
+
+def test_two_fold_composition_brackets_the_exact_law():
+    """Composing the atom-split PLD: the bracket contains the exact two-fold δ (mpmath)
+    and is O(step²) wide (it was O(step) before the atoms were declared)."""
+    e = mp.mpf(1)
+    pld = accounting.mechanism("laplace", b=1.0).curve(PLD, step=STEP)
+    two = pld.compose(pld)
+    eps = np.array([-0.7, 0.0, 0.4, 0.9995, 1.3, 1.9984])
+    exact = np.array([float(_mp_two_fold(e, x)) for x in eps])
+    up, lo = two.delta(eps, "forward"), two.delta(eps, "forward", "lower")
+    assert np.all(up >= exact * (1 - 1e-12)) and np.all(lo <= exact * (1 + 1e-12)), (lo, exact, up)
+    assert np.max(up - lo) < 2 * STEP ** 2
