@@ -354,7 +354,9 @@ def log_moments(logp: np.ndarray, losses: np.ndarray, t: np.ndarray,
 
 def _blocked_log_moments(logp: np.ndarray, l0: float, step: float, t: np.ndarray,
                          b: int) -> np.ndarray:
-    """``log_moments`` of grid atoms by blocks of ``b`` (its docstring)."""
+    """``log_moments`` of grid atoms by blocks of ``b`` (its docstring); the caller
+    keeps |t|·b·step small enough that e^{t·b·step} cannot overflow (``log_moments``:
+    40; the composition's CGF, ``_SummedCGF``: 600)."""
     n = logp.size
     a = -(-n // b)
     lp = np.full(a * b, -np.inf)
@@ -365,7 +367,7 @@ def _blocked_log_moments(logp: np.ndarray, l0: float, step: float, t: np.ndarray
     lp, top = lp[live], top[live]
     first = l0 + np.flatnonzero(live) * b * step           # each block's first loss
     scaled = np.exp(lp - top[:, None])                     # ≤ 1, exactly 1 at the max
-    ramp = np.exp(np.arange(b)[:, None] * step * t[None, :])   # e^{t·b·step} ≤ e^{40}
+    ramp = np.exp(np.arange(b)[:, None] * step * t[None, :])   # no overflow: see above
     with np.errstate(divide="ignore"):
         blocks = np.log(scaled @ ramp) + top[:, None] + first[:, None] * t[None, :]
     peak = blocks.max(axis=0)
@@ -602,18 +604,14 @@ def _settle_up(masses: np.ndarray, inf: float, target: float,
     return masses, inf, left
 
 
-def _blocked(p: LossPMF, theta_max: float):
-    """A grid law's masses as a (blocks × B) matrix, the loss at each block's start and
-    the offsets t·step within a block, for ``_SummedCGF._evaluate``; None when blocks
-    of 16 points would already overflow e^{θ·t·step} at |θ| = ``theta_max``."""
+def _block_width(p: LossPMF, theta_max: float) -> Optional[int]:
+    """Grid points a block for ``_SummedCGF._evaluate`` (``_blocked_log_moments``):
+    at most 128, with e^{|θ|·B·step} ≤ e^{600} at |θ| = ``theta_max`` (no overflow);
+    None when blocks of 16 points would already overflow, or the law is too short."""
     width = min(128, int(600.0 / (theta_max * p.step)))
     if width < 16 or p.masses.size < 4 * width:
         return None
-    nb = -(-p.masses.size // width)
-    mat = np.zeros(nb * width)
-    mat[:p.masses.size] = p.masses
-    l0 = (p.offset + width * np.arange(nb)) * p.step
-    return mat.reshape(nb, width), l0, np.arange(width) * p.step
+    return width
 
 
 class _SummedCGF:
@@ -649,7 +647,10 @@ class _SummedCGF:
                 lo_l = hi_l = l
             dense = None
             if width == 1 and p.step is not None:
-                dense = _blocked(p, float(np.max(np.abs(thetas))))
+                b = _block_width(p, float(np.max(np.abs(thetas))))
+                if b is not None:
+                    with np.errstate(divide="ignore"):
+                        dense = (np.log(p.masses), p.offset * p.step, p.step, b)
             laws.append((np.log(m), lo_l, hi_l, c, logm, dense))
         self._laws = laws
         self._set(thetas, *self._evaluate(laws, thetas))
@@ -710,18 +711,17 @@ class _SummedCGF:
         left = np.zeros(thetas.size)
         for logp, lo_l, hi_l, c, logm, dense in laws:
             if dense is not None:
-                mat, l0, t = dense
-                with np.errstate(divide="ignore", under="ignore"):
-                    r = np.exp(thetas[:, None] * t[None, :])
-                    logs = np.log(mat @ r.T) + l0[:, None] * thetas[None, :]
-                top = logs.max(axis=0)
-                val = c * (top + np.log(np.exp(logs - top).sum(axis=0)) - logm)
+                logp_all, l_first, step, b = dense
+                with np.errstate(under="ignore"):
+                    val = c * (_blocked_log_moments(logp_all, l_first, step, thetas, b) - logm)
+                blocks = -(-logp_all.size // b)
+                l_last = l_first + (blocks * b - 1) * step
                 # rounding of the sums, the exponentials and θ·l (all relative to the
                 # total, which is a sum of non-negative terms), and of the log and the
                 # products with c (relative to the value), moved to each side's safe
                 # side: right bounds K above for θ > 0, left for θ < 0
-                eta = 2.02 * _U * c * (t.size + l0.size + 8 + np.abs(thetas) * (
-                    abs(l0[0]) + abs(l0[-1]) + t[-1])) + 4.0 * _U * np.abs(val)
+                eta = 2.02 * _U * c * (b + blocks + 8 + np.abs(thetas) * (
+                    abs(l_first) + abs(l_last) + b * step)) + 4.0 * _U * np.abs(val)
                 sign = np.where(thetas > 0, 1.0, -1.0)
                 right += val + sign * eta
                 left += val - sign * eta
