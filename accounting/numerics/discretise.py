@@ -137,6 +137,11 @@ def _profile_masses(indices: np.ndarray, step: float, d: np.ndarray,
     return np.where(left, _masses(dt, step, 0.0), _masses(d, step, 1.0))
 
 
+#: δ values below this (near float64's underflow, 2.2e-308) do not certify that the
+#: profile's computed zero past them is the end of the support (``profile_sup``)
+SUP_FLOOR = 1e-290
+
+
 def profile_sup(delta: ProfileFn, indices: np.ndarray, step: float,
                 d: np.ndarray) -> "float | None":
     """The largest loss of a bounded law, from its exact profile on a grid.
@@ -145,7 +150,9 @@ def profile_sup(delta: ProfileFn, indices: np.ndarray, step: float,
     support ends where δ first vanishes: δ(ε) = E_P[(1 − e^{ε−L})₊] > 0 for every
     ε < sup L and = 0 from there on. Bisection between the last grid point with δ > 0
     and the first with δ = 0, down to adjacent floats, gives it exactly (to one ulp,
-    rounded up). ``None`` when the profile does not vanish on the grid.
+    rounded up). ``None`` when the profile does not vanish on the grid, or when it
+    is below ``SUP_FLOOR`` just before it vanishes: a computed zero after a value that
+    close to underflow may be an underflow, not the end of the support.
 
     The search is 1024-ary and vectorised (one profile call of 1023 points a round,
     about five rounds to reach adjacent floats, where a scalar bisection took ~55
@@ -175,6 +182,11 @@ def profile_sup(delta: ProfileFn, indices: np.ndarray, step: float,
             b = float(pts[k])
             if k > 0:
                 a = float(pts[k - 1])
+    if float(delta(np.array([a]))[0]) < SUP_FLOOR:
+        # a computed zero proves nothing where δ is already near underflow (the loss
+        # may run on to its supremum with ever smaller mass, as the subsampled
+        # Gaussian's does): no certified largest loss
+        return None
     return b
 
 
