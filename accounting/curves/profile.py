@@ -18,7 +18,7 @@ from accounting.vocabulary import Bound, Direction
 from accounting.numerics.loss import LossPMF
 
 __all__ = ["PrivacyProfile", "ProfileSide", "LawSide", "FunctionSide", "invert_decreasing",
-           "compose_via_pld"]
+           "symmetric_profile", "compose_via_pld"]
 
 
 class ProfileSide(Protocol):
@@ -145,3 +145,21 @@ def compose_via_pld(a: Curve, b: Curve) -> Curve:
     pa = a.to(PLD)
     pb = pa if b is a else b.to(PLD)
     return pa.compose(pb).to(kind)
+
+
+def symmetric_profile(eps: "np.ndarray | float", positive: Callable[[np.ndarray], np.ndarray]
+                      ) -> np.ndarray:
+    """The privacy profile of a symmetric pair (δ_{P‖Q} = δ_{Q‖P}) from its values at
+    ε ≥ 0 (``positive``): for ε < 0, δ(ε) = 1 − e^ε + e^ε·δ(−ε), the complement identity
+    with the reverse direction, which is the same profile (take complements of the set
+    S in sup_S P(S) − e^ε Q(S)). δ(−∞) = 1.
+    Monotone in δ(−ε), so an upper (lower) bound at ε ≥ 0 gives one at ε < 0."""
+    eps = np.asarray(eps, dtype=float)
+    neg = eps < 0
+    out = np.array(positive(np.where(neg, 0.0, eps)), dtype=float)
+    if neg.any():
+        e = eps[neg]
+        with np.errstate(over="ignore", invalid="ignore"):
+            val = -np.expm1(e) + np.exp(e) * positive(-e)
+        out[neg] = np.where(e == -np.inf, 1.0, val)
+    return out

@@ -66,6 +66,7 @@ import numpy as np
 from scipy.special import bdtr
 
 from accounting.curves.curve import Exactness
+from accounting.curves.profile import symmetric_profile
 from accounting.pairs.mechanism import Mechanism, Range, parameter
 from accounting.pairs.pair import Pair, identical_pair
 from accounting.registry.hookspecs import hookimpl
@@ -146,21 +147,6 @@ def br_composed_profile(eps: "np.ndarray | float", epsilon: float, count: int,
         lo[start:start + rows] = np.max(g - slack, axis=1)
     shape = eps.shape
     return (np.clip(up, 0.0, 1.0).reshape(shape), np.clip(lo, 0.0, 1.0).reshape(shape))
-
-
-def _mirror(eps: np.ndarray, positive) -> np.ndarray:
-    """A symmetric pair's profile from its values at ε' ≥ 0: for ε' < 0,
-    δ(ε') = 1 − e^{ε'} + e^{ε'}δ(−ε') (the complement identity with the reverse
-    direction, which is the same profile); monotone in δ, so bounds map to bounds."""
-    eps = np.asarray(eps, dtype=float)
-    neg = eps < 0
-    out = np.asarray(positive(np.where(neg, 0.0, eps)), dtype=float).copy()
-    if neg.any():
-        e = eps[neg]
-        with np.errstate(over="ignore", invalid="ignore"):
-            val = -np.expm1(e) + np.exp(e) * positive(-e)
-        out[neg] = np.where(e == -np.inf, 1.0, val)
-    return out
 
 
 def _rr_cgf(epsilon: float):
@@ -288,10 +274,10 @@ class BoundedRangeBatchPair(Pair):
         return out
 
     def _profile(self, eps, direction):
-        return np.clip(_mirror(eps, lambda e: self._positive(e, False)), 0.0, 1.0)
+        return np.clip(symmetric_profile(eps, lambda e: self._positive(e, False)), 0.0, 1.0)
 
     def _profile_lower(self, eps, direction):
-        return np.clip(_mirror(eps, lambda e: self._positive(e, True)), 0.0, 1.0)
+        return np.clip(symmetric_profile(eps, lambda e: self._positive(e, True)), 0.0, 1.0)
 
     def _cgf(self, t, direction):
         """k times one use's bound (Rényi divergences add under composition)."""

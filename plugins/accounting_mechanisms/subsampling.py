@@ -25,6 +25,7 @@ import numpy as np
 
 from accounting.pairs.additive import log_integral
 from accounting.curves.curve import Exactness
+from accounting.curves.profile import symmetric_profile
 from accounting.vocabulary import Direction
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import RATE, Mechanism, Neighbouring, Range, as_neighbouring, parameter
@@ -255,16 +256,8 @@ class WithoutReplacementPair(Pair):
         return self._symmetric(eps, self._base_max(self.base._profile_lower))
 
     def _symmetric(self, eps, base_profile):
-        eps = np.asarray(eps, dtype=float)
-        fwd = lambda e: self._poisson._mixed(e, Direction.FORWARD, base_profile)  # noqa: E731
-        neg = eps < 0
-        out = fwd(np.where(neg, 0.0, eps))
-        if neg.any():
-            e = eps[neg]
-            with np.errstate(over="ignore", invalid="ignore"):
-                mirrored = -np.expm1(e) + np.exp(e) * fwd(-e)
-            out[neg] = np.where(e == -np.inf, 1.0, mirrored)
-        return out
+        return symmetric_profile(
+            eps, lambda e: self._poisson._mixed(e, Direction.FORWARD, base_profile))
 
     def _base_max(self, fn):
         if self.base.symmetric:
