@@ -167,4 +167,5 @@ from test_mixture_of_gaussians import TestMixtureOfGaussiansContract as _Mixture
 from test_mechanism_mixture import TestMechanismMixtureContract as _MechanismMixture  # noqa: E402
 from test_poisson_replace_one import (  # noqa: E402
     TestPoissonReplaceOneContract as _PoissonReplaceOne,
+    TestPoissonReplaceOneLaplaceContract as _PoissonReplaceOneLaplace,
     TestTruncatedPoissonContract as _TruncatedPoisson)
