@@ -73,6 +73,7 @@ base (declared add/remove: its sensitivity is the per-record bound Δ), and
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import attrs
 import numpy as np
@@ -358,6 +359,8 @@ class PoissonReplaceOne(Mechanism):
     """
 
     name = "poisson_replace_one"
+    #: the relation the base is declared under: its sensitivity bounds one record
+    base_neighbouring: ClassVar[Neighbouring] = Neighbouring.ADD_REMOVE
     base: Mechanism = attrs.field(validator=_base_check)
     q: float = parameter(RATE)
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
