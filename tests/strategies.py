@@ -114,7 +114,9 @@ def mechanisms(draw, name: str, neighbouring: "Neighbouring | None" = None,
         raw = [draw(st.floats(0.01, 1.0)) for _ in range(k)]
         params["probs"] = tuple(w / math.fsum(raw) for w in raw)
     if "base" in fields:
-        relation = fields["neighbouring"].default
+        # a wrapper may take its base under another relation than its own (Poisson
+        # subsampling under replace-one: the base's add/remove bound on one record)
+        relation = getattr(cls, "base_neighbouring", fields["neighbouring"].default)
         params["base"] = draw(bases(relation))
     if "dataset_size" in fields and "batch_size" in fields:
         params["dataset_size"] = draw(in_range(ranges["dataset_size"]))

@@ -291,6 +291,7 @@ def _valid(name: str) -> dict:
     special = {
         "gaussian_mixture": dict(weights=(0.5, 0.5), means=(0.0, 1.0), scales=(1.0, 2.0)),
         "poisson_subsampled": dict(base=accounting.mechanism("gaussian", sigma=1.0), q=0.1),
+        "poisson_replace_one": dict(base=accounting.mechanism("laplace", b=1.0), q=0.1),
         "mixture_of_gaussians": dict(sigma=1.0, sensitivities=1.0, sampling_probs=1.0),
         "truncated_poisson_gaussian": dict(q=0.01, sigma=1.0, dataset_size=1000, max_batch=20),
         "mechanism_mixture": dict(mechanisms=accounting.mechanism("gaussian", sigma=1.0),

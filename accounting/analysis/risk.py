@@ -18,6 +18,21 @@ curve's certified (upper) side, and says which way it bounds:
   §3). A lower bound on the attacker's error; its complement bounds the success
   probability from above.
 
+From a Rényi curve (an ``RDP`` or ``ZCDP`` curve, or ``accountant="rdp"``/``"zcdp"``)
+``tpr_at_fpr`` uses the binary data-processing bound directly, not the (ε, δ) profile:
+a test of FPR a = E_P[φ] and TPR τ = E_Q[φ] post-processes (P, Q) into
+(Bern(a), Bern(τ)), so for every order α > 1 (t = α − 1)
+
+    log(τ^α a^{−t} + (1 − τ)^α (1 − a)^{−t}) ≤ K_{Q‖P}(t),
+    log(a^α τ^{−t} + (1 − a)^α (1 − τ)^{−t}) ≤ K_{P‖Q}(t)
+
+(Balle et al., arXiv:1905.09982, §3; Zhu, Dong, Wang, arXiv:2106.08567, §3: the
+trade-off function implied by a Rényi curve). Both left sides increase in τ ≥ a, so
+each order caps τ; the reported TPR is the min over a log-grid of orders of the
+bisected cap's upper end — sound for any grid, since every order gives a valid cap.
+``advantage`` and ``bayes_risk`` of a Rényi curve read its profile (the improved
+conversion, Canonne, Kamath, Steinke 2020, Prop. 12), also an upper bound on δ.
+
 For ``direction="max"`` (the default) each figure is the worst over both
 directions, which is the right bound for add/remove neighbouring where either
 dataset may be the one with the target.
@@ -43,17 +58,142 @@ from accounting.curves.curve import as_kind
 from accounting.validation import check_array
 from accounting.vocabulary import Bound, Direction, as_bound, as_direction
 
-__all__ = ["tpr_at_fpr", "advantage", "bayes_risk", "gdp_mu", "tradeoff_gdp_mu", "GDP_ALPHA"]
+__all__ = ["tpr_at_fpr", "advantage", "bayes_risk", "gdp_mu", "tradeoff_gdp_mu", "GDP_ALPHA",
+           "renyi_tpr_at_fpr", "risk_curve"]
+
+#: orders α = 1 + t of the Rényi → TPR bound: a coarse log-grid, then a fine one
+#: around its best order (any order is sound; the grid only decides how tight)
+_T_COARSE = np.geomspace(1e-3, 1e4, 71)
+_T_FINE = 33
+#: bisection steps on τ: the bracket is then below 1e-15 wide
+_BISECT = 60
+
+
+def risk_curve(obj: Any, accountant: str = "pld") -> Any:
+    """The curve a risk figure reads: ``obj`` itself if it is a privacy curve (then
+    ``accountant`` must stay ``"pld"``, its default), else the ``accountant`` curve
+    (``"pld"``, ``"rdp"`` or ``"zcdp"``) of a mechanism, ledger or accountant."""
+    from accounting.accountant import ACCOUNTANTS, Accountant, check_accountant
+    from accounting.curves.curve import Curve
+    from accounting.ledger import Ledger
+    from accounting.pairs.mechanism import Mechanism
+    name = check_accountant(accountant)
+    if isinstance(obj, Curve):
+        if name != "pld":
+            raise ValueError(f"accountant={accountant!r} applies to a mechanism, ledger or "
+                             f"accountant; a {type(obj).__name__} curve is read as it is")
+        return obj
+    kind = ACCOUNTANTS[name]
+    if isinstance(obj, Accountant):
+        return obj.curve(kind)
+    if isinstance(obj, Ledger):
+        return Accountant.of(obj).curve(kind)
+    if isinstance(obj, Mechanism):
+        return obj.curve(kind)
+    raise TypeError(f"curve must be a privacy curve (PLD, PrivacyProfile, TradeOff, RDP or "
+                    f"ZCDP), a mechanism, a ledger or an accountant, got {type(obj).__name__}")
+
+
+def _binary_log_moment(a: np.ndarray, tau: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """log(τ^{1+t} a^{−t} + (1 − τ)^{1+t} (1 − a)^{−t}) = t·D_{1+t}(Bern(τ)‖Bern(a)),
+    elementwise (0·log 0 = 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = (1.0 + t) * np.log(tau) - t * np.log(a)
+        y = (1.0 + t) * np.log1p(-tau) - t * np.log1p(-a)
+    x = np.where(tau == 0.0, -np.inf, x)
+    y = np.where(tau == 1.0, -np.inf, y)
+    return np.logaddexp(x, y)
+
+
+def _tpr_caps(a: np.ndarray, t: np.ndarray, k_fwd: np.ndarray, k_bwd: np.ndarray) -> np.ndarray:
+    """For each FPR a (rows) and order 1 + t (columns): the upper end of a bisection
+    bracket on the largest τ ∈ [a, 1] meeting both binary Rényi constraints."""
+    aa, tt = np.broadcast_arrays(a[:, None], t[None, :])
+    kf, kb = np.broadcast_to(k_fwd[None, :], aa.shape), np.broadcast_to(k_bwd[None, :], aa.shape)
+
+    def ok(tau):
+        return ((_binary_log_moment(aa, tau, tt) <= kb)
+                & (_binary_log_moment(tau, aa, tt) <= kf))
+    lo, hi = aa.copy(), np.ones(aa.shape)
+    done = ok(hi)                          # the constraint does not bind at all
+    for _ in range(_BISECT):
+        mid = 0.5 * (lo + hi)
+        good = ok(mid)
+        lo, hi = np.where(good, mid, lo), np.where(good, hi, mid)
+    return np.where(done, 1.0, hi)
+
+
+def renyi_tpr_at_fpr(cgf_fwd: Any, cgf_bwd: Any, fpr: np.ndarray) -> np.ndarray:
+    """The largest TPR at each FPR ``fpr`` allowed by Rényi curves K_{P‖Q} = ``cgf_fwd``
+    and K_{Q‖P} = ``cgf_bwd`` (callables t ↦ K(t), upper bounds) for the trade-off
+    T(P, Q) (FPR under P, TPR under Q): an upper bound (module docstring)."""
+    a = np.asarray(fpr, dtype=float).ravel()
+    inner = (a > 0.0) & (a < 1.0)
+    out = np.where(a >= 1.0, 1.0, 0.0)       # a = 0: τ = 0 unless the pair has mass apart
+    if np.any(a == 0.0):
+        # at FPR 0 the cap is the τ of the t → ∞ limit; bound it by the smallest FPR
+        # the grid handles (β is non-increasing in α, so TPR(0) ≤ TPR(1e-300))
+        out = np.where(a == 0.0, renyi_tpr_at_fpr(cgf_fwd, cgf_bwd, np.array([1e-300]))[0], out)
+    if not np.any(inner):
+        return out
+    ai = a[inner]
+
+    def caps(t):
+        kf = np.asarray(cgf_fwd(t), dtype=float)
+        kb = np.asarray(cgf_bwd(t), dtype=float)
+        kf = np.where(np.isnan(kf), np.inf, kf)
+        kb = np.where(np.isnan(kb), np.inf, kb)
+        return _tpr_caps(ai, t, kf, kb)
+    coarse = caps(_T_COARSE)
+    j = np.argmin(coarse, axis=1)
+    best = coarse[np.arange(ai.size), j]
+    for i in range(ai.size):   # a fine grid between the best coarse order's neighbours
+        lo_t = _T_COARSE[max(j[i] - 1, 0)]
+        hi_t = _T_COARSE[min(j[i] + 1, _T_COARSE.size - 1)]
+        fine = caps(np.geomspace(lo_t, hi_t, _T_FINE))[i]
+        best[i] = min(best[i], float(np.min(fine)))
+    out[inner] = np.maximum(best, ai)
+    return out
+
+
+def _renyi_tpr(curve: Any, fpr: np.ndarray, direction: Direction) -> np.ndarray:
+    """``renyi_tpr_at_fpr`` of an RDP or ZCDP curve, worst over ``direction``'s components."""
+    from accounting.curves.rdp import RDP
+    rdp = as_kind(curve, RDP)
+    out = None
+    for d in direction.components:
+        def fwd(t, d=d):
+            return rdp.cgf(t, d)
+
+        def bwd(t, d=d):
+            return rdp.cgf(t, d.reverse())
+        v = renyi_tpr_at_fpr(fwd, bwd, fpr)
+        out = v if out is None else np.maximum(out, v)
+    return out
 
 
 def tpr_at_fpr(curve: Any, fpr: "np.ndarray | float", *, direction: "Direction | str" = "max",
-               bound: "Bound | str" = "upper") -> np.ndarray:
+               bound: "Bound | str" = "upper", accountant: str = "pld") -> np.ndarray:
     """The largest true-positive rate of any attack at false-positive rate ``fpr``:
     1 − T(fpr). With ``bound="upper"`` (default) a certified upper bound on every
-    attack's TPR; ``bound="lower"`` gives the optimistic side beside it."""
+    attack's TPR; ``bound="lower"`` gives the optimistic side beside it.
+
+    ``curve``: a privacy curve, or a mechanism / ledger / accountant whose
+    ``accountant`` curve (``"pld"``, ``"rdp"``, ``"zcdp"``) is read. A Rényi curve
+    (RDP, zCDP) goes through the binary Rényi bound of the module docstring — an upper
+    bound on the TPR as well (its upper side only)."""
+    from accounting.curves.rdp import RDP
     from accounting.curves.tradeoff import TradeOff
+    from accounting.curves.zcdp import ZCDP
     a = check_array("fpr", fpr, lo=0.0, hi=1.0)
     side = as_bound(bound)
+    curve = risk_curve(curve, accountant)
+    if isinstance(curve, (RDP, ZCDP)):
+        if side is not Bound.UPPER:
+            raise ValueError("tpr_at_fpr of a Rényi curve has only its upper side "
+                             "(bound='upper'); the optimistic side needs the PLD")
+        tpr = _renyi_tpr(curve, np.atleast_1d(a), as_direction(direction))
+        return np.clip(tpr, np.atleast_1d(a), 1.0).reshape(np.shape(a))
     trade = as_kind(curve, TradeOff)
     beta = trade.beta(a, as_direction(direction), side)
     # 1 − β is exact in floating point for β ≥ ½ (Sterbenz), but β itself was rounded to
@@ -65,16 +205,17 @@ def tpr_at_fpr(curve: Any, fpr: "np.ndarray | float", *, direction: "Direction |
 
 
 def advantage(curve: Any, *, direction: "Direction | str" = "max",
-              bound: "Bound | str" = "upper") -> float:
+              bound: "Bound | str" = "upper", accountant: str = "pld") -> float:
     """The largest TPR − FPR of any attack: δ(0), the total variation distance between
-    the pair's distributions. ``bound="upper"`` (default) is a certified upper bound."""
+    the pair's distributions. ``bound="upper"`` (default) is a certified upper bound.
+    ``curve`` and ``accountant`` as for ``tpr_at_fpr``."""
     from accounting.curves.profile import PrivacyProfile
-    profile = as_kind(curve, PrivacyProfile)
+    profile = as_kind(risk_curve(curve, accountant), PrivacyProfile)
     return float(profile.delta(0.0, as_direction(direction), as_bound(bound)))
 
 
 def bayes_risk(curve: Any, prior: float, *, direction: "Direction | str" = "max",
-               bound: "Bound | str" = "upper") -> float:
+               bound: "Bound | str" = "upper", accountant: str = "pld") -> float:
     """The smallest error probability of any attack when the target is present with
     probability ``prior`` (π in (0, 1)): π·(1 − δ(log((1 − π)/π))), with δ the
     profile in the direction that tests presence against absence; for ``max`` the
@@ -82,7 +223,7 @@ def bayes_risk(curve: Any, prior: float, *, direction: "Direction | str" = "max"
     so the value is a certified **lower** bound on every attack's error."""
     pi = float(check_array("prior", prior, lo=0.0, hi=1.0, lo_open=True, hi_open=True))
     from accounting.curves.profile import PrivacyProfile
-    profile = as_kind(curve, PrivacyProfile)
+    profile = as_kind(risk_curve(curve, accountant), PrivacyProfile)
     d = as_direction(direction)
     # the attack errs on a member with prob. π·FNR and on a non-member with (1−π)·FPR;
     # the hockey-stick form needs the direction whose alternative is "member present"

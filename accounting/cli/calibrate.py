@@ -239,13 +239,11 @@ def _run_risk(ns: argparse.Namespace, name: str, solve: str, params: dict, count
               step: float, rtol: float) -> int:
     """``calibrate`` with a risk target (``calibrate_risk``)."""
     from accounting.analysis.calibration import MechanismFamily, calibrate_risk
-    if ns.accountant != "pld":
-        raise CLIError("a risk target is calibrated on the PLD (its trade-off curve); "
-                       "drop --accountant")
     t0 = time.perf_counter()
     res = calibrate_risk(MechanismFamily(name, solve, count=count, params=params),
                          tpr=ns.tpr, fpr=ns.fpr, advantage=ns.advantage,
-                         direction=ns.direction, integer=ns.integer, step=step, rtol=rtol)
+                         direction=ns.direction, integer=ns.integer, step=step, rtol=rtol,
+                         accountant=ns.accountant)
     seconds = time.perf_counter() - t0
     what = (f"TPR at FPR {_num(res.fpr)}" if res.figure == "tpr" else "advantage (TPR − FPR)")
     if ns.json:
@@ -257,14 +255,15 @@ def _run_risk(ns: argparse.Namespace, name: str, solve: str, params: dict, count
             "bound": f"achieved: upper bound on every attack's {what}, "
                      f"{_directions(res.direction)}",
             "bracket": [res.bracket[0], res.bracket[1]], "evaluations": res.evaluations,
-            "step": step, "seconds": seconds}
+            "accountant": res.accountant, "step": step, "seconds": seconds}
         if ns.integer:
             payload["integer"] = "smallest integer meeting the target"
         print(json.dumps(payload, indent=2, ensure_ascii=False))
         return 0
     fixed = ", ".join(f"{k}={_show_param(v)}" for k, v in params.items())
     print(f"calibrate: {name}({solve}=?{', ' + fixed if fixed else ''}) × {count}, target "
-          f"{what} ≤ {_num(res.target)} (PLD step {step:g})")
+          f"{what} ≤ {_num(res.target)} "
+          + (f"(PLD step {step:g})" if res.accountant == "pld" else f"(under {res.accountant})"))
     print(f"  {solve} = {_num(res.value, 10)}"
           + (" (the smallest integer meeting the target)" if ns.integer else ""))
     print(f"  {what} ≤ {_num(res.achieved, 10)} there (upper bound on every attack, "

@@ -4,10 +4,14 @@
 ::
 
     accounting risk MECHANISM --PARAM VALUE … [--compose K] [--fpr A …] [--prior P]
-                    [--gdp-alpha A] [--step S] [--json] [--plot FILE]
+                    [--gdp-alpha A] [--step S] [--accountant pld|rdp|zcdp] [--json]
+                    [--plot FILE]
 
 From the certified (pessimistic) side of the composition's trade-off curve and
-profile (``accounting.analysis.risk``), worst over both neighbouring directions:
+profile (``accounting.analysis.risk``), worst over both neighbouring directions —
+or, with ``--accountant rdp|zcdp``, from the composed Rényi curve (the TPR by the
+binary Rényi bound, advantage and Bayes risk by its improved-conversion profile;
+upper sides only, no ``--plot``):
 
 * TPR at each FPR — an upper bound on every attack's true-positive rate;
 * advantage (TPR − FPR) — an upper bound;
@@ -28,7 +32,9 @@ from typing import Any, Optional
 import numpy as np
 
 from accounting.analysis.clt import clt_mu, gdp_tpr
-from accounting.analysis.risk import GDP_ALPHA, advantage, bayes_risk, tpr_at_fpr, tradeoff_gdp_mu
+from accounting.accountant import ACCOUNTANTS
+from accounting.analysis.risk import (GDP_ALPHA, advantage, bayes_risk, gdp_mu, tpr_at_fpr,
+                                      tradeoff_gdp_mu)
 from accounting.cli import evaluate as ev
 from accounting.cli.base import PROG, CLIError, _count_text, _parse_float, _refusal
 from accounting.cli.output import _json_num, _num, _short
@@ -67,6 +73,9 @@ def _options(p: argparse.ArgumentParser) -> None:
                    help=f"α at which the μ-GDP summary reads the curve (default {GDP_ALPHA})")
     p.add_argument("--step", type=_parse_float, default=None, metavar="S",
                    help=f"PLD grid step of the privacy loss (default {DEFAULT_STEP:g})")
+    p.add_argument("--accountant", choices=tuple(ACCOUNTANTS), default="pld",
+                   help="the composition the figures are read from: the PLD (default; "
+                        "certified bracket) or the Rényi curve (rdp, zcdp; upper bounds)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot", metavar="FILE", default=None,
                    help="also draw the trade-off curve to FILE (.png, .pdf, .svg; needs "
@@ -111,14 +120,26 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     _check_plot(ns.plot)
 
     acct = workload.accountant(step)
-    pld = acct.curve(PLD)
-    tradeoff = acct.tradeoff()
-    tpr = tpr_at_fpr(tradeoff, fprs)
-    tpr_lo = tpr_at_fpr(tradeoff, fprs, bound="lower") if tradeoff.lower is not None else None
-    adv = advantage(pld)
-    adv_lo = advantage(pld, bound="lower") if pld.lower is not None else None
-    risk = bayes_risk(pld, prior)
-    mu = tradeoff_gdp_mu(tradeoff, gdp_alpha)
+    if ns.accountant != "pld":
+        if ns.plot is not None:
+            raise CLIError("--plot draws the PLD's trade-off curve; drop --accountant "
+                           f"{ns.accountant} to plot")
+        renyi = acct.curve(ACCOUNTANTS[ns.accountant])
+        tpr, tpr_lo = tpr_at_fpr(renyi, fprs), None
+        adv, adv_lo = advantage(renyi), None
+        risk = bayes_risk(renyi, prior)
+        mu = float(gdp_mu(gdp_alpha, 1.0 - float(tpr_at_fpr(renyi, gdp_alpha))))
+        provenance = str(renyi.provenance)
+    else:
+        pld = acct.curve(PLD)
+        tradeoff = acct.tradeoff()
+        tpr = tpr_at_fpr(tradeoff, fprs)
+        tpr_lo = tpr_at_fpr(tradeoff, fprs, bound="lower") if tradeoff.lower is not None else None
+        adv = advantage(pld)
+        adv_lo = advantage(pld, bound="lower") if pld.lower is not None else None
+        risk = bayes_risk(pld, prior)
+        mu = tradeoff_gdp_mu(tradeoff, gdp_alpha)
+        provenance = str(tradeoff.provenance)
     clt = _clt(workload, fprs, step)
     header = use.describe()
 
@@ -137,6 +158,8 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         only = use.as_dict()
         payload.update(mechanism=only["name"], params=only["params"], count=only["count"],
                        step=step, direction="max over both neighbouring directions")
+        if ns.accountant != "pld":
+            payload["accountant"] = ns.accountant
         payload["tpr_at_fpr"] = {
             "bound": "upper bound on every attack's TPR",
             "fpr": [_json_num(a) for a in fprs], "tpr": [_json_num(t) for t in tpr],
@@ -153,12 +176,13 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
                            "tpr": [_json_num(t) for t in clt["tpr"]],
                            "note": "CLT approximation (arXiv:1905.02383, Thm 3.5), not a "
                                    "bound: it can under-report the risk"})
-        payload["provenance"] = str(tradeoff.provenance)
+        payload["provenance"] = provenance
         print(json.dumps(payload, indent=2, ensure_ascii=False))
         return 0
 
     print(_short(header))
-    print(f"attack risk: worst over both neighbouring directions (PLD step {step:g})")
+    print("attack risk: worst over both neighbouring directions "
+          + (f"(PLD step {step:g})" if ns.accountant == "pld" else f"(under {ns.accountant})"))
     print("  TPR at FPR — upper bound on every attack's TPR"
           + (" [optimistic side]" if tpr_lo is not None else ""))
     for i, a in enumerate(fprs):
@@ -176,5 +200,5 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         tprs = ", ".join(f"FPR {_num(a)}: {_num(t, 6)}" for a, t in zip(fprs, clt["tpr"]))
         print(f"  CLT approximation (not a bound; may under-report): μ = {_num(clt['mu'])}; "
               f"TPR {tprs}")
-    print(f"provenance: {_short(str(tradeoff.provenance))}")
+    print(f"provenance: {_short(provenance)}")
     return 0

@@ -167,6 +167,7 @@ from test_mixture_of_gaussians import TestMixtureOfGaussiansContract as _Mixture
 from test_mechanism_mixture import TestMechanismMixtureContract as _MechanismMixture  # noqa: E402
 from test_poisson_replace_one import (  # noqa: E402
     TestPoissonReplaceOneContract as _PoissonReplaceOne,
+    TestPoissonReplaceOneLaplaceContract as _PoissonReplaceOneLaplace,
     TestTruncatedPoissonContract as _TruncatedPoisson)
 from test_tree_aggregation import (  # noqa: E402
     TestTreeAggregationContract as _TreeAggregation,
