@@ -345,6 +345,12 @@ def _base_check(instance, attribute, value) -> None:
     check_replace_one_base(value)
 
 
+def _require_replace_one(mechanism: Mechanism, alternative: str) -> None:
+    if mechanism.neighbouring is not Neighbouring.REPLACE_ONE:
+        raise ValueError(f"{mechanism.name} is accounted under replace_one neighbouring; "
+                         f"for add/remove use {alternative}")
+
+
 @attrs.frozen
 class PoissonReplaceOne(Mechanism):
     """Poisson sampling at rate ``q``, then the additive-noise ``base`` on the batch's
@@ -367,9 +373,7 @@ class PoissonReplaceOne(Mechanism):
                                              converter=as_neighbouring)
 
     def __attrs_post_init__(self):
-        if self.neighbouring is not Neighbouring.REPLACE_ONE:
-            raise ValueError("poisson_replace_one is accounted under replace_one neighbouring; "
-                             "for add/remove use poisson_subsampled")
+        _require_replace_one(self, "poisson_subsampled")
 
     def pair(self) -> Pair:
         base, q = self.base, float(self.q)
@@ -397,9 +401,7 @@ class PoissonReplaceOneGaussian(Mechanism):
                                              converter=as_neighbouring)
 
     def __attrs_post_init__(self):
-        if self.neighbouring is not Neighbouring.REPLACE_ONE:
-            raise ValueError("poisson_replace_one_gaussian is accounted under replace_one "
-                             "neighbouring; for add/remove use subsampled_gaussian")
+        _require_replace_one(self, "subsampled_gaussian")
 
     def pair(self) -> ReplaceOneGaussianPair:
         return ReplaceOneGaussianPair(float(self.sigma), float(self.sensitivity), float(self.q))
