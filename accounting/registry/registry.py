@@ -110,24 +110,28 @@ def _canonical(name: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def builtin_distributions() -> frozenset[str]:
-    """Canonical names of the distribution(s) shipping this ``accounting`` package.
+    """Canonical names of the distribution(s) shipping this ``accounting`` package and
+    declaring entry points in its group.
 
     Their entry points are the built-in plugins. Empty when the package runs from a
     source tree that is not installed (then every entry point is a third party).
     """
     import importlib.metadata   # lazy: ~0.1 s that `import accounting` need not pay
     package = __name__.partition(".")[0]
-    try:
-        names = importlib.metadata.packages_distributions().get(package, [])
-    except Exception:  # some distribution's metadata is unreadable: skip just that one
-        names = []
-        for dist in importlib.metadata.distributions():
-            try:
-                top = (dist.read_text("top_level.txt") or "").split()
-                if package in top or any(f.parts[:1] == (package,) for f in dist.files or ()):
-                    names.append(dist.metadata["Name"])
-            except Exception:
+    names = []
+    # Only a distribution that declares entry points in our group can be the source of
+    # one, so only those are asked which packages they ship: scanning every installed
+    # file list (importlib.metadata.packages_distributions) took 0.4 s of the first
+    # registry's 1.7 s in a venv with the optional extras.
+    for dist in importlib.metadata.distributions():
+        try:
+            if not any(ep.group == ENTRY_POINT_GROUP for ep in dist.entry_points):
                 continue
+            top = (dist.read_text("top_level.txt") or "").split()
+            if package in top or any(f.parts[:1] == (package,) for f in dist.files or ()):
+                names.append(dist.metadata["Name"])
+        except Exception:  # some distribution's metadata is unreadable: skip just that one
+            continue
     return frozenset(_canonical(n) for n in names if n)
 
 

@@ -49,7 +49,6 @@ from __future__ import annotations
 import math
 import attrs
 import numpy as np
-from scipy.optimize import brentq, minimize_scalar
 
 from accounting.conversion.converters import rdp_delta
 from accounting.curves.curve import Exactness, Provenance
@@ -111,6 +110,7 @@ def truncated_negative_binomial_gamma(shape: float, mean: float) -> float:
     lo = -1.0
     while _log_tnb_mean(shape, lo) < target:      # E[K] rises as γ falls (u = log γ → −∞)
         lo *= 2.0
+    from scipy.optimize import brentq  # ~0.3 s: loaded when a selection is accounted
     u = brentq(lambda v: _log_tnb_mean(shape, v) - target, lo, 0.0, xtol=1e-15, rtol=1e-14)
     # round down by far more than the root's tolerance
     return math.exp(u) * (1.0 - 1e-9)
@@ -143,6 +143,7 @@ class RepeatAndSelectPair(Pair):
         object.__setattr__(self, "_const", 0.0 if poisson else self._selection_constant())
         # the bound on a grid of orders, with its best order refined, then the minimum
         # over orders above each grid point (the curve is made non-decreasing on it)
+        from scipy.optimize import minimize_scalar  # ~0.3 s: not when the plugin loads
         lam = 1.0 + _GRID_T
         b = self._bound(lam)
         j = int(np.argmin(b))
@@ -163,6 +164,7 @@ class RepeatAndSelectPair(Pair):
     def _selection_constant(self) -> float:
         """(1 + η)·min over λ̂ ∈ [1, ∞] of (1 − 1/λ̂)ε̂(λ̂) + log(1/γ)/λ̂ (Thm 2's middle
         terms): a log grid refined around its best point, and the two ends."""
+        from scipy.optimize import minimize_scalar
         eta, log_inv_gamma = float(self.shape), -math.log(self._gamma)
 
         def score(lam_hat):

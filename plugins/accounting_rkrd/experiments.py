@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import brentq
 
 from accounting.validation import check_count, check_positive, check_probability, check_real
 
@@ -50,6 +49,7 @@ def gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> fl
     if excess(lo) <= 0.0 or excess(hi) >= 0.0:
         raise ValueError(f"(epsilon, delta) = ({epsilon:g}, {delta:g}) needs sigma/sensitivity "
                          f"outside [1e-3, 1e3], the supported range")
+    from scipy.optimize import brentq  # ~0.3 s: not when the plugin registers
     return math.exp(brentq(excess, lo, hi, xtol=1e-14, rtol=1e-13)) * sensitivity
 
 
