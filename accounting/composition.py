@@ -14,7 +14,8 @@ from typing import Any, Iterable
 import attrs
 
 from accounting.numerics.discretise import atoms_to_grid, profile_support
-from accounting.numerics.loss import check_grid_points, composed_grid_points
+from accounting.numerics.fourier import composed_grid_points
+from accounting.numerics.loss import check_grid_points
 from accounting.curves.curve import Curve
 from accounting.pairs.pair import LawPair, Pair
 from accounting.progress import progress

@@ -464,9 +464,6 @@ def test_python_m_accounting_exit_status(argv, status, message):
 def test_tiny_step_with_composition_is_refused_before_allocating():
     """`--step 2.4e-6 --compose 100` took 86 s and 3.5 GB before the refusal: the
     composed grid must be sized before it is allocated (the engine's estimate)."""
-    from accounting.numerics import loss
-    if not hasattr(loss, "composed_grid_points"):
-        pytest.skip("needs the engine's composed-grid size estimate (accounting.loss)")
     t0 = time.perf_counter()
     proc = _python_m("epsilon", "gaussian", "--sigma", "1", "--compose", "100", "--step",
                      "2.4e-6", "--delta", "1e-5", "--accountant", "pld", timeout=60)

@@ -260,7 +260,7 @@ def test_circular_composition_error_bound_holds_entrywise():
     """The bound E of ``_circular_compose`` (now (1/n)·Σ|ΔZ| over the spectrum, at
     most the former ‖ΔZ‖₂/√n) covers every entry's error against an exact
     long-double direct convolution, and is far below the ℓ2 form for a long power."""
-    from accounting.numerics.loss import _circular_compose
+    from accounting.numerics.fourier import _circular_compose
     rng = np.random.default_rng(3)
     m = rng.uniform(0, 1, 40)
     m /= m.sum()

@@ -23,7 +23,8 @@ import pytest
 import accounting
 from accounting import PLD, ComposedPair, LossPMF
 from accounting.numerics import discretise as D
-from accounting.numerics import loss as L
+from accounting.numerics import fourier as L
+from accounting.numerics import summed_cgf
 from accounting.pairs.derive import _profile
 from accounting.vocabulary import Direction
 
@@ -43,7 +44,7 @@ def test_blocked_cgf_brackets_the_exact_cgf(sigma, count):
     q = 0.01 if count == 1000 else (256 / 60000 if count == 14062 else 0.3)
     law = accounting.mechanism("subsampled_gaussian", q=q, sigma=sigma).pair().curve(
         PLD, step=1e-3).upper[0]
-    cgf = L._SummedCGF([(law, count)])
+    cgf = summed_cgf.SummedCGF([(law, count)])
     assert cgf._laws[0][-1] is not None          # the blocked path was taken
     keep = law.masses > 0
     with mp.workdps(30):

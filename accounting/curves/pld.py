@@ -17,7 +17,8 @@ import numpy as np
 
 from accounting.curves.curve import Curve, Provenance, headline
 from accounting.vocabulary import Bound, Direction, as_direction
-from accounting.numerics.loss import MAX_GRID_POINTS, LossPMF, compose_pmfs
+from accounting.numerics.fourier import compose_pmfs
+from accounting.numerics.loss import MAX_GRID_POINTS, LossPMF
 from accounting.validation import check_count, check_positive
 
 __all__ = ["PLD", "DEFAULT_STEP", "DEFAULT_TAIL", "MIN_STEP", "check_step", "compose_plds"]
@@ -143,7 +144,7 @@ def compose_plds(items: "list[tuple[PLD, int]]") -> PLD:
     """The PLD of a heterogeneous composition: each PLD repeated its count times.
 
     All laws go through one Fourier-domain composition on one common grid
-    (``loss.compose_pmfs``): one forward FFT per distinct PLD (per tilt), raised to
+    (``fourier.compose_pmfs``): one forward FFT per distinct PLD (per tilt), raised to
     its count, all multiplied, and one inverse FFT, with the rigorous aliasing and
     roundoff bounds described there.
     """
