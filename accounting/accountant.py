@@ -40,7 +40,7 @@ from accounting.ledger import SCHEMA, Ledger, check_keys, check_schema
 from accounting.conversion.converters import GRID_OPTIONS, check_options as check_grid_options
 from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import Pair
-from accounting.curves.pld import DEFAULT_STEP, MIN_STEP, PLD, check_step
+from accounting.curves.pld import DEFAULT_STEP, MIN_STEP, PLD, RefiningPLD, check_step
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
@@ -197,17 +197,31 @@ class Accountant:
             return self.curve(PLD, **options).to(kind)
         if kind is PLD:
             options.setdefault("step", self.step)
+            if set(options) <= {"step", "lower"} and options["step"] == self.step:
+                # the full PLD from the same passes as the queries' (``_refining``)
+                return self._refining(options.get("lower", True)).pld()
         key = (kind, tuple(sorted(options.items())))
         if key not in self._cache:
             self._cache[key] = self.pair().curve(kind, **options)
         return self._cache[key]
 
-    def _profile(self, accountant: str) -> "PLD | PrivacyProfile":
+    def _refining(self, lower: bool) -> RefiningPLD:
+        """The composition at this accountant's step as a ``RefiningPLD`` (cached): δ(ε)
+        and ε(δ) compose only the tilts each query needs. One composed with
+        ``lower=True`` serves upper-only queries too."""
+        for with_lower in (True,) if lower else (False, True):
+            got = self._cache.get(("refining", with_lower))
+            if got is not None:
+                return got
+        got = self._cache[("refining", lower)] = self.pair().refining_pld(step=self.step,
+                                                                           lower=lower)
+        return got
+
+    def _profile(self, accountant: str) -> "RefiningPLD | PrivacyProfile":
         kind = _kind(accountant)
         if kind is PLD:
-            # the sound side alone costs half; reuse a full PLD if one is cached
-            full = self._cache.get((PLD, (("step", self.step),)))
-            return full if full is not None else self.curve(PLD, lower=False)
+            # the sound side alone costs half
+            return self._refining(lower=False)
         return self.curve(kind).to(PrivacyProfile)
 
     @_strict
@@ -234,7 +248,7 @@ class Accountant:
         instead of allocating the finer grids.
         """
         if rtol is None:
-            return self.curve(PLD).epsilon_interval(delta)
+            return self._refining(lower=True).epsilon_interval(delta)
         rtol = check_real("rtol", rtol, lo=0.0, hi=1.0, lo_open=True)
         step = self.step
         floor = max(MIN_STEP, self.step / 2.0 ** MAX_REFINEMENTS)

@@ -20,7 +20,7 @@ from accounting.curves.curve import Curve
 from accounting.pairs.pair import LawPair, Pair
 from accounting.progress import progress
 from accounting.vocabulary import Direction
-from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, compose_plds
+from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, RefiningPLD, compose_plds
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
@@ -141,26 +141,35 @@ class ComposedPair(Pair):
     def exact(self) -> bool:  # type: ignore[override]
         return False  # its profile comes from a discretised PLD
 
+    def _pld_parts(self, **options: Any) -> list:
+        """(PLD, count) of each component, at the discretisation ``options``."""
+        # a closed-form n-fold product (Gaussians: μ ↦ μ√n) beats an FFT power
+        parts = []
+        closed = [p._self_compose(c) if c > 1 else None for p, c in self.components]
+        options = _cut_tails(options, sum(c for (_, c), cl in zip(self.components, closed)
+                                          if cl is None))
+        # discretising many distinct mechanisms takes seconds: progress on stderr
+        # (silent for short runs; see accounting.progress)
+        for (p, c), cl in progress(list(zip(self.components, closed)),
+                                   desc="discretising mechanisms"):
+            # each single-use PLD refuses its own grid beyond the limit when built
+            if isinstance(cl, LawPair):
+                parts.append((_law_pld(cl, **options), 1))
+            else:
+                parts.append((cl.curve(PLD, **options), 1) if cl is not None
+                             else (p.curve(PLD, **options), c))
+        return parts
+
+    def refining_pld(self, **options: Any) -> RefiningPLD:
+        """The composed PLD as a ``RefiningPLD``: δ(ε) and ε(δ) from the tilts each
+        query needs, the full PLD on demand (``options`` as for ``curve(PLD)``)."""
+        return RefiningPLD(self._pld_parts(**options), lower=options.get("lower", True))
+
     def curve(self, kind: type, **options: Any):
         if kind is PLD:
-            # a closed-form n-fold product (Gaussians: μ ↦ μ√n) beats an FFT power
-            parts = []
-            closed = [p._self_compose(c) if c > 1 else None for p, c in self.components]
-            options = _cut_tails(options, sum(c for (_, c), cl in zip(self.components, closed)
-                                              if cl is None))
-            # discretising many distinct mechanisms takes seconds: progress on stderr
-            # (silent for short runs; see accounting.progress)
-            for (p, c), cl in progress(list(zip(self.components, closed)),
-                                       desc="discretising mechanisms"):
-                # each single-use PLD refuses its own grid beyond the limit when built
-                if isinstance(cl, LawPair):
-                    parts.append((_law_pld(cl, **options), 1))
-                else:
-                    parts.append((cl.curve(PLD, **options), 1) if cl is not None
-                                 else (p.curve(PLD, **options), c))
             # the composition refuses its own grid, from the Chernoff window of these
             # laws, before allocating it
-            return compose_plds(parts)
+            return compose_plds(self._pld_parts(**options))
         if kind in (RDP, ZCDP):
             parts = [p.curve(kind, **options).self_compose(c) if c > 1 else p.curve(kind, **options)
                      for p, c in self.components]

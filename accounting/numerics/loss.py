@@ -31,7 +31,7 @@ import numpy as np
 
 from accounting.validation import check_count
 
-__all__ = ["LossPMF", "log_moments", "MAX_GRID_POINTS", "BYTES_PER_POINT", "check_grid_points"]
+__all__ = ["LossPMF", "log_moments", "hockey_stick", "tail_sums", "MAX_GRID_POINTS", "BYTES_PER_POINT", "check_grid_points"]
 
 #: Largest grid a PMF may occupy (about 1.3 GiB at the peak of a discretisation or a
 #: composition); beyond it the caller must coarsen the grid.
@@ -134,13 +134,7 @@ class LossPMF:
         return float(self.masses.sum()) + self.inf_mass
 
     def _tail_sums(self) -> tuple[np.ndarray, np.ndarray]:
-        """S_j = Σ_{i≥j} p_i and log U_j = log Σ_{i≥j} p_i e^{−l_i}, with a sentinel."""
-        p = self.masses
-        s = np.append(np.cumsum(p[::-1])[::-1], 0.0)
-        with np.errstate(divide="ignore"):
-            logw = np.log(p) - self.losses
-        logu = np.append(np.logaddexp.accumulate(logw[::-1])[::-1], -np.inf)
-        return s, logu
+        return tail_sums(self.losses, self.masses)
 
     @property
     def max_loss(self) -> float:
@@ -156,12 +150,7 @@ class LossPMF:
         """δ(ε) for an array of ε (±∞ allowed), minus ``slack`` (never below 0);
         exactly 0 at and above ``sup_loss``."""
         eps = np.asarray(eps, dtype=float)
-        s, logu = self._tail_sums()
-        j = np.searchsorted(self.losses, eps, side="right")
-        with np.errstate(invalid="ignore", over="ignore"):
-            inner = s[j] - np.exp(np.where(np.isfinite(eps), eps, 0.0) + logu[j])
-        inner = np.where(eps == np.inf, 0.0, inner)
-        inner = np.where(eps == -np.inf, s[0], inner)
+        inner = hockey_stick(self.losses, self.masses, eps)
         out = np.maximum(inner + self.inf_mass - self.slack, 0.0)
         if self.sup_loss is not None and self.inf_mass == 0:
             out = np.where(eps >= self.sup_loss, 0.0, out)
@@ -300,6 +289,28 @@ class LossPMF:
             return self
         from accounting.numerics.fourier import compose_pmfs
         return compose_pmfs([(self, count)], pessimistic=pessimistic, tail=tail)
+
+
+def tail_sums(losses: np.ndarray, masses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """S_j = Σ_{i≥j} m_i and log U_j = log Σ_{i≥j} m_i e^{−l_i} (losses increasing),
+    each with a sentinel (0, −∞) at the end."""
+    s = np.append(np.cumsum(masses[::-1])[::-1], 0.0)
+    with np.errstate(divide="ignore"):
+        logw = np.log(masses) - losses
+    logu = np.append(np.logaddexp.accumulate(logw[::-1])[::-1], -np.inf)
+    return s, logu
+
+
+def hockey_stick(losses: np.ndarray, masses: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """Σ_{l_i > ε} m_i (1 − e^{ε − l_i}) for each ε of an array (±∞ allowed): the
+    finite part of δ(ε) = E_P[(1 − e^{ε−L})₊] (Balle, Barthe, Gaboardi 2018,
+    arXiv:1807.01647, §2) for non-negative weights m on increasing losses l."""
+    s, logu = tail_sums(losses, masses)
+    j = np.searchsorted(losses, eps, side="right")
+    with np.errstate(invalid="ignore", over="ignore"):
+        inner = s[j] - np.exp(np.where(np.isfinite(eps), eps, 0.0) + logu[j])
+    inner = np.where(eps == np.inf, 0.0, inner)
+    return np.where(eps == -np.inf, s[0], inner)
 
 
 def log_moments(logp: np.ndarray, losses: np.ndarray, t: np.ndarray,
