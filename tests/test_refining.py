@@ -162,11 +162,11 @@ def test_sum_below_is_a_lower_bound(values):
 
 
 @pytest.mark.parametrize("upper", [True, False])
-def test_all_tails_is_tails_at_for_every_theta(upper):
-    """The vectorised fold bounds the tilt choice reads are ``SummedCGF.tails_at``."""
-    from accounting.numerics.fourier import _all_tails
+def test_fold_bounds_are_the_chernoff_tails(upper):
+    """The fold bounds the tilt choice reads are ``SummedCGF.tail`` at each cut."""
+    from accounting.numerics.fourier import _fold_bounds
     items = [(_two_atoms(-20, 30, 0.4), 3000), (_two_atoms(-7, 55, 0.12), 2000)]
     cgf = TiltedPasses(items, 1e-18).cgf
-    index = cgf.tail_index(np.linspace(-60.0, 120.0, 41), upper)
-    expected = np.array([cgf.tails_at(i, index, upper) for i in range(cgf.thetas.size)])
-    np.testing.assert_array_equal(_all_tails(cgf, index, upper), expected)
+    cuts = np.linspace(-60.0, 120.0, 41)
+    expected = np.array([[cgf.tail(i, c, upper) for c in cuts] for i in range(cgf.thetas.size)])
+    np.testing.assert_allclose(_fold_bounds(cgf, cuts, upper), expected, rtol=1e-12, atol=0)

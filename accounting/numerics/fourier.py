@@ -173,8 +173,8 @@ class TiltedPasses:
         s = np.asarray(s, dtype=float)
         flat = s.ravel()
         k, t, cgf, step, n = self.cgf.k, self.cgf.thetas, self.cgf, self.step, self.n
-        w = _all_tails(cgf, cgf.tail_index(flat + (n - 0.5) * step, True), True) + \
-            _all_tails(cgf, cgf.tail_index(flat - (n - 0.5) * step, False), False)
+        w = _fold_bounds(cgf, flat + (n - 0.5) * step, True) + \
+            _fold_bounds(cgf, flat - (n - 0.5) * step, False)
         score = k[:, None] - t[:, None] * flat[None, :] + np.log(1e-14 + w)
         return np.argmin(score, axis=0).reshape(s.shape)
 
@@ -371,19 +371,22 @@ def _settle_up(masses: np.ndarray, inf: float, target: float,
     return masses, inf, left
 
 
-def _all_tails(cgf: SummedCGF, index: tuple, upper: bool) -> np.ndarray:
-    """``cgf.tails_at(i, index, upper)`` for every grid θ_i at once: rows i."""
-    g, j = index
+def _fold_bounds(cgf: SummedCGF, cuts: np.ndarray, upper: bool) -> np.ndarray:
+    """Chernoff bounds on the mass of every grid tilt θ_i above (``upper``) or below
+    each cut, rows i: P_θi(S > c) ≤ min over θ' > θ_i of e^{K(θ') − K(θ_i) − (θ'−θ_i)c}
+    (as ``SummedCGF.tail``, at the cuts themselves; 1 where no θ' lies beyond)."""
     t, k, k_low = cgf.thetas, cgf.k, cgf.k_low
     dt = t[None, :] - t[:, None]                          # θ' − θ_i, [i, i']
     other = dt > 0 if upper else dt < 0
-    with np.errstate(over="ignore", invalid="ignore"):
-        expo = (k[None, :] - k_low[:, None])[:, :, None] - dt[:, :, None] * g[None, None, :]
-        expo = np.where(other[:, :, None], expo, np.inf).min(axis=1)
-        vals = np.exp(np.minimum(expo, 0.0))
-    vals = np.where(g[None, :] >= cgf.s_max if upper else g[None, :] <= cgf.s_min, 0.0, vals)
-    vals = np.where(other.any(axis=1)[:, None], vals, 1.0)   # no θ' beyond: no bound
-    return vals[:, j]
+    gap = np.where(other, k[None, :] - k_low[:, None], np.inf)
+    out = np.empty((t.size, cuts.size))
+    for lo in range(0, cuts.size, 64):      # (m × m × 64 at a time)
+        c = cuts[lo:lo + 64]
+        with np.errstate(over="ignore", invalid="ignore"):
+            expo = np.min(gap[:, :, None] - dt[:, :, None] * c[None, None, :], axis=1)
+            out[:, lo:lo + 64] = np.exp(np.minimum(np.where(np.isnan(expo), np.inf, expo), 0.0))
+    beyond = cuts >= cgf.s_max if upper else cuts <= cgf.s_min
+    return np.where(beyond[None, :], 0.0, out)
 
 
 def _sum_below(a: np.ndarray) -> float:
