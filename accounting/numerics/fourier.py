@@ -588,8 +588,10 @@ class RefiningLaw:
     of its δ, and is otherwise taken from ``full`` (the canonical tilts). Every
     element of an array is answered from its own tilts (elements sharing them share
     one law), so an answer depends neither on earlier queries nor on the other
-    elements. One query costs one or two passes instead of the five to eight of the
-    whole window.
+    elements — except that an array whose elements need as many distinct tilts as
+    the canonical set has (a sweep over a wide range) is answered from ``full``,
+    which is then no dearer. One query costs one or two passes instead of the three
+    to eight of the whole window.
     """
 
     def __init__(self, items, *, pessimistic: bool = True, tail: float = 1e-18) -> None:
