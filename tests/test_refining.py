@@ -170,3 +170,14 @@ def test_fold_bounds_are_the_chernoff_tails(upper):
     cuts = np.linspace(-60.0, 120.0, 41)
     expected = np.array([[cgf.tail(i, c, upper) for c in cuts] for i in range(cgf.thetas.size)])
     np.testing.assert_allclose(_fold_bounds(cgf, cuts, upper), expected, rtol=1e-12, atol=0)
+
+
+def test_direct_hockey_stick_is_the_cumulative_one():
+    from accounting.numerics.fourier import _hockey
+    from accounting.numerics.loss import hockey_stick
+    rng = np.random.default_rng(3)
+    losses = np.cumsum(rng.uniform(0.01, 0.1, 500)) - 10.0
+    weights = rng.exponential(1e-3, 500) * np.exp(-np.abs(losses))
+    eps = np.array([-12.0, -3.0, 0.0, 2.5, 30.0])
+    np.testing.assert_allclose(_hockey(losses, weights, eps), hockey_stick(losses, weights, eps),
+                               rtol=1e-12, atol=1e-300)

@@ -142,7 +142,6 @@ class TiltedPasses:
         self.log_f = sum(c * math.log(float(p.masses.sum())) for p, c in items)
         self.cgf = cgf = SummedCGF(items)
         self.lo_idx, self.hi_idx, _ = cgf.window(step, tail)
-        self.canonical = tuple(cgf.tilts(self.lo_idx * step, self.hi_idx * step))
         # (the optimistic side subtracts what the circle folds in; that is bounded per
         # entry, small except near the window's ends, where the untilted or oppositely
         # tilted estimate is chosen: no wider window is needed)
@@ -163,6 +162,11 @@ class TiltedPasses:
         self._keep = keep
         self._runs: dict = {}
         self._log_cap: Optional[np.ndarray] = None
+
+    @functools.cached_property
+    def canonical(self) -> tuple:
+        """The tilts that resolve the whole window (``SummedCGF.tilts``)."""
+        return tuple(self.cgf.tilts(self.lo_idx * self.step, self.hi_idx * self.step))
 
     def saddle(self, s: np.ndarray) -> np.ndarray:
         """Index of the grid θ that resolves the entry at each s best, by its predicted
@@ -387,6 +391,19 @@ def _fold_bounds(cgf: SummedCGF, cuts: np.ndarray, upper: bool) -> np.ndarray:
             out[:, lo:lo + 64] = np.exp(np.minimum(np.where(np.isnan(expo), np.inf, expo), 0.0))
     beyond = cuts >= cgf.s_max if upper else cuts <= cgf.s_min
     return np.where(beyond[None, :], 0.0, out)
+
+
+def _hockey(losses: np.ndarray, weights: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """``loss.hockey_stick`` at a few ε by direct sums over the losses above each (no
+    cumulative log-sum pass over the whole window)."""
+    eps = np.asarray(eps, dtype=float)
+    if eps.size > 8 or not np.all(np.isfinite(eps)):
+        return hockey_stick(losses, weights, eps)
+    out = np.empty(eps.shape)
+    for k, e in np.ndenumerate(eps):
+        j = int(np.searchsorted(losses, e, side="right"))
+        out[k] = float(np.dot(weights[j:], -np.expm1(e - losses[j:])))
+    return out
 
 
 def _sum_below(a: np.ndarray) -> float:
@@ -618,11 +635,12 @@ class RefiningLaw:
     def _spread_wide(self, first: np.ndarray) -> bool:
         """Whether an array's elements need as many distinct tilts as the canonical set
         has (a sweep over a wide range of ε): then the full law serves them all."""
-        return np.unique(first).size >= len(self._passes.canonical)
+        distinct = np.unique(first).size
+        return distinct > 1 and distinct >= len(self._passes.canonical)
 
     def _accepted(self, key, eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
         law, allowance = self._law(key)
-        carried = hockey_stick(self._passes.s, allowance, eps)
+        carried = _hockey(self._passes.s, allowance, eps)
         exact_zero = (delta == 0) & (law.sup_loss is not None) & (law.inf_mass == 0) & \
             (eps >= (law.sup_loss if law.sup_loss is not None else np.inf))
         return (carried <= LAZY_RTOL * delta) | exact_zero
