@@ -392,13 +392,19 @@ def _stacked_log_moments(scaled: np.ndarray, top: np.ndarray, first: np.ndarray,
     """``_blocked_log_moments`` of the laws whose ``_grid_blocks`` these are (law k's
     rows from ``starts[k]``): one row of log-moments per law. One ramp e^{t·j·step}
     serves them all, and all but the matrix products are array passes over all the
-    laws' blocks at once. Each law's matrix product is its own: BLAS picks its kernel,
-    and so the order of its roundings, by the shape, and one product of all the
-    stacked blocks differed in the last bits (and took longer). Each law's sum over
-    its blocks is ``np.sum`` down the columns of its own rows, as for the law alone
-    (one pass, in order, when there are several orders; with one order NumPy sums
-    pairwise, so that case goes law by law). A law's value is thus bitwise what it is
-    alone."""
+    laws' blocks at once. A law's value is bitwise what it is alone, for several
+    orders t:
+
+    * each law's matrix product is its own: BLAS picks its kernel, and so the order of
+      its roundings, by the shape (one product of all the stacked blocks gave entries
+      different in the last bits, and took 8 ms instead of 1 ms for 100 laws);
+    * each law's sum over its blocks is ``np.sum`` down the columns of its own rows,
+      one pass in order, as alone (with zero rows padding the shorter laws: x + 0 = x).
+
+    With a single order NumPy sums pairwise, so that case goes law by law, and BLAS
+    takes a matrix-vector product, whose roundings may depend on where the rows sit
+    in memory: equal to rounding, within the same bound (``SummedCGF`` never
+    evaluates one order)."""
     b = scaled.shape[1]
     ramp = np.exp(np.arange(b)[:, None] * step * t[None, :])   # no overflow: see above
     counts = np.diff(np.append(starts, scaled.shape[0]))
@@ -411,8 +417,8 @@ def _stacked_log_moments(scaled: np.ndarray, top: np.ndarray, first: np.ndarray,
     peak = np.maximum.reduceat(blocks, starts, axis=0)
     terms = np.exp(blocks - np.repeat(peak, counts, axis=0))
     if t.size > 1 and starts.size > 1 and starts.size * counts.max() <= 4 * terms.shape[0]:
-        # the laws' blocks padded with zeros to one length (x + 0 = x exactly): one
-        # in-order sum down axis 1 for all laws
+        # the laws' blocks padded with zero rows to one length: one in-order sum down
+        # axis 1 for all laws (when the padding at most quadruples the terms)
         width = int(counts.max())
         padded = np.zeros((starts.size * width, t.size))
         padded[np.arange(terms.shape[0]) + np.repeat(np.arange(starts.size) * width - starts,

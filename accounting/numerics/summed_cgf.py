@@ -138,8 +138,9 @@ class SummedCGF:
     def __init__(self, items):
         pos = np.geomspace(1e-2, 1e3, 21)
         thetas = np.concatenate([-pos[::-1], [0.0], pos])
+        theta_max = float(np.max(np.abs(thetas)))
         with np.errstate(divide="ignore"):      # log 0 = −∞: an atom without mass
-            self._laws, groups, i_min, i_max = _prepare_laws(items, float(np.max(np.abs(thetas))))
+            self._laws, groups, i_min, i_max = _prepare_laws(items, theta_max)
         self._groups = [_DenseGroup(step, b, members) for (step, b), members in groups.items()]
         self._set(thetas, *self._evaluate(thetas))
         # the same products as the window's ends, so equal indices compare equal
