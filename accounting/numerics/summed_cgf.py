@@ -15,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-from accounting.numerics.loss import _U, LossPMF, _blocked_log_moments
+from accounting.numerics.loss import _U, LossPMF, _grid_blocks, _stacked_log_moments
 
 __all__ = ["SummedCGF", "FAR_TAIL", "TILT_SPREAD", "MAX_TILTS"]
 
@@ -38,6 +38,98 @@ def _block_width(p: LossPMF, theta_max: float) -> Optional[int]:
     return width
 
 
+def _prepare_laws(items: "list[tuple[LossPMF, int]]",
+                  theta_max: float) -> tuple[list, dict, int, int]:
+    """What ``SummedCGF._evaluate`` needs of each law, in the order of the items:
+    (log-masses, bottom and top losses of its bins, count, log of its finite mass,
+    None) for a law summed atom by atom or bin by bin, (None, None, None, count, log
+    mass, its grid) for one summed by blocks, whose data go to the returned groups,
+    (step, B) → [(item index, count, log mass, first loss, blocks, log-masses)];
+    and the grid indices of the smallest and largest sums."""
+    laws = []
+    groups: dict = {}
+    i_min = i_max = 0
+    for k, (p, c) in enumerate(items):
+        # (masses are ≥ 0; a grid law rarely has zeros inside, and without any the
+        # positive masses are the array itself: no index, no copy)
+        if np.count_nonzero(p.masses) == p.masses.size:
+            keep, m = None, p.masses
+            first, last = 0, p.masses.size - 1
+        else:
+            keep = np.flatnonzero(p.masses > 0)
+            m = p.masses[keep]
+            first, last = int(keep[0]), int(keep[-1])
+        i_min += c * (p.offset + first)
+        i_max += c * (p.offset + last)
+        logm = math.log(float(m.sum()))
+        # Large laws are binned (B grid points a bin) for speed; moving each bin's
+        # mass to its top (bottom) loss bounds K above for θ > 0 (< 0) and below for
+        # θ < 0 (> 0), so every bound stays rigorous; B keeps c·B·step ≤ 0.01.
+        width = 1
+        if p.step is not None:
+            width = int(max(1, min(m.size // 2048, 0.01 / (c * p.step))))
+        b = _block_width(p, theta_max) if width == 1 and p.step is not None else None
+        if b is not None:
+            # by blocks; the θ-independent half (``_grid_blocks``) once, in the group
+            logp_all = np.log(p.masses)
+            l_first = p.offset * p.step
+            blocks = -(-logp_all.size // b)
+            groups.setdefault((p.step, b), []).append((k, c, logm, l_first, blocks, logp_all))
+            laws.append((None, None, None, c, logm, (p.step, b)))
+            continue
+        if keep is None:
+            keep = np.arange(p.masses.size)
+        l = p.losses[keep]
+        if width > 1:
+            bins = (keep - keep[0]) // width
+            m = np.bincount(bins, weights=m)
+            lo_l = l[0] + np.arange(m.size) * width * p.step
+            hi_l = np.minimum(lo_l + (width - 1) * p.step, l[-1])
+            nz = m > 0
+            m, lo_l, hi_l = m[nz], lo_l[nz], hi_l[nz]
+        else:
+            lo_l = hi_l = l
+        laws.append((np.log(m), lo_l, hi_l, c, logm, None))
+    return laws, groups, i_min, i_max
+
+
+class _DenseGroup:
+    """The laws of a composition that ``SummedCGF`` sums by blocks of ``b`` points of
+    one grid ``step`` (``_blocked_log_moments``), kept as their ``_grid_blocks`` stacked
+    (computed once, not at every evaluation) with what their rounding bounds need."""
+
+    def __init__(self, step: float, b: int, members: list) -> None:
+        self.step, self.b = step, b
+        self.index = np.array([m[0] for m in members], dtype=np.intp)
+        self.c = np.array([float(m[1]) for m in members])
+        self.logm = np.array([m[2] for m in members])
+        l_first = np.array([m[3] for m in members])
+        blocks = np.array([m[4] for m in members])
+        l_last = l_first + (blocks * b - 1) * step
+        self.count_terms = (b + blocks + 8).astype(float)
+        self.loss_terms = (np.abs(l_first) + np.abs(l_last)) + b * step
+        self.scaled, self.top, self.first, self.starts = _grid_blocks(
+            [m[5] for m in members], [m[3] for m in members], step, b)
+
+    def evaluate(self, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows c·K_i(θ) of the group's laws, moved up (right) and down (left) by
+        their rounding bound on the side that keeps each Chernoff bound safe.
+
+        The rounding of the sums, the exponentials and θ·l (all relative to the
+        total, which is a sum of non-negative terms), and of the log and the products
+        with c (relative to the value), moved to each side's safe side: right bounds
+        K above for θ > 0, left for θ < 0."""
+        with np.errstate(under="ignore"):
+            k = _stacked_log_moments(self.scaled, self.top, self.first, self.starts,
+                                     self.step, thetas)
+            val = self.c[:, None] * (k - self.logm[:, None])
+        eta = (2.02 * _U * self.c)[:, None] * (
+            self.count_terms[:, None] + np.abs(thetas)[None, :] * self.loss_terms[:, None]) \
+            + 4.0 * _U * np.abs(val)
+        sign = np.where(thetas > 0, 1.0, -1.0)
+        return val + sign * eta, val - sign * eta
+
+
 class SummedCGF:
     """K(θ) = Σ c_i K_i(θ) of the normalised finite parts, K_i(θ) = log Σ_j p_ij e^{θ l_ij}
     − log Σ_j p_ij, evaluated once (in log space) on a fixed grid of θ: every Chernoff
@@ -46,38 +138,11 @@ class SummedCGF:
     def __init__(self, items):
         pos = np.geomspace(1e-2, 1e3, 21)
         thetas = np.concatenate([-pos[::-1], [0.0], pos])
-        laws = []
-        i_min = i_max = 0                       # grid indices of the extreme sums
-        for p, c in items:
-            keep = np.flatnonzero(p.masses > 0)
-            l, m = p.losses[keep], p.masses[keep]
-            i_min += c * (p.offset + int(keep[0]))
-            i_max += c * (p.offset + int(keep[-1]))
-            logm = math.log(float(m.sum()))
-            # Large laws are binned (B grid points a bin) for speed; moving each bin's
-            # mass to its top (bottom) loss bounds K above for θ > 0 (< 0) and below for
-            # θ < 0 (> 0), so every bound stays rigorous; B keeps c·B·step ≤ 0.01.
-            width = 1
-            if p.step is not None:
-                width = int(max(1, min(keep.size // 2048, 0.01 / (c * p.step))))
-            if width > 1:
-                b = (keep - keep[0]) // width
-                m = np.bincount(b, weights=m)
-                lo_l = l[0] + np.arange(m.size) * width * p.step
-                hi_l = np.minimum(lo_l + (width - 1) * p.step, l[-1])
-                nz = m > 0
-                m, lo_l, hi_l = m[nz], lo_l[nz], hi_l[nz]
-            else:
-                lo_l = hi_l = l
-            dense = None
-            if width == 1 and p.step is not None:
-                b = _block_width(p, float(np.max(np.abs(thetas))))
-                if b is not None:
-                    with np.errstate(divide="ignore"):
-                        dense = (np.log(p.masses), p.offset * p.step, p.step, b)
-            laws.append((np.log(m), lo_l, hi_l, c, logm, dense))
-        self._laws = laws
-        self._set(thetas, *self._evaluate(laws, thetas))
+        theta_max = float(np.max(np.abs(thetas)))
+        with np.errstate(divide="ignore"):      # log 0 = −∞: an atom without mass
+            self._laws, groups, i_min, i_max = _prepare_laws(items, theta_max)
+        self._groups = [_DenseGroup(step, b, members) for (step, b), members in groups.items()]
+        self._set(thetas, *self._evaluate(thetas))
         # the same products as the window's ends, so equal indices compare equal
         step = items[0][0].step
         self.s_min, self.s_max = i_min * step, i_max * step
@@ -114,14 +179,13 @@ class SummedCGF:
             # three points a gap per round (one pass over the atoms serves 8 θ)
             a, b = t[:-1][need], t[1:][need]
             mid = np.concatenate([a + f * (b - a) for f in (0.25, 0.5, 0.75)])
-            r_mid, l_mid = self._evaluate(self._laws, mid)
+            r_mid, l_mid = self._evaluate(mid)
             order = np.argsort(np.concatenate([t, mid]), kind="stable")
             self._set(np.concatenate([t, mid])[order],
                       np.concatenate([self._right, r_mid])[order],
                       np.concatenate([self._left, l_mid])[order])
 
-    @staticmethod
-    def _evaluate(laws, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _evaluate(self, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Σ c·K_i(θ) at ``thetas`` with each bin's mass at its top loss (right) and at
         its bottom loss (left); unbinned, both are the atoms and one pass serves.
 
@@ -130,36 +194,35 @@ class SummedCGF:
         product for all θ and blocks, then a log-sum-exp over the blocks — B times
         fewer exponentials than atom by atom. B is chosen so that e^{|θ|·B·step}
         stays below e^{600} (no overflow); the sums are of non-negative terms, so
-        their rounding is relative (≤ B·u), as in the atom-by-atom sum."""
-        right = np.zeros(thetas.size)
-        left = np.zeros(thetas.size)
-        for logp, lo_l, hi_l, c, logm, dense in laws:
+        their rounding is relative (≤ B·u), as in the atom-by-atom sum. The laws on
+        one grid (one step and B) share one ramp r_θ and one matrix product
+        (``_DenseGroup``); each law's terms are the same floating-point operations
+        as when it is summed alone, so its value and its rounding bound are too.
+
+        The laws' terms are added up in the order of the items, from zero, whatever
+        their route, so the sum does not depend on how the routes are grouped."""
+        # row 0 stays zero, row k + 1 is the k-th law
+        rows_right = np.zeros((len(self._laws) + 1, thetas.size))
+        rows_left = np.zeros((len(self._laws) + 1, thetas.size))
+        for group in self._groups:
+            right, left = group.evaluate(thetas)
+            rows_right[group.index + 1] = right
+            rows_left[group.index + 1] = left
+        for k, (logp, lo_l, hi_l, c, logm, dense) in enumerate(self._laws, start=1):
             if dense is not None:
-                logp_all, l_first, step, b = dense
-                with np.errstate(under="ignore"):
-                    val = c * (_blocked_log_moments(logp_all, l_first, step, thetas, b) - logm)
-                blocks = -(-logp_all.size // b)
-                l_last = l_first + (blocks * b - 1) * step
-                # rounding of the sums, the exponentials and θ·l (all relative to the
-                # total, which is a sum of non-negative terms), and of the log and the
-                # products with c (relative to the value), moved to each side's safe
-                # side: right bounds K above for θ > 0, left for θ < 0
-                eta = 2.02 * _U * c * (b + blocks + 8 + np.abs(thetas) * (
-                    abs(l_first) + abs(l_last) + b * step)) + 4.0 * _U * np.abs(val)
-                sign = np.where(thetas > 0, 1.0, -1.0)
-                right += val + sign * eta
-                left += val - sign * eta
                 continue
-            for arrs, ls in (((right, left), lo_l),) if lo_l is hi_l else \
-                    (((right,), hi_l), ((left,), lo_l)):
+            for rows, ls in (((rows_right, rows_left), lo_l),) if lo_l is hi_l else \
+                    (((rows_right,), hi_l), ((rows_left,), lo_l)):
                 for j in range(0, thetas.size, 8):   # chunks keep θ × atoms small
                     th = thetas[j:j + 8]
                     x = logp[None, :] + th[:, None] * ls[None, :]
                     top = x.max(axis=1)
                     val = c * (top + np.log(np.exp(x - top[:, None]).sum(axis=1)) - logm)
-                    for arr in arrs:
-                        arr[j:j + 8] += val
-        return right, left
+                    for r in rows:
+                        r[k, j:j + 8] = val
+        # ((0 + law₀) + law₁) + …, as the law-by-law loop added them: an accumulation
+        # is in order by definition (a reduction may go pairwise)
+        return np.cumsum(rows_right, axis=0)[-1], np.cumsum(rows_left, axis=0)[-1]
 
     def tail(self, i: int, cut: float, upper: bool) -> float:
         """Chernoff bound on the mass above (below) ``cut`` of the sum tilted by the
@@ -195,11 +258,13 @@ class SummedCGF:
         # corrected by one where rounding put it on the wrong side
         dg = (g[-1] - g[0]) / (g.size - 1) if g[-1] > g[0] else 1.0
         j = np.clip(np.floor((cuts - g[0]) / dg).astype(np.intp), 0, g.size - 1)
+        # (corrected in place, gathering by ``np.take``: a window has many cuts, and
+        # fancy indexing gathers at a third of the speed)
         if upper:
-            j = np.where(g[j] > cuts, np.maximum(j - 1, 0), j)
+            j -= (np.take(g, j) > cuts) & (j > 0)
         else:
-            j = np.where(g[j] < cuts, np.minimum(j + 1, g.size - 1), j)
-            j = np.where((j > 0) & (g[np.maximum(j - 1, 0)] >= cuts), j - 1, j)
+            j += (np.take(g, j) < cuts) & (j < g.size - 1)
+            j -= (j > 0) & (np.take(g, np.maximum(j - 1, 0)) >= cuts)
         return g, j
 
     def tails_at(self, i: int, index: tuple[np.ndarray, np.ndarray], upper: bool) -> np.ndarray:
@@ -214,7 +279,7 @@ class SummedCGF:
                           axis=0)
             vals = np.exp(np.minimum(expo, 0.0))
         vals = np.where(g >= self.s_max if upper else g <= self.s_min, 0.0, vals)
-        return vals[j]
+        return np.take(vals, j)
 
     def outside(self, i: int, lo: float, hi: float) -> float:
         """Bound on the mass outside [lo, hi] of the sum tilted by the i-th grid θ."""
