@@ -31,11 +31,14 @@ def gaussian_delta(mu: float, eps: np.ndarray) -> np.ndarray:
     relative accuracy deep in the tail; δ(−∞) = 1, δ(+∞) = 0."""
     eps = np.asarray(eps, dtype=float)
     finite = np.isfinite(eps)
-    e = np.where(finite, eps, 0.0)
+    every = bool(finite.all())      # the usual case: no ±∞ to patch in afterwards
+    e = eps if every else np.where(finite, eps, 0.0)
     la = log_ndtr(mu / 2.0 - e / mu)
     lb = log_ndtr(-mu / 2.0 - e / mu)
     with np.errstate(over="ignore"):
         val = np.exp(la) * -np.expm1(np.minimum(e + lb - la, 0.0))
+    if every:
+        return val
     val = np.where(eps == np.inf, 0.0, val)
     return np.where(eps == -np.inf, 1.0, val)
 
