@@ -43,6 +43,12 @@ def grid_indices(lo: float, hi: float, step: float) -> np.ndarray:
     return np.arange(i_lo, i_hi + 1)
 
 
+#: ``profile_support``'s scan, ±2^k for k = −12 … 17 and 0, then +∞ (the floor)
+_SCAN = np.concatenate([-(2.0 ** np.arange(-12, 18))[::-1], [0.0], 2.0 ** np.arange(-12, 18),
+                        [np.inf]])
+_SCAN.setflags(write=False)
+
+
 def profile_support(delta: ProfileFn, tail: float, resolution: float = 1e-6) -> float:
     """Smallest ε (to ``resolution``) with δ(ε) − δ(∞) ≤ tail: where the law is cut.
 
@@ -50,9 +56,8 @@ def profile_support(delta: ProfileFn, tail: float, resolution: float = 1e-6) -> 
     a few vectorised refinements narrow it (a handful of profile calls in all; δ(∞)
     comes with the scan, in the same call).
     """
-    powers = 2.0 ** np.arange(-12, 18)
-    scan = np.concatenate([-powers[::-1], [0.0], powers])
-    values = delta(np.append(scan, np.inf))
+    scan = _SCAN[:-1]
+    values = delta(_SCAN.copy())
     floor = float(values[-1])
     above = values[:-1] - floor > tail
     if above[-1]:
@@ -106,8 +111,9 @@ def grid_profiles(indices: "tuple[np.ndarray | None, np.ndarray | None]", step: 
     for k, idx in enumerate(indices):
         if idx is None:
             continue
-        nl = int(np.count_nonzero(idx * step < 0))
-        epss = [idx * step + s for s in shifts]
+        nl = int(np.searchsorted(idx, 0))             # i·d < 0 for i < 0 (d ≥ MIN_STEP)
+        at = idx * step
+        epss = [at if s == 0.0 else at + s for s in shifts]   # x + 0.0 is x here (no −0.0)
         for s, eps in zip(shifts, epss):
             if eps[-1] > 700 or eps[0] < -700:
                 raise ValueError("privacy losses beyond ±700 cannot be discretised in float64")
@@ -200,7 +206,7 @@ def _profile_masses(indices: np.ndarray, step: float, d: np.ndarray,
     """The masses from δ̃ left of ε = 0 and from δ right of it: ``_masses`` of each
     over its own part of the grid plus the neighbour its stencil reads (the stencil
     is local, so these are the values of the whole-grid stencils)."""
-    n = int(np.count_nonzero(indices * step < 0))     # the left points are a prefix
+    n = int(np.searchsorted(indices, 0))     # i·d < 0: the prefix i < 0 (d ≥ MIN_STEP)
     if n == 0:
         return _masses(d, step, 1.0)
     if n == d.size:
@@ -292,7 +298,9 @@ def _sup_near(delta: ProfileFn, a: float, b: float, guess: "float | None"
     if guess is None or not np.isfinite(guess) or not (a < guess <= b) or guess <= 0.0:
         return False, None
     bits = np.array([guess]).view(np.int64) + np.arange(-_NEAR_ULPS, _NEAR_ULPS + 1)
-    pts = np.concatenate([bits.view(np.float64), guess - (guess - a) * _APPROACH])
+    # the approach stops where its steps are below an ulp of the guess
+    k = int(4 * np.log2(max((guess - a) / np.spacing(guess), 1.0))) + 4
+    pts = np.concatenate([bits.view(np.float64), guess - (guess - a) * _APPROACH[:k]])
     pts = np.unique(pts)
     pts = pts[(pts > a) & (pts < b)]
     if pts.size == 0:

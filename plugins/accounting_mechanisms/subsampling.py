@@ -75,23 +75,25 @@ class PoissonSubsampledPair(Pair):
             return base_profile(eps, direction)
         log1mq = np.log1p(-q)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            if np.isnan(eps).any():
-                return self._mixed_masked(eps, direction, base_profile, q, log1mq)
             # the module docstring's formulas, the base evaluated where they use it
             # (the grids: everywhere); ±∞ follow from them (e^{±∞} in float64)
             if direction is Direction.FORWARD:
-                inside = eps > log1mq                       # +∞ included
+                inside = eps > log1mq                       # +∞ included, NaN not
                 if inside.all():
                     return q * base_profile(np.log1p(np.expm1(eps) / q), direction)
+                if np.isnan(eps).any():
+                    return self._mixed_masked(eps, direction, base_profile, q, log1mq)
                 out = -np.expm1(np.minimum(eps, 0.0))       # 1 − e^ε; 1 at −∞
                 if inside.any():
                     out[inside] = q * base_profile(np.log1p(np.expm1(eps[inside]) / q), direction)
                 return out
-            inside = eps < -log1mq                          # −∞ included
+            inside = eps < -log1mq                          # −∞ included, NaN not
             if inside.all() and not np.isneginf(eps).any():
                 factor = -np.expm1(eps + log1mq)            # 1 − (1 − q)e^ε > 0 inside
                 arg = np.log(q) + eps - np.log(factor)
                 return np.maximum(factor * base_profile(arg, direction), 0.0)
+            if np.isnan(eps).any():
+                return self._mixed_masked(eps, direction, base_profile, q, log1mq)
             out = np.zeros(eps.shape)
             if inside.any():
                 e = eps[inside]
