@@ -122,7 +122,7 @@ def grid_profiles(indices: "tuple[np.ndarray | None, np.ndarray | None]", step: 
             if nl > 0:
                 wanted[1 - k].setdefault(-s, []).append((int(-idx[nl - 1]), int(-idx[0])))
         grids.append((k, idx, nl, epss))
-    values: list[dict] = [{}, {}]
+    values: list = [None, None]      # per direction: (spans, values)
     for k in (0, 1):
         if not wanted[k]:
             continue
@@ -277,8 +277,10 @@ def profile_sup(delta: ProfileFn, indices: np.ndarray, step: float, d: np.ndarra
 #: floats either side of a guessed end of support that ``_sup_near`` looks at (a D_∞
 #: rounded outwards by a few ulps still has the computed end among them)
 _NEAR_ULPS = 16
-#: points closing in on the guess from the grid point below, 2^(−1/4) closer each:
-#: they pass through any stretch of [SUP_FLOOR/e^50, SUP_FLOOR] on the way to 0
+#: points closing in on the guess from the grid point below, each 2^(−1/4) of the way
+#: closer: a geometric scale in the distance to the end, on which a profile falling
+#: towards 0 there (the subsampled Gaussian's, like e^{−c·log² distance}) is seen
+#: passing below ``SUP_FLOOR`` (if it misses that stretch, the search runs instead)
 _APPROACH = 2.0 ** (-np.arange(0, 64 * 4) / 4)
 
 

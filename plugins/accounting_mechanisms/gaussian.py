@@ -31,7 +31,8 @@ def gaussian_delta(mu: float, eps: np.ndarray) -> np.ndarray:
     relative accuracy deep in the tail; δ(−∞) = 1, δ(+∞) = 0."""
     eps = np.asarray(eps, dtype=float)
     finite = np.isfinite(eps)
-    every = bool(finite.all())      # the usual case: no ±∞ to patch in afterwards
+    # the usual case, an array without ±∞: nothing to patch in afterwards
+    every = eps.ndim > 0 and bool(finite.all())
     e = eps if every else np.where(finite, eps, 0.0)
     la = log_ndtr(mu / 2.0 - e / mu)
     lb = log_ndtr(-mu / 2.0 - e / mu)

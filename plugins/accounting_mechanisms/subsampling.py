@@ -13,7 +13,8 @@ written out per direction by taking sup_S of the mixture):
              = 0                                                    above.
 
 Every curve then derives from the profile (PLD by connect-the-dots, trade-off and
-RDP of the PLD). The Rényi curve comes from the base's own primitives
+RDP of the PLD). The largest losses D_∞ follow from the base's (``_renyi_limit``):
+the backward one is at most −log(1 − q), where the backward profile vanishes. The Rényi curve comes from the base's own primitives
 (``_cgf``: quadrature, exact sums or a labelled upper bound); a base with an exact
 Rényi curve for the mixture (the Gaussian) overrides ``_cgf`` in a subclass.
 """
@@ -74,6 +75,9 @@ class PoissonSubsampledPair(Pair):
         if q == 1.0:
             return base_profile(eps, direction)
         log1mq = np.log1p(-q)
+        if eps.ndim == 0:      # a scalar: the masked form returns it as a 0-d array
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                return self._mixed_masked(eps, direction, base_profile, q, log1mq)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             # the module docstring's formulas, the base evaluated where they use it
             # (the grids: everywhere); ±∞ follow from them (e^{±∞} in float64)
