@@ -162,12 +162,16 @@ def grid_profiles(indices: "tuple[np.ndarray | None, np.ndarray | None]", step: 
             x = np.exp(eps)
             d = np.empty_like(eps)
             dt = np.empty_like(eps)
+            # δ̃ = (δ − 1) + x right of 0, δ = (1 − x) + δ̃ left of it, in place
             if nl < idx.size:
                 d[nl:] = lookup(k, s, int(idx[nl]), int(idx[-1]))
-                dt[nl:] = d[nl:] - 1.0 + x[nl:]
+                np.subtract(d[nl:], 1.0, out=dt[nl:])
+                dt[nl:] += x[nl:]
             if nl > 0:
-                dt[:nl] = x[:nl] * lookup(1 - k, -s, int(-idx[nl - 1]), int(-idx[0]))[::-1]
-                d[:nl] = (1.0 - x[:nl]) + dt[:nl]
+                np.multiply(x[:nl], lookup(1 - k, -s, int(-idx[nl - 1]), int(-idx[0]))[::-1],
+                            out=dt[:nl])
+                np.subtract(1.0, x[:nl], out=d[:nl])
+                d[:nl] += dt[:nl]
             out[n][k] = (d, dt)
     return [tuple(o) for o in out]
 
@@ -284,11 +288,12 @@ def profile_sup(delta: ProfileFn, indices: np.ndarray, step: float, d: np.ndarra
 #: floats either side of a guessed end of support that ``_sup_near`` looks at (a D_∞
 #: rounded outwards by a few ulps still has the computed end among them)
 _NEAR_ULPS = 16
-#: points closing in on the guess from the grid point below, each 2^(−1/4) of the way
+#: points closing in on the guess from the grid point below, each 2^(−1/2) of the way
 #: closer: a geometric scale in the distance to the end, on which a profile falling
 #: towards 0 there (the subsampled Gaussian's, like e^{−c·log² distance}) is seen
-#: passing below ``SUP_FLOOR`` (if it misses that stretch, the search runs instead)
-_APPROACH = 2.0 ** (-np.arange(0, 64 * 4) / 4)
+#: passing below ``SUP_FLOOR`` (if it misses that stretch, the search runs instead;
+#: it never did for q ∈ {0.003, 0.01, 0.1}, σ ∈ [0.5, 3], 900 laws)
+_APPROACH = 2.0 ** (-np.arange(0, 64 * 2) / 2)
 
 
 def _sup_near(delta: ProfileFn, a: float, b: float, guess: "float | None"
@@ -308,7 +313,7 @@ def _sup_near(delta: ProfileFn, a: float, b: float, guess: "float | None"
         return False, None
     bits = np.array([guess]).view(np.int64) + np.arange(-_NEAR_ULPS, _NEAR_ULPS + 1)
     # the approach stops where its steps are below an ulp of the guess
-    k = int(4 * np.log2(max((guess - a) / np.spacing(guess), 1.0))) + 4
+    k = int(2 * np.log2(max((guess - a) / np.spacing(guess), 1.0))) + 2
     pts = np.concatenate([bits.view(np.float64), guess - (guess - a) * _APPROACH[:k]])
     pts = np.unique(pts)
     pts = pts[(pts > a) & (pts < b)]

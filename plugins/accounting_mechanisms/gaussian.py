@@ -34,8 +34,9 @@ def gaussian_delta(mu: float, eps: np.ndarray) -> np.ndarray:
     # the usual case, an array without ±∞: nothing to patch in afterwards
     every = eps.ndim > 0 and bool(finite.all())
     e = eps if every else np.where(finite, eps, 0.0)
-    la = log_ndtr(mu / 2.0 - e / mu)
-    lb = log_ndtr(-mu / 2.0 - e / mu)
+    scaled = e / mu
+    la = log_ndtr(mu / 2.0 - scaled)
+    lb = log_ndtr(-mu / 2.0 - scaled)
     with np.errstate(over="ignore"):
         val = np.exp(la) * -np.expm1(np.minimum(e + lb - la, 0.0))
     if every:
