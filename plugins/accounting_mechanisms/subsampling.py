@@ -14,9 +14,10 @@ written out per direction by taking sup_S of the mixture):
 
 Every curve then derives from the profile (PLD by connect-the-dots, trade-off and
 RDP of the PLD). The largest losses D_∞ follow from the base's (``_renyi_limit``):
-the backward one is at most −log(1 − q), where the backward profile vanishes. The Rényi curve comes from the base's own primitives
-(``_cgf``: quadrature, exact sums or a labelled upper bound); a base with an exact
-Rényi curve for the mixture (the Gaussian) overrides ``_cgf`` in a subclass.
+the backward one is at most −log(1 − q), where the backward profile vanishes. The
+Rényi curve comes from the base's own primitives (``_cgf``: quadrature, exact sums
+or a labelled upper bound); a base with an exact Rényi curve for the mixture (the
+Gaussian) overrides ``_cgf`` in a subclass.
 """
 
 from __future__ import annotations
