@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import warnings
 
 import mpmath as mp
@@ -198,9 +197,9 @@ def test_issue_11_workload_lower_side_is_unchanged(monkeypatch):
         _assert_identical(new, ref, f"σ = {sigma}")
 
 
-def _contract_mechanisms():
+def _contract_mechanisms(monkeypatch):
     """Every mechanism of the contract suite (``tests/plugins/test_contract.py``)."""
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "plugins"))
+    monkeypatch.syspath_prepend(os.path.join(os.path.dirname(__file__), "plugins"))
     import test_contract
     from accounting.testing import MechanismContract
     return {name: cls.mechanism for name, cls in vars(test_contract).items()
@@ -217,7 +216,7 @@ _EXTRA = {
 
 
 def test_every_contract_mechanism_has_unchanged_laws(monkeypatch):
-    mechs = _contract_mechanisms()
+    mechs = _contract_mechanisms(monkeypatch)
     assert len(mechs) >= 25
     for label, spec in _EXTRA.items():
         spec = dict(spec)
