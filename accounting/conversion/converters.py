@@ -19,18 +19,18 @@ import numpy as np
 
 from accounting.curves.curve import Exactness
 from accounting.vocabulary import Direction
-from accounting.numerics.discretise import (connect_the_dots, convex_minorant, grid_indices, grid_profile,
-                         profile_support)
+from accounting.numerics.discretise import (connect_the_dots, convex_minorant, grid_indices,
+                                           grid_profiles, profile_support)
 from accounting.numerics.order_search import ORDER_GRID, envelope_sup, minimise_over_orders
 from accounting.registry.hookspecs import hookimpl
 from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, check_step
 from accounting.curves.profile import FunctionSide, LawSide, PrivacyProfile
 from accounting.curves.rdp import CGF, RDP
 from accounting.curves.tradeoff import TradeOff, VertexSide
-from accounting.validation import check_positive, check_real
+from accounting.validation import check_real
 from accounting.curves.zcdp import ZCDP
 
-__all__ = ["GRID_OPTIONS", "check_options", "profile_to_pld", "rdp_delta", "law_limit",
+__all__ = ["GRID_OPTIONS", "check_options", "profile_to_pld", "profile_laws", "rdp_delta", "law_limit",
            "rdp_epsilon", "zcdp_envelope",
            "improved_epsilon", "improved_log_delta"]
 
@@ -69,33 +69,42 @@ def check_options(where: str, options: Mapping[str, Any]) -> dict:
 
 # ------------------------------------------------------------------ profile → PLD
 def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
-                       ranges: Optional[dict] = None, grids: Optional[dict] = None):
+                       ranges: Optional[dict] = None, grids: Optional[dict] = None,
+                       largest: "Callable[[Direction], Optional[float]] | None" = None):
     """(forward, backward) PMFs from a two-directional profile function, the support
     ranges, and the grid values per direction (``grids``: values already computed for
-    this very ``delta``, reused instead of evaluated again)."""
+    this very ``delta``, reused instead of evaluated again). Both directions' grids
+    come from one profile call per direction (``grid_profiles``); ``largest`` (a
+    guess at each direction's largest loss) speeds up ``profile_sup``."""
     if ranges is None:
         ranges = {d: profile_support(lambda e, d=d: delta(e, d), tail, step / 4) for d in (_FWD, _BWD)}
     grids = {} if grids is None else grids
+    fns = tuple((lambda e, d=d: delta(e, d)) for d in (_FWD, _BWD))
+    idx = {d: grid_indices(-ranges[d.reverse()], ranges[d], step) for d in (_FWD, _BWD)}
+    live = {d: idx[d] if idx[d].size else None for d in (_FWD, _BWD)}
+    todo = [live[d] if d not in grids else None for d in (_FWD, _BWD)]
+    if any(i is not None for i in todo):
+        grids.update((d, g) for d, g in zip((_FWD, _BWD), grid_profiles(todo, step, fns)[0])
+                     if g is not None)
+    if lower:
+        eta = 1e-3 * step
+        shifted = grid_profiles((live[_FWD], live[_BWD]), step, fns, (-eta, eta))
     laws = []
-    for d in (_FWD, _BWD):
-        rev = d.reverse()
-        idx = grid_indices(-ranges[rev], ranges[d], step)
-        if idx.size == 0:   # no finite loss at all (a non-private pair): all mass at +∞
+    for k, d in enumerate((_FWD, _BWD)):
+        if live[d] is None:   # no finite loss at all (a non-private pair): all mass at +∞
             from accounting.numerics.loss import LossPMF
             floor = float(delta(np.array([np.inf]), d)[0])
             laws.append(LossPMF.on_grid(step, 0, np.zeros(1), inf_mass=floor))
             continue
-        fd, fr = (lambda e: delta(e, d)), (lambda e: delta(e, rev))
-        if d not in grids:
-            grids[d] = grid_profile(idx, step, fd, fr)
         vals, vals_t = grids[d]
         if lower:
             floor = float(delta(np.array([np.inf]), d)[0])
-            eta = 1e-3 * step
-            near = (grid_profile(idx, step, fd, fr, -eta), grid_profile(idx, step, fd, fr, eta), eta)
-            laws.append(convex_minorant(idx, step, vals, vals_t, inf_floor=floor, near=near))
+            near = (shifted[0][k], shifted[1][k], eta)
+            laws.append(convex_minorant(idx[d], step, vals, vals_t, inf_floor=floor, near=near))
         else:
-            laws.append(connect_the_dots(idx, step, vals, vals_t, profile=fd))
+            guess = None if largest is None else (lambda d=d: largest(d))
+            laws.append(connect_the_dots(idx[d], step, vals, vals_t, profile=fns[k],
+                                         sup_guess=guess))
     return tuple(laws), ranges, grids
 
 
@@ -109,20 +118,26 @@ def profile_to_pld(profile: PrivacyProfile, step: Optional[float] = None,
     from a PLD, else ``DEFAULT_STEP``. ``lower=False`` skips the optimistic side
     (half the work when only the sound upper bound is wanted).
     """
-    check_options("profile_to_pld", dict(unknown, step=step, tail=tail, lower=lower))
+    opts = check_options("profile_to_pld", dict(unknown, step=step, tail=tail, lower=lower))
+    return PLD(*profile_laws(profile, opts["step"], opts["tail"], opts["lower"]))
+
+
+def profile_laws(profile: PrivacyProfile, step: Optional[float], tail: float, lower: bool
+                 ) -> tuple:
+    """(upper laws, lower laws or None) of ``profile_to_pld``, for options already
+    checked by ``check_options`` (a pair's curve builders: ``pair.curve`` checked them)."""
     if step is None:
         laws = getattr(profile.upper, "laws", None)
         step = laws[0].step if laws is not None and laws[0].step else DEFAULT_STEP
-    step = check_positive("step", step)
-    tail = check_real("tail", tail, lo=0.0, hi=1e-3, lo_open=True)
-    upper, ranges, grids = _laws_from_profile(profile.upper.delta, step, tail, lower=False)
+    upper, ranges, grids = _laws_from_profile(profile.upper.delta, step, tail, lower=False,
+                                              largest=getattr(profile.upper, "largest_loss", None))
     lower_laws = None
     if lower and profile.lower is not None:
         # one side serving both (an exact pair's profile): its grid values serve both
         same = profile.lower is profile.upper
         lower_laws, _, _ = _laws_from_profile(profile.lower.delta, step, tail, lower=True,
                                               ranges=ranges, grids=grids if same else None)
-    return PLD(upper, lower_laws)
+    return upper, lower_laws
 
 
 def _pld_to_profile(pld: PLD, **options: Any) -> PrivacyProfile:

@@ -46,10 +46,16 @@ class LawSide:
 @attrs.frozen(eq=False)
 class FunctionSide:
     """A side given by a function δ(ε, direction); ε(δ) by its own function if given,
-    else by bisection (which keeps the sound end of the bracket)."""
+    else by bisection (which keeps the sound end of the bracket).
+
+    ``largest_loss`` (optional) guesses each direction's largest finite loss (the
+    pair's D_∞, say); the PLD's search for where δ vanishes starts there and checks
+    it against ``delta_fn`` (``discretise.profile_sup``), so it is never trusted."""
 
     delta_fn: Callable[[np.ndarray, Direction], np.ndarray]
     epsilon_fn: Optional[Callable[[np.ndarray, Direction], np.ndarray]] = None
+    largest_loss: Optional[Callable[[Direction], Optional[float]]] = attrs.field(
+        default=None, kw_only=True)
 
     def delta(self, eps, direction):
         return np.asarray(self.delta_fn(np.asarray(eps, dtype=float), direction), dtype=float)

@@ -49,7 +49,10 @@ def _checked(fn, what: str, pair):
 
 
 def _profile(pair, **options: Any) -> PrivacyProfile:
-    upper = FunctionSide(_checked(pair._profile, "_profile", pair))
+    # the pair's D_∞ per direction, where it knows it: where the PLD's search for the
+    # largest loss starts (and checks it against the profile)
+    upper = FunctionSide(_checked(pair._profile, "_profile", pair),
+                         largest_loss=lambda d: pair._renyi_limit(np.inf, d, Bound.UPPER))
     # an exact pair's lower profile is its profile (``Pair``'s contract): one side
     # serves both, so a PLD evaluates it on the grid once
     lower = upper if pair.exact else FunctionSide(
@@ -66,7 +69,7 @@ def _non_private(pair) -> bool:
 
 
 def _pld(pair, **options: Any) -> PLD:
-    from accounting.conversion.converters import DEFAULT_STEP, profile_to_pld
+    from accounting.conversion.converters import DEFAULT_STEP, DEFAULT_TAIL, profile_laws
     if _non_private(pair):
         # all the loss at +∞ in both directions (no noise): nothing to discretise, one
         # grid point of mass 0 so that the PLD composes with others on the grid
@@ -74,9 +77,12 @@ def _pld(pair, **options: Any) -> PLD:
         return PLD((law, law), (law, law), provenance=_exact(f"{pair.describe()} pld"))
     if pair.exact and pair.provides("loss_atoms"):
         pld = _pld_with_atoms(pair, **options)
+        upper, lower = pld.upper, pld.lower
     else:
-        pld = profile_to_pld(_profile(pair), **options)
-    return PLD(pld.upper, pld.lower, provenance=_exact(f"{pair.describe()} pld"))
+        # options checked once, by ``curve_of_pair``
+        upper, lower = profile_laws(_profile(pair), options.get("step"),
+                                    options.get("tail", DEFAULT_TAIL), options.get("lower", True))
+    return PLD(upper, lower, provenance=_exact(f"{pair.describe()} pld"))
 
 
 def _pld_with_atoms(pair, step=None, tail=None, lower: bool = True) -> PLD:

@@ -31,11 +31,16 @@ def gaussian_delta(mu: float, eps: np.ndarray) -> np.ndarray:
     relative accuracy deep in the tail; δ(−∞) = 1, δ(+∞) = 0."""
     eps = np.asarray(eps, dtype=float)
     finite = np.isfinite(eps)
-    e = np.where(finite, eps, 0.0)
-    la = log_ndtr(mu / 2.0 - e / mu)
-    lb = log_ndtr(-mu / 2.0 - e / mu)
+    # the usual case, an array without ±∞: nothing to patch in afterwards
+    every = eps.ndim > 0 and bool(finite.all())
+    e = eps if every else np.where(finite, eps, 0.0)
+    scaled = e / mu
+    la = log_ndtr(mu / 2.0 - scaled)
+    lb = log_ndtr(-mu / 2.0 - scaled)
     with np.errstate(over="ignore"):
         val = np.exp(la) * -np.expm1(np.minimum(e + lb - la, 0.0))
+    if every:
+        return val
     val = np.where(eps == np.inf, 0.0, val)
     return np.where(eps == -np.inf, 1.0, val)
 

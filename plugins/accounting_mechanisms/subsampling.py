@@ -13,9 +13,11 @@ written out per direction by taking sup_S of the mixture):
              = 0                                                    above.
 
 Every curve then derives from the profile (PLD by connect-the-dots, trade-off and
-RDP of the PLD). The Rényi curve comes from the base's own primitives
-(``_cgf``: quadrature, exact sums or a labelled upper bound); a base with an exact
-Rényi curve for the mixture (the Gaussian) overrides ``_cgf`` in a subclass.
+RDP of the PLD). The largest losses D_∞ follow from the base's (``_renyi_limit``):
+the backward one is at most −log(1 − q), where the backward profile vanishes. The
+Rényi curve comes from the base's own primitives (``_cgf``: quadrature, exact sums
+or a labelled upper bound); a base with an exact Rényi curve for the mixture (the
+Gaussian) overrides ``_cgf`` in a subclass.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy as np
 from accounting.pairs.additive import log_integral
 from accounting.curves.curve import Exactness
 from accounting.curves.profile import symmetric_profile
-from accounting.vocabulary import Direction
+from accounting.vocabulary import Bound, Direction
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import RATE, Mechanism, Neighbouring, Range, as_neighbouring, parameter
 from accounting.pairs.pair import (LawPair, Pair, _overrides, disjoint_pair, identical_pair,
@@ -74,24 +76,93 @@ class PoissonSubsampledPair(Pair):
         if q == 1.0:
             return base_profile(eps, direction)
         log1mq = np.log1p(-q)
+        if eps.ndim == 0:      # a scalar: the masked form returns it as a 0-d array
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                return self._mixed_masked(eps, direction, base_profile, q, log1mq)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            # the module docstring's formulas, the base evaluated where they use it
+            # (the grids: everywhere); ±∞ follow from them (e^{±∞} in float64)
+            if direction is Direction.FORWARD:
+                inside = eps > log1mq                       # +∞ included, NaN not
+                if inside.all():
+                    return q * base_profile(np.log1p(np.expm1(eps) / q), direction)
+                if np.isnan(eps).any():
+                    return self._mixed_masked(eps, direction, base_profile, q, log1mq)
+                out = -np.expm1(np.minimum(eps, 0.0))       # 1 − e^ε; 1 at −∞
+                if inside.any():
+                    out[inside] = q * base_profile(np.log1p(np.expm1(eps[inside]) / q), direction)
+                return out
+            inside = eps < -log1mq                          # −∞ included, NaN not
+            if inside.all() and not np.isneginf(eps).any():
+                factor = -np.expm1(eps + log1mq)            # 1 − (1 − q)e^ε > 0 inside
+                arg = np.log(q) + eps - np.log(factor)
+                return np.maximum(factor * base_profile(arg, direction), 0.0)
+            if np.isnan(eps).any():
+                return self._mixed_masked(eps, direction, base_profile, q, log1mq)
+            out = np.zeros(eps.shape)
+            if inside.any():
+                e = eps[inside]
+                factor = -np.expm1(e + log1mq)
+                arg = np.log(q) + e - np.log(factor)
+                out[inside] = np.maximum(factor * base_profile(arg, direction), 0.0)
+            out[eps == -np.inf] = 1.0
+            return out
+
+    def _mixed_masked(self, eps, direction, base_profile, q, log1mq):
+        """``_mixed`` with masks over the whole array (a NaN among ``eps`` is read as
+        ε = 0, as it always was here)."""
         finite = np.isfinite(eps)
         e = np.where(finite, eps, 0.0)
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            if direction is Direction.FORWARD:
-                inside = e > log1mq
-                arg = np.log1p(np.expm1(np.where(inside, e, 0.0)) / q)
-                arg = np.where(eps == np.inf, np.inf, arg)
-                val = q * base_profile(arg, direction)
-                val = np.where(inside | (eps == np.inf), val, -np.expm1(np.minimum(e, 0.0)))
-                return np.where(eps == -np.inf, 1.0, val)
-            inside = (e < -log1mq) & (eps != np.inf)
-            ei = np.where(inside, e, 0.0)
-            factor = -np.expm1(ei + log1mq)              # 1 − (1 − q)e^ε > 0 inside
-            arg = np.log(q) + ei - np.log(factor)
-            arg = np.where(eps == -np.inf, -np.inf, arg)
-            val = factor * base_profile(arg, direction)
-            val = np.where(eps == -np.inf, 1.0, val)
-            return np.where(inside | (eps == -np.inf), np.maximum(val, 0.0), 0.0)
+        if direction is Direction.FORWARD:
+            inside = e > log1mq
+            arg = np.log1p(np.expm1(np.where(inside, e, 0.0)) / q)
+            arg = np.where(eps == np.inf, np.inf, arg)
+            val = q * base_profile(arg, direction)
+            val = np.where(inside | (eps == np.inf), val, -np.expm1(np.minimum(e, 0.0)))
+            return np.where(eps == -np.inf, 1.0, val)
+        inside = (e < -log1mq) & (eps != np.inf)
+        ei = np.where(inside, e, 0.0)
+        factor = -np.expm1(ei + log1mq)              # 1 − (1 − q)e^ε > 0 inside
+        arg = np.log(q) + ei - np.log(factor)
+        arg = np.where(eps == -np.inf, -np.inf, arg)
+        val = factor * base_profile(arg, direction)
+        val = np.where(eps == -np.inf, 1.0, val)
+        return np.where(inside | (eps == -np.inf), np.maximum(val, 0.0), 0.0)
+
+    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+        """D_∞ from the base's D_∞ (None for D_1, which has no closed form here).
+
+        The mixture's forward loss is log(1 − q + q e^{L₀}) and its backward loss
+        −log(1 − q + q e^{L₀}), L₀ = log dP₀/dQ₀, increasing and decreasing in L₀; so
+        D_∞,fwd = log(1 + q(e^{D₀} − 1)) with D₀ the base's forward D_∞, and
+        D_∞,bwd = −log(1 + q(e^{−D₀} − 1)) with D₀ its backward one, at most
+        −log(1 − q) (the ``add`` loss never exceeds it: Zhu, Dong, Wang 2022,
+        arXiv:2106.08567, Prop. 30's pair). Both increase with D₀, so the base's
+        bound on a side gives one on the same side (on the upper side an unknown
+        backward D₀ counts as +∞); rounded outwards by the roundoff of the formula.
+        """
+        side = Bound.UPPER if side is None else side
+        if order != np.inf:
+            return None
+        base = self.base._renyi_limit(np.inf, direction, side)
+        if base is None:
+            if side is not Bound.UPPER or direction is Direction.FORWARD:
+                return None
+            base = np.inf
+        base = float(base)
+        q = float(self.q)
+        if q == 1.0:         # no subsampling: the base itself
+            return base
+        up = side is Bound.UPPER
+        if direction is Direction.FORWARD:
+            if base == np.inf:
+                return np.inf
+            y = q * np.expm1(base)
+            return _outward(float(np.log1p(y)), y, up)
+        if base == np.inf:   # −log(1 − q): one libm call on an exact argument
+            return _outward(float(-np.log1p(-q)), 0.0, up)
+        y = q * np.expm1(-base)
+        return _outward(float(-np.log1p(y)), y, up)
 
     def _cgf(self, t, direction):
         """K(t) of the mixture pair, by the best route the base allows:
@@ -196,6 +267,14 @@ class PoissonSubsampledPair(Pair):
 
     def describe(self) -> str:
         return f"Poisson(q={self.q:g})∘{self.base.describe()}"
+
+
+def _outward(value: float, y: float, up: bool) -> float:
+    """``value`` = ±log1p(``y``) (y computed with a few ulps of relative error) moved
+    outwards past its roundoff: 4 ulps of the result, plus the propagated error of y,
+    |Δy|/(1 + y) ≤ 4·2⁻⁵²·|y|/(1 + y)."""
+    err = 4.0 * np.finfo(float).eps * (abs(value) + abs(y) / (1.0 + y)) + 1e-300
+    return float(value + err) if up else float(value - err)
 
 
 def poisson_pair(base: Pair, q: float, registry=None) -> PoissonSubsampledPair:
