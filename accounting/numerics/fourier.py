@@ -458,14 +458,20 @@ def _circular_compose(items, n: int, theta: float, dtype,
     dropped, dropped_log = 0, -np.inf             # frequencies let go, their bound
     if prepared is None:
         prepared = _prepare(items, dtype)
+    absolute = 0.0                                # ℓ1 rounding of the far-smaller atoms
     for (logp, losses, log_total, size_term, start), (p, c) in zip(prepared, items):
         x = logp + dtype(theta) * losses
-        top = x.max()        # (zero masses are −∞ here and never the max)
-        w = np.exp(x - top)
+        j_top = int(np.argmax(x))   # (zero masses are −∞ here and never the max)
+        top = x[j_top]
+        y = x - top
+        w = np.exp(y)
         tot = w.sum()
         w = w / tot
         log_m += c * (float(top + np.log(tot)) - log_total)
-        eta += c * 8.0 * u_in * (2.0 + abs(theta) * size_term[0] + size_term[1])
+        rel, small = _tilt_rounding(y, float(logp[j_top]), abs(theta) * size_term[0],
+                                    size_term[1], u_in)
+        eta += c * rel
+        absolute += c * small
         start %= n
         if start + w.size <= n:   # no wrap-around: a slice, not a bincount
             folded = np.zeros(n, dtype=w.dtype)
@@ -526,8 +532,42 @@ def _circular_compose(items, n: int, theta: float, dtype,
     full = math.sqrt(2.0 * float(np.sum(dz ** 2)))
     one = 2.0 * float(np.sum(dz))
     g64 = _gamma(n, np.float64)
-    e2 = 1.01 * (min(one / n, full / math.sqrt(n)) + g64 * (_norm(circ) + full / math.sqrt(n)))
+    e2 = 1.01 * (min(one / n, full / math.sqrt(n)) + g64 * (_norm(circ) + full / math.sqrt(n))
+                 + absolute * (1.0 + math.expm1(eta)))
     return circ, e2, log_m, math.expm1(eta)
+
+
+#: Atoms whose tilted weight is below e^{−40} of a law's largest are bounded in ℓ1
+#: (``_tilt_rounding``), the others relative to their weight.
+_FAR_BELOW = 40.0
+
+
+def _tilt_rounding(y: np.ndarray, log_p_top: float, theta_l: float, log2_size: float,
+                   u: float) -> tuple[float, float]:
+    """Rounding of one law's normalised tilted weights w_j = e^{y_j}/Σe^{y}, y_j =
+    log p_j + θl_j − (the same at the largest): (η, ℓ1).
+
+    y_j is computed with an absolute error of at most u(2|log p_j| + 2|θ l_j| + |y_j|
+    + 1) (the logarithm, the product, the sums; a common error of the largest term
+    cancels in the normalisation), which the exponential turns into a relative one of
+    about the same size, plus u. For the atoms with y_j ≥ −Y (Y = ``_FAR_BELOW``),
+    |log p_j| ≤ |log p_top| + 2|θ|·max|l| + Y, so their relative error is at most η =
+    1.01·u(2|log p_top| + 6|θ|·max|l| + 3Y + 3 + log₂(size + 1) + 24), the last terms
+    for the normalising sum (NumPy's pairwise summation, see ``_sum_below``) and the
+    division. The rest weigh at most e^{−Y} each: their error is bounded in ℓ1 by
+    Σ w_j·1.01·u(2|log p_j| + 3|θ|·max|l| + |y_j| + 4), which the composition carries
+    to every entry as an absolute error (convolution does not increase ℓ1 norms).
+    """
+    big = 1.01 * u * (2.0 * abs(log_p_top) + 6.0 * theta_l + 3.0 * _FAR_BELOW + 27.0
+                      + log2_size)
+    far = np.isfinite(y) & (y < -_FAR_BELOW)
+    if not far.any():
+        return big, 0.0
+    yf = y[far].astype(float)
+    logp = yf + log_p_top          # log p_j + θ(l_j − l_top) ≥ log p_j − 2|θ|·max|l|
+    small = float(np.sum(np.exp(yf) * 1.01 * u * (2.0 * (np.abs(logp) + 2.0 * theta_l)
+                                                  + 3.0 * theta_l + np.abs(yf) + 4.0)))
+    return big, small
 
 
 def _bincount_ld(idx: np.ndarray, w: np.ndarray, n: int) -> np.ndarray:
