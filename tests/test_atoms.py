@@ -124,3 +124,28 @@ def test_atoms_whose_mass_underflows_on_one_side_are_consistent():
     assert split.scale == pytest.approx(0.5)
     with pytest.raises(ValueError, match="cannot be discretised"):
         pair.curve(PLD, step=STEP)
+
+
+@pytest.mark.parametrize("name, params", [("randomized_response", dict(p=0.3)),
+                                          ("randomized_response", dict(p=0.01)),
+                                          ("permute_and_flip", dict(epsilon=1.3))])
+def test_finite_law_pessimistic_side_is_connect_the_dots_of_its_atoms(name, params):
+    """A finite pair's upper PLD comes from its atoms: at the grid points its δ is the
+    exact δ (connect-the-dots), above the exact δ between them, and it agrees with the
+    profile route's law to roundoff."""
+    from accounting.conversion.converters import profile_laws
+    from accounting.pairs.derive import _profile
+    import accounting
+    mech = accounting.mechanism(name, **params)
+    step = 1e-2
+    pld = mech.curve(accounting.PLD, step=step)
+    via_profile = profile_laws(_profile(mech.pair()), step, 1e-20, False)[0]
+    for k, d in enumerate(("forward", "backward")):
+        exact = mech.pair().law(d)
+        law = pld.law(d, "upper")
+        grid = law.losses
+        np.testing.assert_allclose(law.delta(grid), exact.delta(grid), rtol=1e-12, atol=1e-15)
+        mid = np.linspace(grid[0] - 0.3, grid[-1] + 0.3, 2001)
+        assert np.all(law.delta(mid) >= exact.delta(mid) - 1e-15)
+        other = via_profile[k]
+        np.testing.assert_allclose(law.delta(mid), other.delta(mid), rtol=1e-9, atol=1e-14)

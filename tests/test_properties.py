@@ -371,6 +371,11 @@ def test_tradeoff_lower_side_at_alpha_zero(mech):
 #: discrete Laplace, 4.2e-11, 4.6e-12, 9.1e-11 for the others): the clipped roundoff
 #: negatives of connect-the-dots, now paid back from the masses below them
 _MASS_ABOVE_ONE = [
+    # finite laws whose profile is noisy at 1e-12 where e^ε·p ≈ 1: their pessimistic side
+    # now comes from the atoms (``atoms.finite_law_on_grid``; it was 1.9e-12 and 5e-13
+    # above 1 through the profile)
+    pytest.param(("randomized_response", dict(p=2.628586874843264e-97)), id="rr-extreme"),
+    pytest.param(("permute_and_flip", dict(epsilon=33.0)), id="pure-dp-33"),
     pytest.param(("discrete_laplace", dict(a=0.1, sensitivity=4096)), id="discrete-laplace"),
     pytest.param(("generalised_gaussian", dict(beta=1.0172638794327824, scale=4.3810942992546483e-51,
                                                sensitivity=4.632974445438183e-49)),
@@ -392,24 +397,6 @@ def _check_mass_at_most_one(mech):
 
 @pytest.mark.parametrize("mech", _MASS_ABOVE_ONE)
 def test_pld_mass_is_at_most_one(mech):
-    _check_mass_at_most_one(mech)
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "randomized response p = 2.6e-97 (losses ±222.39) through the profile route: the "
-    "profile values at ε ≈ 184–222 carry relative noise ~1e-12 (ε = i·step is not evenly "
-    "spaced in float64 there, and e^ε·p ≈ 1 amplifies it), so connect-the-dots masses are "
-    "±2.4e-12 noise whose running sum from the bottom dips to −1.9e-12. Paying negatives "
-    "back from the masses below (the sound direction) leaves 1.9e-12 unpaid: δ_upper − 1 = "
-    "1.9e-12 at small ε (9.9e-11 before). The fix is a route change for finite laws: "
-    "place their atoms on the grid (numerics.atoms.atoms_on_grid, with the tail cut of "
-    "discretise.atoms_to_grid) instead of discretising their profile. The same holds for "
-    "pure ε-DP (the (ε, 0) pair, permute-and-flip) at ε = 33: δ_upper − 1 = 5.0e-13"))
-@pytest.mark.parametrize("mech", [
-    pytest.param(("randomized_response", dict(p=2.628586874843264e-97)), id="rr"),
-    pytest.param(("permute_and_flip", dict(epsilon=33.0)), id="pure-dp-33"),
-])
-def test_known_bug_pld_mass_above_one_for_extreme_finite_laws(mech):
     _check_mass_at_most_one(mech)
 
 

@@ -82,6 +82,13 @@ def _pld(pair, **options: Any) -> PLD:
         # options checked once, by ``curve_of_pair``
         upper, lower = profile_laws(_profile(pair), options.get("step"),
                                     options.get("tail", DEFAULT_TAIL), options.get("lower", True))
+        if isinstance(pair, LawPair) and pair.exact:
+            # a finite law: its pessimistic side from its atoms, free of the profile
+            # differences' roundoff (``atoms.finite_law_on_grid``)
+            from accounting.numerics.atoms import finite_law_on_grid
+            upper = tuple(finite_law_on_grid(pair.law(d), upper[0].step,
+                                             options.get("tail", DEFAULT_TAIL))
+                          for d in (Direction.FORWARD, Direction.BACKWARD))
     return PLD(upper, lower, provenance=_exact(f"{pair.describe()} pld"))
 
 
