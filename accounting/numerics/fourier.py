@@ -165,8 +165,20 @@ class TiltedPasses:
 
     @functools.cached_property
     def canonical(self) -> tuple:
-        """The tilts that resolve the whole window (``SummedCGF.tilts``)."""
-        return tuple(self.cgf.tilts(self.lo_idx * self.step, self.hi_idx * self.step))
+        """The tilts that resolve the whole window (``SummedCGF.tilts``), each judged
+        with its fold (``_fold_penalty``): a tilt centred past the top of the window
+        folds its heavy tilted top onto the losses below, so it is not chosen for them
+        (DP-SGD at σ = 0.968: θ = 7.8 where 5.6 serves, 3.6e-6 of ε too high)."""
+        return tuple(self.cgf.tilts(self.lo_idx * self.step, self.hi_idx * self.step,
+                                    penalty=self._fold_penalty))
+
+    def _fold_penalty(self, s: np.ndarray) -> np.ndarray:
+        """log(1 + w_θ(s)/E) for every grid θ (rows) at each s: how much the bound on
+        the mass the circle folds onto s adds to a typical rounding bound E = 1e-14."""
+        cgf, step, n = self.cgf, self.step, self.n
+        w = _fold_bounds(cgf, s + (n - 0.5) * step, True) + \
+            _fold_bounds(cgf, s - (n - 0.5) * step, False)
+        return np.log1p(w / 1e-14)
 
     def saddle(self, s: np.ndarray) -> np.ndarray:
         """Index of the grid θ that resolves the entry at each s best, by its predicted
@@ -176,10 +188,8 @@ class TiltedPasses:
         sum runs past the top of the window onto s."""
         s = np.asarray(s, dtype=float)
         flat = s.ravel()
-        k, t, cgf, step, n = self.cgf.k, self.cgf.thetas, self.cgf, self.step, self.n
-        w = _fold_bounds(cgf, flat + (n - 0.5) * step, True) + \
-            _fold_bounds(cgf, flat - (n - 0.5) * step, False)
-        score = k[:, None] - t[:, None] * flat[None, :] + np.log(1e-14 + w)
+        k, t = self.cgf.k, self.cgf.thetas
+        score = k[:, None] - t[:, None] * flat[None, :] + self._fold_penalty(flat)
         return np.argmin(score, axis=0).reshape(s.shape)
 
     def chernoff_quantile(self, delta: np.ndarray) -> np.ndarray:

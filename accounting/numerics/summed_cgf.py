@@ -11,7 +11,7 @@ certified tail of the sum, and the tilts θ at which the composition is computed
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -309,14 +309,19 @@ class SummedCGF:
         lo_idx = max(int(np.floor(lo / step + 1e-9)), int(round(self.s_min / step)))
         return lo_idx, hi_idx, self.outside(z, lo_idx * step, hi_idx * step)
 
-    def tilts(self, lo: float, hi: float) -> list[int]:
+    def tilts(self, lo: float, hi: float,
+              penalty: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> list[int]:
         """Indices of the grid θ to compose at: θ = 0, then, scanning s over [lo, hi]
         from the middle outwards, wherever the best chosen Chernoff exponent
         K(θ) − θs exceeds the best over the grid by more than ``TILT_SPREAD``, the
         grid θ best a little beyond that s (θ > 0 on the right, θ < 0 on the left,
-        where the Q-masses p·e^{−l} of the trade-off live)."""
+        where the Q-masses p·e^{−l} of the trade-off live). ``penalty(s)`` (rows θ),
+        if given, is added to the exponents: the log-factor by which a tilt's other
+        errors (the Fourier composition's fold) worsen its bound at s."""
         s = np.linspace(lo, hi, 400)
         expo = self.k[:, None] - self.thetas[:, None] * s[None, :]
+        if penalty is not None:
+            expo = expo + penalty(s)
         best = expo.min(axis=0)
         chosen = [self.zero]
         reach = 400 // (2 * MAX_TILTS)
