@@ -169,7 +169,11 @@ def test_fold_bounds_are_the_chernoff_tails(upper):
     cgf = TiltedPasses(items, 1e-18).cgf
     cuts = np.linspace(-60.0, 120.0, 41)
     expected = np.array([[cgf.tail(i, c, upper) for c in cuts] for i in range(cgf.thetas.size)])
-    np.testing.assert_allclose(_fold_bounds(cgf, cuts, upper), expected, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(_fold_bounds(cgf, cuts, upper, limit=None), expected,
+                               rtol=1e-12, atol=0)
+    # over fewer θ' a bound still, never below the minimum over all of them
+    few = _fold_bounds(cgf, cuts, upper, limit=5)
+    assert np.all(few >= expected * (1 - 1e-12)) and np.all(few <= 1.0)
 
 
 def test_direct_hockey_stick_is_the_cumulative_one():

@@ -174,7 +174,17 @@ class TiltedPasses:
 
     def _fold_penalty(self, s: np.ndarray) -> np.ndarray:
         """log(1 + w_θ(s)/E) for every grid θ (rows) at each s: how much the bound on
-        the mass the circle folds onto s adds to a typical rounding bound E = 1e-14."""
+        the mass the circle folds onto s adds to a typical rounding bound E = 1e-14.
+        Past 64 points it is computed at 41 evenly spaced ones and interpolated (it
+        only ranks tilts)."""
+        s = np.asarray(s, dtype=float)
+        if s.size > 64 and s.max() > s.min():
+            g = np.linspace(s.min(), s.max(), 41)
+            coarse = self._fold_penalty(g)
+            pos = (s - g[0]) / (g[1] - g[0])
+            j = np.clip(np.floor(pos).astype(np.intp), 0, 39)
+            f = (pos - j)[None, :]
+            return coarse[:, j] * (1.0 - f) + coarse[:, j + 1] * f
         cgf, step, n = self.cgf, self.step, self.n
         w = _fold_bounds(cgf, s + (n - 0.5) * step, True) + \
             _fold_bounds(cgf, s - (n - 0.5) * step, False)
@@ -385,20 +395,28 @@ def _settle_up(masses: np.ndarray, inf: float, target: float,
     return masses, inf, left
 
 
-def _fold_bounds(cgf: SummedCGF, cuts: np.ndarray, upper: bool) -> np.ndarray:
+def _fold_bounds(cgf: SummedCGF, cuts: np.ndarray, upper: bool,
+                 limit: Optional[int] = 48) -> np.ndarray:
     """Chernoff bounds on the mass of every grid tilt θ_i above (``upper``) or below
-    each cut, rows i: P_θi(S > c) ≤ min over θ' > θ_i of e^{K(θ') − K(θ_i) − (θ'−θ_i)c}
-    (as ``SummedCGF.tail``, at the cuts themselves; 1 where no θ' lies beyond)."""
+    each cut, rows i: P_θi(S > c) ≤ min over θ' > θ_i of e^{K(θ') − K(θ_i) − (θ'−θ)c}
+    (as ``SummedCGF.tail``, at the cuts themselves; 1 where no θ' lies beyond). The
+    θ' range over at most ``limit`` grid points (evenly spaced, both ends included):
+    a minimum over fewer θ' is still a bound, and a refined grid (775 θ for a
+    Laplace sum) would otherwise cost m² per cut."""
     t, k, k_low = cgf.thetas, cgf.k, cgf.k_low
-    dt = t[None, :] - t[:, None]                          # θ' − θ_i, [i, i']
+    m = t.size
+    pick = np.arange(m) if limit is None or m <= limit else \
+        np.unique(np.rint(np.linspace(0, m - 1, limit)).astype(np.intp))
+    dt = t[None, pick] - t[:, None]                       # θ' − θ_i, [i, i']
     other = dt > 0 if upper else dt < 0
-    gap = np.where(other, k[None, :] - k_low[:, None], np.inf)
-    out = np.empty((t.size, cuts.size))
-    for lo in range(0, cuts.size, 64):      # (m × m × 64 at a time)
-        c = cuts[lo:lo + 64]
+    gap = np.where(other, k[None, pick] - k_low[:, None], np.inf)
+    out = np.empty((m, cuts.size))
+    rows = max(1, (1 << 21) // max(1, m * pick.size))    # cuts per block
+    for lo in range(0, cuts.size, rows):
+        c = cuts[lo:lo + rows]
         with np.errstate(over="ignore", invalid="ignore"):
             expo = np.min(gap[:, :, None] - dt[:, :, None] * c[None, None, :], axis=1)
-            out[:, lo:lo + 64] = np.exp(np.minimum(np.where(np.isnan(expo), np.inf, expo), 0.0))
+            out[:, lo:lo + rows] = np.exp(np.minimum(np.where(np.isnan(expo), np.inf, expo), 0.0))
     beyond = cuts >= cgf.s_max if upper else cuts <= cgf.s_min
     return np.where(beyond[None, :], 0.0, out)
 
