@@ -195,23 +195,6 @@ def _masses(v: np.ndarray, step: float, anchor: float) -> np.ndarray:
     return m
 
 
-def _masses_at(v: np.ndarray, at: np.ndarray, step: float) -> np.ndarray:
-    """``_masses(v, step, 0.0)`` at the sorted indices ``at`` only, by the same
-    arithmetic (the stencil is local)."""
-    em1 = np.expm1(step)
-    e = np.exp(step)
-    n = v.size
-    out = np.empty(at.size)
-    mid = (at > 0) & (at < n - 1)
-    i = at[mid]
-    out[mid] = ((v[i + 1] - v[i]) - e * (v[i] - v[i - 1])) / em1
-    if at.size and at[0] == 0:
-        out[0] = (0.0 - v[0]) + (v[1] - v[0]) / em1
-    if at.size and at[-1] == n - 1:
-        out[-1] = -e * (v[n - 1] - v[n - 2]) / em1
-    return out
-
-
 def _profile_masses(indices: np.ndarray, step: float, d: np.ndarray,
                     dt: np.ndarray) -> np.ndarray:
     """The masses from δ̃ left of ε = 0 and from δ right of it: ``_masses`` of each
@@ -420,8 +403,12 @@ def pay_debts(m: np.ndarray, at: np.ndarray, owed: np.ndarray, *, below: bool,
     return m, slack + float(owed.sum())
 
 
+#: the pairs (i < j) of ``_gaps``' four lines, in order, whose crossings it tries
+_PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
+
+
 def _gaps(v: np.ndarray, step: float, x: np.ndarray, floor: float, tilde: bool,
-          near: "tuple | None" = None) -> np.ndarray:
+          near: "tuple | None" = None, split: "int | None" = None) -> np.ndarray:
     """For each interval, the largest height of the chord above a set of support lines.
 
     In the local coordinate u = x/x_i ∈ [1, e^d] of interval i, every line below the
@@ -436,47 +423,62 @@ def _gaps(v: np.ndarray, step: float, x: np.ndarray, floor: float, tilde: bool,
       ``v`` (δ̃ = δ − 1 + x when ``tilde``).
 
     Also returns, per interval, the slopes of the supports through its two ends.
+    With ``split`` (and ``near``) the intervals before it are in δ̃ and the rest in δ,
+    ``tilde`` aside: every quantity is per interval, so one call serves both
+    representations' grids laid end to end (``convex_minorant``).
     """
     e = np.exp(step)
     em1 = np.expm1(step)
     n = v.size - 1
     chord = np.diff(v) / em1
     xi = x[:-1]
-    # each line as (v_i − value at u=1, slope), so chord − line = b + (chord − a)(u − 1)
-    lines = []
+    # each line as (v_i − value at u=1, slope), so chord − line = b + (chord − a)(u − 1):
+    # row k of b and a is line k
+    b = np.empty((4, n))
+    a = np.empty((4, n))
     if near is not None:
         v_minus, v_plus, eta = near
         a1 = (v[:-1] - v_minus[:-1]) / -np.expm1(-eta)
         a2 = (v_plus[1:] - v[1:]) / (e * np.expm1(eta))
-        lines.append((np.zeros(n), a1))
-        lines.append(((v[:-1] - v[1:]) + a2 * em1, a2))
     else:
         a1 = np.concatenate([[np.nan], chord[:-1] * e])
         a2 = np.concatenate([chord[1:] / e, [np.nan]])
-        lines.append((np.zeros(n), a1))
-        lines.append(((v[:-1] - v[1:]) + a2 * em1, a2))
-    if tilde:   # δ̃ ≥ 0 and δ̃ ≥ x − 1 + floor
-        lines.append((v[:-1].copy(), np.zeros(n)))
-        lines.append((v[:-1] - (xi - 1.0 + floor), xi))
-    else:       # δ ≥ floor and δ ≥ 1 − x
-        lines.append((v[:-1] - floor, np.zeros(n)))
-        lines.append((v[:-1] - (1.0 - xi), -xi))
-    b = np.array([ln[0] for ln in lines])
-    a = np.array([ln[1] for ln in lines])
-    valid = np.isfinite(a) & np.isfinite(b)
-    b = np.where(valid, b, np.inf)      # a missing line never binds
-    a = np.where(valid, a, chord)
-    cands = [np.ones(n), np.full(n, e)]
-    k = len(lines)
-    for i in range(k):
-        for j in range(i + 1, k):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                u = 1.0 + (b[i] - b[j]) / (a[i] - a[j])
-            cands.append(np.where(np.isfinite(u), np.clip(u, 1.0, e), 1.0))
+    b[0] = 0.0
+    a[0] = a1
+    np.add(v[:-1] - v[1:], a2 * em1, out=b[1])
+    a[1] = a2
+    t = (n if tilde else 0) if split is None else split
+    # δ̃ ≥ 0 and δ̃ ≥ x − 1 + floor (intervals before t), δ ≥ floor and δ ≥ 1 − x (after)
+    b[2, :t] = v[:t]
+    np.subtract(v[t:-1], floor, out=b[2, t:])
+    a[2] = 0.0
+    np.subtract(v[:t], xi[:t] - 1.0 + floor, out=b[3, :t])
+    np.subtract(v[t:-1], 1.0 - xi[t:], out=b[3, t:])
+    a[3, :t] = xi[:t]
+    np.negative(xi[t:], out=a[3, t:])
+    invalid = ~(np.isfinite(a) & np.isfinite(b))
+    if invalid.any():
+        b[invalid] = np.inf                      # a missing line never binds
+        a = np.where(invalid, chord, a)
+    # the candidate u − 1: both ends, then each crossing (lines i < j, in order),
+    # clipped to the interval (row by row: arrays of a few rows of a long grid cost
+    # more to allocate than to fill)
+    us = [np.zeros(n), np.full(n, e - 1.0)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i, j in _PAIRS:
+            u = 1.0 + (b[i] - b[j]) / (a[i] - a[j])
+            u = np.where(np.isfinite(u), np.clip(u, 1.0, e), 1.0)
+            u -= 1.0
+            us.append(u)
+    slope = chord - a
     best = np.zeros(n)
-    for u in cands:
-        above = np.min(b + (chord - a) * (u - 1.0), axis=0)   # chord − envelope at u
-        best = np.maximum(best, above)
+    work = np.empty((4, n))
+    above = np.empty(n)
+    for u in us:
+        np.multiply(slope, u, out=work)
+        work += b                                # = b + slope·u (IEEE addition commutes)
+        np.min(work, axis=0, out=above)          # chord − envelope at u
+        np.maximum(best, above, out=best)
     # slopes (u-units) of supports through each interval's ends, for ``_clamp``
     end_slopes = (np.where(np.isfinite(a1), a1, chord), np.where(np.isfinite(a2), a2, chord))
     return best, end_slopes
@@ -513,14 +515,19 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
         # right): with near-tangent supports an interval's lines use its two ends only,
         # so each representation is worked out on its own intervals
         k = int(np.count_nonzero(left[:-1]))      # left is a prefix: intervals [0, k)
-        parts = []
-        for v, nv, lo, hi, tilde in ((dt, near_t, 0, k, True), (d, near_d, k, n - 1, False)):
-            if hi > lo:
-                sl = slice(lo, hi + 1)
-                parts.append(_gaps(v[sl], step, x[sl], inf_floor, tilde,
-                                   (nv[0][sl], nv[1][sl], nv[2])))
-        gaps = np.concatenate([p[0] for p in parts])
-        ends = (np.concatenate([p[1][0] for p in parts]), np.concatenate([p[1][1] for p in parts]))
+        # both representations' grids end to end, δ̃ on [0, k] then δ on [k, n − 1],
+        # in one ``_gaps`` call; the interval between the two copies of point k is
+        # no interval of the grid and is dropped
+        if 0 < k < n - 1:
+            def joined(tilde_v, v):
+                return np.concatenate([tilde_v[:k + 1], v[k:]])
+            g, (e1, e2) = _gaps(joined(dt, d), step, joined(x, x), inf_floor, False,
+                                (joined(dtm, dm), joined(dtp, dp), eta), split=k)
+            gaps = np.delete(g, k)
+            ends = (np.delete(e1, k), np.delete(e2, k))
+        else:
+            v, nv = (dt, near_t) if k else (d, near_d)
+            gaps, ends = _gaps(v, step, x, inf_floor, k > 0, nv)
     else:
         gaps_t, (a1_t, a2_t) = _gaps(dt, step, x, inf_floor, True, near_t)
         gaps_d, (a1_d, a2_d) = _gaps(d, step, x, inf_floor, False, near_d)
@@ -544,25 +551,10 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
         tol = 1e-12 * (np.abs(base) + np.abs(lowered)) + 1e-300
         return m, m < -tol
 
-    # local passes: a pass changes λ only where a mass is negative, and a mass depends
-    # on λ at its own point and its two neighbours, so only those are recomputed (the
-    # same values a full recomputation gives)
     lowered = _masses(lam, step, 0.0)
     m = base - lowered
     tol = 1e-12 * (np.abs(base) + np.abs(lowered)) + 1e-300
-    bad = m < -tol
-    for _ in range(max_passes):
-        at = np.flatnonzero(bad)
-        if at.size == 0:
-            break
-        lam = lam.copy()
-        lam[at] = lam[at] + (-m[at] / gain[at])
-        near = _unique_ints(np.concatenate([at - 1, at, at + 1]))
-        near = near[(near >= 0) & (near < n)]
-        lowered[near] = _masses_at(lam, near, step)
-        m[near] = base[near] - lowered[near]
-        tol[near] = 1e-12 * (np.abs(base[near]) + np.abs(lowered[near])) + 1e-300
-        bad[near] = m[near] < -tol[near]
+    lam = _local_passes(lam, base, gain, m, m < -tol, step, max_passes)
     # Keep it a profile, then convex: what the local passes leave is a wave running
     # into a tail (the end constraints make kinks there), which the hull removes; the
     # hull only lowers points, and a hull of non-negative points stays non-negative.
@@ -605,6 +597,67 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
     return LossPMF.on_grid(step, int(indices[0]), m, inf_mass=inf_mass, slack=slack)
 
 
+def _local_passes(lam: np.ndarray, base: np.ndarray, gain: np.ndarray, m: np.ndarray,
+                  bad: np.ndarray, step: float, passes: int) -> np.ndarray:
+    """``convex_minorant``'s local passes: λ after up to ``passes`` rounds that each
+    lower every point whose mass m = base − masses(λ) is negative beyond roundoff
+    (``bad``) by −m/gain, onto its neighbours' chord.
+
+    A pass changes λ only at bad points, and a mass depends on λ at its own point and
+    its two neighbours, so after k passes λ has changed only within k − 1 points of
+    the first bad ones and the masses within k: the passes run on the window of
+    points within ``passes`` + 1 of them (the stencil of every mass recomputed has
+    both neighbours inside), as Python floats (the same IEEE double arithmetic, term
+    for term, as ``_masses``), recomputing only the masses next to a change — the
+    values a full recomputation gives. On the usual grids the bad points are a few at
+    each end, where numpy's per-call cost was most of each pass.
+    """
+    at = np.flatnonzero(bad)
+    if at.size == 0 or passes <= 0:
+        return lam
+    n = lam.size
+    reach = passes + 1
+    # the window: points within ``reach`` of a bad one (merged ranges, in order)
+    lo = np.maximum(at - reach, 0)
+    hi = np.minimum(at + reach, n - 1)
+    starts = np.flatnonzero(np.concatenate(([True], lo[1:] > hi[:-1] + 1)))
+    ends = np.append(starts[1:] - 1, at.size - 1)
+    idx = np.concatenate([np.arange(a, b + 1) for a, b in zip(lo[starts].tolist(),
+                                                               hi[ends].tolist())])
+    w = idx.size
+    lw, bw, gw, mw = lam[idx].tolist(), base[idx].tolist(), gain[idx].tolist(), m[idx].tolist()
+    first = 0 if idx[0] == 0 else -1             # local position of grid point 0, if in
+    last = w - 1 if idx[-1] == n - 1 else -1     # and of the last grid point
+    e = float(np.exp(step))
+    em1 = float(np.expm1(step))
+    bad_now = set(np.searchsorted(idx, at).tolist())
+    for _ in range(passes):
+        if not bad_now:
+            break
+        at_w = sorted(bad_now)
+        for j in at_w:
+            lw[j] = lw[j] + (-mw[j] / gw[j])
+        near = {j + k for j in at_w for k in (-1, 0, 1)}
+        for j in near:
+            if j < 0 or j >= w:
+                continue
+            if j == first:
+                low = (0.0 - lw[j]) + (lw[j + 1] - lw[j]) / em1
+            elif j == last:
+                low = -e * (lw[j] - lw[j - 1]) / em1
+            else:
+                low = ((lw[j + 1] - lw[j]) - e * (lw[j] - lw[j - 1])) / em1
+            mj = bw[j] - low
+            mw[j] = mj
+            if mj < -(1e-12 * (abs(bw[j]) + abs(low)) + 1e-300):
+                bad_now.add(j)
+            else:
+                bad_now.discard(j)
+    lam = lam.copy()
+    lam[idx] = lw
+    return lam
+
+
 def _convex_hull(indices: np.ndarray, step: float, left: np.ndarray, g: np.ndarray,
                  gt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Lower convex hull of the whole profile in x = e^ε, through the anchor (0, 1),
@@ -634,6 +687,11 @@ def _convex_hull(indices: np.ndarray, step: float, left: np.ndarray, g: np.ndarr
     return new_g, new_gt
 
 
+#: a hull pass with at most this many points to test runs on linked neighbours in
+#: Python (``_linked_passes``): numpy's per-call cost is most of a pass that small
+_HULL_SMALL = 64
+
+
 def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
                    lf: np.ndarray) -> np.ndarray:
     """Indices of the lower convex hull's vertices (both ends always kept).
@@ -646,18 +704,47 @@ def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
     left of ε = 0, i.e. when the right one does). A chord sweeping in from a steep
     end drops one point a pass: after a few passes, Andrew's monotone chain is run on
     the kept points around the last drops (its ends stay), over a span four times
-    wider each time it has to be repeated.
+    wider each time it has to be repeated. Passes with few points to test (all but
+    the first, on a profile convex but near its ends) run in ``_linked_passes``: the
+    same tests on the same floats, the same drops.
     """
     cand = np.arange(xs.size)
     margin = 32
-    # positions (in cand) to test: all at first; then only the points whose neighbours
-    # changed (next to a drop, or at the ends of a chained span) — no other test can
-    # come out differently, so the drops are exactly those of full passes
-    test = np.arange(1, cand.size - 1)
+    if cand.size < 3:
+        return cand
+    # the first pass tests every point but the ends against its grid neighbours (the
+    # gathers of the later passes are slices here)
+    left = lf[2:]
+    ya = np.where(left, yt[:-2], yd[:-2])
+    yb = np.where(left, yt[1:-1], yd[1:-1])
+    yc = np.where(left, yt[2:], yd[2:])
+    with np.errstate(invalid="ignore"):
+        above = (yb - ya) * (xs[2:] - xs[:-2]) >= (yc - ya) * (xs[1:-1] - xs[:-2])
+    if not above.any():
+        return cand
+    drop = np.flatnonzero(above) + 1
+    gone = drop
+    cand = np.delete(cand, drop)
+    # positions (in cand) to test next: only the points whose neighbours changed (next
+    # to a drop, or at the ends of a chained span) — no other test can come out
+    # differently, so the drops are exactly those of full passes
+    after = drop - np.arange(drop.size)         # new position of the point after each
+    test = _unique_ints(np.concatenate([after - 1, after]))
+    test = test[(test >= 1) & (test <= cand.size - 2)]
+    if test.size == 0:
+        return cand
+    passes = 7
     while True:
-        for _ in range(8):
+        while passes > 0:
             if cand.size < 3:
                 return cand
+            if test.size <= _HULL_SMALL:
+                cand, test, gone, passes, done = _linked_passes(cand, test, passes,
+                                                                xs, yd, yt, lf)
+                if done:
+                    return cand
+                continue
+            passes -= 1
             b = cand[test]
             a, c = cand[test - 1], cand[test + 1]
             left = lf[c]
@@ -683,6 +770,76 @@ def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
         ends = np.array([i0 - 1, i0, i0 + chained.size - 1, i0 + chained.size])
         test = _unique_ints(ends[(ends >= 1) & (ends <= cand.size - 2)])
         margin *= 4
+        passes = 8
+
+
+def _linked_passes(cand: np.ndarray, test: np.ndarray, passes: int, xs: np.ndarray,
+                   yd: np.ndarray, yt: np.ndarray, lf: np.ndarray) -> tuple:
+    """Up to ``passes`` of ``_hull_vertices``' passes over the kept points ``cand``,
+    testing the positions ``test``, on links between kept neighbours instead of a
+    compacted array.
+
+    Each pass makes the very test of the vectorised pass (the same expression on the
+    same floats: Python floats are IEEE doubles, and inf − inf gives NaN, which
+    tests false, as there), drops what tests on or above its chord all at once, and
+    tests next the kept neighbours of the drops except the two ends. It stops when a
+    pass drops nothing, nothing is left to test, fewer than three points are kept,
+    the passes run out, or more than ``_HULL_SMALL`` points are to be tested.
+    Returns (kept points, positions in them to test, the last pass's drops, passes
+    left, whether the hull is done).
+    """
+    last = cand.size - 1
+    prv: dict = {}
+    nxt: dict = {}
+    dead: set = set()
+    size = cand.size
+    todo = test.tolist()
+    gone: list = []
+    done = False
+    at, x, y_d, y_t, lft = cand.item, xs.item, yd.item, yt.item, lf.item
+    while passes > 0:
+        if size < 3:
+            done = True
+            break
+        passes -= 1
+        drops = []
+        for p in todo:
+            ia, ib, ic = at(prv.get(p, p - 1)), at(p), at(nxt.get(p, p + 1))
+            y = y_t if lft(ic) else y_d
+            ya, xa = y(ia), x(ia)
+            if (y(ib) - ya) * (x(ic) - xa) >= (y(ic) - ya) * (x(ib) - xa):
+                drops.append(p)
+        if not drops:
+            done = True
+            break
+        dead.update(drops)
+        touched = set()
+        for d in drops:
+            lo = prv.get(d, d - 1)
+            while lo in dead:
+                lo = prv.get(lo, lo - 1)
+            hi = nxt.get(d, d + 1)
+            while hi in dead:
+                hi = nxt.get(hi, hi + 1)
+            nxt[lo] = hi
+            prv[hi] = lo
+            touched.add(lo)
+            touched.add(hi)
+        size -= len(drops)
+        gone = drops
+        touched.discard(0)
+        touched.discard(last)
+        todo = sorted(touched)
+        if not todo:
+            done = True
+            break
+        if len(todo) > _HULL_SMALL:
+            break
+    removed = np.array(sorted(dead), dtype=np.intp)
+    kept = np.delete(cand, removed) if removed.size else cand
+    todo_at = np.array(todo, dtype=np.intp)
+    return (kept, todo_at - np.searchsorted(removed, todo_at), cand[np.array(gone, dtype=np.intp)],
+            passes, done)
 
 
 def _chain(idx: np.ndarray, xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
