@@ -203,7 +203,8 @@ def heterogeneous(n_distinct, repeat):
         if exact is not None:
             lo, hi = exact
             print(f"  dp_accounting's own laws composed exactly (certified): ε in [{lo:.10f}, "
-                  f"{hi:.10f}]; it reports {e:.10f} ({'below' if e < lo else 'inside'} that), "
+                  f"{hi:.10f}]; it reports {e:.10f} "
+                  f"({'below' if e < lo else 'above' if e > hi else 'inside'} that), "
                   f"ours {e_up:.10f} ({'≤ the upper end' if e_up <= hi else 'ABOVE'})")
         # as tight: ours no higher than the exact composition of their own laws can be
         tight = e_up <= e or (exact is not None and e_up <= exact[1])
