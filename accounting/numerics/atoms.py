@@ -36,6 +36,7 @@ from typing import Callable, Optional
 import attrs
 import numpy as np
 
+from accounting.numerics.discretise import cut_tails
 from accounting.numerics.loss import LossPMF, check_grid_points
 from accounting.vocabulary import Direction
 
@@ -115,17 +116,10 @@ def finite_law_on_grid(law: LossPMF, step: float, tail: float) -> LossPMF:
     This is what a finite pair's profile gives in exact arithmetic; through the
     profile, randomized response with p = 2.6e-97 (losses ±222.4) kept 1.9e-12 of
     P-mass above 1 (profile values noisy at 1e-12 where e^ε·p ≈ 1)."""
-    l, m = law.losses, law.masses
-    if l.size == 0:
+    if law.losses.size == 0:
         return LossPMF.on_grid(step, 0, np.zeros(1), law.inf_mass, sup_loss=law.sup_loss)
-    cum = np.cumsum(m)
-    top = np.append(np.cumsum(m[::-1])[::-1][1:], 0.0)     # P-mass strictly above atom j
-    j_hi = int(np.searchsorted(-top, -tail, side="left"))    # first atom with ≤ tail above
-    j_lo = min(int(np.searchsorted(cum, tail, side="right")), j_hi)
-    w = m[j_lo:j_hi + 1].copy()
-    w[0] += float(cum[j_lo - 1]) if j_lo > 0 else 0.0
-    inf_mass = min(1.0, law.inf_mass + float(top[j_hi]))
-    out = atoms_on_grid(l[j_lo:j_hi + 1], w, step, pessimistic=True)
+    losses, masses, inf_mass = cut_tails(law, tail, pessimistic=True)
+    out = atoms_on_grid(losses, masses, step, pessimistic=True)
     sup = out.sup_loss if inf_mass == 0 else None
     return LossPMF.on_grid(step, out.offset, out.masses, inf_mass, sup_loss=sup)
 

@@ -29,7 +29,7 @@ import numpy as np
 from accounting.numerics.loss import LossPMF, check_grid_points
 
 __all__ = ["connect_the_dots", "convex_minorant", "repay_from_below", "profile_support", "profile_sup",
-           "grid_indices", "grid_profile", "grid_profiles", "atoms_to_grid"]
+           "grid_indices", "grid_profile", "grid_profiles", "atoms_to_grid", "cut_tails"]
 
 ProfileFn = Callable[[np.ndarray], np.ndarray]
 
@@ -891,6 +891,29 @@ def _clamp(lam: np.ndarray, v: np.ndarray, left: np.ndarray, step: float,
     return lam
 
 
+def cut_tails(law: LossPMF, tail: float, pessimistic: bool
+              ) -> tuple[np.ndarray, np.ndarray, float]:
+    """(losses, masses, mass at +∞) of a law of finitely many atoms (at least one)
+    with its tails of P-mass ``tail`` moved: pessimistic, the atoms above the top tail
+    go to +∞ and the P-mass below the bottom tail onto the lowest kept atom (both only
+    raise δ); optimistic, the top tail goes down onto the highest kept atom and the
+    bottom tail is dropped (both only lower δ)."""
+    l, m = law.losses, law.masses
+    cum = np.cumsum(m)
+    top = np.append(np.cumsum(m[::-1])[::-1][1:], 0.0)     # P-mass strictly above atom j
+    j_hi = int(np.searchsorted(-top, -tail, side="left"))    # first atom with ≤ tail above
+    j_lo = int(np.searchsorted(cum, tail, side="right"))     # atoms below carry ≤ tail
+    j_lo = min(j_lo, j_hi)
+    w = m[j_lo:j_hi + 1].copy()
+    inf_mass = law.inf_mass
+    if pessimistic:
+        w[0] += float(cum[j_lo - 1]) if j_lo > 0 else 0.0
+        inf_mass = min(1.0, inf_mass + float(top[j_hi]))
+    else:
+        w[-1] += float(top[j_hi])
+    return l[j_lo:j_hi + 1], w, inf_mass
+
+
 def atoms_to_grid(law: LossPMF, step: float, tail: float, pessimistic: bool) -> LossPMF:
     """A law of finitely many atoms moved onto the grid i·``step``, exactly.
 
@@ -905,26 +928,15 @@ def atoms_to_grid(law: LossPMF, step: float, tail: float, pessimistic: bool) -> 
     profile values, hence no roundoff-sized negative masses to book as slack (which
     cost the optimistic side of 1e5 randomized responses 2e-9 of δ).
     """
-    l, m = law.losses, law.masses
-    if l.size == 0:
+    if law.losses.size == 0:
         return LossPMF.on_grid(step, 0, np.zeros(1), law.inf_mass, sup_loss=law.sup_loss)
-    cum = np.cumsum(m)
-    top = np.append(np.cumsum(m[::-1])[::-1][1:], 0.0)     # P-mass strictly above atom j
-    j_hi = int(np.searchsorted(-top, -tail, side="left"))    # first atom with ≤ tail above
-    j_lo = int(np.searchsorted(cum, tail, side="right"))     # atoms below carry ≤ tail
-    j_lo = min(j_lo, j_hi)
-    inf_mass = law.inf_mass
+    l, w, inf_mass = cut_tails(law, tail, pessimistic)
     if pessimistic:
-        idx = np.ceil(l[j_lo:j_hi + 1] / step)
-        idx = np.where(idx * step < l[j_lo:j_hi + 1], idx + 1, idx)
-        w = m[j_lo:j_hi + 1].copy()
-        w[0] += float(cum[j_lo - 1]) if j_lo > 0 else 0.0
-        inf_mass = min(1.0, inf_mass + float(top[j_hi]))
+        idx = np.ceil(l / step)
+        idx = np.where(idx * step < l, idx + 1, idx)
     else:
-        idx = np.floor(l[j_lo:j_hi + 1] / step)
-        idx = np.where(idx * step > l[j_lo:j_hi + 1], idx - 1, idx)
-        w = m[j_lo:j_hi + 1].copy()
-        w[-1] += float(top[j_hi])
+        idx = np.floor(l / step)
+        idx = np.where(idx * step > l, idx - 1, idx)
     idx = idx.astype(np.int64)
     check_grid_points(int(idx[-1] - idx[0]) + 1, step, "the loss law on the grid")
     masses = np.bincount(idx - idx[0], weights=w)
