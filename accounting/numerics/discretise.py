@@ -692,6 +692,16 @@ def _convex_hull(indices: np.ndarray, step: float, left: np.ndarray, g: np.ndarr
 _HULL_SMALL = 64
 
 
+def _drop_and_retest(cand: np.ndarray, drop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``cand`` without the sorted positions ``drop``, and the positions to test next:
+    only the points whose neighbours changed (next to a drop) — no other test can come
+    out differently, so the drops are exactly those of full passes."""
+    cand = np.delete(cand, drop)
+    after = drop - np.arange(drop.size)         # new position of the point after each
+    test = _unique_ints(np.concatenate([after - 1, after]))
+    return cand, test[(test >= 1) & (test <= cand.size - 2)]
+
+
 def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
                    lf: np.ndarray) -> np.ndarray:
     """Indices of the lower convex hull's vertices (both ends always kept).
@@ -724,13 +734,7 @@ def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
         return cand
     drop = np.flatnonzero(above) + 1
     gone = drop
-    cand = np.delete(cand, drop)
-    # positions (in cand) to test next: only the points whose neighbours changed (next
-    # to a drop, or at the ends of a chained span) — no other test can come out
-    # differently, so the drops are exactly those of full passes
-    after = drop - np.arange(drop.size)         # new position of the point after each
-    test = _unique_ints(np.concatenate([after - 1, after]))
-    test = test[(test >= 1) & (test <= cand.size - 2)]
+    cand, test = _drop_and_retest(cand, drop)
     if test.size == 0:
         return cand
     passes = 7
@@ -757,10 +761,7 @@ def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
                 return cand
             drop = test[above]
             gone = cand[drop]
-            cand = np.delete(cand, drop)
-            after = drop - np.arange(drop.size)     # new position of the point after each
-            test = _unique_ints(np.concatenate([after - 1, after]))
-            test = test[(test >= 1) & (test <= cand.size - 2)]
+            cand, test = _drop_and_retest(cand, drop)
             if test.size == 0:
                 return cand
         i0 = max(int(np.searchsorted(cand, gone.min())) - margin, 0)
