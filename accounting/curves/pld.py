@@ -150,6 +150,14 @@ def _checked_items(items) -> list:
     return [(pld, check_count("count", c)) for pld, c in items]
 
 
+def _joined(items) -> Provenance:
+    """The provenance of a composition: its parts' provenances joined, in order."""
+    prov = items[0][0].provenance
+    for pld, _ in items[1:]:
+        prov = prov.join(pld.provenance)
+    return prov
+
+
 def compose_plds(items: "list[tuple[PLD, int]]") -> PLD:
     """The PLD of a heterogeneous composition: each PLD repeated its count times.
 
@@ -169,27 +177,22 @@ def compose_plds(items: "list[tuple[PLD, int]]") -> PLD:
     lower = None
     if all(pld.lower is not None for pld, _ in items):
         lower = tuple(side(lambda pld, d=d: pld.lower[d], False) for d in (0, 1))
-    prov = items[0][0].provenance
-    for pld, _ in items[1:]:
-        prov = prov.join(pld.provenance)
-    return PLD(upper, lower, provenance=prov)
+    return PLD(upper, lower, provenance=_joined(items))
 
 
 class RefiningPLD:
     """The PLD of a heterogeneous composition (``compose_plds``) that answers δ(ε) and
     ε(δ) after composing only the tilts each answer needs (``fourier.RefiningLaw``):
-    one or two passes over the laws per query region instead of the five to eight
+    one or two passes over the laws per query region instead of the three to eight
     that resolve the whole window. The answers are as sound as the full PLD's (each
-    comes from a sound law) and agree with it to about 1e-8 relative; ``pld()`` is the
-    full PLD, composed from the same passes. Queries take the arguments of
+    comes from a sound law) and agree with it within its roundoff allowance (usually
+    tighter); ``pld()`` is the full PLD, composed from the same passes. Queries take the arguments of
     ``Curve.delta``/``Curve.epsilon`` and their intervals."""
 
     def __init__(self, items: "list[tuple[PLD, int]]", lower: bool = True) -> None:
         items = _checked_items(items)
         self._single = items[0][0] if len(items) == 1 and items[0][1] == 1 else None
-        self.provenance = items[0][0].provenance
-        for pld, _ in items[1:]:
-            self.provenance = self.provenance.join(pld.provenance)
+        self.provenance = _joined(items)
         self._pld: Optional[PLD] = self._single
         if self._single is not None:
             return
