@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from typing import Optional
 
-__all__ = ["Direction", "Bound", "Exactness", "as_direction", "as_bound"]
+__all__ = ["Direction", "Bound", "Exactness", "InvariantError", "as_direction", "as_bound"]
 
 
 class Direction(enum.Enum):
@@ -127,3 +127,9 @@ class Exactness(enum.Enum):
         """Whether the default (upper) side of a curve with this label is a certified
         value: exact or a sound upper bound."""
         return self in (Exactness.EXACT, Exactness.UPPER)
+
+
+class InvariantError(RuntimeError):
+    """A broken internal invariant: a bug of the library (or of a plugin's numerics),
+    never the user's input. The command line reports it as an internal error (exit 1,
+    "please report"), not as a usage error."""
