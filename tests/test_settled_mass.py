@@ -14,7 +14,9 @@ the result to cancellation. Here:
 * the three reported queries answer, checked against independent values: a bracket
   by a separate discretisation of the subsampled Gaussian, the exact discrete Laplace
   law near its top (a truncated convolution), and the exact composition of the
-  repeat-and-select's own grid laws (direct convolution).
+  repeat-and-select's own grid laws (direct convolution);
+* a law the library built whose total exceeds 1 is an InvariantError (exit 1, "please
+  report"), a user's law still a ValueError.
 """
 
 from __future__ import annotations
@@ -27,9 +29,12 @@ import numpy as np
 import pytest
 from scipy import signal, stats
 
-from accounting import Accountant, PLD, mechanism
+from accounting import Accountant, LossPMF, PLD, mechanism
 from accounting.numerics import fourier
 from accounting.numerics.fourier import TiltedPasses
+from accounting.numerics.loss import check_built_mass
+from accounting.vocabulary import InvariantError
+from cli_cases import run
 
 
 def _dlaplace(**kw):
@@ -247,3 +252,31 @@ def test_the_reported_repeat_and_select_query_at_the_default_step():
     eps = float(acct.epsilon(1e-6))
     assert eps == pytest.approx(float(acct.curve(PLD).epsilon(1e-6)), rel=1e-12)
     assert eps == pytest.approx(26.3675, abs=1e-3)
+
+
+# ------------------------------------------------------------------ the error type
+def test_a_built_law_above_one_is_an_invariant_error_a_given_one_a_value_error():
+    with pytest.raises(InvariantError, match="total mass 1.1"):
+        check_built_mass(np.array([0.6, 0.5]), 0.0, "a composed loss law")
+    check_built_mass(np.array([0.6, 0.4]), 1e-7, "a composed loss law")    # rounding
+    with pytest.raises(ValueError, match="total mass must be at most 1"):
+        LossPMF(np.array([0.0, 1.0]), np.array([0.6, 0.5]))
+
+
+def test_cli_reports_a_broken_composed_law_as_internal(capsys, monkeypatch):
+    """A settling that broke the invariant (planted: it doubles the masses) is a bug:
+    exit 1, one line "internal error — please report: InvariantError: …" (main's
+    broken settling gave exit 2, "accounting: error: total mass must be at most 1")."""
+    real = fourier._settle_up
+
+    def doubled(masses, inf, target, *args, **kwargs):
+        out, inf = real(masses, inf, target, *args, **kwargs)
+        return 2.0 * out, inf
+    monkeypatch.setattr(fourier, "_settle_up", doubled)
+    code, out, err = run(capsys, "delta", "subsampled_gaussian", "--q", "0.2", "--sigma", "0.5",
+                         "--compose", "4", "--epsilon", "1", "--step", "5e-3",
+                         "--accountant", "pld")
+    assert code == 1 and out == ""
+    (line,) = err.splitlines()
+    assert line.startswith("accounting: internal error — please report: InvariantError: "
+                           "a composed loss law has total mass ")

@@ -14,7 +14,8 @@ from typing import Optional
 
 import numpy as np
 
-from accounting.numerics.loss import _U, LossPMF, _fsum, check_grid_points, hockey_stick
+from accounting.numerics.loss import (_U, LossPMF, _fsum, check_built_mass, check_grid_points,
+                                      hockey_stick)
 from accounting.numerics.summed_cgf import SummedCGF
 from accounting.validation import check_count, check_real
 
@@ -720,6 +721,7 @@ def _truncate(step: float, offset: int, masses: np.ndarray, inf_mass: float, sla
         inf_mass = min(1.0, inf_mass + right)
     else:
         kept[-1] += right
+    check_built_mass(kept, inf_mass, "a composed loss law")
     return LossPMF.on_grid(step, offset + lo, kept, inf_mass, slack, sup_loss=sup_loss,
                            roundoff=roundoff + left + right)
 

@@ -30,8 +30,10 @@ import attrs
 import numpy as np
 
 from accounting.validation import check_count
+from accounting.vocabulary import InvariantError
 
-__all__ = ["LossPMF", "log_moments", "hockey_stick", "tail_sums", "MAX_GRID_POINTS", "BYTES_PER_POINT", "check_grid_points"]
+__all__ = ["LossPMF", "log_moments", "hockey_stick", "tail_sums", "MAX_GRID_POINTS", "BYTES_PER_POINT",
+           "check_grid_points", "MASS_ROUNDING", "check_built_mass"]
 
 #: Largest grid a PMF may occupy (about 1.3 GiB at the peak of a discretisation or a
 #: composition); beyond it the caller must coarsen the grid.
@@ -52,6 +54,22 @@ def check_grid_points(n: int, step: float, what: str = "the PLD", option: str = 
         raise ValueError(f"{what} at step {step:g} needs about {n:,} grid points (~{need:.1f} "
                          f"GiB; max {MAX_GRID_POINTS:,}); use a larger {option}{fits}")
     return n
+
+
+#: how far above 1 the float sum of a law's masses may come (its own rounding)
+MASS_ROUNDING = 1e-6
+
+
+def check_built_mass(masses: np.ndarray, inf_mass: float, what: str) -> None:
+    """An ``InvariantError`` when a law the library computed (``what``) has a total
+    mass Σ masses + inf_mass above 1 + ``MASS_ROUNDING``: its builders keep it at most
+    1 by construction, so that is a bug of the library, never the user's input. (A
+    law given by the user is checked by ``LossPMF`` itself: a ValueError.) Called just
+    before the law is built, so it fires wherever ``LossPMF``'s own check would."""
+    total = float(np.sum(masses)) + float(inf_mass)
+    if not total <= 1.0 + MASS_ROUNDING:
+        raise InvariantError(f"{what} has total mass {total!r}, above 1: a law the library "
+                             f"built must be at most 1 by construction")
 
 
 def _fsum(a: np.ndarray) -> float:
@@ -97,7 +115,7 @@ class LossPMF:
         if not (0.0 <= self.inf_mass <= 1.0 + 1e-9):
             raise ValueError(f"inf_mass must be in [0, 1], got {self.inf_mass}")
         total = float(self.masses.sum()) + self.inf_mass
-        if total > 1.0 + 1e-6:
+        if total > 1.0 + MASS_ROUNDING:
             raise ValueError(f"total mass must be at most 1, got {total}")
 
     # ----------------------------------------------------------------- builders
