@@ -95,6 +95,12 @@ def test_settling_beside_huge_caps_is_exact_to_rounding_and_dominates():
     # nothing above the crossover moved, nothing below it is above its floor
     moved = np.flatnonzero(masses != pessimistic)
     assert moved.size and np.all(masses[:moved[-1]] == floor[:moved[-1]])
+    # inputs that carried 1e-7 of extra mass: the target is above one, the result not
+    extra = p * (1 + 1e-7)
+    masses, inf = fourier._settle_up(extra, 0.0, math.fsum(extra), floor)
+    total = sum(Fraction(float(m)) for m in masses) + Fraction(inf)
+    assert 1 <= total <= 1 + Fraction(1, 10 ** 12)
+    assert all(g >= e for g, e in zip(_tails(masses), exact))
 
 
 # ------------------------------------------------------------- subsampled Gaussian

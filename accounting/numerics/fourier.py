@@ -314,12 +314,6 @@ class TiltedPasses:
             # the exact law has at least ``low`` at each s: what is above that may be
             # given back to settle the total
             masses, inf = _settle_up(masses, inf, target, low)
-            # the composition of the inputs dominates the exact law, whose total is at
-            # most one: mass beyond one (inputs that carried extra mass) is removed from
-            # the lowest losses, whole entries upwards, which keeps every tail sum
-            # ≥ min(its own, 1) ≥ the exact one
-            if _sum_below(masses) + inf > 1.0:
-                masses, inf = _settle_up(masses, inf, 1.0, fill=False)
         else:
             masses = low
         law = _truncate(step, self.lo_idx, masses, inf, self.slack, pessimistic,
@@ -356,10 +350,24 @@ def _summed_sup(items) -> Optional[float]:
 
 
 def _settle_up(masses: np.ndarray, inf: float, target: float,
+               floor: Optional[np.ndarray] = None) -> tuple[np.ndarray, float]:
+    """Bring the total mass of a pessimistic law to ``target`` (that of the exact law
+    above −∞) without losing dominance (``_settle_to``), then to at most one: the
+    composition of the inputs dominates the exact law, whose total is at most one, so
+    mass beyond one (inputs that carried extra mass, 1e-10 from zeroed negative
+    masses) is removed from the lowest losses, whole entries upwards, which keeps
+    every tail sum ≥ min(its own, 1) ≥ the exact one. Returns (masses, inf)."""
+    masses, inf = _settle_to(masses, inf, target, floor)
+    if _sum_below(masses) + inf > 1.0:
+        masses, inf = _settle_to(masses, inf, 1.0, fill=False)
+    return masses, inf
+
+
+def _settle_to(masses: np.ndarray, inf: float, target: float,
                floor: Optional[np.ndarray] = None, *,
                fill: bool = True) -> tuple[np.ndarray, float]:
-    """Bring the total mass of a pessimistic law to ``target`` (that of the exact law
-    above −∞) without losing dominance; returns (masses, inf).
+    """Bring the total mass of a pessimistic law to ``target`` without losing
+    dominance; returns (masses, inf).
 
     The entries m_s are ≥ the exact law's p_s (and ``inf`` ≥ its mass at +∞), so every
     tail sum R_t = inf + Σ_{s≥t} m_s is ≥ the exact G_t. A deficit (the exact law's
