@@ -370,6 +370,9 @@ class DiscreteGaussian(AdditiveNoise):
 #: longer (σ ≳ 200, or a large order times Δ) is left to the generic bounds, which are
 #: tight there (``subsampled_rdp.taylor_remove_bound``)
 LATTICE_MAX_POINTS = 1 << 14
+#: remove orders α at and above which the lattice sum is not tried: there the chord of
+#: the neighbouring integer orders' exact sums is within ~f(1 − f)/α² of K (f = α − ⌊α⌋)
+LATTICE_MAX_REMOVE_ORDER = 64.0
 #: standard deviations of the window beyond the integrand's bulk (its terms outside are
 #: below e^{−800} of the bulk's; they are bounded, not dropped)
 _LATTICE_SIGMAS = 40.0
@@ -463,7 +466,8 @@ class SubsampledDiscreteGaussianPair(PoissonSubsampledPair):
     """((1 − q)Q + qP, Q) for the discrete Gaussian pair (P, Q) = (Δ + Y, Y): the generic
     subsampled pair, whose Rényi curve is tightened by the direct lattice sum
     (``dgauss_subsampled_cgf``) at every order of the add direction and at the
-    fractional orders of the remove one (its integer orders are exact binomial sums)."""
+    fractional remove orders below ``LATTICE_MAX_REMOVE_ORDER`` (the integer ones are
+    exact binomial sums)."""
 
     def __attrs_post_init__(self):
         if not isinstance(self.base, DiscreteGaussianPair):
@@ -474,7 +478,7 @@ class SubsampledDiscreteGaussianPair(PoissonSubsampledPair):
         generic = np.asarray(super()._cgf(t, direction), dtype=float)
         where = t > 0
         if direction is Direction.FORWARD:
-            where = where & (t != np.floor(t))
+            where = where & (t != np.floor(t)) & (t + 1.0 < LATTICE_MAX_REMOVE_ORDER)
         if not np.any(where):
             return generic
         lattice = dgauss_subsampled_cgf(self.base.sigma, self.base.sensitivity, float(self.q),
