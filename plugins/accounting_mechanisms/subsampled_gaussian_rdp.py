@@ -649,8 +649,9 @@ def _series_bracket(q: float, sigma: float, alphas: np.ndarray) -> tuple[np.ndar
     absum = np.abs(terms).sum(axis=1)
     err = np.concatenate(errs, axis=1).sum(axis=1) + (2.0 * big_k + 3.0) * _U * absum
     rest = np.exp(tail1 - shift) + np.exp(tail2 - shift)
-    # the shift itself is a float sum of components, each to an ulp of its size: a
-    # relative error of the shifted values, already within the terms' 16 u (...) margin
+    # log_t − shift rounds by u |log_t − shift| ≤ u (|log_t| + |shift|): within the 16 u
+    # (...) margin for the terms near the largest (|log_t| ≈ |shift|), and far below the
+    # 4 u |total| slack for the others (e^{log_t − shift} small)
     err = (err + rest) * (1.0 + 8.0 * _U) + 4.0 * _U * np.abs(total)
     lo, hi = total - err, total + err
     log_lo = np.where(lo > 0, np.log(np.where(lo > 0, lo, 1.0)) + shift, -np.inf)
