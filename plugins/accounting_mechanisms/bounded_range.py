@@ -45,12 +45,24 @@ is *not* sound when the uses are chosen adaptively (ibid. §6 show that adaptivi
 costs strictly more): it is used only for a mechanism declared ``adaptive=False``.
 
 **Rényi and zCDP**: every ε-BR mechanism is (ε²/8)-zCDP (Cesar, Rogers,
-arXiv:2004.07223; by Hoeffding's lemma) and ε-DP, so
-D_α ≤ min(αε²/8, D_α of ε-DP randomized response) — an upper bound (labelled so)
-that holds for every ε-BR mechanism, i.e. for the class, and lies *below* the Rényi
-curve of the dominating pair above (whose profile is the class's worst case pointwise
-in ε', but not in α): the RDP and zCDP accountants compose it, and they are sound
-under adaptive composition.
+arXiv:2004.07223; by Hoeffding's lemma) and ε-DP. Hoeffding's lemma bounds the CGF
+of the loss L ∈ [s − ε, s] under P by t·E_P[L] + t²ε²/8, and E_P[L] (the KL
+divergence) is at most its largest value over the class, attained on the two-point
+family: KL(RR_s) = s − ε(e^s − 1)/(e^ε − 1), maximal at e^s = (e^ε − 1)/ε, so
+
+  KL* = log((e^ε − 1)/ε) − 1 + ε/(e^ε − 1)   (``br_max_kl``; 0.1233015615 at ε = 1)
+
+(the KL of any ε-BR pair is the mean of a convex function of dP/dQ ∈ [e^{s−ε}, e^s]
+under Q with mean 1, at most that of the two-point law on the ends, RR_s). Hence
+D_α ≤ κ + (α − 1)ε²/8 for any κ ≥ KL*; the curve takes κ = KL* at α = 1 rising
+linearly to Cesar–Rogers' ε²/8 at α = 2 (and ε²/8 above), so that D_1 = KL*, D_α is
+continuous there, and the zCDP envelope stays ε²/8 (the tighter κ = KL* at every order
+would move ρ off ε²/8). With pure DP: D_α ≤ min(that, D_α of ε-DP randomized
+response), D_∞ ≤ ε — an upper bound (labelled so) that holds for every ε-BR
+mechanism, i.e. for the class, equal to the class's largest KL at α = 1, and *below*
+the Rényi curve of the dominating pair above (whose profile is the class's worst
+case pointwise in ε', but not in α): the RDP and zCDP accountants compose it, and
+they are sound under adaptive composition.
 
 Degenerate values: ε = 0 is no privacy cost (P = Q).
 """
@@ -71,11 +83,12 @@ from accounting.pairs.mechanism import Mechanism, Range, parameter
 from accounting.pairs.pair import Pair, identical_pair
 from accounting.registry.hookspecs import hookimpl
 from accounting.validation import check_array, check_count, check_positive
+from accounting.vocabulary import Bound
 
 from .approx_dp import _one_sensitivity, approx_dp_pair
 
 __all__ = ["BoundedRange", "BoundedRangePair", "BoundedRangeBatchPair", "br_masses",
-           "br_profile", "br_composed_profile", "bounded_range_pair", "EPSILON",
+           "br_profile", "br_composed_profile", "bounded_range_pair", "br_max_kl", "EPSILON",
            "MAX_BATCH"]
 
 #: the BR parameter: [0, 1e8] as for an ε-DP guarantee (beyond, e^{−ε} underflows)
@@ -149,6 +162,29 @@ def br_composed_profile(eps: "np.ndarray | float", epsilon: float, count: int,
     return (np.clip(up, 0.0, 1.0).reshape(shape), np.clip(lo, 0.0, 1.0).reshape(shape))
 
 
+def br_max_kl(epsilon: float) -> float:
+    """The largest KL divergence of an ε-BR pair (module docstring), rounded up:
+    KL* = log1p(x) − x/(1 + x) with x = (e^ε − 1)/ε − 1 = Σ_{k≥1} ε^k/(k + 1)! (summed
+    as a series below ε = 1, where e^ε − 1 − ε would cancel), itself by its series
+    Σ_{n≥2} (−1)^n (n − 1)x^n/n below x = 0.05; for ε ≥ 1 in log space (no overflow).
+    ε²/8 − ε⁴/1152 + … for small ε; ε − log ε − 1 + o(1) for large."""
+    eps = check_positive("epsilon", epsilon)
+    if eps >= 1.0:
+        log_e = eps + math.log(-math.expm1(-eps))        # log(e^ε − 1)
+        parts = (log_e, math.log(eps), 1.0, math.exp(math.log(eps) - log_e))
+        value = parts[0] - parts[1] - parts[2] + parts[3]
+    else:
+        x = math.fsum(eps ** k / math.factorial(k + 1) for k in range(1, 20))
+        if x < 0.05:
+            parts = tuple((-1) ** n * (n - 1) * x ** n / n for n in range(2, 24))
+            value = math.fsum(parts)
+        else:
+            parts = (math.log1p(x), x / (1.0 + x))
+            value = parts[0] - parts[1]
+    # a few ulps per operation on parts of at most these sizes
+    return value + 16.0 * np.finfo(float).eps * sum(abs(p) for p in parts)
+
+
 def _rr_cgf(epsilon: float):
     """The CGF of ε-DP randomized response (the pair every ε-DP mechanism is dominated
     by), from the (ε, 0) guarantee's exact law."""
@@ -171,13 +207,29 @@ class BoundedRangePair(Pair):
         return br_profile(eps, self.epsilon)
 
     def _cgf(self, t, direction):
-        """K(t) = (α − 1)D_α ≤ min(t(t + 1)ε²/8, K of ε-DP randomized response):
-        Cesar–Rogers' ε²/8 zCDP (arXiv:2004.07223) and pure ε-DP, for every ε-BR
-        mechanism (an upper bound; see the module docstring)."""
+        """K(t) = (α − 1)D_α ≤ min(t·κ(t) + t²ε²/8, K of ε-DP randomized response) with
+        κ(t) = KL* + (ε²/8 − KL*)·min(t, 1) ≥ KL*: Hoeffding's lemma with the class's
+        largest mean loss KL* (``br_max_kl``) near α = 1, Cesar–Rogers' ε²/8 zCDP
+        (arXiv:2004.07223) from α = 2, and pure ε-DP, for every ε-BR mechanism (an
+        upper bound; see the module docstring)."""
         t = np.asarray(t, dtype=float)
+        rho = self.epsilon ** 2 / 8.0
         with np.errstate(over="ignore", invalid="ignore"):
-            zcdp = t * (t + 1.0) * self.epsilon ** 2 / 8.0
-        return np.minimum(zcdp, _rr_cgf(self.epsilon)(t, direction))
+            zcdp = t * (t + 1.0) * rho
+            kl = br_max_kl(self.epsilon)
+            kappa = kl + (rho - kl) * np.minimum(t, 1.0)
+            near_one = t * kappa + t * t * rho
+        bound = np.where(t < 1.0, np.minimum(near_one, zcdp), zcdp)
+        return np.minimum(bound, _rr_cgf(self.epsilon)(t, direction))
+
+    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+        """D_1 ≤ KL*, the class's largest KL (``br_max_kl``), and D_∞ ≤ ε (ε-BR implies
+        ε-DP); upper side only (they bound every ε-BR mechanism, no one in particular)."""
+        if side is Bound.LOWER:
+            return None
+        if order == 1.0:
+            return br_max_kl(self.epsilon)
+        return float(self.epsilon) if order == np.inf else None
 
     def cgf_exactness(self) -> Exactness:
         return Exactness.UPPER

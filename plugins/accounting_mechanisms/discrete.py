@@ -56,6 +56,10 @@ from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import NOISE_SCALE, Range, in_range, parameter
 from accounting.pairs.pair import Pair, corner_pair, not_provided
 from accounting.validation import check_count, check_positive, check_real
+from accounting.vocabulary import Direction
+
+from .subsampled_gaussian_rdp import log_mixture_ratio, log_power_excess
+from .subsampling import PoissonSubsampledPair
 
 __all__ = [
     "DiscreteGaussian",
@@ -68,6 +72,8 @@ __all__ = [
     "dlaplace_atoms",
     "dgauss_sample",
     "dlaplace_sample",
+    "dgauss_subsampled_cgf",
+    "SubsampledDiscreteGaussianPair",
 ]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -359,6 +365,127 @@ class DiscreteGaussian(AdditiveNoise):
         return DiscreteGaussianPair(float(self.sigma), int(self.sensitivity))
 
 
+# ================================================ Poisson-subsampled discrete Gaussian
+#: lattice points summed per order by ``dgauss_subsampled_cgf``; an order whose window is
+#: longer (σ ≳ 200, or a large order times Δ) is left to the generic bounds, which are
+#: tight there (``subsampled_rdp.taylor_remove_bound``)
+LATTICE_MAX_POINTS = 1 << 14
+#: remove orders α at and above which the lattice sum is not tried: there the chord of
+#: the neighbouring integer orders' exact sums is within ~f(1 − f)/α² of K (f = α − ⌊α⌋)
+LATTICE_MAX_REMOVE_ORDER = 64.0
+#: standard deviations of the window beyond the integrand's bulk (its terms outside are
+#: below e^{−800} of the bulk's; they are bounded, not dropped)
+_LATTICE_SIGMAS = 40.0
+_U = np.finfo(float).eps
+
+
+def _log_gauss_tail(s: np.ndarray, s2: float) -> np.ndarray:
+    """log of an upper bound on Σ_{j ≥ 0} e^{−(s + j)²/(2σ²)} for real s > 0 (s2 = σ²):
+    consecutive terms have ratio e^{−(2(s + j) + 1)/(2σ²)} ≤ e^{−(2s + 1)/(2σ²)}, so the
+    sum is at most its first term over one minus that ratio."""
+    return -s * s / (2.0 * s2) - np.log(-np.expm1(-(2.0 * s + 1.0) / (2.0 * s2)))
+
+
+def dgauss_subsampled_cgf(sigma: float, sensitivity: int, q: float, t: np.ndarray,
+                          direction: Direction) -> np.ndarray:
+    """Upper bound on K(t) of the Poisson-subsampled discrete Gaussian pair
+    ((1 − q)Q + qP, Q), Q = N_ℤ(0, σ²), P = Δ + Q, by the direct sum over ℤ with proven
+    tails; +∞ where the window would exceed ``LATTICE_MAX_POINTS`` (or q is not in (0, 1)).
+
+    With Y(x) = 1 − q + q e^{L(x)}, L(x) = (2xΔ − Δ²)/(2σ²), the order-λ moment is
+    A_λ = Σ_x Q(x) Y(x)^λ, λ = 1 + t (forward, remove: Mironov, Talwar, Zhang 2019,
+    arXiv:1908.10530, §3) or −t (backward, add), and K = log A_λ. Since Σ_x Q(x)(Y(x) − 1)
+    = 0, A_λ − 1 = Σ_x Q(x) F_λ(Y(x)) with F_λ(y) = y^λ − 1 − λ(y − 1) ≥ 0, a sum of
+    non-negative terms (``log_power_excess``) that keeps a tiny K's relative accuracy.
+    It is summed over a window [a, b] holding the bulk, and bounded outside it by
+    Taylor's theorem, F_λ(y) = λ(λ − 1)/2·ξ^{λ−2}(y − 1)² with ξ between 1 and y:
+    left of a (L < 0, 1 − q < y < 1), F_λ ≤ |λ(λ − 1)|/2·q²·max(1, (1 − q)^{λ−2}) times
+    Q(x ≤ a − 1); right of b (L > 0, y ≤ e^L, y − 1 ≤ q e^L), F_λ ≤ |λ(λ − 1)|/2·q²·e^{cL},
+    c = max(λ, 2) forward and 2 backward, and Q(x)e^{cL(x)} is a Gaussian centred at cΔ
+    times e^{c(c − 1)Δ²/(2σ²)}; both tails are Gaussian sums (``_log_gauss_tail``). The
+    window: [−40σ, cΔ + 40σ] forward and [−40σ − 2σ²log(1 + t)/Δ − Δ, 2Δ + 40σ] backward
+    (the add direction's bulk moves left as the weight (1 − q)^{−t} of Y → 1 − q grows).
+    Roundoff: each term's logarithm is within 16 u of the sum of its components' sizes,
+    the sum within (n + 2) u (Higham, Accuracy and Stability, §4.2); the result is raised
+    by both.
+    """
+    t = np.asarray(t, dtype=float)
+    flat = np.ravel(t)
+    out = np.full(flat.shape, np.inf)
+    if not 0.0 < q < 1.0:
+        return out.reshape(t.shape)
+    forward = direction is Direction.FORWARD
+    s2 = float(sigma) * float(sigma)
+    d = float(sensitivity)
+    lam = 1.0 + flat if forward else -flat
+    c = np.maximum(lam, 2.0)
+    reach = math.ceil(_LATTICE_SIGMAS * sigma)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if forward:
+            a = np.full(flat.shape, -float(reach) - 1.0)
+        else:
+            a = -np.ceil(reach + 2.0 * s2 * np.log1p(flat) / d + d) - 1.0
+        b = np.ceil(c * d) + reach + 1.0
+        count = b - a + 1.0
+    use = (flat > 0) & np.isfinite(count) & (count <= LATTICE_MAX_POINTS)
+    if not use.any():
+        return out.reshape(t.shape)
+    lam_u, c_u, a_u, b_u = lam[use], c[use], a[use], b[use]
+    counts = (b_u - a_u + 1.0).astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    owner = np.repeat(np.arange(counts.size), counts)
+    x = a_u[owner] + (np.arange(int(counts.sum())) - starts[owner])
+    log_z = _log_norm(float(sigma))
+    big_l = (2.0 * x * d - d * d) / (2.0 * s2)
+    log_q0 = -x * x / (2.0 * s2) - log_z
+    ell = log_mixture_ratio(big_l, q)
+    lam_x = lam_u[owner]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        terms = log_q0 + log_power_excess(ell, lam_x)
+        terms = np.where(np.isnan(terms), np.inf, terms)         # NaN: no bound from here
+        size = 1.0 + x * x / (2.0 * s2) + abs(log_z) + np.abs(big_l) \
+            + 4.0 * (1.0 + np.abs(lam_x)) * (1.0 + np.abs(ell))
+        shift = np.maximum.reduceat(terms, starts)
+        shift = np.where(np.isfinite(shift), shift, 0.0)
+        scaled = np.exp(terms - shift[owner]) * (1.0 + 16.0 * _U * size)
+        window = np.add.reduceat(scaled, starts) * (1.0 + (counts + 2.0) * _U)
+        log_window = shift + np.log(window)
+        lq, lq1 = math.log(q), math.log1p(-q)
+        coef = np.log(np.abs(lam_u * (lam_u - 1.0)) / 2.0) + 2.0 * lq
+        left = coef + np.maximum(0.0, (lam_u - 2.0) * lq1) + _log_gauss_tail(1.0 - a_u, s2) - log_z
+        right = coef + (c_u * c_u - c_u) * d * d / (2.0 * s2) \
+            + _log_gauss_tail(b_u + 1.0 - c_u * d, s2) - log_z
+        log_excess = np.logaddexp(log_window, np.logaddexp(left, right))
+        k = np.logaddexp(0.0, log_excess) * (1.0 + 8.0 * _U)
+    out[use] = np.where(np.isnan(k), np.inf, k)
+    return out.reshape(t.shape)
+
+
+@attrs.frozen
+class SubsampledDiscreteGaussianPair(PoissonSubsampledPair):
+    """((1 − q)Q + qP, Q) for the discrete Gaussian pair (P, Q) = (Δ + Y, Y): the generic
+    subsampled pair, whose Rényi curve is tightened by the direct lattice sum
+    (``dgauss_subsampled_cgf``) at every order of the add direction and at the
+    fractional remove orders below ``LATTICE_MAX_REMOVE_ORDER`` (the integer ones are
+    exact binomial sums)."""
+
+    def __attrs_post_init__(self):
+        if not isinstance(self.base, DiscreteGaussianPair):
+            raise TypeError(f"base must be a DiscreteGaussianPair, got {type(self.base).__name__}")
+
+    def _cgf(self, t, direction):
+        t = np.asarray(t, dtype=float)
+        generic = np.asarray(super()._cgf(t, direction), dtype=float)
+        where = t > 0
+        if direction is Direction.FORWARD:
+            where = where & (t != np.floor(t)) & (t + 1.0 < LATTICE_MAX_REMOVE_ORDER)
+        if not np.any(where):
+            return generic
+        lattice = dgauss_subsampled_cgf(self.base.sigma, self.base.sensitivity, float(self.q),
+                                        np.where(where, t, 0.0), direction)
+        return np.where(where, np.minimum(generic, lattice), generic)
+
+
 # ===================================================================== discrete Laplace
 def _log_sinh(x: np.ndarray) -> np.ndarray:
     """log sinh(x) for x ≥ 0 (−∞ at 0), without overflow."""
@@ -572,3 +699,9 @@ class DiscreteLaplace(AdditiveNoise):
 def accounting_register_mechanisms(register):
     register(DiscreteGaussian)
     register(DiscreteLaplace)
+
+
+@hookimpl
+def accounting_register_specialisations(register):
+    # Poisson subsampling of the discrete Gaussian: the lattice sum above
+    register(PoissonSubsampledPair, DiscreteGaussianPair, SubsampledDiscreteGaussianPair)

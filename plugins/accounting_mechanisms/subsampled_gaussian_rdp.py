@@ -35,10 +35,12 @@ Method
 Certified bounds (``remove_cgf_upper``/``_lower``, ``add_cgf_upper``/``_lower``) on
 K(t) = log A at alpha = 1 + t, labelled ``Exactness.UPPER`` by the pair. g(lam) = log A_lam
 is convex in lam (a cumulant generating function), so:
-* remove, upper: exact binomial sums at integer orders; between them the smaller of
-  the chord of the neighbouring integer values and the §3.3 fractional series with a
-  proven remainder and roundoff bound (``_series_bracket``, alpha < 64; above, the
-  chord is within ~1e-4);
+* remove, upper: exact binomial sums at integer orders; between them the smallest of
+  the chord of the neighbouring integer values, the §3.3 fractional series with a
+  proven remainder and roundoff bound (``_series_bracket``, alpha < 64, summed in log
+  space so that A beyond the float range stays finite; above, the chord is within
+  ~1e-4), and the Taylor majorant of ``subsampled_rdp`` with the Gaussian's exact
+  moments (``_taylor_k``: tight where A - 1 is tiny);
 * remove, lower: tangent extrapolations of the neighbouring chords, the series'
   lower end, and a data-processing (coarsened pair) bound;
 * add, upper: min of the chord-in-r bound on a partition (``_chord_log_a_add``) and
@@ -78,7 +80,7 @@ from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
 from . import subsampled_rdp as _bounds
 
 __all__ = ["log_a", "rdp_remove", "rdp_add", "remove_cgf_upper", "remove_cgf_lower",
-           "add_cgf_upper", "add_cgf_lower"]
+           "add_cgf_upper", "add_cgf_lower", "log_mixture_ratio", "log_power_excess"]
 
 # Target relative accuracy of the quadrature sum A - 1.  The error estimate
 # (one Gauss-Legendre rule against the same rule on the two halves) bounds the
@@ -173,7 +175,13 @@ def _log_e1(y: np.ndarray) -> np.ndarray:
 
 def _log_ratio(x: np.ndarray, q: float, sigma: float) -> np.ndarray:
     """ell(x) = log(mu(x)/mu0(x)) = log((1 - q) + q exp((2x - 1)/(2 sigma^2)))."""
-    big_l = (2.0 * x - 1.0) / (2.0 * sigma * sigma)
+    return log_mixture_ratio((2.0 * x - 1.0) / (2.0 * sigma * sigma), q)
+
+
+def log_mixture_ratio(big_l: np.ndarray, q: float) -> np.ndarray:
+    """log((1 - q) + q e^L) for an array of base losses L and 0 < q < 1: the loss of the
+    Poisson-subsampled pair at an outcome where the base pair's loss is L."""
+    big_l = np.asarray(big_l, dtype=float)
     near = np.abs(big_l) <= 1.0
     out = np.empty_like(big_l)
     # Near L = 0, ell is small and must keep full relative accuracy (F ~ ell^2).
@@ -182,6 +190,13 @@ def _log_ratio(x: np.ndarray, q: float, sigma: float) -> np.ndarray:
     # loss of the tiny 1 - q when forming 1 + q (e^L - 1).
     out[~near] = np.logaddexp(math.log1p(-q), math.log(q) + big_l[~near])
     return out
+
+
+def log_power_excess(ell: np.ndarray, lam: "float | np.ndarray") -> np.ndarray:
+    """log F_lam(ell) = log(e^(lam ell) - 1 - lam (e^ell - 1)) >= -inf, accurate for every
+    ell (``_log_f``): the non-negative integrand of A_lam - 1 = E[r^lam - 1 - lam (r - 1)]
+    at r = e^ell, for lam > 1 or lam < 0."""
+    return _log_f(np.asarray(ell, dtype=float), lam)
 
 
 def _log_f(ell: np.ndarray, lam: "float | np.ndarray") -> np.ndarray:
@@ -573,7 +588,7 @@ _U = np.finfo(float).eps
 
 
 def _series_bracket(q: float, sigma: float, alphas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(lower, upper) bounds on A_alpha for fractional 1 < alpha, q < 1, from the series
+    """(lower, upper) bounds on log A_alpha for fractional 1 < alpha, q < 1, from the series
     of Mironov, Talwar, Zhang 2019 (arXiv:1908.10530, §3.3) with a proven remainder.
 
     Split at z0 = sigma^2 log(1/q - 1) + 1/2, where q mu1 = (1 - q) mu0. Below z0,
@@ -591,6 +606,11 @@ def _series_bracket(q: float, sigma: float, alphas: np.ndarray) -> tuple[np.ndar
     likewise A2's. Roundoff: each term's logarithm is a sum of components each exact to
     an ulp of its size, so a term is within 16 u (1 + sum of |components|) relative; the
     sum adds (n + 1) u sum |terms| (Higham, Accuracy and Stability, §4.2).
+
+    The terms are summed relative to the largest of them (their logarithms shifted by
+    its), so that A_alpha beyond the float range (log A > 709: small sigma, where the
+    series is the tight bound) stays finite; the bounds come back as logarithms (-inf
+    for a lower bound that is not positive, +inf for an upper one that is not finite).
     """
     a = np.asarray(alphas, dtype=float)[:, None]
     # K = floor(alpha) + _SERIES_EXTRA_TERMS terms per order (so a batch answers as
@@ -608,15 +628,7 @@ def _series_bracket(q: float, sigma: float, alphas: np.ndarray) -> tuple[np.ndar
     parts1 = [(a - k) * lq1, k * lq, (k * k - k) / s2, log_ndtr((z0 - k) / sigma)]
     parts2 = [k * lq1, m * lq, (m * m - m) / s2, log_ndtr((m - z0) / sigma)]
     size = 1.0 + np.abs(g_a) + np.abs(g_k) + np.abs(g_ak)
-    terms, errs = [], []
-    for parts in (parts1, parts2):
-        log_t = np.where(inside, log_c + sum(parts), -np.inf)
-        terms.append(sign * np.exp(log_t))
-        errs.append(16.0 * _U * (size + sum(np.abs(p) for p in parts)) * np.exp(log_t))
-    terms = np.concatenate(terms, axis=1)
-    total = terms.sum(axis=1)
-    absum = np.abs(terms).sum(axis=1)
-    err = np.concatenate(errs, axis=1).sum(axis=1) + (2.0 * big_k + 3.0) * _U * absum
+    log_terms = [np.where(inside, log_c + sum(parts), -np.inf) for parts in (parts1, parts2)]
     # remainders beyond k = K
     aa = a[:, 0]
     log_tail_c = gammaln(aa) - gammaln(big_k + 1.0) - gammaln(aa - big_k)
@@ -624,9 +636,28 @@ def _series_bracket(q: float, sigma: float, alphas: np.ndarray) -> tuple[np.ndar
     tail1 = log_tail_c + aa * lq1 + k1 * (lq - lq1) + (k1 * k1 - k1) / s2 \
         + log_ndtr((z0 - k1) / sigma)
     tail2 = log_tail_c + k1 * lq1 + m1 * lq + (m1 * m1 - m1) / s2 + log_ndtr((m1 - z0) / sigma)
-    rest = np.exp(tail1) + np.exp(tail2)
+    shift = np.maximum(np.maximum(log_terms[0].max(axis=1), log_terms[1].max(axis=1)),
+                       np.maximum(tail1, tail2))
+    shift = np.where(np.isfinite(shift), shift, 0.0)
+    terms, errs = [], []
+    for parts, log_t in zip((parts1, parts2), log_terms):
+        scaled = np.exp(log_t - shift[:, None])
+        terms.append(sign * scaled)
+        errs.append(16.0 * _U * (size + sum(np.abs(p) for p in parts)) * scaled)
+    terms = np.concatenate(terms, axis=1)
+    total = terms.sum(axis=1)
+    absum = np.abs(terms).sum(axis=1)
+    err = np.concatenate(errs, axis=1).sum(axis=1) + (2.0 * big_k + 3.0) * _U * absum
+    rest = np.exp(tail1 - shift) + np.exp(tail2 - shift)
+    # log_t − shift rounds by u |log_t − shift| ≤ u (|log_t| + |shift|): within the 16 u
+    # (...) margin for the terms near the largest (|log_t| ≈ |shift|), and far below the
+    # 4 u |total| slack for the others (e^{log_t − shift} small)
     err = (err + rest) * (1.0 + 8.0 * _U) + 4.0 * _U * np.abs(total)
-    return total - err, total + err
+    lo, hi = total - err, total + err
+    log_lo = np.where(lo > 0, np.log(np.where(lo > 0, lo, 1.0)) + shift, -np.inf)
+    log_hi = np.where(np.isfinite(hi) & (hi > 0), np.log(np.where(hi > 0, hi, 1.0)) + shift,
+                      np.inf)
+    return log_lo, log_hi
 
 
 def _series_k(q: float, sigma: float, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -636,9 +667,10 @@ def _series_k(q: float, sigma: float, t: np.ndarray) -> tuple[np.ndarray, np.nda
     use = (t > 0) & (t + 1.0 < _SERIES_MAX_ALPHA)
     if use.any():
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            a_lo, a_hi = _series_bracket(q, sigma, 1.0 + t[use])
-            lo[use] = np.where(a_lo > 1.0, np.log(np.maximum(a_lo, 1.0)), -np.inf)
-            hi[use] = np.where(np.isfinite(a_hi) & (a_hi > 0), np.log(np.abs(a_hi)), np.inf)
+            log_lo, log_hi = _series_bracket(q, sigma, 1.0 + t[use])
+            # a lower bound on A at most 1 says nothing about K >= 0
+            lo[use] = np.where(log_lo > 0, log_lo, -np.inf)
+            hi[use] = log_hi
     return lo, hi
 
 
@@ -646,9 +678,11 @@ def remove_cgf_upper(q: float, sigma: float, t: Any) -> np.ndarray:
     """Certified upper bound on K(t) = (alpha - 1) D_alpha(mu || mu0), alpha = 1 + t.
 
     Exact (the binomial sum of Mironov, Talwar, Zhang 2019, arXiv:1908.10530, §3.3)
-    at integer t; between integers n < t < n + 1 the chord of K(n) and K(n + 1),
-    which lies above K by convexity (K(0) = 0 below t = 1). Raised by the roundoff
-    margin ``_margin``; q = 1 is the Gaussian's closed form t(t + 1)/(2 sigma^2).
+    at integer t; between integers n < t < n + 1 the smallest of the chord of K(n) and
+    K(n + 1), which lies above K by convexity (K(0) = 0 below t = 1), the §3.3 series
+    with its proven remainder (``_series_bracket``) and the Taylor majorant of
+    ``subsampled_rdp`` with the Gaussian's exact moments (``_taylor_k``). Raised by the
+    roundoff margin ``_margin``; q = 1 is the Gaussian's closed form t(t + 1)/(2 sigma^2).
     """
     qf, sf, t = _check_q(q), _check_sigma(sigma), _check_t(t)
     shape = t.shape
@@ -660,7 +694,25 @@ def remove_cgf_upper(q: float, sigma: float, t: Any) -> np.ndarray:
     k_hi = np.where(w > 0, _integer_k(qf, sf, np.where(w > 0, lo + 1.0, lo)), k_lo)
     chord = (1.0 - w) * k_lo + w * k_hi
     best = _with_series(qf, sf, t, chord * (1.0 + _margin(t + 1.0)), upper=True)
+    best = np.minimum(best, _taylor_k(qf, sf, t))
     return np.where(t == 0, 0.0, best).reshape(shape)
+
+
+def _taylor_k(q: float, sigma: float, t: np.ndarray) -> np.ndarray:
+    """``subsampled_rdp.taylor_remove_bound`` with the Gaussian's exact moments
+    log E[rho^i] = i(i - 1)/(2 sigma^2): an upper bound on the remove direction's K(t) at
+    fractional orders below ``MAX_TAYLOR_ORDER`` (+inf elsewhere), tight where q rho is
+    small and A - 1 tiny (large sigma, small q), where the series' absolute roundoff
+    and remainder are too coarse."""
+    flat = np.atleast_1d(np.asarray(t, dtype=float))
+    out = np.full(flat.shape, np.inf)
+    frac = (flat > 0) & (flat != np.floor(flat)) & (flat < _bounds.MAX_TAYLOR_ORDER)
+    if frac.any():
+        top = int(np.floor(1.0 + flat[frac].max())) + max(_bounds.TAYLOR_DEGREES)
+        i = np.arange(top + 1.0)
+        out[frac] = _bounds.taylor_remove_bound(i * (i - 1.0) / (2.0 * sigma * sigma), q,
+                                                flat[frac])
+    return out
 
 
 def _with_series(q: float, sigma: float, t: np.ndarray, bound: np.ndarray,

@@ -183,11 +183,11 @@ class PoissonSubsampledPair(Pair):
             return _rdp.law_cgf(self.base.law(Direction.FORWARD, "upper"), self.q, t, direction)
         if route == "bound":
             fwd = lambda s: self.base._cgf(s, Direction.FORWARD)  # noqa: E731
+            exact_base = self.base.exact and self.base.cgf_exactness() is Exactness.EXACT
             if direction is Direction.FORWARD:
-                return _rdp.remove_cgf_bound(fwd, self.q, t)
+                return _rdp.remove_cgf_bound(fwd, self.q, t, exact_base=exact_base)
             bwd = lambda s: self.base._cgf(s, Direction.BACKWARD)  # noqa: E731
-            return _rdp.add_cgf_bound(fwd, bwd, self.q, t, exact_base=(
-                self.base.exact and self.base.cgf_exactness() is Exactness.EXACT))
+            return _rdp.add_cgf_bound(fwd, bwd, self.q, t, exact_base=exact_base)
         return self._quadrature_cgf(t, direction)
 
     def _cgf_route(self):

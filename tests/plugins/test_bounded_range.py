@@ -16,6 +16,7 @@ import accounting
 from accounting import PLD, RDP, ZCDP, Accountant, PrivacyProfile
 from accounting.cli.app import main
 from accounting.testing import MechanismContract
+from accounting.vocabulary import Direction
 from accounting_mechanisms import bounded_range as br
 from accounting_mechanisms.bounded_range import (BoundedRangeBatchPair, BoundedRangePair,
                                                  br_composed_profile, br_profile)
@@ -408,3 +409,78 @@ def test_large_epsilon_stays_finite():
     assert float(br_profile(0.0, 800.0)) == 1.0
     pair = br.batch_pair(800.0, 2)
     assert pair is None or np.all(np.isfinite(pair.profile(np.array([0.0, 10.0]))))
+
+
+# ------------------------------------------- issue 22: the Rényi curve at α = 1
+def _max_kl_brute_force(eps):
+    """max over t ∈ [0, ε] of KL(RR_t) = p log(p/q) + (1 − p) log((1 − p)/(1 − q)), in
+    mpmath (RR_t's masses from ``_mp_rr``), by a dense grid then a bounded maximisation
+    (scipy) around its best point."""
+    from scipy.optimize import minimize_scalar
+
+    def kl(t):
+        with mpmath.workdps(40):
+            p, q = _mp_rr(eps, t)
+            return float(p * mpmath.log(p / q) + (1 - p) * mpmath.log((1 - p) / (1 - q)))
+    grid = np.linspace(1e-9 * eps, eps * (1 - 1e-9), 401)
+    j = int(np.argmax([kl(t) for t in grid]))
+    lo, hi = grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)]
+    res = minimize_scalar(lambda t: -kl(t), bounds=(lo, hi), method="bounded",
+                          options={"xatol": 1e-12 * eps})
+    return -res.fun
+
+
+@pytest.mark.parametrize("eps", [0.05, 0.5, 1.0, 2.0, 6.0])
+def test_kl_is_the_largest_over_bounded_range_pairs(eps):
+    # D_1 was D_{1+τ} of the ε²/8 bound, α·ε²/8 = 0.125000125 at ε = 1; the largest KL of
+    # an ε-BR pair is 0.1233015615 there (a two-point pair, by convexity)
+    best = _max_kl_brute_force(eps)
+    assert br.br_max_kl(eps) == pytest.approx(best, rel=1e-10)
+    assert br.br_max_kl(eps) >= best * (1 - 1e-13)
+    orders = (1.0 + 1e-6, 1.001, 1.1, 1.5)
+    # the largest D_α of the two-point pairs on a grid (40 digits: near α = 1 the float
+    # form loses ~1e-16/(α − 1) to cancellation), a lower bound of the class's sup
+    with mpmath.workdps(40):
+        class_max = []
+        for alpha in orders:
+            a = mpmath.mpf(alpha)
+            vals = []
+            for t in np.linspace(0.0, eps, 401)[1:-1]:
+                _, q = _mp_rr(eps, t)            # E_Q[(dP/dQ)^α] over the two outcomes
+                t = mpmath.mpf(t)
+                vals.append(mpmath.log(q * mpmath.exp(a * t) + (1 - q)
+                                       * mpmath.exp(a * (t - eps))) / (a - 1))
+            class_max.append(float(max(vals)))
+    for mech in (_mech("bounded_range", epsilon=eps),
+                 _mech("exponential_mechanism", epsilon=eps),
+                 _mech("exponential_mechanism", epsilon=2 * eps, monotone=True)):
+        rdp = mech.curve(RDP)
+        for d in ("forward", "backward"):
+            d1 = float(rdp.rdp(1.0, d))
+            assert best * (1 - 1e-13) <= d1 <= best * (1 + 1e-10)
+            # continuous at α = 1, and above every two-point pair's D_α just above it
+            for alpha, sup in zip(orders, class_max):
+                above = float(rdp.rdp(alpha, d))
+                assert above >= sup * (1 - 1e-12)
+                # D_α = κ + (α − 1)ε²/8 with κ rising from KL* to ε²/8 by α = 2
+                assert above <= d1 + (alpha - 1) * eps ** 2 / 4 * (1 + 1e-12)
+    assert float(_mech("exponential_mechanism", epsilon=1.0).curve(RDP).rdp(1.0)) == \
+        pytest.approx(0.1233015615, rel=1e-9)
+
+
+def test_kl_composes_and_orders_from_two_are_unchanged():
+    eps, k = 0.7, 40
+    acct = Accountant().compose(_mech("exponential_mechanism", epsilon=eps), k)
+    rdp = _mech("exponential_mechanism", epsilon=eps).curve(RDP) * k
+    assert float(rdp.rdp(1.0)) == pytest.approx(k * _max_kl_brute_force(eps), rel=1e-10)
+    assert float(rdp.rdp(np.inf)) == pytest.approx(k * eps, rel=1e-15)
+    # Cesar–Rogers' αε²/8 (and pure DP's) from α = 2 on: the zCDP ρ stays ε²/8
+    pair = BoundedRangePair(eps)
+    t = np.array([1.0, 2.0, 7.5, 100.0])
+    for d in (Direction.FORWARD, Direction.BACKWARD):
+        rr = _mech("approx_dp", epsilon=eps).pair()._cgf(t, d)
+        np.testing.assert_array_equal(pair._cgf(t, d),
+                                      np.minimum(t * (t + 1) * eps ** 2 / 8, rr))
+    assert _mech("exponential_mechanism", epsilon=eps).curve(ZCDP).rho() == \
+        pytest.approx(eps ** 2 / 8, rel=1e-12)
+    assert acct.epsilon(1e-6, accountant="rdp") > 0
