@@ -320,6 +320,36 @@ def test_large_batch_falls_back_to_the_adaptive_composition(monkeypatch):
     assert pair._self_compose(21) is None and pair._self_compose(20) is not None
 
 
+# ------------------------------------------------------------ pure DP, δ = 0
+@pytest.mark.parametrize("name", ["bounded_range", "exponential_mechanism"])
+@pytest.mark.parametrize("adaptive", [True, False])
+@pytest.mark.parametrize("k, eps", [(3, 1.0), (10, 1.0), (100, 0.1), (7, 0.3)])
+def test_composition_answers_delta_zero_with_k_epsilon(name, adaptive, k, eps):
+    """k ε-BR uses are kε-DP, and no better at δ = 0: the largest loss of the
+    dominating pair's product is kε (the sup over the class, t → ε in RR_t; adaptive or
+    not). main refused δ = 0 (a 1e-32 Chernoff tail above the composed window, or a
+    1e-20 profile tail cut before kε, sent to +∞): now kε, the float at or above the
+    exact product of k and ε, and finite at every δ below the tail too."""
+    from fractions import Fraction
+    acct = Accountant().compose(_mech(name, epsilon=eps, adaptive=adaptive), k)
+    got = float(acct.epsilon(0.0))
+    assert Fraction(got) >= k * Fraction(eps) and got <= k * eps * (1 + 3e-16)
+    tiny = acct.epsilon(np.array([1e-300, 1e-40]))
+    assert np.all(tiny <= got) and np.all(tiny >= 0.99 * got)     # not +∞
+    assert float(acct.delta(got)) == 0.0
+    assert float(acct.delta(0.999 * got)) > 0.0
+
+
+def test_genuine_mass_at_infinity_still_refuses_delta_zero():
+    """An (ε, δ) guarantee with δ > 0 has its mass at +∞: δ = 0 has no finite ε."""
+    acct = Accountant().compose(_mech("approx_dp", epsilon=1.0, delta=1e-12), 3)
+    with pytest.raises(ValueError, match="delta = 0"):
+        acct.epsilon(0.0)
+    acct = Accountant().compose(_mech("gaussian", sigma=1.0), 3)
+    with pytest.raises(ValueError, match="delta = 0"):
+        acct.epsilon(0.0)
+
+
 # ----------------------------------------------------------- degenerate, bad input
 @pytest.mark.parametrize("name", ["bounded_range", "exponential_mechanism", "permute_and_flip"])
 def test_epsilon_zero_costs_nothing(name):
