@@ -128,7 +128,7 @@ def test_atoms_whose_mass_underflows_on_one_side_are_consistent():
 
 @pytest.mark.parametrize("name, params", [("randomized_response", dict(p=0.3)),
                                           ("randomized_response", dict(p=0.01)),
-                                          ("permute_and_flip", dict(epsilon=1.3))])
+                                          ("approx_dp", dict(epsilon=1.3))])
 def test_finite_law_pessimistic_side_is_connect_the_dots_of_its_atoms(name, params):
     """A finite pair's upper PLD comes from its atoms: at the grid points its δ is the
     exact δ (connect-the-dots), above the exact δ between them, and it agrees with the

@@ -61,6 +61,16 @@ def test_result_is_feasible_end_of_a_narrow_bracket():
     assert c.uses[0][1] == 20 and c.uses[0][0].b == c.value
 
 
+def test_rdp_pure_dp_composition_calibrates_to_its_max_divergence():
+    """3 uses of Laplace(b) are (3/b, 0)-DP: the conversion takes the order α = ∞
+    (ε ≤ D_∞ = 3/b), so ε = 1 at δ = 1e-10 needs b = 3 exactly, at α = ∞; finite
+    orders alone (main) asked for b = 3.0015."""
+    c = calibrate("laplace", "b", epsilon=1.0, delta=1e-10, count=3, accountant="rdp",
+                  rtol=1e-9)
+    assert c.value == pytest.approx(3.0, rel=2e-9) and c.epsilon <= 1.0
+    assert c.order == math.inf and "α = inf" in c.describe()
+
+
 def test_rdp_gaussian_matches_improved_conversion_closed_form():
     k = 330
     c = calibrate("gaussian", "sigma", epsilon=EPS, delta=DELTA, count=k, accountant="rdp",

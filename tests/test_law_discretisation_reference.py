@@ -417,7 +417,7 @@ def _old_chain(idx: np.ndarray, xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
     return idx[np.array(hull, dtype=np.intp)]
 
 
-def _old_laws(delta, step, tail, lower, ranges=None, grids=None):
+def _old_laws(delta, step, tail, lower, ranges=None, grids=None, largest=None):
     if ranges is None:
         ranges = {d: _old_support(lambda e, d=d: delta(e, d), tail, step / 4) for d in (_FWD, _BWD)}
     grids = {} if grids is None else grids
@@ -440,9 +440,14 @@ def _old_laws(delta, step, tail, lower, ranges=None, grids=None):
             laws.append(_old_convex_minorant(idx, step, vals, vals_t, inf_floor=floor, near=near))
         else:
             law = D.connect_the_dots(idx, step, vals, vals_t)     # no profile: no search
+            sup, bounded = _old_sup(fd, idx, step, vals), False
+            if sup is None and vals[-1] > 0 and largest is not None:
+                # new: a grid cut before the pair's declared D_∞ keeps it (``bounded``)
+                sup = D.declared_sup(fd, float(idx[-1] * step), lambda d=d: largest(d))
+                bounded = sup is not None
             laws.append(accounting.LossPMF.on_grid(
                 law.step, law.offset, law.masses, law.inf_mass, law.slack,
-                sup_loss=_old_sup(fd, idx, step, vals)))
+                sup_loss=sup, bounded=bounded))
     return tuple(laws), ranges, grids
 
 
@@ -450,7 +455,8 @@ def _reference_laws(profile, step, tail, lower):
     if step is None:
         laws = getattr(profile.upper, "laws", None)
         step = laws[0].step if laws is not None and laws[0].step else DEFAULT_STEP
-    upper, ranges, grids = _old_laws(profile.upper.delta, step, tail, False)
+    upper, ranges, grids = _old_laws(profile.upper.delta, step, tail, False,
+                                     largest=getattr(profile.upper, "largest_loss", None))
     lower_laws = None
     if lower and profile.lower is not None:
         same = profile.lower is profile.upper
@@ -464,8 +470,8 @@ def _fields(pld):
     out = []
     for side in (pld.upper, pld.lower):
         out.append(None if side is None else [
-            (law.masses, law.offset, law.step, law.inf_mass, law.sup_loss, law.slack)
-            for law in side])
+            (law.masses, law.offset, law.step, law.inf_mass, law.sup_loss, law.slack,
+             law.bounded) for law in side])
     return out
 
 

@@ -117,6 +117,23 @@ def test_epsilon_is_infinite_below_the_infinite_mass():
     assert np.isfinite(pmf.epsilon(0.25))
 
 
+def test_spill_below_a_certified_sup_keeps_pure_dp_answerable():
+    """Mass at +∞ that is only a pessimistic allowance for losses ≤ sup_loss
+    (``bounded``) leaves δ(ε ≥ sup) = 0 and ε(δ) ≤ sup, δ = 0 included, and still
+    counts in full below sup; genuine mass at +∞ (not ``bounded``) answers ε(δ) = +∞
+    below it, as before."""
+    masses = np.array([0.25, 0.5, 0.25 - 1e-32])
+    spill = LossPMF.on_grid(0.5, 0, masses, inf_mass=1e-32, sup_loss=2.0, bounded=True)
+    assert spill.capped and spill.max_loss == 2.0
+    np.testing.assert_array_equal(spill.epsilon(np.array([0.0, 1e-300, 1e-40])), 2.0)
+    assert float(spill.delta(2.0)) == 0.0
+    # δ at ε = 1 − tiny: the atom at 1 contributes 0.25·(1 − e^{ε − 1}) ≈ 0, the spill 1e-32
+    assert float(spill.delta(1.0)) == pytest.approx(1e-32, rel=1e-12)
+    genuine = LossPMF.on_grid(0.5, 0, masses, inf_mass=1e-32, sup_loss=2.0)
+    assert not genuine.capped and genuine.max_loss == np.inf
+    assert float(genuine.epsilon(0.0)) == np.inf and float(genuine.epsilon(1e-40)) == np.inf
+
+
 @given(_pmf_strategy())
 def test_cgf_matches_direct_sum(pmf):
     t = np.array([-0.5, 0.5, 1.0, 3.0])

@@ -375,7 +375,7 @@ _MASS_ABOVE_ONE = [
     # now comes from the atoms (``atoms.finite_law_on_grid``; it was 1.9e-12 and 5e-13
     # above 1 through the profile)
     pytest.param(("randomized_response", dict(p=2.628586874843264e-97)), id="rr-extreme"),
-    pytest.param(("permute_and_flip", dict(epsilon=33.0)), id="pure-dp-33"),
+    pytest.param(("approx_dp", dict(epsilon=33.0)), id="pure-dp-33"),
     pytest.param(("discrete_laplace", dict(a=0.1, sensitivity=4096)), id="discrete-laplace"),
     pytest.param(("generalised_gaussian", dict(beta=1.0172638794327824, scale=4.3810942992546483e-51,
                                                sensitivity=4.632974445438183e-49)),

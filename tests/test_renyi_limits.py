@@ -130,3 +130,49 @@ def test_monotone_in_order_including_limits(p):
     rdp = accounting.mechanism("randomized_response", p=p).curve(RDP)
     vals = rdp.renyi(np.array([1.0, 1.5, 2.0, 10.0, 100.0, INF]))
     assert np.all(np.diff(vals) >= -1e-12)
+
+
+# ------------------------------------------------ the conversion at α = ∞
+@pytest.mark.parametrize("b, k", [(0.5, 1), (1.0, 1), (3.0, 1), (1.0, 7)])
+def test_rdp_conversion_reaches_order_infinity(b, k):
+    """k uses of Laplace(b) are (k/b, 0)-DP, D_∞ = k/b; the RDP → profile conversion
+    takes α = ∞ too, so ε(δ) ≤ k/b at every δ and δ(ε) = 0 from ε = k/b on. Finite
+    orders alone (main) gave ε(1e-10) = 1.0288·k/b for b = 1 and δ(1) = 9.2e-6."""
+    pure = k / b
+    rdp = accounting.mechanism("laplace", b=b).curve(RDP) * k
+    deltas = np.geomspace(1e-300, 0.9, 40)
+    eps = rdp.epsilon(deltas)
+    assert np.all(eps <= pure)
+    # finite orders end at α ≈ 2e4, where ε > D_∞ for these δ: the cap is what answers
+    assert eps[0] == pure
+    np.testing.assert_array_equal(rdp.delta(np.array([pure, 1.01 * pure, 10 * pure])), 0.0)
+    # and the δ just below D_∞ still comes from finite orders: positive, not cut to 0
+    assert 0.0 < float(rdp.delta(0.99 * pure)) < 0.1
+    # the Accountant's RDP accountant and the command line's sweep of many δ agree
+    acct = accounting.Accountant().compose(accounting.mechanism("laplace", b=b), k)
+    assert float(acct.epsilon(1e-10, accountant="rdp")) <= pure
+
+
+def test_rdp_conversion_trusts_no_undeclared_sup():
+    """A CGF that declares no D_∞ is not capped: K(t) = 0.5t (D_α = 0.5 at every
+    finite order) does not certify D_∞ = 0.5, so ε(δ) stays above it: the improved
+    conversion at the largest order searched, α = 1 + 2e4 (the conversion still falls
+    there for δ = 1e-6), 0.5 + log(1 − 1/α) − (log δ + log α)/(α − 1) = 0.500146."""
+    rdp = RDP(CGF.of(lambda t, d: 0.5 * t))
+    a = 1.0 + 2e4
+    top = 0.5 + math.log1p(-1.0 / a) - (math.log(1e-6) + math.log(a)) / (a - 1.0)
+    assert float(rdp.epsilon(1e-6)) == pytest.approx(top, rel=1e-12)
+    assert top > 0.5001
+    assert float(rdp.delta(0.5)) > 0.0
+
+
+def test_command_line_rdp_sweep_reaches_order_infinity(capsys):
+    """The command line's shared-orders sweep (over 16 values) takes α = ∞ too."""
+    from cli_cases import run
+    deltas = np.geomspace(1e-200, 1e-3, 20)
+    code, out, err = run(capsys, "epsilon", "laplace", "--b", "1", "--accountant", "rdp",
+                         "--json", "--delta", *[repr(float(d)) for d in deltas])
+    assert code == 0, err
+    import json
+    got = np.array(json.loads(out)["results"]["rdp"]["epsilon"], dtype=float)
+    assert got.shape == deltas.shape and np.all(got <= 1.0) and got[0] == 1.0

@@ -41,6 +41,80 @@ def test_tpr_of_randomized_response_is_exact_at_tiny_fpr():
     assert advantage(rr.curve(ac.PrivacyProfile)) == pytest.approx(0.5, abs=1e-12)
 
 
+@pytest.mark.parametrize("route", ["mechanism", "tradeoff", "pld", "composed"])
+def test_tpr_of_an_identical_pair_is_the_fpr_exactly(route):
+    """P = Q: no test beats chance, TPR(α) = α to the last bit (main: 1.0000889e-12 at
+    α = 1e-12 and 1.1e-16 at 1e-300, through 1 − β with β = 1 − α rounded)."""
+    from accounting.pairs.pair import identical_pair
+    fpr = np.array([1e-300, 1e-12, 0.3])
+    free = ac.mechanism("laplace", b=1.0, sensitivity=0.0)
+    curve = {"mechanism": free, "tradeoff": identical_pair().curve(ac.TradeOff),
+             "pld": free.curve(ac.PLD),
+             "composed": ac.Accountant().compose(free, 10).compose(
+                 ac.mechanism("permute_and_flip", epsilon=0.0), 3)}[route]
+    np.testing.assert_array_equal(tpr_at_fpr(curve, fpr), fpr)
+    for d in ("forward", "backward"):
+        np.testing.assert_array_equal(tpr_at_fpr(curve, fpr, direction=d), fpr)
+    if route in ("mechanism", "composed"):
+        # the binary Rényi bound: K = 0 is D_α = 0, P = Q (main: 1e-12 + 8.7e-19, and
+        # 8.7e-19 at 1e-300, the bisection's absolute floor)
+        for accountant in ("rdp", "zcdp"):
+            np.testing.assert_array_equal(tpr_at_fpr(curve, fpr, accountant=accountant), fpr)
+
+
+def test_renyi_tpr_keeps_relative_precision_at_tiny_fpr():
+    """Gaussian μ = 1/3 through its Rényi curve: never below the exact TPR
+    Φ̄(Φ̄⁻¹(α) − μ) and within 10% of it (3% at α = 1e-300; main: 8.7e-19, the absolute floor
+    of bisecting [α, 1])."""
+    fpr = np.array([1e-300, 1e-100, 1e-12])
+    got = tpr_at_fpr(ac.mechanism("gaussian", sigma=3.0), fpr, accountant="rdp")
+    exact = gaussian_tpr(fpr, 1 / 3)
+    assert np.all(got >= exact) and np.all(got <= 1.1 * exact)
+
+
+def test_tpr_at_tiny_fpr_keeps_relative_precision():
+    """Randomized response (p = 3/4) from its exact laws: TPR = 3α for α ≤ ¼, to a few
+    ulps at α = 1e-300 (main: 1.1e-16), never below; Laplace (Δ/b = 1) through its
+    discretised PLD: e·α for α ≤ e^{−1}/2, above it by the grid's rounding only."""
+    fpr = np.array([1e-300, 1e-100, 1e-12, 0.1])
+    rr = tpr_at_fpr(ac.mechanism("randomized_response", p=0.75).curve(ac.TradeOff), fpr)
+    assert np.all(rr >= 3 * fpr) and np.all(rr <= 3 * fpr * (1 + 1e-14))
+    lap = tpr_at_fpr(ac.mechanism("laplace", b=1.0), fpr[:3])
+    assert np.all(lap >= np.e * fpr[:3]) and np.all(lap <= np.e * fpr[:3] * (1 + 1e-3))
+
+
+def _np_power(p, q, alpha):
+    """max E_Q[φ] over tests with E_P[φ] ≤ α of a finite pair, by Neyman–Pearson: take
+    outcomes by decreasing q/p (p = 0 first), the last one fractionally."""
+    ratio = np.where(p > 0, q / np.where(p > 0, p, 1.0), np.inf)
+    order = np.argsort(-ratio, kind="stable")
+    cp = np.concatenate([[0.0], np.cumsum(p[order])])
+    cq = np.concatenate([[0.0], np.cumsum(q[order])])
+    return np.interp(alpha, cp, cq)
+
+
+def test_tpr_of_finite_pairs_is_never_below_neyman_pearson():
+    """Random pairs on 2 to 6 outcomes (some masses 0): the TPR from their exact laws
+    is at least the Neyman–Pearson power, in both directions, to the laws' own
+    rounding (their Q-masses are p·e^{−l} with l = log p − log q, a few ulps off q),
+    relative 1e-14 down to α = 1e-300, and within 1e-12 of it."""
+    from accounting.pairs.pair import discrete_pair
+    rng = np.random.default_rng(22)
+    fpr = np.concatenate([[0.0, 1e-300, 1e-30, 1e-12], np.linspace(0.01, 1.0, 12)])
+    for _ in range(60):
+        n = int(rng.integers(2, 7))
+        p, q = rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n))
+        if rng.random() < 0.5:
+            p[rng.integers(n)] = 0.0
+            p /= p.sum()
+        trade = discrete_pair(p, q).curve(ac.TradeOff)
+        for d, (a, b) in (("forward", (p, q)), ("backward", (q, p))):
+            got = tpr_at_fpr(trade, fpr, direction=d)
+            want = _np_power(a, b, fpr)
+            assert np.all(got >= want * (1 - 1e-14)), (p, q, d, got - want)
+            assert np.all(got <= np.maximum(want, fpr) + 1e-12)
+
+
 def test_composed_gaussian_tpr_is_bracketed_and_tight_to_fpr_1e8():
     # 10 Gaussians of σ = 2 compose to μ = √10/2 (Gaussian DP composes exactly)
     acct = ac.Accountant().compose(ac.mechanism("gaussian", sigma=2.0), count=10)

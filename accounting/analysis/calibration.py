@@ -319,6 +319,11 @@ class _Problem:
                 self._log_t[d] = 0.5 * math.log(-log_delta / rho)
             eps, t = _best_order(cgf, log_delta, self._log_t[d])
             self._log_t[d] = math.log(t)
+            if self.accountant == "rdp":
+                # the order α = ∞ of the conversion: ε ≤ D_∞ where that is finite
+                sup = float(np.asarray(rdp.renyi(np.inf, d)))
+                if sup < eps:
+                    eps, t = sup, math.inf
             if eps > best[0]:
                 best = (eps, 1.0 + t)
         return best

@@ -48,7 +48,8 @@ def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, in
     Prop. 12), so the answer is an upper bound; it can only be slightly above the
     engine's per-value optimum. Returns the answers and the number of orders used.
     """
-    from accounting.conversion.converters import improved_epsilon, improved_log_delta
+    from accounting.conversion.converters import (improved_epsilon, improved_log_delta,
+                                                  with_order_infinity)
     from accounting.numerics.order_search import minimise_on_shared_orders
     from accounting.vocabulary import Direction
     directions = ((Direction.FORWARD,) if getattr(rdp, "symmetric", False) is True
@@ -67,6 +68,13 @@ def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, in
     for d in directions:
         per_d, n_orders = minimise_on_shared_orders(lambda t, d=d: rdp.upper(t, d), objective,
                                                     _SWEEP_FINE_ORDERS)
+        # the order α = ∞ where the curve declares a finite D_∞ (a pure-DP curve)
+        sup = rdp.upper.limit(np.inf, d)
+        if query == "delta":
+            with np.errstate(divide="ignore"):
+                per_d = np.log(with_order_infinity(query, values, np.exp(per_d), sup))
+        else:
+            per_d = with_order_infinity(query, np.log(values), per_d, sup)
         best = np.maximum(best, per_d)
     if query == "delta":
         out = np.minimum(np.exp(best), 1.0)

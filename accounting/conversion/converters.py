@@ -4,7 +4,8 @@ Exact ring (unifying-accounting paper, Thm 1): PLD → profile, profile → PLD
 (connect-the-dots with its optimistic minorant), profile ⇄ trade-off, PLD →
 trade-off. Lossy edges: PLD → RDP (an upper bound: +∞ wherever the pessimistic law
 has mass at +∞; its lower side a lower bound), RDP → zCDP (the envelope ρ*), RDP →
-profile (improved conversion over continuous α), zCDP → RDP (D_α ≤ ρα).
+profile (improved conversion over continuous α, and α = ∞ where D_∞ is declared),
+zCDP → RDP (D_α ≤ ρα).
 
 Every converter takes the options ``GRID_OPTIONS`` and refuses any other keyword
 (``check_options``).
@@ -31,7 +32,7 @@ from accounting.validation import check_real
 from accounting.curves.zcdp import ZCDP
 
 __all__ = ["GRID_OPTIONS", "check_options", "profile_to_pld", "profile_laws", "rdp_delta", "law_limit",
-           "rdp_epsilon", "zcdp_envelope",
+           "rdp_epsilon", "with_order_infinity", "zcdp_envelope",
            "improved_epsilon", "improved_log_delta"]
 
 _FWD, _BWD = Direction.FORWARD, Direction.BACKWARD
@@ -207,37 +208,61 @@ def improved_epsilon(k: np.ndarray, t: np.ndarray, log_delta: np.ndarray) -> np.
     return k / t + np.log1p(-1.0 / a) - (log_delta + np.log(a)) / t
 
 
-def rdp_delta(cgf: Callable[[np.ndarray], np.ndarray], eps: np.ndarray) -> np.ndarray:
+def with_order_infinity(query: str, values: np.ndarray, out: np.ndarray,
+                        sup: Optional[float]) -> np.ndarray:
+    """The order α = ∞ joined to a conversion's minimum over finite orders ``out``
+    (δ at ε = ``values``, or ε at δ with ``values`` = log δ), given an upper bound
+    ``sup`` on D_∞ (None or +∞: nothing to add). D_∞ = ess sup of the loss (van Erven
+    and Harremoës, arXiv:1206.2459, Thm 6), so the loss never exceeds it: δ(ε) = 0 for
+    ε ≥ D_∞, and ε(δ) ≤ D_∞ at every δ ≥ 0 — which no finite order certifies."""
+    if sup is None or not sup < np.inf:
+        return out
+    if query == "delta":
+        return np.where(values >= sup, 0.0, out)
+    return np.minimum(out, sup)
+
+
+def rdp_delta(cgf: Callable[[np.ndarray], np.ndarray], eps: np.ndarray,
+              sup: Optional[float] = None) -> np.ndarray:
     """δ(ε) ≤ inf_α e^{(α−1)(D_α−ε)}(1 − 1/α)^{α−1}/α, over continuous α > 1
-    (``order_search.minimise_over_orders``)."""
+    (``order_search.minimise_over_orders``), and over α = ∞ where ``sup`` (an upper
+    bound on D_∞ of the direction) is finite: δ(ε) = 0 for ε ≥ D_∞
+    (``with_order_infinity``)."""
     eps = np.asarray(eps, dtype=float)
     flat = np.ravel(eps)
 
     def score(k, t, i):
         return improved_log_delta(k, t, flat[i])
     out = np.exp(minimise_over_orders(cgf, score, flat.size)) if flat.size else flat
-    out = np.where(flat == -np.inf, 1.0, out)
+    out = with_order_infinity("delta", flat, np.where(flat == -np.inf, 1.0, out), sup)
     return np.minimum(out, 1.0).reshape(eps.shape)
 
 
-def rdp_epsilon(cgf: Callable[[np.ndarray], np.ndarray], delta: np.ndarray) -> np.ndarray:
-    """ε(δ) = inf_α D_α + log(1 − 1/α) − (log δ + log α)/(α − 1), never below 0."""
+def rdp_epsilon(cgf: Callable[[np.ndarray], np.ndarray], delta: np.ndarray,
+                sup: Optional[float] = None) -> np.ndarray:
+    """ε(δ) = inf_α D_α + log(1 − 1/α) − (log δ + log α)/(α − 1), never below 0; the
+    order α = ∞ joins the infimum where ``sup`` (an upper bound on D_∞) is finite:
+    ε(δ) ≤ D_∞ at every δ ≥ 0, δ = 0 included (``with_order_infinity``)."""
     delta = np.asarray(delta, dtype=float)
-    flat = np.log(np.ravel(delta))
+    with np.errstate(divide="ignore"):
+        flat = np.log(np.ravel(delta))
 
     def score(k, t, i):
         return improved_epsilon(k, t, flat[i])
     out = minimise_over_orders(cgf, score, flat.size) if flat.size else flat
+    out = with_order_infinity("epsilon", flat, out, sup)
     return np.maximum(out, 0.0).reshape(delta.shape)
 
 
 def _rdp_to_profile(rdp: RDP, **options: Any) -> PrivacyProfile:
     check_options("rdp→profile", options)
+    # D_∞ of each direction where the curve declares it: the order α = ∞ of the
+    # conversion, the only one that answers a pure-DP curve's δ = 0 exactly
     def delta_fn(eps, d):
-        return rdp_delta(lambda t: rdp.upper(t, d), eps)
+        return rdp_delta(lambda t: rdp.upper(t, d), eps, rdp.upper.limit(np.inf, d))
 
     def eps_fn(delta, d):
-        return rdp_epsilon(lambda t: rdp.upper(t, d), delta)
+        return rdp_epsilon(lambda t: rdp.upper(t, d), delta, rdp.upper.limit(np.inf, d))
     return PrivacyProfile(FunctionSide(delta_fn, eps_fn))
 
 

@@ -94,7 +94,7 @@ class PLD(Curve):
         out = self._of(side, d).epsilon(dl)
         if np.any(dl == 0):
             exact = self.law(d, "upper")
-            if exact.inf_mass > 0:
+            if exact.inf_mass > 0 and not exact.capped:
                 raise ValueError(
                     f"delta = 0 (pure DP) has no finite ε here: the {d.value} privacy loss "
                     f"is unbounded (mass {exact.inf_mass:.3g} at +∞, or a tail beyond "

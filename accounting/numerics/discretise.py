@@ -29,6 +29,7 @@ import numpy as np
 from accounting.numerics.loss import LossPMF, check_grid_points
 
 __all__ = ["connect_the_dots", "convex_minorant", "repay_from_below", "profile_support", "profile_sup",
+           "declared_sup",
            "grid_indices", "grid_profile", "grid_profiles", "atoms_to_grid", "cut_tails"]
 
 ProfileFn = Callable[[np.ndarray], np.ndarray]
@@ -325,9 +326,17 @@ def connect_the_dots(indices: np.ndarray, step: float, d: np.ndarray,
     bound on it that is itself a profile). With ``profile`` (the exact profile) and a
     bounded law, the PMF records the exact largest loss (``profile_sup``, which
     ``sup_guess`` may speed up) as its ``sup_loss``, which makes δ = 0 (pure DP)
-    answerable exactly.
+    answerable exactly. A grid cut before the largest loss (δ below the tail there
+    but not 0) sends δ at its top to +∞; when ``sup_guess`` — the pair's declared D_∞,
+    which it certifies — is finite and the profile is 0 there and at +∞, that mass
+    lies at finite losses ≤ D_∞, and the PMF records D_∞ with ``bounded``
+    (``declared_sup``).
     """
     sup = profile_sup(profile, indices, step, d, sup_guess) if profile is not None else None
+    bounded = False
+    if sup is None and profile is not None and d[-1] > 0:
+        sup = declared_sup(profile, float(indices[-1] * step), sup_guess)
+        bounded = sup is not None
     m = _profile_masses(indices, step, d, dt)
     bad = m < -1e-12 * np.abs(m).max()
     if bad.any():
@@ -342,7 +351,21 @@ def connect_the_dots(indices: np.ndarray, step: float, d: np.ndarray,
     # so while keeping the total mass (``repay_from_below``).
     m = repay_from_below(m, 1.0 - float(max(d[-1], 0.0)))
     return LossPMF.on_grid(step, int(indices[0]), m, inf_mass=float(max(d[-1], 0.0)),
-                           sup_loss=sup)
+                           sup_loss=sup, bounded=bounded)
+
+
+def declared_sup(delta: ProfileFn, top: float,
+                 guess: "Callable[[], float | None] | None") -> "float | None":
+    """The largest loss a pair declares (``guess``: its D_∞, an upper bound it
+    certifies) when it lies beyond the grid's ``top`` and the profile confirms it:
+    δ(D_∞) = δ(+∞) = 0, i.e. no P-mass above D_∞ nor at +∞ (δ(ε) = E_P[(1 − e^{ε−L})₊]
+    + P(L = +∞)). None otherwise (no declaration, or one the profile contradicts)."""
+    value = guess() if guess is not None else None
+    if value is None or not np.isfinite(value) or value <= top:
+        return None
+    if np.any(np.asarray(delta(np.array([value, np.inf])), dtype=float) != 0.0):
+        return None
+    return float(value)
 
 
 def repay_from_below(m: np.ndarray, total: float = 1.0, rounds: int = 64) -> np.ndarray:

@@ -19,7 +19,8 @@ from accounting.numerics.loss import (_U, LossPMF, _fsum, check_built_mass, chec
 from accounting.numerics.summed_cgf import SummedCGF
 from accounting.validation import check_count, check_real
 
-__all__ = ["compose_pmfs", "composed_grid_points", "RefiningLaw", "TiltedPasses", "LAZY_RTOL"]
+__all__ = ["compose_pmfs", "composed_grid_points", "RefiningLaw", "TiltedPasses", "LAZY_RTOL",
+           "weighted_sum_up"]
 
 #: Mass below which an entry of a composed PMF is dropped (tails are accounted for).
 _TRUNCATION = 1e-40
@@ -115,11 +116,13 @@ def _trivial(items, pessimistic: bool) -> Optional[LossPMF]:
     mass; two laws one of which has few atoms: ``_direct_pair``), else None."""
     inf, slack = _inf_and_slack(items)
     sup = _summed_sup(items)
+    bounded = _summed_bounded(items)
     if any(p.masses.sum() <= 0 for p, _ in items):
-        return LossPMF.on_grid(items[0][0].step, 0, np.zeros(1), inf, slack, sup_loss=sup)
+        return LossPMF.on_grid(items[0][0].step, 0, np.zeros(1), inf, slack, sup_loss=sup,
+                               bounded=bounded)
     if len(items) == 2 and items[0][1] == items[1][1] == 1 and \
             min(items[0][0].masses.size, items[1][0].masses.size) <= 64:
-        return _direct_pair(items[0][0], items[1][0], inf, slack, sup, pessimistic)
+        return _direct_pair(items[0][0], items[1][0], inf, slack, sup, pessimistic, bounded)
     return None
 
 
@@ -138,6 +141,7 @@ class TiltedPasses:
         self.step = step = items[0][0].step
         self.inf, self.slack = _inf_and_slack(items)
         self.sup = _summed_sup(items)
+        self.bounded = _summed_bounded(items)
         # the finite part of the exact sum has mass F = Π m_i^{c_i}; compose the
         # normalised laws and scale by F at the end
         self.log_f = sum(c * math.log(float(p.masses.sum())) for p, c in items)
@@ -317,12 +321,12 @@ class TiltedPasses:
         else:
             masses = low
         law = _truncate(step, self.lo_idx, masses, inf, self.slack, pessimistic,
-                        sup_loss=self.sup, roundoff=roundoff)
+                        sup_loss=self.sup, roundoff=roundoff, bounded=self.bounded)
         return law, allowance
 
 
 def _direct_pair(a: LossPMF, b: LossPMF, inf: float, slack: float, sup: Optional[float],
-                 pessimistic: bool) -> LossPMF:
+                 pessimistic: bool, bounded: bool = False) -> LossPMF:
     """L₁ + L₂ by direct convolution, for a law with few atoms: each entry is a sum of
     at most k = min(sizes) non-negative products, so it is within a relative
     (k + 1)·u·1.01 of the exact value (Higham, Accuracy and Stability, §3.1) — full
@@ -336,17 +340,40 @@ def _direct_pair(a: LossPMF, b: LossPMF, inf: float, slack: float, sup: Optional
         masses = raw * (1.0 - rel)
     roundoff = a.roundoff + b.roundoff + 2.0 * rel * _fsum(raw)
     return _truncate(a.step, a.offset + b.offset, masses, inf, slack, pessimistic, sup_loss=sup,
-                     roundoff=roundoff)
+                     roundoff=roundoff, bounded=bounded)
 
 
 def _summed_sup(items) -> Optional[float]:
     """Σ c_i·sup_i of the components' certified largest losses (None if any is
-    unknown), rounded up: the sum of bounded losses is bounded by it."""
+    unknown), rounded up (``weighted_sum_up``): the sum of bounded losses is bounded
+    by it."""
     sups = [p.sup_loss for p, _ in items]
     if any(v is None for v in sups):
         return None
-    total = math.fsum(c * v for (_, c), v in zip(items, sups))
-    return float(np.nextafter(total, np.inf)) if total != 0 else 0.0
+    return weighted_sum_up([(c, v) for (_, c), v in zip(items, sups)])
+
+
+def weighted_sum_up(terms: "list[tuple[float, float]]") -> float:
+    """Σ c·v over (c, v) in ``terms``, the smallest float at or above the exact sum:
+    summed in rationals and rounded up only where the nearest float is below it, so
+    that k uses of an ε-DP law answer ε(0) = kε (an ulp above only when the exact
+    product of the floats k and ε is)."""
+    from fractions import Fraction
+    if not all(math.isfinite(c) and math.isfinite(v) for c, v in terms):
+        return math.inf
+    exact = sum((Fraction(c) * Fraction(v) for c, v in terms), Fraction(0))
+    total = float(exact)
+    return float(np.nextafter(total, np.inf)) if Fraction(total) < exact else total
+
+
+def _summed_bounded(items) -> bool:
+    """Whether the sum has no mass at +∞ in exact arithmetic: every component's exact
+    law has none (``LossPMF.bounded``) and their largest losses are known. Then what
+    the pessimistic side sends to +∞ (the tail above the window, at most ``FAR_TAIL``;
+    truncated right tails) is mass the exact sum holds at finite losses ≤ Σ c_i·sup_i:
+    kept at +∞ it still dominates, and δ = 0 above that sum stays answerable."""
+    return _summed_sup(items) is not None and all(p.inf_mass == 0 or p.bounded
+                                                   for p, _ in items)
 
 
 def _settle_up(masses: np.ndarray, inf: float, target: float,
@@ -705,7 +732,7 @@ def _norm(a: np.ndarray) -> float:
 
 def _truncate(step: float, offset: int, masses: np.ndarray, inf_mass: float, slack: float,
               pessimistic: bool, floor: float = 0.0, sup_loss: Optional[float] = None,
-              roundoff: float = 0.0) -> LossPMF:
+              roundoff: float = 0.0, bounded: bool = False) -> LossPMF:
     """Drop tails of mass < _TRUNCATION each (the left one up to ``floor``), soundly.
 
     Pessimistic: the right tail goes to +∞ and the left tail is rounded up onto the
@@ -731,7 +758,7 @@ def _truncate(step: float, offset: int, masses: np.ndarray, inf_mass: float, sla
         kept[-1] += right
     check_built_mass(kept, inf_mass, "a composed loss law")
     return LossPMF.on_grid(step, offset + lo, kept, inf_mass, slack, sup_loss=sup_loss,
-                           roundoff=roundoff + left + right)
+                           roundoff=roundoff + left + right, bounded=bounded)
 
 
 #: A query answered from one or two tilts (``RefiningLaw``) is accepted when the
@@ -789,7 +816,7 @@ class RefiningLaw:
     def _accepted(self, key, eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
         law, allowance = self._law(key)
         carried = _hockey(self._passes.s, allowance, eps)
-        exact_zero = (delta == 0) & (law.sup_loss is not None) & (law.inf_mass == 0) & \
+        exact_zero = (delta == 0) & law.capped & \
             (eps >= (law.sup_loss if law.sup_loss is not None else np.inf))
         return (carried <= LAZY_RTOL * delta) | exact_zero
 

@@ -16,7 +16,10 @@ self-composes by an FFT power (``self_compose``). ``sup_loss``, when set, is a
 certified bound on the largest finite loss of the *exact* law the PMF stands for
 (not of the grid PMF, whose pessimistic atoms may sit a step higher): δ(ε) = 0 for
 ε ≥ sup_loss, and ε(δ) ≤ sup_loss for every δ ≥ 0 when there is no mass at +∞ (pure
-DP: ε(0) is the largest loss). ``slack`` is an absolute
+DP: ε(0) is the largest loss). ``bounded`` says the exact law has no mass at +∞ at
+all: ``inf_mass`` is then only a pessimistic allowance for mass the exact law holds at
+finite losses ≤ ``sup_loss`` (a composition's tail above its window, a profile's tail
+cut off before its largest loss), so those two answers hold with it too. ``slack`` is an absolute
 allowance on δ that a *lower* bound subtracts (see ``self_compose``): the exact δ of
 the composed law lies in [δ_pmf − slack, δ_pmf] for an optimistic PMF.
 """
@@ -99,6 +102,9 @@ class LossPMF:
     step: Optional[float] = None
     offset: Optional[int] = None
     sup_loss: Optional[float] = attrs.field(default=None, kw_only=True)
+    #: the exact law has no mass at +∞: ``inf_mass`` is spill below ``sup_loss``
+    #: (module docstring); meaningless without ``sup_loss``
+    bounded: bool = attrs.field(default=False, kw_only=True, converter=bool)
     #: informational: bound on |δ(ε) − δ_exact(ε)| from composition roundoff and
     #: window tails (already allowed for, on the safe side, in the masses)
     roundoff: float = attrs.field(default=0.0, kw_only=True, converter=float)
@@ -122,7 +128,7 @@ class LossPMF:
     @classmethod
     def on_grid(cls, step: float, offset: int, masses: np.ndarray, inf_mass: float = 0.0,
                 slack: float = 0.0, *, sup_loss: Optional[float] = None,
-                roundoff: float = 0.0) -> "LossPMF":
+                roundoff: float = 0.0, bounded: bool = False) -> "LossPMF":
         """A PMF on the grid (offset + i)·step, trimmed of zero mass at both ends."""
         masses = np.asarray(masses, dtype=float)
         nz = np.flatnonzero(masses > 0)
@@ -134,7 +140,7 @@ class LossPMF:
         offset = int(offset) + int(lo)
         losses = (offset + np.arange(masses.size)) * step
         return cls(losses, masses, inf_mass, slack, float(step), offset, sup_loss=sup_loss,
-                   roundoff=roundoff)
+                   roundoff=roundoff, bounded=bounded)
 
     @classmethod
     def from_atoms(cls, losses: np.ndarray, masses: np.ndarray, inf_mass: float = 0.0) -> "LossPMF":
@@ -155,11 +161,18 @@ class LossPMF:
         return tail_sums(self.losses, self.masses)
 
     @property
+    def capped(self) -> bool:
+        """Whether ``sup_loss`` bounds every loss of the exact law: it is set, and the
+        law has no mass at +∞ or that mass is spill below it (``bounded``)."""
+        return self.sup_loss is not None and (self.inf_mass == 0 or self.bounded)
+
+    @property
     def max_loss(self) -> float:
-        """The largest loss of the law: +∞ with mass at +∞, else its top atom with
-        positive mass, capped by ``sup_loss`` (−∞ for an empty law)."""
+        """The largest loss of the law: +∞ with mass at +∞ (``sup_loss`` when that mass
+        is spill, ``bounded``), else its top atom with positive mass, capped by
+        ``sup_loss`` (−∞ for an empty law)."""
         if self.inf_mass > 0:
-            return np.inf
+            return float(self.sup_loss) if self.capped else np.inf
         pos = np.flatnonzero(self.masses > 0)
         top = float(self.losses[pos[-1]]) if pos.size else -np.inf
         return min(top, self.sup_loss) if self.sup_loss is not None else top
@@ -170,7 +183,7 @@ class LossPMF:
         eps = np.asarray(eps, dtype=float)
         inner = hockey_stick(self.losses, self.masses, eps)
         out = np.maximum(inner + self.inf_mass - self.slack, 0.0)
-        if self.sup_loss is not None and self.inf_mass == 0:
+        if self.capped:
             out = np.where(eps >= self.sup_loss, 0.0, out)
         return out
 
@@ -178,13 +191,14 @@ class LossPMF:
         """Smallest ε ≥ 0 with δ(ε) ≤ delta; +∞ where delta is below the mass at +∞.
 
         δ = 0 is answered exactly: the largest loss (``max_loss``, ≥ 0), +∞ when the
-        law has mass at +∞. With ``sup_loss`` every answer is capped by it.
+        law has mass at +∞ (not spill: ``bounded``). Where ``sup_loss`` bounds the
+        exact law (``capped``) every answer is capped by it.
         """
         delta = np.asarray(delta, dtype=float)
         out = self._epsilon(delta)
         top = max(self.max_loss, 0.0)
         out = np.where(delta == 0, top, out)
-        if self.sup_loss is not None and self.inf_mass == 0:
+        if self.capped:
             out = np.minimum(out, max(self.sup_loss, 0.0))
         return out
 

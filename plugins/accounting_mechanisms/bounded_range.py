@@ -79,6 +79,7 @@ from scipy.special import bdtr
 
 from accounting.curves.curve import Exactness
 from accounting.curves.profile import symmetric_profile
+from accounting.numerics.fourier import weighted_sum_up
 from accounting.pairs.mechanism import Mechanism, Range, parameter
 from accounting.pairs.pair import Pair, identical_pair
 from accounting.registry.hookspecs import hookimpl
@@ -330,6 +331,14 @@ class BoundedRangeBatchPair(Pair):
 
     def _profile_lower(self, eps, direction):
         return np.clip(symmetric_profile(eps, lambda e: self._positive(e, True)), 0.0, 1.0)
+
+    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+        """D_∞ = kε, where the profile vanishes (every loss of the k uses is at most ε):
+        the PLD's grid, cut where δ falls below its tail, then keeps δ = 0 answerable
+        (``discretise.declared_sup``). D_1 is not declared here."""
+        if order == 1.0 or side is not Bound.UPPER:
+            return None
+        return weighted_sum_up([(self.count, self.epsilon)])   # kε, rounded up
 
     def _cgf(self, t, direction):
         """k times one use's bound (Rényi divergences add under composition)."""

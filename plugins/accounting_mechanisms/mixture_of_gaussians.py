@@ -24,7 +24,12 @@ in x_ε moves δ only to second order: the profile is exact to roundoff. The Ré
 curve is a quadrature, K_{P‖Q}(t) = log ∫ φ_σ(x) e^{(1+t)L(x)} dx and
 K_{Q‖P}(t) = log ∫ φ_σ(x) e^{−tL(x)} dx, labelled numerical (~1e-10 relative).
 
-Degenerate values: every c_i = 0 gives P = Q, no privacy cost (the loss is 0).
+Degenerate values: every c_i = 0 gives P = Q, no privacy cost (the loss is 0). σ = 0
+(no noise) releases the sensitivity itself: P = Σ_i p_i δ_{c_i}, Q = δ_0, the exact
+finite pair P = (p₀, 1 − p₀), Q = (1, 0) on the outcomes {0, > 0} (p₀ the probability
+of c = 0): δ_{P‖Q}(ε) = 1 − p₀ + (p₀ − e^ε)₊, δ_{Q‖P}(ε) = (1 − e^ε p₀)₊, so
+ε(δ) = ∞ below δ = 1 − p₀ (disjoint, non-private, when no c_i is 0) — the subsampled
+Gaussian's σ = 0 at c = (0, 1), p = (1 − q, q): δ(ε) = q for ε ≥ 0.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from scipy.special import log_ndtr, logsumexp
 from accounting.curves.curve import Exactness
 from accounting.pairs.additive import log_integral
 from accounting.pairs.mechanism import Mechanism, Range, parameter, probabilities_for
-from accounting.pairs.pair import Pair
+from accounting.pairs.pair import Pair, discrete_pair, disjoint_pair, identical_pair
 from accounting.registry.hookspecs import hookimpl
 from accounting.vocabulary import Direction
 
@@ -46,8 +51,9 @@ from .approx_dp import _entries_in, _one_sensitivity, _scalar_or_tuple
 
 __all__ = ["MixtureOfGaussians", "MixtureOfGaussiansPair"]
 
-#: σ on an absolute scale; the sensitivities c_i in [0, 1e3]; each p_i in (0, 1]
-SIGMA = Range(1e-3, 1e3, log=True)
+#: σ on an absolute scale, or 0 (no noise: module docstring); the sensitivities c_i in
+#: [0, 1e3]; each p_i in (0, 1]
+SIGMA = Range(1e-3, 1e3, log=True, zero=True)
 SENSITIVITY_ENTRY = Range(0.0, 1e3)
 PROBABILITY = Range(0.0, 1.0, lo_open=True)
 #: how far the probabilities may sum from 1 before they are refused (then normalised)
@@ -220,10 +226,26 @@ class MixtureOfGaussians(Mechanism):
                                                    probabilities_for("sensitivities")],
                                         metadata={"range": PROBABILITY})
 
-    def pair(self) -> MixtureOfGaussiansPair:
+    def pair(self) -> Pair:
         total = math.fsum(self.sampling_probs)
-        return MixtureOfGaussiansPair(float(self.sigma), tuple(self.sensitivities),
-                                      tuple(p / total for p in self.sampling_probs))
+        probs = tuple(p / total for p in self.sampling_probs)
+        if self.sigma == 0:
+            return _noiseless_pair(self.sensitivities, probs)
+        return MixtureOfGaussiansPair(float(self.sigma), tuple(self.sensitivities), probs)
+
+
+def _noiseless_pair(c: tuple, p: tuple) -> Pair:
+    """The exact pair at σ = 0 (module docstring): the two-outcome pair P = (p₀, 1 − p₀),
+    Q = (1, 0), disjoint when p₀ = 0, identical when every c_i is 0."""
+    p0 = math.fsum(pi for ci, pi in zip(c, p) if ci == 0)
+    if max(c) == 0:
+        return identical_pair("mixture of Gaussians (σ = 0, every sensitivity 0: no privacy "
+                              "loss)")
+    if p0 == 0:
+        return disjoint_pair("mixture of Gaussians (σ = 0, no sensitivity 0: non-private)")
+    return discrete_pair(np.array([p0, 1.0 - p0]), np.array([1.0, 0.0]),
+                         f"mixture of Gaussians (σ = 0: the record is revealed with "
+                         f"probability {1.0 - p0:g})")
 
 
 @hookimpl

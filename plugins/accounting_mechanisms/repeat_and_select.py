@@ -150,7 +150,9 @@ class RepeatAndSelectPair(Pair):
         lo, hi = np.log(_GRID_T[max(j - 1, 0)]), np.log(_GRID_T[min(j + 1, _GRID_T.size - 1)])
         res = minimize_scalar(lambda u: float(self._bound(np.array([1.0 + math.exp(u)]))[0]),
                               bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})
-        lam = np.sort(np.append(lam, 1.0 + math.exp(res.x)))
+        # λ = ∞ closes the grid: its bound (the declared D_∞) then caps the curve at
+        # every order, as D_λ ≤ D_∞ requires of a bound that is finite only there
+        lam = np.sort(np.append(lam, [1.0 + math.exp(res.x), np.inf]))
         b = self._bound(lam)
         floor = np.minimum.accumulate(b[::-1])[::-1]
         object.__setattr__(self, "_grid", lam)
@@ -236,8 +238,10 @@ class RepeatAndSelectPair(Pair):
 
     def _profile(self, eps, direction):
         # the improved RDP conversion of the bound (Canonne, Kamath, Steinke 2020,
-        # arXiv:2004.00010, Prop. 12), valid at every real ε for any RDP guarantee
-        return rdp_delta(lambda t: self._cgf(t, direction), eps)
+        # arXiv:2004.00010, Prop. 12), valid at every real ε for any RDP guarantee, with
+        # the order λ = ∞ where the bound's D_∞ is finite (a pure-DP base: Cor. 3)
+        return rdp_delta(lambda t: self._cgf(t, direction), eps,
+                         self._renyi_limit(np.inf, direction))
 
     def _profile_lower(self, eps, direction):
         """One run of the base (K = 0, when Poisson, releases nothing): the base's lower

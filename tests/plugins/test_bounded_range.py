@@ -321,6 +321,36 @@ def test_large_batch_falls_back_to_the_adaptive_composition(monkeypatch):
     assert pair._self_compose(21) is None and pair._self_compose(20) is not None
 
 
+# ------------------------------------------------------------ pure DP, δ = 0
+@pytest.mark.parametrize("name", ["bounded_range", "exponential_mechanism"])
+@pytest.mark.parametrize("adaptive", [True, False])
+@pytest.mark.parametrize("k, eps", [(3, 1.0), (10, 1.0), (100, 0.1), (7, 0.3)])
+def test_composition_answers_delta_zero_with_k_epsilon(name, adaptive, k, eps):
+    """k ε-BR uses are kε-DP, and no better at δ = 0: the largest loss of the
+    dominating pair's product is kε (the sup over the class, t → ε in RR_t; adaptive or
+    not). main refused δ = 0 (a 1e-32 Chernoff tail above the composed window, or a
+    1e-20 profile tail cut before kε, sent to +∞): now kε, the float at or above the
+    exact product of k and ε, and finite at every δ below the tail too."""
+    from fractions import Fraction
+    acct = Accountant().compose(_mech(name, epsilon=eps, adaptive=adaptive), k)
+    got = float(acct.epsilon(0.0))
+    assert Fraction(got) >= k * Fraction(eps) and got <= k * eps * (1 + 3e-16)
+    tiny = acct.epsilon(np.array([1e-300, 1e-40]))
+    assert np.all(tiny <= got) and np.all(tiny >= 0.99 * got)     # not +∞
+    assert float(acct.delta(got)) == 0.0
+    assert float(acct.delta(0.999 * got)) > 0.0
+
+
+def test_genuine_mass_at_infinity_still_refuses_delta_zero():
+    """An (ε, δ) guarantee with δ > 0 has its mass at +∞: δ = 0 has no finite ε."""
+    acct = Accountant().compose(_mech("approx_dp", epsilon=1.0, delta=1e-12), 3)
+    with pytest.raises(ValueError, match="delta = 0"):
+        acct.epsilon(0.0)
+    acct = Accountant().compose(_mech("gaussian", sigma=1.0), 3)
+    with pytest.raises(ValueError, match="delta = 0"):
+        acct.epsilon(0.0)
+
+
 # ----------------------------------------------------------- degenerate, bad input
 @pytest.mark.parametrize("name", ["bounded_range", "exponential_mechanism", "permute_and_flip"])
 def test_epsilon_zero_costs_nothing(name):
@@ -357,22 +387,92 @@ def test_composed_profile_refuses_bad_arguments():
 
 
 # ------------------------------------------------------------- permute-and-flip
+def _pf_law(u, eps):
+    """The exact output law of permute-and-flip on utilities ``u`` (Δu = 1), by
+    enumerating every visiting order: in order π, candidate π_i is released with
+    probability q_{π_i}·∏_{j<i}(1 − q_{π_j}), q = exp(ε(u − max u)/2)."""
+    import itertools
+    u = np.asarray(u, dtype=float)
+    q = np.exp(eps * (u - u.max()) / 2.0)
+    perms = np.array(list(itertools.permutations(range(u.size))))
+    qp = q[perms]
+    reach = np.cumprod(np.hstack([np.ones((len(perms), 1)), 1.0 - qp[:, :-1]]), axis=1)
+    law = np.zeros(u.size)
+    np.add.at(law, perms, reach * qp / len(perms))
+    return law
+
+
+def _hockey(p, q, e1):
+    return np.maximum(p[None, :] - np.exp(e1)[:, None] * q[None, :], 0.0).sum(axis=1)
+
+
 @pytest.mark.parametrize("eps", [0.1, 1.0, 4.0])
 def test_permute_and_flip_is_not_epsilon_bounded_range(eps):
     """Two candidates, gap d = 0 under x and 2Δ under x' (each utility moved by Δ):
     the worse candidate's probability is ½ then ½e^{−ε}, so the losses are ε and
-    −log(2 − e^{−ε}): range ε + log(2 − e^{−ε}) > ε. Within ε-DP, which is how it is
-    accounted (the (ε, 0) guarantee's pair)."""
+    −log(2 − e^{−ε}): range ε + log(2 − e^{−ε}) > ε, within ε-DP."""
     def probs(gap):                         # (better, worse) of permute-and-flip
         worse = 0.5 * math.exp(-eps * gap / 2.0)    # coin exp(ε(u − u*)/(2Δ)), Δ = 1
         return np.array([1.0 - worse, worse])
     loss = np.log(probs(0.0) / probs(2.0))
     assert loss.max() - loss.min() == pytest.approx(eps + math.log(2 - math.exp(-eps)), rel=1e-12)
     assert loss.max() - loss.min() > eps and np.all(np.abs(loss) <= eps + 1e-12)
+    np.testing.assert_allclose(_pf_law([0.0, 0.0], eps), probs(0.0)[::-1], rtol=1e-15)
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 4.0])
+def test_permute_and_flip_profile_is_the_laplace_pair(eps):
+    """The pair is Laplace with Δ/b = ε: δ(ε') = 1 − e^{(ε'−ε)/2} on [−ε, ε] (1 − e^{ε'}
+    below, 0 above), below the ε-DP pair (randomized response) accounted before:
+    δ(0) = 1 − e^{−ε/2} against tanh(ε/2)."""
     pf = _mech("permute_and_flip", epsilon=eps).pair()
-    dp = _mech("approx_dp", epsilon=eps).pair()
     grid = np.linspace(-2 * eps, 2 * eps, 41)
-    np.testing.assert_array_equal(pf.profile(grid), dp.profile(grid))
+    inside = np.clip(grid, -eps, eps)
+    want = np.where(grid >= eps, 0.0, np.where(grid <= -eps, -np.expm1(np.minimum(grid, 0.0)),
+                                               -np.expm1((inside - eps) / 2.0)))
+    for d in ("forward", "backward"):
+        np.testing.assert_allclose(pf.profile(grid, d), want, rtol=1e-13, atol=1e-300)
+    dp = _mech("approx_dp", epsilon=eps).pair()
+    assert float(pf.profile(0.0)) == pytest.approx(-math.expm1(-eps / 2), rel=1e-14)
+    assert float(dp.profile(0.0)) == pytest.approx(math.tanh(eps / 2), rel=1e-14)
+    assert np.all(pf.profile(grid) <= dp.profile(grid) + 1e-15)
+    strict = np.abs(grid) < 0.99 * eps      # equal (1 − e^{ε'}, 0) outside [−ε, ε]
+    assert np.all(pf.profile(grid[strict]) < dp.profile(grid[strict]))
+    assert float(pf.curve(RDP).renyi(np.inf)) == eps      # still ε-DP, and no more
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 4.0])
+def test_permute_and_flip_worst_case_by_exact_enumeration(eps):
+    """Random utility vectors on 2 to 5 candidates, each utility moved by at most Δu = 1
+    (mostly ±1, the extreme points), output laws by enumerating every visiting order:
+    no instance's δ(ε') exceeds the pair's, in either direction (the module's proof),
+    and two candidates at gap −(ε' + ε)/ε moved by (1, −1) attain it (it is tight)."""
+    rng = np.random.default_rng(20100)
+    pair = _mech("permute_and_flip", epsilon=eps).pair()
+    e1 = np.linspace(-1.2 * eps, 1.2 * eps, 49)
+    bound = pair.profile(e1)
+    worst = np.zeros(e1.size)
+    for _ in range(300):
+        n = int(rng.integers(2, 6))
+        u = rng.normal(0.0, rng.choice([0.3, 1.0, 3.0, 10.0]) / eps, n)
+        s = rng.choice([-1.0, 1.0], n) if rng.random() < 0.8 else rng.uniform(-1.0, 1.0, n)
+        p, q = _pf_law(u, eps), _pf_law(u + s, eps)
+        assert p.sum() == pytest.approx(1.0, abs=1e-14)
+        worst = np.maximum(worst, np.maximum(_hockey(p, q, e1), _hockey(q, p, e1)))
+    assert np.all(worst <= bound + 1e-13), float(np.max(worst - bound))
+    for x in (-0.5 * eps, 0.0, 0.3 * eps, 0.9 * eps):
+        u = np.array([-(x + eps) / eps, 0.0])
+        got = _hockey(_pf_law(u + np.array([1.0, -1.0]), eps), _pf_law(u, eps), np.array([x]))
+        assert float(got[0]) == pytest.approx(float(pair.profile(x)), rel=1e-12)
+
+
+def test_permute_and_flip_composes_as_laplace():
+    """k uses compose as the Laplace pair's PLD: the same ε(δ) as Laplace(b = 1/ε)."""
+    for eps, k in ((0.5, 20), (1.0, 5)):
+        got = Accountant().compose(_mech("permute_and_flip", epsilon=eps), k).epsilon(1e-6)
+        lap = Accountant().compose(_mech("laplace", b=1.0 / eps), k).epsilon(1e-6)
+        rr = Accountant().compose(_mech("approx_dp", epsilon=eps), k).epsilon(1e-6)
+        assert float(got) == pytest.approx(float(lap), rel=1e-12) and float(got) < float(rr)
 
 
 # ------------------------------------------------------------------------ CLI

@@ -131,3 +131,36 @@ def test_dp_accounting_pld_agrees():
     lo, hi = acct.epsilon_interval(1e-5)
     t = theirs.get_epsilon_for_delta(1e-5)
     assert lo <= t + 1e-3 and t <= hi + 1e-3 and hi - lo < 1e-2, (lo, hi, t)
+
+
+@pytest.mark.parametrize("c, p", [((0.0, 1.0), (0.7, 0.3)), ((0.0, 1.0, 2.0), (0.81, 0.18, 0.01)),
+                                  ((1.0, 2.0), (0.5, 0.5)), ((0.0, 0.0), (0.4, 0.6))])
+def test_sigma_zero_is_the_exact_noiseless_pair(c, p):
+    """σ = 0 (refused on main, which the docs say is answered): the output is the
+    sensitivity itself, P = Σ p_i δ_{c_i} against Q = δ_0, so with p₀ = P(c = 0)
+    δ_{P‖Q}(ε) = 1 − p₀ + (p₀ − e^ε)₊ and δ_{Q‖P}(ε) = (1 − e^ε p₀)₊ (by hand from the
+    two outcomes 0 and > 0); ε(δ) = ∞ below 1 − p₀. At c = (0, 1) it is the subsampled
+    Gaussian at σ = 0 (δ(ε) = q for ε ≥ 0)."""
+    mech = _mech(sigma=0.0, sensitivities=c, sampling_probs=p)
+    p0 = sum(pi for ci, pi in zip(c, p) if ci == 0)
+    eps = np.array([-3.0, -1.0, math.log(p0) if p0 else -0.5, -0.1, 0.0, 0.5, 4.0])
+    want_f = 1 - p0 + np.maximum(p0 - np.exp(eps), 0.0)
+    want_b = np.maximum(1 - np.exp(eps) * p0, 0.0)
+    prof = mech.curve(PrivacyProfile)
+    np.testing.assert_allclose(prof.delta(eps, "forward"), want_f, rtol=1e-14, atol=1e-16)
+    np.testing.assert_allclose(prof.delta(eps, "backward"), want_b, rtol=1e-14, atol=1e-16)
+    if 0 < p0 < 1:
+        assert float(prof.epsilon(0.999 * (1 - p0))) == math.inf
+        assert float(prof.epsilon(1.001 * (1 - p0))) == 0.0
+        # two uses: the record shows up unless both draws are 0, δ(ε ≥ 0) = 1 − p₀²
+        acct = accounting.Accountant().compose(mech, 2)
+        assert float(acct.delta(1.0)) == pytest.approx(1 - p0 ** 2, rel=1e-12)
+    if c == (0.0, 1.0):
+        sub = accounting.mechanism("subsampled_gaussian", q=p[1], sigma=0.0).pair()
+        for d in ("forward", "backward"):
+            np.testing.assert_allclose(mech.pair().profile(eps, d), sub.profile(eps, d),
+                                       rtol=1e-14, atol=1e-16)
+    if p0 == 0:
+        assert float(prof.epsilon(0.5)) == math.inf
+    if p0 == 1:
+        assert float(prof.epsilon(1e-9)) == 0.0
