@@ -152,7 +152,7 @@ class TiltedPasses:
         # entry, small except near the window's ends, where the untilted or oppositely
         # tilted estimate is chosen: no wider window is needed)
         size = self.hi_idx - self.lo_idx + 1
-        check_grid_points(size, step, "the composition")
+        check_grid_points(size, step, "the composition", uses=sum(c for _, c in items))
         import scipy.fft   # lazy: scipy.fft (and scipy.special under it) is most of import time
         n = scipy.fft.next_fast_len(size, real=True)
         # a circle that holds the whole support of the sum folds nothing onto the
