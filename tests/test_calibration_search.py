@@ -5,6 +5,9 @@
   bracket where grids fit (``calibrate_risk`` of 100 subsampled Gaussians, q = 0.01,
   TPR 0.67 at FPR 0.1, stepped from σ = 0.239 to 0.052 and died on the grid; the
   answer is σ = 0.16670);
+* a target that holds with no noise at all answers σ = 0 (it said "sigma must be in
+  [0.01, 1e+08]" once the search stepped below the range, or "nothing to
+  calibrate"), under every accountant and for risk targets too.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from scipy import stats
 
 import accounting as ac
 from accounting import Ledger
-from accounting.analysis.calibration import MechanismFamily, calibrate_risk, calibrate_workload
+from accounting.analysis.calibration import (MechanismFamily, calibrate, calibrate_risk,
+                                             calibrate_workload)
 from accounting.numerics.loss import GridSizeError
 
 
@@ -127,3 +131,41 @@ def _dp_accounting_tpr(sigma: float) -> float:
     remove = tpr(0.1)
     add = 1.0 - brentq(lambda a: tpr(a) - 0.9, 1e-12, 0.9, xtol=1e-14)
     return max(remove, add)
+
+
+# ---------------------------------------------------------------- no noise
+@pytest.mark.parametrize("accountant", ["rdp", "zcdp", "pld"])
+def test_a_target_met_with_no_noise_answers_zero(accountant):
+    """q = 0: no record is ever used, ε = 0 with no noise at all."""
+    got = calibrate("subsampled_gaussian", "sigma", epsilon=1.0, delta=1e-5, count=10,
+                    params={"q": 0.0}, accountant=accountant)
+    assert got.value == 0.0 and got.bracket == (0.0, 0.0)
+    assert 0.0 <= got.epsilon <= 1.0
+    assert got.uses[0][0].sigma == 0.0
+
+
+def test_no_noise_is_exactly_zero_epsilon_when_delta_covers_the_rate():
+    """Without noise, Poisson sampling at q is (0, q)-DP exactly: δ(ε) = q for ε ≥ 0
+    (the non-private mechanism only on the sampled record). δ = 0.01 ≥ q = 0.001:
+    σ = 0 with ε = 0 under the PLD (the search used to die discretising losses past
+    ±700 at tiny σ)."""
+    got = calibrate("subsampled_gaussian", "sigma", epsilon=1.0, delta=0.01,
+                    params={"q": 0.001})
+    assert got.value == 0.0 and got.epsilon == 0.0
+    # and δ = 0.0005 < q is not met at σ = 0: a positive σ
+    assert calibrate("subsampled_gaussian", "sigma", epsilon=1.0, delta=5e-4,
+                     params={"q": 0.001}, accountant="rdp").value > 0.0
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "pld"])
+def test_a_risk_target_met_with_no_noise_answers_zero(accountant):
+    family = MechanismFamily("subsampled_gaussian", "sigma", count=5, params={"q": 0.0})
+    got = calibrate_risk(family, advantage=0.01, accountant=accountant)
+    assert got.value == 0.0 and got.bracket == (0.0, 0.0) and got.achieved <= 0.01
+
+
+def test_zero_is_only_answered_for_a_noise_parameter():
+    """A callable family's x = 0 means nothing known: met everywhere is still refused."""
+    always = MechanismFamily(lambda x: ac.mechanism("gaussian", sigma=max(x, 100.0)))
+    with pytest.raises(ValueError, match="nothing to calibrate"):
+        calibrate_workload(always, epsilon=1.0, delta=1e-5, accountant="rdp", start=200.0)
