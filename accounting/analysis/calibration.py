@@ -24,7 +24,12 @@ is not proved for every family, so it is checked: a bracket is found by growing 
 the RDP answer to 1e-3, cheap and close, since a PLD at far too little noise is slow —
 ε must not rise along those steps, every evaluation made on the way and during the
 root find must be ordered (no feasible x below an infeasible one), and the ends must
-straddle the target; otherwise a ``ValueError`` says so. Brent's method (scipy.optimize.brentq;
+straddle the target; otherwise a ``ValueError`` says so. A step the accountant refuses
+for its grid size (``GridSizeError``) is retried halfway back, in log x, so the bracket
+is found where grids fit. When x is a mechanism's own noise parameter and the search
+cannot go lower (the target holds at every x tried, down to the parameter's range or
+what the accountant discretises), x = 0 — no noise — is evaluated, and the answer is 0
+if it meets the target. Brent's method (scipy.optimize.brentq;
 Brent 1973, ch. 4) then narrows the bracket. The answer is the *feasible* end of the
 final bracket — the smallest x evaluated with ε ≤ target — so ε at the answer never
 exceeds the target; the true threshold lies in the reported bracket (lo, value],
@@ -48,6 +53,7 @@ import numpy as np
 
 from accounting.accountant import Accountant, check_accountant
 from accounting.conversion.converters import improved_epsilon
+from accounting.numerics.loss import GridSizeError
 from accounting.numerics.order_search import minimise_near
 from accounting.progress import progress
 from accounting.curves.curve import Exactness
@@ -67,6 +73,9 @@ DEFAULT_RTOL = 1e-6
 #: bracket search: step n multiplies by min(1.1^(2^n), 16), within 1e±15 of the start
 _GROWTH, _MAX_GROWTH, _MAX_STEPS = 1.1, 16.0, 64
 _RANGE = (1e-15, 1e15)
+#: the bracket search gives up on a direction when the value it may still try lies
+#: within this relative distance of one the accountant refused for its grid size
+_WALL_RTOL = 1e-6
 _DIRECTIONS = (Direction.FORWARD, Direction.BACKWARD)
 
 
@@ -188,7 +197,9 @@ class Calibration:
     ``value``: the feasible end of the final Brent bracket; ``epsilon``: ε(δ) at
     ``value`` under ``accountant`` (an upper bound, max over directions, ≤ ``target``);
     ``bracket`` = (lo, value): ε(lo) > target, so under monotonicity the smallest
-    feasible value lies in (lo, value]; ``order``: the Rényi order α certifying
+    feasible value lies in (lo, value]; (0, 0) when x = 0, no noise at all, meets the
+    target (``value`` = 0: a registered mechanism or class whose noise parameter is x,
+    at its degenerate corner); ``order``: the Rényi order α certifying
     ``epsilon`` (``rdp``/``zcdp``; None for ``pld``); ``evaluations``: distinct
     values of x at which ε was computed; ``ledger``: the composition at ``value``;
     ``uses``: its (mechanism, count) entries;
@@ -265,6 +276,9 @@ class _Problem:
     metric: Optional[Callable[[Accountant], float]] = None
     #: the name of the calibrated figure, for messages
     what: str = "ε"
+    #: x = 0 is no noise at all (x scales the mechanisms' own noise parameters): a
+    #: value the search may answer when nothing smaller can be evaluated
+    zero: bool = False
     seen: dict = attrs.field(factory=dict)
     _log_t: dict = attrs.field(factory=dict)
     #: what ε at each x is: a certified upper bound or a numerical value
@@ -351,14 +365,38 @@ def _check_order(seen: dict, target: float, label: str, what: str = "ε") -> tup
 
 def _bracket(problem: _Problem, start: float, target: float, label: str) -> tuple[float, float]:
     """Steps from ``start`` until ε straddles ``target``: by factors 1.1, 1.21, 1.46,
-    2.1, 4.6, then 16 — cheap when the start is good, quick when it is not."""
+    2.1, 4.6, then 16 — cheap when the start is good, quick when it is not.
+
+    A step the accountant refuses for its grid size (``GridSizeError``: too little
+    noise for the grid at this step) is not the end of the search: the next tries go
+    halfway, in log x, between the last value evaluated and the refused one, so the
+    bracket is found wherever grids fit (100 subsampled Gaussians, q = 0.01, TPR 0.67
+    at FPR 0.1: the step from σ = 0.239 to 0.052 was refused; the answer is 0.1667)."""
     x = start
     feasible = problem.epsilon(x) <= target
-    for n in range(_MAX_STEPS):
+    n = 0
+    wall: Optional[GridSizeError] = None    # the last refusal, at ``wall_x``
+    wall_x = math.nan
+    for _ in range(_MAX_STEPS):
         factor = min(_GROWTH ** (2 ** min(n, 5)), _MAX_GROWTH)
         nxt = x / factor if feasible else x * factor
+        if wall is not None and (nxt <= wall_x if feasible else nxt >= wall_x):
+            nxt = math.sqrt(x * wall_x)
         if not _RANGE[0] * start <= nxt <= _RANGE[1] * start:
             break
+        if wall is not None and abs(math.log(nxt / x)) < _WALL_RTOL:
+            break
+        try:
+            e_next = problem.epsilon(nxt)
+        except GridSizeError as exc:
+            wall, wall_x = exc, nxt
+            continue
+        except ValueError:
+            # below the mechanism's range (or past what the accountant discretises):
+            # if no noise at all meets the target, that is the answer
+            if feasible and _zero_meets(problem, target):
+                return 0.0, 0.0
+            raise
         small, large = (nxt, x) if feasible else (x, nxt)
         e_small, e_large = problem.epsilon(small), problem.epsilon(large)
         if e_large > e_small + 1e-9 * abs(e_small):
@@ -366,9 +404,18 @@ def _bracket(problem: _Problem, start: float, target: float, label: str) -> tupl
             raise ValueError(f"{what} is not non-increasing in {label}: {what}({small:.6g}) = "
                              f"{e_small:.6g} < {what}({large:.6g}) = {e_large:.6g}; calibration "
                              f"assumes more noise never increases {what}")
-        if (problem.epsilon(nxt) <= target) != feasible:
+        if (e_next <= target) != feasible:
             return _check_order(problem.seen, target, label, problem.what)
         x = nxt
+        n += 1
+    if feasible and _zero_meets(problem, target):
+        return 0.0, 0.0
+    if wall is not None:
+        # (once refused, every step stays short of the refusal: it ended the search)
+        side = "down to" if feasible else "up to"
+        met = "meets" if feasible else "misses"
+        raise GridSizeError(f"{label} = {x:.6g} {met} the target {problem.what} ≤ {target:g}, "
+                            f"and the search {side} {wall_x:.6g} was refused: {wall}") from wall
     if feasible:
         raise ValueError(f"{problem.what} ≤ {target:g} for every {label} down to {x:.3g}: "
                          f"nothing to calibrate (is the target {problem.what} too large for "
@@ -377,6 +424,17 @@ def _bracket(problem: _Problem, start: float, target: float, label: str) -> tupl
         raise ValueError(f"no {label} up to {x:.3g} gives {problem.what} ≤ {target:g}")
     raise ValueError(f"no {label} up to {x:.3g} gives ε ≤ {target:g} at δ = "
                      f"{problem.delta:g} under {problem.accountant}")
+
+
+def _zero_meets(problem: _Problem, target: float) -> bool:
+    """Whether x = 0 — no noise, when x is the noise parameter — meets the target (a
+    mechanism that refuses 0, or a figure that cannot be computed there, does not)."""
+    if not problem.zero:
+        return False
+    try:
+        return problem.epsilon(0.0) <= target
+    except ValueError:
+        return False
 
 
 def _ledger_at(family: Callable[[float], Ledger], x: float) -> Ledger:
@@ -411,19 +469,35 @@ def _check_family(family: Any) -> tuple[Callable[[float], Ledger], str]:
                     f"sequence of them, got {type(family).__name__}")
 
 
+def _scales_noise(family: Any) -> bool:
+    """Whether x is the noise parameter itself (times a multiplier) of every mechanism
+    of ``family`` — a registered mechanism or a ``Mechanism`` class, alone or in a
+    sequence — so that x = 0 is no noise at all. For a callable, 0 means nothing known."""
+    terms = (family,) if isinstance(family, MechanismFamily) else family
+    if not isinstance(terms, Sequence) or isinstance(terms, (str, bytes)) or not terms:
+        return False
+    return all(isinstance(t, MechanismFamily) and t._cls is not None for t in terms)
+
+
 def _solve(problem: _Problem, start: float, target: float, label: str, rtol: float,
            integer: bool) -> tuple[float, float]:
-    """(lo, hi): the final bracket, hi the smallest feasible x evaluated. With
-    ``integer`` the answer is the smallest integer n ≥ 1 with value ≤ target, checked
-    by evaluating it and n − 1 (n = 1 when even 1 meets the target)."""
+    """(lo, hi): the final bracket, hi the smallest feasible x evaluated; (0, 0) when
+    x = 0, no noise at all, meets the target (``_Problem.zero``; tried first when
+    ``start`` is 0: another accountant's answer). With ``integer`` the answer is the
+    smallest integer n ≥ 1 with value ≤ target, checked by evaluating it and n − 1
+    (n = 1 when even 1 meets the target)."""
     from scipy.optimize import brentq
-    lo, hi = _bracket(problem, start, target, label)
-    # the value can be +∞ (no finite order); Brent needs finite values, and any large
-    # value keeps the sign it needs
-    cap = 1e6 * (target + 1.0)
-    brentq(lambda x: min(problem.epsilon(x) - target, cap), lo, hi,
-           xtol=1e-3 * rtol * lo, rtol=rtol, maxiter=200)
-    lo, hi = _check_order(problem.seen, target, label, problem.what)
+    if start == 0.0 and _zero_meets(problem, target):
+        lo, hi = 0.0, 0.0
+    else:
+        lo, hi = _bracket(problem, start if start > 0.0 else 1.0, target, label)
+    if hi > 0.0:
+        # the value can be +∞ (no finite order); Brent needs finite values, and any
+        # large value keeps the sign it needs
+        cap = 1e6 * (target + 1.0)
+        brentq(lambda x: min(problem.epsilon(x) - target, cap), lo, hi,
+               xtol=1e-3 * rtol * lo, rtol=rtol, maxiter=200)
+        lo, hi = _check_order(problem.seen, target, label, problem.what)
     if not integer:
         return lo, hi
     n = max(math.floor(hi), 1)
@@ -470,7 +544,7 @@ def calibrate_workload(family: Any, *, epsilon: float, delta: float,
         start = check_positive("start", start)
     elif accountant == "pld":
         try:
-            start = calibrate_workload(fn, epsilon=target, delta=delta, accountant="rdp",
+            start = calibrate_workload(family, epsilon=target, delta=delta, accountant="rdp",
                                        rtol=1e-3, start=1.0, direction=direction).value
         except ValueError:  # no finite Rényi curve: search from 1
             start = 1.0
@@ -480,12 +554,13 @@ def calibrate_workload(family: Any, *, epsilon: float, delta: float,
     if not isinstance(label, str):
         raise TypeError(f"parameter must be a string, got {type(label).__name__}")
 
-    problem = _Problem(fn, delta, accountant, step, direction)
+    problem = _Problem(fn, delta, accountant, step, direction, zero=_scales_noise(family))
     try:
         lo, hi = _solve(problem, start, target, label, rtol, integer)
     finally:
         problem.bar.close()
     eps, order = problem.seen[hi]
+    eps += 0.0     # (−0.0, the ε of an identical pair, reads as 0)
     ledger = _ledger_at(fn, hi)
     return Calibration(parameter=label, value=hi, epsilon=eps, target=target, delta=delta,
                        accountant=accountant, bracket=(lo, hi), rtol=rtol,
@@ -612,12 +687,13 @@ def calibrate_risk(family: Any, *, tpr: Optional[float] = None, fpr: Optional[fl
     start = check_positive("start", start)
     label = parameter if parameter is not None else default_label
     what = f"TPR at FPR {fpr:g}" if figure == "tpr" else "advantage"
-    problem = _Problem(fn, 0.0, accountant, step, d, metric, what)
+    problem = _Problem(fn, 0.0, accountant, step, d, metric, what, zero=_scales_noise(family))
     try:
         lo, hi = _solve(problem, start, target, label, rtol, integer)
     finally:
         problem.bar.close()
-    return RiskCalibration(parameter=label, value=hi, figure=figure, achieved=problem.seen[hi][0],
+    return RiskCalibration(parameter=label, value=hi, figure=figure,
+                           achieved=problem.seen[hi][0] + 0.0,
                            target=target, fpr=fpr, direction=d.value, bracket=(lo, hi),
                            evaluations=len(problem.seen), integer=integer,
                            ledger=_ledger_at(fn, hi), accountant=accountant)

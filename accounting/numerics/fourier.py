@@ -14,7 +14,8 @@ from typing import Optional
 
 import numpy as np
 
-from accounting.numerics.loss import (_U, LossPMF, _fsum, check_built_mass, check_grid_points,
+from accounting.numerics.loss import (_U, MAX_GRID_POINTS, LossPMF, _fsum, check_built_mass,
+                                      check_grid_points,
                                       hockey_stick)
 from accounting.numerics.summed_cgf import SummedCGF
 from accounting.validation import check_count, check_real
@@ -24,6 +25,9 @@ __all__ = ["compose_pmfs", "composed_grid_points", "RefiningLaw", "TiltedPasses"
 
 #: Mass below which an entry of a composed PMF is dropped (tails are accounted for).
 _TRUNCATION = 1e-40
+#: a circle holds the whole support of the sum when that is at most this many times
+#: the window: then no tilt folds anything onto the window
+_PAD = 1.5
 
 
 def composed_grid_points(items: "list[tuple[LossPMF, int]]", tail: float = 1e-18) -> int:
@@ -52,9 +56,9 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
     compose to the tilted sum (e^{θs} factors multiply), whose mass sits near
     s = K'(θ). We compose at a few θ (``SummedCGF.tilts``: 0 for the bulk, then steps chosen so
     that the Chernoff factor e^{K(θ)−θs} is within e^{12} of its best between tilts),
-    untilt, p(s) = e^{K(θ)−θs}·r_θ(s), and keep for each s the estimate with the
-    smallest error bound. This is preferred to exact composition of finite supports
-    because it serves every law (Gaussian mixtures as well as randomized response),
+    untilt, p(s) = e^{K(θ)−θs}·r_θ(s), and keep for each s the tightest of the
+    intervals the tilts certify for it (``TiltedPasses.law``). This is preferred to
+    exact composition of finite supports because it serves every law (Gaussian mixtures as well as randomized response),
     costs a handful of FFTs, and its error bound is the Chernoff bound times 1e-13 or
     so: a relative, not an absolute, error where δ is small.
 
@@ -67,20 +71,22 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
     mass folded in from outside the window, which is non-negative and, per entry, at
     most the tilted mass outside (Chernoff again, w_θ).
 
-    * Pessimistic: p' = max(p̂, 0) + b ≥ p entrywise on the window; the mass above
+    * Pessimistic: p' = min over θ of max(p̂_θ, 0) + b_θ ≥ p entrywise on the window
+      (every tilt's estimate is the exact entry plus a non-negative fold, so every
+      one of these is an upper bound, the lowest the tightest); the mass above
       the window (≤ the Chernoff bound) goes to +∞. Then the total is brought to one
       by removing mass from the lowest losses, or adding it to the lowest kept loss:
       the result stochastically dominates the exact law (its tail sums are ≥ at every
       threshold), so its δ(ε) = E[(1 − e^{ε−L})₊] is ≥ the exact one at every ε and so
       is its trade-off, and dominance survives further composition.
-    * Optimistic: p'' = max(p̂ − b − e^{K(θ)−θs}w_θ, 0) ≤ p entrywise; mass outside
-      the window is dropped. Dominated, for the same reasons.
+    * Optimistic: p'' = max over θ of (p̂_θ − b_θ − e^{K(θ)−θs}w_θ)₊ ≤ p entrywise;
+      mass outside the window is dropped. Dominated, for the same reasons.
 
-    Where no composed tilt resolves an entry (its bound is above the Chernoff bound
-    F·e^{K(θ)−θs} on the entry itself, ``TiltedPasses.log_cap``), that bound is the
-    pessimistic mass and the optimistic one is 0: every law is finite and sound
-    whatever tilts it is built from, which lets ``RefiningLaw`` answer a query from
-    the one or two tilts it needs.
+    The Chernoff bound F·e^{K(θ)−θs} on the entry itself (``TiltedPasses.log_cap``)
+    caps the pessimistic mass where no composed tilt resolves an entry (the
+    optimistic one is then 0): every law is finite and sound whatever tilts it is
+    built from, which lets ``RefiningLaw`` answer a query from the one or two tilts
+    it needs.
 
     The masses at +∞ combine as 1 − Π(1 − m_i)^{c_i}; the optimistic slacks add.
     """
@@ -89,7 +95,7 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
     if trivial is not None:
         return trivial
     passes = TiltedPasses(items, tail)
-    return passes.law(passes.canonical, pessimistic, fold=False)[0]
+    return passes.law(passes.canonical, pessimistic)[0]
 
 
 def _checked(items, tail: float) -> tuple[list, float]:
@@ -151,9 +157,16 @@ class TiltedPasses:
         # entry, small except near the window's ends, where the untilted or oppositely
         # tilted estimate is chosen: no wider window is needed)
         size = self.hi_idx - self.lo_idx + 1
-        check_grid_points(size, step, "the composition")
+        check_grid_points(size, step, "the composition", uses=sum(c for _, c in items))
         import scipy.fft   # lazy: scipy.fft (and scipy.special under it) is most of import time
-        self.n = n = scipy.fft.next_fast_len(size, real=True)
+        n = scipy.fft.next_fast_len(size, real=True)
+        # a circle that holds the whole support of the sum folds nothing onto the
+        # window, at any tilt (a positive tilt's heavy top wraps onto the low losses
+        # otherwise): worth up to ``_PAD`` times the points
+        support = int(round((cgf.s_max - cgf.s_min) / step)) + 1
+        if support <= _PAD * size and support <= MAX_GRID_POINTS:
+            n = max(n, scipy.fft.next_fast_len(support, real=True))
+        self.n = n
         window = np.arange(self.lo_idx, self.hi_idx + 1)
         self.s = window * step
         # long compositions amplify the forward-FFT error by the count: use extended
@@ -237,28 +250,33 @@ class TiltedPasses:
         θ = 0 line, F itself), plus a margin for the rounding of K − θs. It keeps every
         entry finite and sound where no composed tilt resolves it. (The θ best at the
         nearest of 257 evenly spaced points, used before, is off by |θ|·Δs/2: e^{115}
-        for three discrete Laplace laws at θ = 1000, a cap of 1e50 on a mass ≤ 1.)"""
+        for three discrete Laplace laws at θ = 1000, a cap of 1e50 on a mass ≤ 1.) It is never above F itself (+1e-9 relative
+        for the rounding of F), so it cannot overflow to +∞."""
         if self._log_cap is None:
             k, t, s = self.cgf.k, self.cgf.thetas, self.s
             j = _best_lines(k, t, s)
             val = k[j] - t[j] * s
-            self._log_cap = self.log_f + val + 8.0 * _U * (np.abs(k[j]) + np.abs(t[j] * s)) + 1e-12
+            cap = self.log_f + val + 8.0 * _U * (np.abs(k[j]) + np.abs(t[j] * s)) + 1e-12
+            self._log_cap = np.minimum(cap, self.log_f + 1e-9)
         return self._log_cap
 
-    def law(self, tilts, pessimistic: bool, fold: bool = True) -> tuple[LossPMF, np.ndarray]:
+    def law(self, tilts, pessimistic: bool) -> tuple[LossPMF, np.ndarray]:
         """The sound law from the passes at ``tilts`` (grid θ indices), and the
-        allowance at each entry of the window: a bound on |law − exact| there (2b +
-        folded, capped by ``log_cap``), from which ``RefiningLaw`` judges whether an
-        answer is as precise as the grid allows. With ``fold`` (always on the
-        optimistic side) each entry's tilt is chosen counting the fold bound;
-        ``compose_pmfs``' pessimistic side chooses by the rounding bound alone."""
-        fold = fold or not pessimistic
+        allowance at each entry of the window: a bound on |law − exact| there, from
+        which ``RefiningLaw`` judges whether an answer is as precise as the grid allows.
+
+        Every pass certifies an interval for every entry: the circle is the exact
+        entry plus a non-negative fold, so p ≤ p̂_θ + b_θ, and p ≥ p̂_θ − b_θ − w_θ
+        (b: rounding, w: a bound on the fold). Any tilt's upper end is sound, so each
+        entry takes the lowest upper and the highest lower end over the passes (and
+        the Chernoff cap, ``log_cap``). One tilt an entry, the pessimistic side's
+        chosen by its rounding bound alone, kept a positive tilt's fold: 2 ×
+        subsampled Gaussian (q = 0.001, σ/Δ = 0.535), the fold of θ = 3.8 onto the
+        losses near 0.04 put δ(1) at 2.9× its value."""
         step, s, cgf = self.step, self.s, self.cgf
         size = s.size
-        best = np.full(size, np.inf)               # log of the error bound in use at s
-        est = np.zeros(size)
-        folded = np.zeros(size)                    # bound on the mass folded in, at s
-        best_sel = np.full(size, np.inf)           # log of both bounds together
+        upper = np.full(size, np.inf)              # certified p ≤ upper, per entry
+        low = np.zeros(size)                       # certified p ≥ low
         for i in sorted(set(int(i) for i in tilts)):
             theta = float(cgf.thetas[i])
             raw, e2, log_m, eta = self._run(i)
@@ -267,47 +285,30 @@ class TiltedPasses:
             # …: at most the tilted mass at or beyond s + n·step plus that at or below
             # s − n·step (lattice points; half a step inside to be safe from rounding),
             # far less than the whole mass outside the window where s is far from the
-            # end the fold comes from (Chernoff, ``SummedCGF.tails``); the optimistic
-            # side must allow for it. The untilting's own rounding: 8u(1 + |log|) relative
+            # end the fold comes from (Chernoff, ``SummedCGF.tails``); the lower end
+            # must allow for it. The untilting's own rounding: 8u(1 + |log|) relative
             w = cgf.tails_at(i, self._above, True) + cgf.tails_at(i, self._below, False)
             rel = eta + 8.0 * _U * (1.0 + np.abs(log_scale))
-            # (the bounds compared in log space; where a bound is above the Chernoff cap
-            # its value is never used, so a scale that overflows there is harmless)
+            # (an end that overflows is inf or NaN: fmin/fmax pass over it, the cap or
+            # another pass decides there)
             with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
                 scale = np.exp(log_scale)
-                spread = rel * np.abs(raw)
-                log_b = log_scale + np.log(e2 + spread)
-                # each entry takes the tilt whose bound is smallest: with ``fold`` the
-                # bound on what the circle folds in counts too (the optimistic side
-                # subtracts it; the pessimistic side keeps the fold, which is
-                # non-negative, so it stays sound, but a positive tilt can fold the
-                # heavy tilted top of the window onto the losses below it — 1e-7 of
-                # the mass there for 1000 subsampled Gaussians at θ = 3.8)
-                log_sel = log_scale + np.log(e2 + w + spread)
-                better = (log_sel < best_sel) if fold else (log_b < best)
-                best_sel = np.where(better, log_sel, best_sel)
-                est = np.where(better, raw * scale, est)
-                folded = np.where(better, scale * w, folded)
-            best = np.where(better, log_b, best)
+                est = raw * scale
+                err = np.exp(log_scale + np.log(e2 + rel * np.abs(raw)))
+                upper = np.fmin(upper, np.maximum(est, 0.0) + err)
+                low = np.fmax(low, est - err - scale * w)
         log_cap = self.log_cap()
         cap = np.exp(log_cap)
-        # an entry is resolved where its bounds are below the cap; elsewhere the cap
-        # alone (pessimistic) or nothing (optimistic) is kept
-        resolved = (best_sel if fold else best) < log_cap
-        with np.errstate(over="ignore", invalid="ignore"):
-            err = np.where(resolved, np.exp(best), cap)
-            folded = np.where(resolved, folded, 0.0)
-            est = np.where(resolved, est, 0.0)
-        low = np.where(resolved, np.maximum(est - err - folded, 0.0), 0.0)  # ≤ exact p
-        # (the pessimistic masses exceed the exact ones by at most 2b plus the mass the
-        # circle folds in, the optimistic ones fall short by as much)
-        allowance = np.minimum(2.0 * err + folded, cap)
+        upper = np.fmin(upper, cap)
+        # (the two ends meet only to the rounding of the subtractions above)
+        low = np.minimum(low, upper)
+        allowance = upper - low
         carried = sum(c * p.roundoff for p, c in self.items)
         roundoff = carried + float(np.sum(allowance)) + math.exp(self.log_f) * cgf.outside(
             cgf.zero, self.lo_idx * step, self.hi_idx * step)
         inf = self.inf
         if pessimistic:
-            masses = np.where(resolved, np.minimum(np.maximum(est, 0.0) + err, cap), cap)
+            masses = upper
             # the exact law's finite and +∞ parts total F + inf (the rest, if the inputs
             # lost mass, sits at −∞); mass above the window (exact part ≤ its Chernoff
             # bound) goes to +∞
@@ -796,8 +797,7 @@ class RefiningLaw:
     def full(self) -> LossPMF:
         """The law of the canonical tilts: ``compose_pmfs`` of the same items."""
         if self._full is None:
-            self._full = self._passes.law(self._passes.canonical, self.pessimistic,
-                                          fold=False)[0]
+            self._full = self._passes.law(self._passes.canonical, self.pessimistic)[0]
         return self._full
 
     def _law(self, tilts) -> tuple[LossPMF, np.ndarray]:

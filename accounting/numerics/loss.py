@@ -36,7 +36,7 @@ from accounting.validation import check_count
 from accounting.vocabulary import InvariantError
 
 __all__ = ["LossPMF", "log_moments", "hockey_stick", "tail_sums", "MAX_GRID_POINTS", "BYTES_PER_POINT",
-           "check_grid_points", "MASS_ROUNDING", "check_built_mass"]
+           "check_grid_points", "MASS_ROUNDING", "check_built_mass", "GridSizeError", "fitting_step"]
 
 #: Largest grid a PMF may occupy (about 1.3 GiB at the peak of a discretisation or a
 #: composition); beyond it the caller must coarsen the grid.
@@ -47,15 +47,54 @@ MAX_GRID_POINTS = 1 << 22
 BYTES_PER_POINT = 320
 
 
-def check_grid_points(n: int, step: float, what: str = "the PLD", option: str = "step") -> int:
-    """``n``, or a ValueError before anything is allocated when a grid of ``n`` points
-    exceeds ``MAX_GRID_POINTS``: it names the size, the memory and the ``option`` that
-    fixes it (for ``step``, the step that would fit)."""
+class GridSizeError(ValueError):
+    """A grid refused for its size (``check_grid_points``): the request is valid, but
+    this step (or accuracy) needs more than ``MAX_GRID_POINTS`` points. A search over
+    a noise parameter may catch it and stay where grids fit."""
+
+
+#: the named step is chosen for this many more points than the estimate below
+_FIT_MARGIN = 1.01
+
+
+def fitting_step(n: int, step: float, uses: int = 1) -> Optional[float]:
+    """A step larger than ``step`` at which a grid of ``n`` points at ``step`` fits in
+    ``MAX_GRID_POINTS``, or None when no step does.
+
+    A grid spans a width W = n·step of loss that a coarser step s′ covers with W/s′
+    points, plus its two spare ends, plus — for a sum of ``uses`` laws — up to one
+    point a use: each law's atoms may move by up to a step when the grid coarsens, and
+    so may the sum's window (10⁷ Gaussians, σ = 1: the window holds ~0.8 points a use
+    at any step, so no step fits, where W/s′ alone named 2.5). So s′ = 1.01·W/(MAX −
+    uses − 2), rounded *up* to two significant digits: the number printed is itself
+    one that fits, and it is larger than ``step`` (rounded to nearest, 2.01e-4 was
+    printed as 2e-4, the step in use)."""
+    room = MAX_GRID_POINTS - uses - 2
+    if room <= 0:
+        return None
+    need = step * n * _FIT_MARGIN / room
+    scale = 10.0 ** (math.floor(math.log10(need)) - 1)
+    return math.ceil(need / scale) * scale
+
+
+def check_grid_points(n: int, step: float, what: str = "the PLD", option: str = "step",
+                      uses: int = 1) -> int:
+    """``n``, or a ``GridSizeError`` (a ValueError) before anything is allocated when a
+    grid of ``n`` points exceeds ``MAX_GRID_POINTS``: it names the size, the memory and
+    the ``option`` that fixes it (for ``step``, a larger step that fits, or that none
+    does, for a grid of a sum of ``uses`` laws: ``fitting_step``)."""
     if n > MAX_GRID_POINTS:
         need = n * BYTES_PER_POINT / 2 ** 30
-        fits = f" (step ≥ {step * n / MAX_GRID_POINTS:.2g} fits)" if option == "step" else ""
-        raise ValueError(f"{what} at step {step:g} needs about {n:,} grid points (~{need:.1f} "
-                         f"GiB; max {MAX_GRID_POINTS:,}); use a larger {option}{fits}")
+        fit = fitting_step(n, step, uses) if option == "step" else None
+        if option != "step":
+            advice = f"use a larger {option}"
+        elif fit is not None:
+            advice = f"use a larger step (step ≥ {fit:.2g} fits)"
+        else:
+            advice = (f"no step fits: a sum of {uses:,} uses takes about one grid point a "
+                      f"use at any step (account fewer uses at a time)")
+        raise GridSizeError(f"{what} at step {step:g} needs about {n:,} grid points "
+                            f"(~{need:.1f} GiB; max {MAX_GRID_POINTS:,}); {advice}")
     return n
 
 
