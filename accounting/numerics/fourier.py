@@ -15,8 +15,7 @@ from typing import Optional
 import numpy as np
 
 from accounting.numerics.loss import (_U, MAX_GRID_POINTS, LossPMF, _fsum, check_built_mass,
-                                      check_grid_points,
-                                      hockey_stick)
+                                      check_grid_points, hockey_stick)
 from accounting.numerics.summed_cgf import SummedCGF
 from accounting.validation import check_count, check_real
 
@@ -250,8 +249,9 @@ class TiltedPasses:
         θ = 0 line, F itself), plus a margin for the rounding of K − θs. It keeps every
         entry finite and sound where no composed tilt resolves it. (The θ best at the
         nearest of 257 evenly spaced points, used before, is off by |θ|·Δs/2: e^{115}
-        for three discrete Laplace laws at θ = 1000, a cap of 1e50 on a mass ≤ 1.) It is never above F itself (+1e-9 relative
-        for the rounding of F), so it cannot overflow to +∞."""
+        for three discrete Laplace laws at θ = 1000, a cap of 1e50 on a mass ≤ 1.) It
+        is never above F itself (+1e-9 relative for the rounding of F), so it cannot
+        overflow to +∞."""
         if self._log_cap is None:
             k, t, s = self.cgf.k, self.cgf.thetas, self.s
             j = _best_lines(k, t, s)
