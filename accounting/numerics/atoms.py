@@ -37,7 +37,7 @@ import attrs
 import numpy as np
 
 from accounting.numerics.discretise import cut_tails
-from accounting.numerics.loss import LossPMF, check_grid_points
+from accounting.numerics.loss import LossPMF, check_built_mass, check_grid_points
 from accounting.vocabulary import Direction
 
 __all__ = ["atom_profile", "atoms_on_grid", "finite_law_on_grid", "AtomSplit", "add_on_grid"]
@@ -103,8 +103,9 @@ def atoms_on_grid(losses: np.ndarray, masses: np.ndarray, step: float,
     base = int(idx.min())
     check_grid_points(int(idx.max()) - base + 1, step, "the loss atoms on the grid")
     sup = float(losses[masses > 0].max()) if pessimistic and (masses > 0).any() else None
-    return LossPMF.on_grid(step, base, np.bincount(idx - base, weights=w), slack=slack,
-                           sup_loss=sup)
+    grid = np.bincount(idx - base, weights=w)
+    check_built_mass(grid, 0.0, "loss atoms on the grid")
+    return LossPMF.on_grid(step, base, grid, slack=slack, sup_loss=sup)
 
 
 def finite_law_on_grid(law: LossPMF, step: float, tail: float) -> LossPMF:
@@ -121,6 +122,7 @@ def finite_law_on_grid(law: LossPMF, step: float, tail: float) -> LossPMF:
     losses, masses, inf_mass = cut_tails(law, tail, pessimistic=True)
     out = atoms_on_grid(losses, masses, step, pessimistic=True)
     sup = out.sup_loss if inf_mass == 0 else None
+    check_built_mass(out.masses, inf_mass, "a finite law on the grid")
     return LossPMF.on_grid(step, out.offset, out.masses, inf_mass, sup_loss=sup)
 
 
@@ -261,4 +263,5 @@ def add_on_grid(parts: "list[LossPMF]", step: float) -> LossPMF:
     out = np.zeros(hi - lo)
     for p in parts:
         out[p.offset - lo:p.offset - lo + p.masses.size] += p.masses
+    check_built_mass(out, 0.0, "a sum of laws on the grid")
     return LossPMF.on_grid(step, lo, out)

@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from accounting.numerics.loss import LossPMF, check_grid_points
+from accounting.numerics.loss import LossPMF, check_built_mass, check_grid_points
 
 __all__ = ["connect_the_dots", "convex_minorant", "repay_from_below", "profile_support", "profile_sup",
            "declared_sup",
@@ -350,6 +350,7 @@ def connect_the_dots(indices: np.ndarray, step: float, d: np.ndarray,
     # so the PMF stays pessimistic, and paying it back from the masses below keeps it
     # so while keeping the total mass (``repay_from_below``).
     m = repay_from_below(m, 1.0 - float(max(d[-1], 0.0)))
+    check_built_mass(m, float(max(d[-1], 0.0)), "a connect-the-dots law")
     return LossPMF.on_grid(step, int(indices[0]), m, inf_mass=float(max(d[-1], 0.0)),
                            sup_loss=sup, bounded=bounded)
 
@@ -964,5 +965,6 @@ def atoms_to_grid(law: LossPMF, step: float, tail: float, pessimistic: bool) -> 
     idx = idx.astype(np.int64)
     check_grid_points(int(idx[-1] - idx[0]) + 1, step, "the loss law on the grid")
     masses = np.bincount(idx - idx[0], weights=w)
+    check_built_mass(masses, inf_mass, "a loss law moved onto the grid")
     sup = law.max_loss if law.inf_mass == 0 and np.isfinite(law.max_loss) else None
     return LossPMF.on_grid(step, int(idx[0]), masses, inf_mass, sup_loss=sup)

@@ -36,11 +36,18 @@ from accounting.pairs.pair import (LawPair, Pair, _overrides, disjoint_pair, ide
 from accounting.validation import check_count, check_probability
 
 from . import subsampled_rdp as _rdp
+from .subsampled_gaussian_rdp import log_mixture_ratio, log_power_excess
 from .laplace import LaplacePair
 
 __all__ = ["PoissonSubsampledPair", "PoissonSubsampled", "WithoutReplacementPair",
            "SampledWithoutReplacement", "SubsampledLaplace", "check_rate", "poisson_pair",
            "PoissonMechanism"]
+
+
+#: relative amount by which the quadrature's K is raised, so that the numerical value
+#: errs high: against 40-digit references (Laplace b/Δ ∈ {2, 10, 50}, q ∈ [1e-4, 0.01],
+#: α ≤ 32, both directions) it is within 5e-15 of K; not a proof (``Exactness.NUMERICAL``)
+QUADRATURE_RAISE = 1e-12
 
 
 def check_rate(instance, attribute, value) -> None:
@@ -236,14 +243,39 @@ class PoissonSubsampledPair(Pair):
         return self.base._rho(direction)
 
     def _quadrature_cgf(self, t, direction):
+        """log A by quadrature, A = ∫ Q₀ Y^λ with Y = 1 − q + q P₀/Q₀, λ = 1 + t (forward)
+        or −t (backward). For t > 0 it integrates A − 1 = ∫ Q₀ F_λ(Y), F_λ(y) = y^λ − 1 −
+        λ(y − 1) ≥ 0 (``log_power_excess``; the Gaussian's form, arXiv:1908.10530 §3.3),
+        and returns log1p(A − 1): the integral of A ≈ 1 itself loses a tiny K's relative
+        accuracy (5e-6 low for Laplace b/Δ = 50 at q = 1e-4)."""
         logf, shift, width, (lo, hi) = self.base.noise_density()
         log_z = log_integral(logf, lo, hi, width, shift)
         lq1 = np.log1p(-self.q) if self.q < 1 else -np.inf
         lq = np.log(self.q)
         t = np.asarray(t, dtype=float)
         out = np.empty(t.size)
+        forward = direction is Direction.FORWARD
         for i, tt in enumerate(np.ravel(t)):
-            a, b = (1.0 + tt, -tt) if direction is Direction.FORWARD else (-tt, 1.0 + tt)
+            a, b = (1.0 + tt, -tt) if forward else (-tt, 1.0 + tt)
+            reach = (abs(a) + abs(b)) * (abs(shift) + (hi - lo))
+            if tt == 0:
+                out[i] = 0.0
+                continue
+            if tt > 0 and self.q < 1:
+                lam = a if forward else -tt
+
+                def g(x, lam=lam):
+                    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+                        q0 = logf(x) - log_z
+                        p0 = logf(x - shift) - log_z
+                        v = q0 + log_power_excess(log_mixture_ratio(p0 - q0, self.q), lam)
+                    # Q₀ = 0 < P₀: Y = ∞, an infinite forward moment (no backward one)
+                    lone = np.isneginf(q0) & np.isfinite(p0)
+                    v = np.where(lone, np.inf if forward else -np.inf, v)
+                    return np.where(np.isnan(v), -np.inf, v)
+                excess = log_integral(g, lo - reach, hi + reach, width, shift)
+                out[i] = np.logaddexp(0.0, excess) * (1.0 + QUADRATURE_RAISE)
+                continue
 
             def h(x, a=a, b=b):
                 with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
@@ -251,8 +283,7 @@ class PoissonSubsampledPair(Pair):
                     mix = np.logaddexp(lq1 + q0, lq + logf(x - shift) - log_z)
                     v = a * mix + b * q0
                 return np.where(np.isnan(v), -np.inf, v)
-            reach = (abs(a) + abs(b)) * (abs(shift) + (hi - lo))
-            out[i] = 0.0 if tt == 0 else log_integral(h, lo - reach, hi + reach, width, shift)
+            out[i] = log_integral(h, lo - reach, hi + reach, width, shift)
         return out.reshape(t.shape)
 
     def cgf_lower(self, t, direction):
