@@ -49,6 +49,16 @@ too (or Gaussians only). Anything else (``ZCDpEvent``, truncated or with-replace
 sampling, ``UnsupportedDpEvent``) is
 an ``UnsupportedEventError`` naming the event and its place in the tree, such as
 ``event.events[1].event``.
+
+Trees of any depth are read: the walk keeps its own stack, so a valid composition
+thousands of events deep is answered. A chain of ``PoissonSampledDpEvent``s is one
+Poisson sampling of probability Π q_i, rounded up (each record survives every
+sampling independently: the same mechanism, not a bound); a product too small for
+the mechanism is raised to the least q it takes (only adds privacy loss). Other
+wrappers nest at most ``ledger.MAX_MECHANISM_DEPTH`` deep, as in a ledger document.
+The events' fields are checked before use (dp_accounting's events check nothing): a
+string or a boolean where a number belongs is a ``TypeError`` naming the field by
+its path (``event.events[0].noise_multiplier``), a NaN a ``ValueError``.
 """
 
 from __future__ import annotations
