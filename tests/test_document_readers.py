@@ -22,7 +22,7 @@ from accounting import PLD, Accountant
 from accounting import serialization as S
 from accounting.ledger import Ledger
 from accounting.numerics.loss import MAX_LOST_MASS
-from accounting.parallel import load_sweep, plan_sweep, run_sweep
+from accounting.parallel import account_ledgers, load_sweep, plan_sweep, run_sweep
 from accounting.parallel import sweep as sweep_module
 from accounting.parallel.sweep import SweepError
 from accounting.validation import MAX_DEPTH, check_depth
@@ -279,6 +279,8 @@ def _readers(depth: int, tmp_path):
         ("sweep TOML dotted table", lambda: plan_sweep(tomllib.loads(
             TOML + f"[grid.{dotted}]\nx = 1\n"))),
         ("sweep dict", lambda: plan_sweep({**tomllib.loads(TOML), "grid": {"sigma": data}})),
+        ("ledger rows", lambda: account_ledgers(
+            [{"mechanism": [{"name": "gaussian", "sigma": data}]}], delta=1e-5)),
     ]
 
 
