@@ -414,3 +414,45 @@ def test_a_saved_pld_is_validated_like_a_fresh_one(pld_doc):
     halved = S.from_document(_with(pld_doc, "lower", "masses", lambda m: m / 2))
     assert halved.delta_interval(eps)[0] <= lo
     assert 0 < MAX_LOST_MASS <= 1e-3
+
+
+def test_a_saved_tradeoff_is_validated_like_a_fresh_one():
+    from accounting import TradeOff
+    acct = Accountant(step=1e-2).compose(accounting.mechanism("gaussian", sigma=2.0), 3)
+    doc = S.to_document(acct.curve(PLD).to(TradeOff))
+    back = S.from_document(doc)
+    alpha = np.linspace(0, 1, 11)
+    assert back.beta(alpha).tobytes() == acct.curve(PLD).to(TradeOff).beta(alpha).tobytes()
+
+    def edited(path, value):
+        out = json.loads(json.dumps(doc))
+        target = out["curve"]
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value(target[path[-1]]) if callable(value) else value
+        return out
+
+    def array(change):
+        def edit(field):
+            x = np.frombuffer(base64.b64decode(field["base64"]), "<f8").copy()
+            x = change(x)
+            return {**field, "base64": base64.b64encode(x.astype("<f8").tobytes()).decode()}
+        return edit
+    cases = [
+        (("upper", "pessimistic"), False, r"TradeOff\.upper must be a pessimistic side"),
+        (("lower", "pessimistic"), True, r"TradeOff\.lower must be an optimistic side"),
+        (("upper", "own", 1, "beta"), array(lambda x: np.where(np.arange(x.size) == 3, np.nan,
+                                                               x)),
+         r"OwnLaw\.beta must not contain NaN"),
+        (("upper", "own", 1, "alpha_c"), array(lambda x: x[::-1]),
+         r"OwnLaw\.alpha_c must be non-increasing"),
+        (("upper", "reverse", 0, "power"), array(lambda x: x * 2),
+         r"ReverseLaw\.power must be in \[0, 1\]"),
+        (("upper", "own", 0, "ratio"), array(lambda x: -x), r"OwnLaw\.ratio must be in"),
+        (("upper", "own", 0, "start"), 10 ** 6, r"OwnLaw\.start must be an integer <="),
+        (("upper", "reverse", 1, "rest"), {"float": "nan"}, r"ReverseLaw\.rest must not "
+                                                            r"contain NaN"),
+    ]
+    for path, value, message in cases:
+        with pytest.raises((TypeError, ValueError), match=message):
+            S.from_document(edited(path, value))
