@@ -44,7 +44,7 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 import attrs
 import numpy as np
 
-from accounting.ledger import SCHEMA, Ledger, _json_loads, check_keys, check_schema
+from accounting.ledger import SCHEMA, Ledger, check_keys, check_schema, parse_json
 from accounting.validation import check_depth
 
 __all__ = ["save", "load", "dumps", "loads", "to_document", "from_document", "encode",
@@ -296,7 +296,7 @@ def dumps(obj: Any, **json_options: Any) -> str:
 def loads(text: "str | bytes", registry: Any = None) -> Any:
     """The object of JSON text written by ``dumps`` (strict JSON: no NaN/Infinity
     literals, no duplicate keys)."""
-    return from_document(_json_loads(text), registry)
+    return from_document(parse_json(text), registry)
 
 
 def save(obj: Any, path: "str | os.PathLike") -> None:
@@ -309,7 +309,7 @@ def save(obj: Any, path: "str | os.PathLike") -> None:
 def load(path: "str | os.PathLike", registry: Any = None) -> Any:
     """Read back what ``save`` wrote."""
     text = read_text_file(path, MAX_DOCUMENT_BYTES, "document")
-    return from_document(_json_loads(text, str(path)), registry)
+    return from_document(parse_json(text, str(path)), registry)
 
 
 def read_text_file(path: "str | os.PathLike", limit: int, what: str = "file",
