@@ -198,3 +198,23 @@ def test_numbers_of_every_numeric_type_still_work():
     rr = dp_event_entries(E.RandomizedResponseDpEvent(0.5, np.int64(3)))
     assert rr == dp_event_entries(E.RandomizedResponseDpEvent(0.5, 3))
     assert accounting.Accountant().compose(a[0][0]).epsilon(1e-5) > 0
+
+
+def test_the_folded_chain_equals_the_nested_subsampling_it_replaces():
+    # Poisson sampling of a Poisson sample, accounted the long way (the library's
+    # poisson_subsampled around poisson_subsampled) and folded (one q = q1·q2·q3)
+    m = accounting.mechanism
+    nested = m("gaussian", sigma=1.0)
+    event = E.GaussianDpEvent(1.0)
+    for q in (0.5, 0.3, 0.8):
+        nested = m("poisson_subsampled", q=q, base=nested)
+        event = E.PoissonSampledDpEvent(q, event)
+    long_way = accounting.Accountant(step=1e-3).compose(nested)
+    folded = from_dp_event(event, step=1e-3)
+    (mechanism, _), = dp_event_entries(event)
+    assert mechanism.q == pytest.approx(0.5 * 0.3 * 0.8, rel=1e-15)
+    for delta in (1e-3, 1e-5):
+        lo, hi = long_way.epsilon_interval(delta)
+        flo, fhi = folded.epsilon_interval(delta)
+        assert max(lo, flo) <= min(hi, fhi) * (1 + 1e-9)      # the brackets overlap
+        assert fhi == pytest.approx(hi, rel=1e-3)
