@@ -44,7 +44,7 @@ from accounting.curves.pld import DEFAULT_STEP, MIN_STEP, PLD, RefiningPLD, chec
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
-from accounting.validation import check_count, check_options, check_real
+from accounting.validation import check_count, check_depth, check_options, check_real
 from accounting.curves.zcdp import ZCDP
 
 __all__ = ["Accountant", "ACCOUNTANTS", "MIN_STEP", "CURVE_OPTIONS", "check_accountant"]
@@ -155,6 +155,7 @@ class Accountant:
     def from_dict(cls, data: Any, registry: Any = None) -> "Accountant":
         """The accountant of a ``to_dict`` document; each problem is a ValueError or
         TypeError naming its path (``ledger.entries[0].mechanism.sigma``)."""
+        check_depth(data, "the document")
         check_keys(data, "", ("kind", "schema", "step", "ledger"),
                    required=("schema", "step", "ledger"))
         check_schema(data, "", "accountant")

@@ -38,9 +38,11 @@ Document (``to_dict``/``to_json``/``to_toml``; schema 1)::
 
 Reading a document (``from_dict``/``from_json``/``from_toml``) never unpickles and never
 executes anything: every mechanism is looked up by name in a registry and built by
-its own validated constructor. Unknown keys, unknown mechanisms, missing or wrong
-parameters and counts are refused with a ``ValueError``/``TypeError`` whose message
-begins with the path inside the document, e.g. ``entries[2].mechanism.base.sigma``.
+its own validated constructor. Unknown keys, unknown mechanisms, wrong parameters,
+missing parameters that have no default, and missing or wrong counts (every entry
+needs its ``count``, which is never taken as 1) are refused with a
+``ValueError``/``TypeError`` whose message begins with the path inside the document,
+e.g. ``entries[2].mechanism.base.sigma`` or ``entries[0].count: missing``.
 Floats are written with Python's shortest round-trip ``repr`` (JSON and TOML alike),
 so every parameter reads back bit for bit.
 
@@ -79,11 +81,11 @@ import attrs
 
 from accounting.pairs.mechanism import Mechanism, Neighbouring, as_neighbouring
 from accounting.pairs.pair import Pair
-from accounting.validation import MAX_COUNT, check_count
+from accounting.validation import MAX_COUNT, check_count, check_depth
 
 __all__ = ["Ledger", "MechanismSpec", "Unwritten", "SCHEMA", "MAX_MECHANISM_DEPTH",
            "parameter_kind", "coerce_parameter", "build_mechanism", "check_schema",
-           "check_keys", "toml_dumps", "ordered_parameters"]
+           "check_keys", "toml_dumps", "ordered_parameters", "parse_json"]
 
 #: the document layout version written by this release (see the module docstring)
 SCHEMA = 1
@@ -594,6 +596,7 @@ class Ledger:
     def from_dict(cls, data: Any, registry: Any = None) -> "Ledger":
         """The ledger of a document (see the module docstring); every problem is a
         ValueError/TypeError naming its path in the document."""
+        check_depth(data, "the document")
         check_keys(data, "", ("kind", "schema", "entries"), required=("schema", "entries"))
         check_schema(data, "", "ledger")
         return cls.from_entries(data["entries"], "entries", registry)
@@ -601,19 +604,23 @@ class Ledger:
     @classmethod
     def from_entries(cls, entries: Any, path: str = "entries",
                      registry: Any = None) -> "Ledger":
-        """The ledger of a document's ``entries`` list found at ``path``."""
+        """The ledger of a document's ``entries`` list found at ``path``: each entry a
+        table with its ``mechanism`` and its ``count`` (an integer in [1, 2^53]), both
+        required."""
+        check_depth(entries, path)
         if not isinstance(entries, list):
             raise TypeError(f"{path} must be a list of entries, got {_type_name(entries)}")
         out = []
         for i, entry in enumerate(entries):
             where = f"{path}[{i}]"
             check_keys(entry, where, ("mechanism", "count"), required=("mechanism",))
-            count = entry.get("count", 1)
-            if isinstance(count, bool) or not isinstance(count, int):
-                raise TypeError(f"{where}.count must be an integer, got "
-                                f"{_type_name(count)} {count!r}")
-            if not 1 <= count <= MAX_COUNT:
-                raise ValueError(f"{where}.count must be in [1, 2^53], got {count}")
+            count = entry.get("count")
+            if count is not None:
+                if isinstance(count, bool) or not isinstance(count, int):
+                    raise TypeError(f"{where}.count must be an integer, got "
+                                    f"{_type_name(count)} {count!r}")
+                if not 1 <= count <= MAX_COUNT:
+                    raise ValueError(f"{where}.count must be in [1, 2^53], got {count}")
             doc = entry["mechanism"]
             mpath = f"{where}.mechanism"
             if not isinstance(doc, Mapping):
@@ -627,18 +634,25 @@ class Ledger:
                 raise TypeError(f"{mpath}.name must be a string, got {_type_name(name)} "
                                 f"{name!r}")
             params = {k: v for k, v in doc.items() if k != "name"}
-            out.append((build_mechanism(registry, name, params, path=mpath), count))
+            mechanism = build_mechanism(registry, name, params, path=mpath)
+            if count is None:
+                # the count is part of the composition a document records (every entry
+                # written has one): a missing count is refused, never read as 1
+                raise ValueError(f"{where}.count: missing (every entry states how many "
+                                 f"times its mechanism is used)")
+            out.append((mechanism, count))
         return cls(tuple(out))
 
     @classmethod
     def from_json(cls, text: "str | bytes", registry: Any = None) -> "Ledger":
-        return cls.from_dict(_json_loads(text), registry)
+        return cls.from_dict(parse_json(text), registry)
 
     @classmethod
     def from_toml(cls, text: str, registry: Any = None) -> "Ledger":
         import tomllib
         if not isinstance(text, str):
             raise TypeError(f"from_toml needs a str, got {type(text).__name__}")
+        check_depth(text, "the TOML document")
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
@@ -704,10 +718,13 @@ def _check_finite(value: Any, path: str) -> None:
             _check_finite(v, f"{path}[{i}]")
 
 
-def _json_loads(text: "str | bytes") -> Any:
-    """JSON text parsed strictly: NaN/Infinity (not JSON) and duplicate keys refused."""
+def parse_json(text: "str | bytes", source: str = "invalid JSON") -> Any:
+    """JSON text parsed strictly: NaN/Infinity (not JSON), duplicate keys and nesting
+    deeper than ``MAX_DEPTH`` (json recurses once per level) refused; ``source``
+    names the text in that refusal."""
     if not isinstance(text, (str, bytes, bytearray)):
         raise TypeError(f"expected JSON text, got {type(text).__name__}")
+    check_depth(text, source)
 
     def constant(name: str) -> Any:
         raise ValueError(f"invalid JSON: {name} is not a JSON number")
@@ -723,8 +740,9 @@ def _json_loads(text: "str | bytes") -> Any:
         return json.loads(text, parse_constant=constant, object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         raise ValueError(f"invalid JSON: {exc}") from None
-    except RecursionError:
-        raise ValueError("invalid JSON: nested too deeply") from None
+
+
+_json_loads = parse_json
 
 
 # -------------------------------------------------------------------- TOML out

@@ -22,6 +22,7 @@ Information gap (numbers from ``accounting.analysis.gap``; Su, Yang, Su, Wang,
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -33,7 +34,7 @@ from accounting.vocabulary import Bound, Direction, as_direction
 
 __all__ = ["plot_tradeoff", "plot_profile", "plot_pld", "plot_rdp", "plot_accountants",
            "plot_gap", "plot_gap_vs_shift", "plot_gap_vs_parameter", "plot_allocation",
-           "save"]
+           "save", "plot_format"]
 
 
 def _axes(ax: Any) -> Any:
@@ -47,12 +48,35 @@ def _axes(ax: Any) -> Any:
     return plt.figure(figsize=(5.0, 3.4)).gca()
 
 
+def plot_format(path: "str | os.PathLike") -> str:
+    """The format of a figure file from the suffix of ``path`` (``.png``, ``.pdf``,
+    ``.svg``, or any other that matplotlib writes), checked before anything is drawn.
+    A path with no suffix (``plot``, ``.png``) or an unknown one is a ValueError naming
+    it and the suffixes allowed: the format is never guessed, since matplotlib would
+    then write another file (``plot.png``) than the one named."""
+    from matplotlib.backend_bases import FigureCanvasBase
+    known = FigureCanvasBase.get_supported_filetypes()
+    text = os.fspath(path)
+    suffix = os.path.splitext(os.path.basename(text))[1].lower()
+    allowed = ", ".join(f".{k}" for k in ("png", "pdf", "svg")) + ", " + ", ".join(
+        f".{k}" for k in sorted(known) if k not in ("png", "pdf", "svg"))
+    if not suffix:
+        raise ValueError(f"{text!r} has no suffix, which gives the format: name the file "
+                         f"with one of {allowed}")
+    if suffix[1:] not in known:
+        raise ValueError(f"{text!r}: unknown suffix {suffix!r} (the format follows the "
+                         f"suffix: {allowed})")
+    return suffix[1:]
+
+
 def save(ax: Any, path: str, *, dpi: int = 120) -> None:
-    """Write the figure of ``ax`` to ``path`` (format from the suffix) and close it."""
+    """Write the figure of ``ax`` to exactly ``path``, in the format its suffix names
+    (``plot_format``: a ValueError for none or an unknown one), and close it."""
     import matplotlib.pyplot as plt
+    fmt = plot_format(path)
     fig = ax.get_figure()
     fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
+    fig.savefig(path, dpi=dpi, format=fmt)
     plt.close(fig)
 
 

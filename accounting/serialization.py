@@ -38,15 +38,18 @@ import json
 import math
 import os
 import stat
+import tempfile
 from typing import Any, Mapping, Protocol, runtime_checkable
 
 import attrs
 import numpy as np
 
-from accounting.ledger import SCHEMA, Ledger, _json_loads, check_keys, check_schema
+from accounting.ledger import SCHEMA, Ledger, check_keys, check_schema, parse_json
+from accounting.validation import check_depth
 
 __all__ = ["save", "load", "dumps", "loads", "to_document", "from_document", "encode",
-           "decode", "curve_types", "SavedReport", "MAX_DOCUMENT_BYTES", "read_text_file"]
+           "decode", "curve_types", "SavedReport", "MAX_DOCUMENT_BYTES", "read_text_file",
+           "check_writable_file"]
 
 #: the largest document read (bytes): a PLD of a few million grid points fits
 MAX_DOCUMENT_BYTES = 1 << 30
@@ -135,12 +138,19 @@ def encode(obj: Any, types: Mapping[str, type], path: str = "") -> Any:
 # ---------------------------------------------------------------------- decode
 def decode(doc: Any, types: Mapping[str, type], path: str = "") -> Any:
     """The inverse of ``encode``: lists come back as tuples, objects through their
-    constructors (which validate them). Every problem names ``path``."""
+    constructors (which validate them). Every problem names ``path``; a document
+    nested more than ``validation.MAX_DEPTH`` deep is refused before it is read (the
+    reading recurses once per level)."""
+    check_depth(doc, path or "the document")
+    return _decode(doc, types, path)
+
+
+def _decode(doc: Any, types: Mapping[str, type], path: str) -> Any:
     where = path or "the document"
     if doc is None or isinstance(doc, (bool, str, int, float)):
         return doc
     if isinstance(doc, list):
-        return tuple(decode(v, types, f"{path}[{i}]") for i, v in enumerate(doc))
+        return tuple(_decode(v, types, f"{path}[{i}]") for i, v in enumerate(doc))
     if not isinstance(doc, Mapping):
         raise TypeError(f"{where}: unexpected {type(doc).__name__}")
     tags = [t for t in _TAGS if t in doc]
@@ -159,7 +169,7 @@ def decode(doc: Any, types: Mapping[str, type], path: str = "") -> Any:
         inner = doc["dict"]
         if not isinstance(inner, Mapping):
             raise TypeError(f"{_at(path, 'dict')} must be a table")
-        return {k: decode(v, types, _at(path, k)) for k, v in inner.items()}
+        return {k: _decode(v, types, _at(path, k)) for k, v in inner.items()}
     if tag == "ndarray":
         return _decode_array(doc, path)
     name = doc[tag]
@@ -180,7 +190,7 @@ def decode(doc: Any, types: Mapping[str, type], path: str = "") -> Any:
         raise ValueError(f"{_at(path, 'type')}: {name!r} is not an object type")
     fields = {(a.alias or a.name): a for a in attrs.fields(cls) if a.init}
     check_keys(doc, path, ("type", *fields))
-    kwargs = {k: decode(v, types, _at(path, k)) for k, v in doc.items() if k != "type"}
+    kwargs = {k: _decode(v, types, _at(path, k)) for k, v in doc.items() if k != "type"}
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
@@ -245,6 +255,7 @@ def from_document(doc: Any, registry: Any = None) -> Any:
     if not isinstance(doc, Mapping):
         raise TypeError(f"the document must be a table (a JSON object), got "
                         f"{type(doc).__name__}")
+    check_depth(doc, "the document")
     kind = doc.get("kind")
     if kind == "ledger":
         return Ledger.from_dict(doc, registry)
@@ -285,7 +296,7 @@ def dumps(obj: Any, **json_options: Any) -> str:
 def loads(text: "str | bytes", registry: Any = None) -> Any:
     """The object of JSON text written by ``dumps`` (strict JSON: no NaN/Infinity
     literals, no duplicate keys)."""
-    return from_document(_json_loads(text), registry)
+    return from_document(parse_json(text), registry)
 
 
 def save(obj: Any, path: "str | os.PathLike") -> None:
@@ -297,7 +308,8 @@ def save(obj: Any, path: "str | os.PathLike") -> None:
 
 def load(path: "str | os.PathLike", registry: Any = None) -> Any:
     """Read back what ``save`` wrote."""
-    return loads(read_text_file(path, MAX_DOCUMENT_BYTES, "document"), registry)
+    text = read_text_file(path, MAX_DOCUMENT_BYTES, "document")
+    return from_document(parse_json(text, str(path)), registry)
 
 
 def read_text_file(path: "str | os.PathLike", limit: int, what: str = "file",
@@ -335,3 +347,36 @@ def read_text_file(path: "str | os.PathLike", limit: int, what: str = "file",
     except UnicodeDecodeError as exc:
         raise ValueError(f"{source}: not a UTF-8 text file (invalid byte at offset "
                          f"{exc.start})") from None
+
+
+def check_writable_file(path: "str | os.PathLike", what: str = "file",
+                        hint: str = "a file") -> None:
+    """Refuse, before any work, a place where a file cannot be written: a ValueError
+    ``"{what}: …"`` naming ``path`` and the reason. ``path`` must name a file (not be
+    empty or a directory) in a folder that exists and takes a new file (tried with a
+    temporary file, removed at once: writing atomically needs one there too); if it
+    exists it must be a regular file (a FIFO would block, and replacing a device
+    would destroy it). ``hint``: what to give instead. Shared by every writer of the
+    command line (``--output``, ``--plot``)."""
+    text = os.fspath(path) if isinstance(path, os.PathLike) else path
+    if not isinstance(text, str) or not text:
+        raise ValueError(f"{what}: give a file name ({hint}), got {text!r}")
+    folder = os.path.dirname(os.path.abspath(text))
+    try:
+        if os.path.isdir(text) or text.endswith(os.sep):
+            raise ValueError(f"{what}: {text} is a directory; give {hint}")
+        if os.path.lexists(text) and not stat.S_ISREG(os.stat(text).st_mode):
+            raise ValueError(f"{what}: {text} is not a regular file; give {hint}")
+        if not os.path.isdir(folder):
+            raise ValueError(f"{what}: cannot write {text}: no such directory {folder}")
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=folder)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as exc:
+        raise ValueError(f"{what}: cannot write {text}: cannot create a file in {folder} "
+                         f"({exc.strerror or type(exc).__name__})") from None
+    except ValueError as exc:
+        if str(exc).startswith(f"{what}: "):
+            raise
+        # e.g. an embedded NUL in the path
+        raise ValueError(f"{what}: cannot write {text!r} ({exc})") from None

@@ -46,7 +46,7 @@ from accounting.ledger import (MAX_MECHANISM_DEPTH, Ledger, build_mechanism, coe
                                ordered_parameters, parameter_kind)
 from accounting.pairs.mechanism import Mechanism, Neighbouring
 from accounting.registry.registry import Registry, default_registry
-from accounting.validation import check_array, check_positive
+from accounting.validation import check_array, check_depth, check_positive
 
 __all__ = [
     "Workload", "Use", "WorkloadError", "load_workload", "parse_workload", "workload_from_dict",
@@ -230,6 +230,10 @@ def workload_from_dict(data: Mapping[str, Any], source: str = "<workload>",
     registry = registry or default_registry()
     if not isinstance(data, Mapping):
         raise WorkloadError(f"{source}: a workload must be a table, got {type(data).__name__}")
+    try:
+        check_depth(data, source)
+    except ValueError as exc:
+        raise WorkloadError(str(exc)) from None
     _refuse_unknown(data, _TOP_KEYS, source, "top-level key")
     if "source" in data:
         if not isinstance(data["source"], str):
@@ -289,12 +293,12 @@ def parse_workload(text: str, source: str = "<workload>",
     """A workload from TOML text."""
     import tomllib
     try:
+        check_depth(text, source)
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise WorkloadError(f"{source}: invalid TOML: {exc}") from None
-    except RecursionError:
-        raise WorkloadError(f"{source}: invalid TOML: arrays or tables nested too "
-                            f"deeply") from None
+    except ValueError as exc:
+        raise WorkloadError(str(exc)) from None
     return workload_from_dict(data, source, registry)
 
 

@@ -106,9 +106,9 @@ CASES = [
      r"argument --batch_size/--batch-size: invalid int value: '1.5'"),
     ("type", [*EPS, "--neighbouring", "sideways", "--delta", "1e-5"], r"neighbouring"),
     ("type", ["epsilon", "poisson_subsampled", "--base", "{name = ", "--q", "0.1", "--delta",
-              "1e-5"], r"argument --base: invalid inline table value: '\{name = '"),
+              "1e-5"], r"argument --base: not a TOML inline table: '\{name = '"),
     ("type", ["epsilon", "poisson_subsampled", "--base", "[" * 3000 + "]" * 3000, "--q", "0.1",
-              "--delta", "1e-5"], r"argument --base: invalid inline table value"),
+              "--delta", "1e-5"], r"argument --base: the inline table: nested too deeply"),
     # booleans
     ("bool", ["epsilon", "gaussian", "--sigma", "True", "--delta", "1e-5"], r"invalid number 'True'"),
     ("bool", [*EPS, "--delta", "false"], r"invalid number 'false'"),

@@ -137,8 +137,9 @@ def test_document_layout_and_round_trips():
     assert bits(b) == bits(0.1 + 0.2)
     # the TOML is what tomllib reads as the same document
     assert tomllib.loads(led.to_toml()) == doc
-    # a document may omit count (1) and kind, and parameters with defaults
-    short = {"schema": 1, "entries": [{"mechanism": {"name": "gaussian", "sigma": 2.0}}]}
+    # a document may omit kind, and parameters with defaults (never an entry's count)
+    short = {"schema": 1, "entries": [{"mechanism": {"name": "gaussian", "sigma": 2.0},
+                                       "count": 1}]}
     assert Ledger.from_dict(short) == Ledger.build("gaussian", sigma=2.0)
 
 
@@ -218,7 +219,7 @@ def doc(*entries, **top):
 
 
 def gauss(**kv):
-    return {"mechanism": {"name": "gaussian", **kv}}
+    return {"mechanism": {"name": "gaussian", **kv}, "count": 1}
 
 
 BASE_OK = {"name": "gaussian", "sigma": 1.0}

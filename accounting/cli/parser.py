@@ -20,6 +20,7 @@ import attrs
 from accounting.cli.base import (CLIError, RawHelpFormatter, _Parser, _parse_float,
                                  _parse_int)
 from accounting.registry.registry import Registry
+from accounting.validation import check_depth
 from accounting.workload import Use, make_use, parameter_kind
 
 __all__: list[str] = []
@@ -53,15 +54,19 @@ _parse_bool.__name__ = "boolean"  # argparse names the type in its message
 
 
 def _parse_table(text: str) -> dict:
-    """A TOML inline table, e.g. ``{name = "gaussian", sigma = 1.0}`` (a mechanism)."""
+    """A TOML inline table, e.g. ``{name = "gaussian", sigma = 1.0}`` (a mechanism).
+    Refusals are ``ArgumentTypeError``s, whose message argparse shows (of a plain
+    ValueError it shows only the text given, which may be long)."""
     try:
+        check_depth(text, "the inline table")
         value = tomllib.loads(f"v = {text}")["v"]
+        check_depth(value, "the inline table")
     except tomllib.TOMLDecodeError:
-        raise ValueError(f"not a TOML inline table: {text!r}") from None
-    except RecursionError:
-        raise ValueError("the inline table is nested too deeply") from None
+        raise argparse.ArgumentTypeError(f"not a TOML inline table: {text!r:.80}") from None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     if not isinstance(value, dict):
-        raise ValueError(f"not a TOML inline table: {text!r}")
+        raise argparse.ArgumentTypeError(f"not a TOML inline table: {text!r:.80}")
     return value
 
 

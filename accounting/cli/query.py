@@ -31,16 +31,23 @@ __all__: list[str] = []
 
 
 def _check_plot(path: "str | None") -> None:
-    """Refuse ``--plot`` up front (before any accounting) when matplotlib is missing or
-    the file cannot be written there."""
+    """Refuse ``--plot`` up front (before any accounting) when matplotlib is missing,
+    the path is empty, a directory or has no known suffix (the format follows the
+    suffix and is never guessed: ``plot.format``), or no file can be written there
+    (``serialization.check_writable_file``). The same for every command with --plot."""
     if path is None:
         return
     if importlib.util.find_spec("matplotlib") is None:
         raise CLIError("--plot needs matplotlib: pip install 'accounting-dp[plot]'")
-    import os
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise CLIError(f"--plot: no such directory {folder!r}")
+    from accounting.plot import plot_format
+    from accounting.serialization import check_writable_file
+    try:
+        check_writable_file(path, "--plot", "a file such as plot.png")
+        plot_format(path)
+    except ValueError as exc:
+        message = str(exc)
+        raise CLIError(message if message.startswith("--plot") else f"--plot: {message}") \
+            from None
 
 
 def _write_plot(path: str, draw: Callable[[Any], Any], title: str,

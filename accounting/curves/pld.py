@@ -18,7 +18,7 @@ import numpy as np
 from accounting.curves.curve import Curve, Provenance, headline
 from accounting.vocabulary import Bound, Direction, as_bound, as_direction
 from accounting.numerics.fourier import RefiningLaw, compose_pmfs
-from accounting.numerics.loss import MAX_GRID_POINTS, LossPMF
+from accounting.numerics.loss import MAX_GRID_POINTS, LossPMF, check_law
 from accounting.validation import check_array, check_count, check_positive
 
 __all__ = ["PLD", "DEFAULT_STEP", "DEFAULT_TAIL", "MIN_STEP", "check_step", "compose_plds",
@@ -104,7 +104,29 @@ class PLD(Curve):
         return out
 
     def _validate(self) -> None:
-        """The laws of a PLD share one grid step (composition convolves them on it)."""
+        """The laws of a PLD share one grid step (composition convolves them on it);
+        each holds its side (``check_law``: P-mass 1 up to roundoff on the upper side,
+        never none, no slack there); and a ``sup_loss``, a bound on the largest loss of
+        the exact law, is not below an atom of the optimistic law of its direction,
+        whose atoms never lie above the exact law's (a smaller one would cap ε below
+        the truth)."""
+        for bound, side in (("upper", self.upper), ("lower", self.lower)):
+            for label, law in zip(("forward", "backward"), side or ()):
+                check_law(law, f"PLD.{bound} {label}", pessimistic=bound == "upper")
+        for k, label in enumerate(("forward", "backward")):
+            if self.lower is None:
+                break
+            low = self.lower[k]
+            top = low.losses[low.masses > 0]
+            if low.inf_mass > 0 or top.size == 0:
+                continue
+            for bound, side in (("upper", self.upper), ("lower", self.lower)):
+                sup = side[k].sup_loss
+                # roundoff: an optimistic atom within roundoff below a grid point sits on it
+                if sup is not None and top[-1] > sup + 1e-9 * (1.0 + abs(sup)):
+                    raise ValueError(f"PLD.{bound} {label}: sup_loss {sup:g} is below the "
+                                     f"largest loss {top[-1]:g} of the lower law; it must "
+                                     f"bound the largest loss")
         steps = {law.step for side in (self.upper, self.lower) if side is not None
                  for law in side if law.step is not None}
         if len(steps) > 1:

@@ -37,6 +37,30 @@ from accounting.curves.curve import Curve, Provenance, headline
 from accounting.curves.profile import compose_via_pld
 from accounting.vocabulary import Direction
 from accounting.numerics.loss import LossPMF
+from accounting.validation import check_array, check_count
+
+#: the roundoff a probability built from sums of masses may exceed 1 by (as LossPMF)
+_ONE = 1.0 + 1e-6
+
+
+def _check_columns(where: str, columns: dict, order: int) -> int:
+    """The common length of the 1-d arrays ``columns`` ({name: (array, lo, hi)}), each
+    free of NaN, within its range and monotone (``order`` = 1 non-decreasing, −1
+    non-increasing: they are sums of masses from the top, which rounding never turns
+    back), as fresh construction makes them and a saved side is read back."""
+    sizes = set()
+    for name, (value, lo, hi) in columns.items():
+        arr = check_array(f"{where}.{name}", value, lo=lo, hi=hi)
+        if arr.ndim != 1 or arr.size == 0:
+            raise ValueError(f"{where}.{name} must be a non-empty 1-d array")
+        if np.any(order * np.diff(arr) < 0):
+            raise ValueError(f"{where}.{name} must be "
+                             f"{'non-decreasing' if order > 0 else 'non-increasing'}")
+        sizes.add(arr.size)
+    if len(sizes) != 1:
+        raise ValueError(f"{where}: {', '.join(columns)} must have one length, got "
+                         f"{sorted(sizes)}")
+    return sizes.pop()
 
 __all__ = ["TradeOff", "TradeOffSide", "VertexSide", "BetaSide"]
 
@@ -72,6 +96,14 @@ class _OwnLaw:
     beta: np.ndarray      # β_j, decreasing
     ratio: np.ndarray     # segment slopes −dβ/dα = e^{−l_j} (0 for the atom at +∞)
     start: int            # first vertex of the trusted part (first atom with l ≥ 0)
+
+    def __attrs_post_init__(self) -> None:
+        n = _check_columns("OwnLaw", {"alpha_c": (self.alpha_c, 0.0, _ONE),
+                                      "beta": (self.beta, 0.0, _ONE)}, -1)
+        ratio = check_array("OwnLaw.ratio", self.ratio, lo=0.0, allow_inf=True)
+        if ratio.shape != (n - 1,):
+            raise ValueError(f"OwnLaw.ratio must hold {n - 1} slopes, one per segment")
+        check_count("OwnLaw.start", self.start, minimum=0, maximum=n - 1)
 
     @classmethod
     def of(cls, law: LossPMF) -> "_OwnLaw":
@@ -127,6 +159,11 @@ class _ReverseLaw:
     alpha: np.ndarray     # α after rejecting the atoms of M > 0 from the top, increasing
     power: np.ndarray     # 1 − β there, increasing
     rest: float           # Q-mass of the atoms with M ≤ 0
+
+    def __attrs_post_init__(self) -> None:
+        _check_columns("ReverseLaw", {"alpha": (self.alpha, 0.0, _ONE),
+                                      "power": (self.power, 0.0, _ONE)}, 1)
+        check_array("ReverseLaw.rest", self.rest, lo=0.0, hi=_ONE)
 
     @classmethod
     def of(cls, law: LossPMF) -> "_ReverseLaw":
@@ -185,6 +222,17 @@ class VertexSide:
     own: tuple[_OwnLaw, _OwnLaw]
     reverse: tuple[_ReverseLaw, _ReverseLaw]
     pessimistic: bool = True
+
+    def __attrs_post_init__(self) -> None:
+        for name, kind in (("own", _OwnLaw), ("reverse", _ReverseLaw)):
+            value = getattr(self, name)
+            if not (isinstance(value, tuple) and len(value) == 2
+                    and all(isinstance(v, kind) for v in value)):
+                raise TypeError(f"VertexSide.{name} must be a (forward, backward) pair of "
+                                f"{kind.__name__.lstrip('_')}s")
+        if not isinstance(self.pessimistic, bool):
+            raise TypeError(f"VertexSide.pessimistic must be true or false, got "
+                            f"{self.pessimistic!r}")
 
     @classmethod
     def from_laws(cls, laws: tuple[LossPMF, LossPMF], *,
@@ -307,6 +355,15 @@ class TradeOff(Curve):
                    provenance=provenance if provenance is not None else Provenance())
 
     NATIVE = frozenset({"beta", "delta"})
+
+    def _validate(self) -> None:
+        """A side of loss-law vertices says which way it errs: the upper side must be
+        the pessimistic one (its β never too large), the lower the optimistic one."""
+        for bound, side, want in (("upper", self.upper, True), ("lower", self.lower, False)):
+            if isinstance(side, VertexSide) and side.pessimistic is not want:
+                kind = "a pessimistic" if want else "an optimistic"
+                raise ValueError(f"TradeOff.{bound} must be {kind} side (pessimistic={want}), "
+                                 f"got pessimistic={side.pessimistic}")
 
     def _beta(self, side: TradeOffSide, alpha: np.ndarray, d: Direction) -> np.ndarray:
         """β = T(α) of one direction: ``forward`` T(P, Q), ``backward`` T(Q, P)."""

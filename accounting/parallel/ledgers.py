@@ -23,7 +23,7 @@ import numpy as np
 from accounting.accountant import ACCOUNTANTS
 from accounting.parallel.configs import answer, check_config, config_digest
 from accounting.parallel.executor import Engine, map_tasks
-from accounting.validation import check_array
+from accounting.validation import check_array, check_depth
 
 __all__ = ["LedgerAnswers", "account_ledgers", "answer_ledger", "group_ledgers"]
 
@@ -79,6 +79,7 @@ def group_ledgers(ledgers: Iterable[Mapping[str, Any]]) -> tuple[np.ndarray, lis
     for row, ledger in enumerate(ledgers):
         j = by_id.get(id(ledger))
         if j is None:
+            check_depth(ledger, f"the ledger of row {row}")   # before json recurses into it
             digest = config_digest(ledger)
             j = by_digest.get(digest)
             if j is None:

@@ -54,10 +54,11 @@ import numpy as np
 from accounting.accountant import ACCOUNTANTS
 from accounting.analysis.calibration import DEFAULT_RTOL, calibrate_workload
 from accounting.curves.pld import DEFAULT_STEP
-from accounting.parallel.configs import (answer, calibration_terms, check_config,
-                                         config_digest, mechanism_parameters)
+from accounting.parallel.configs import (NUMERICAL, UPPER, answer, calibration_terms,
+                                         check_config, config_digest, mechanism_parameters)
 from accounting.parallel.executor import Engine, TaskFailure, map_tasks
-from accounting.parallel.table import TableFile, decode_value
+from accounting.parallel.table import TableFile, check_output, decode_value
+from accounting.validation import check_depth
 from accounting.workload import MAX_WORKLOAD_BYTES, WorkloadError
 
 __all__ = ["SweepPlan", "SweepResult", "plan_sweep", "run_sweep", "run_point", "load_sweep",
@@ -220,6 +221,10 @@ def plan_sweep(spec: Mapping[str, Any]) -> SweepPlan:
     with the same configuration, or a point whose workload is invalid."""
     if not isinstance(spec, Mapping):
         raise TypeError(f"a sweep must be a dict (or a TOML file), got {type(spec).__name__}")
+    try:
+        check_depth(spec, "the sweep")
+    except ValueError as exc:
+        raise SweepError(str(exc)) from None
     unknown = [k for k in spec if k not in _KEYS]
     if unknown:
         raise SweepError(f"unknown key {unknown[0]!r} (allowed: {', '.join(_KEYS)})")
@@ -385,22 +390,80 @@ def _row(plan: SweepPlan, i: int, value: Any) -> dict:
 
 
 def _resumed(plan: SweepPlan, table: TableFile) -> dict[int, dict]:
-    """The finished rows of ``table`` by point, decoded; rows with an error are run
-    again; a key that is not a point of this sweep is refused."""
+    """The finished rows of ``table`` by point, decoded and checked as strictly as
+    fresh input; rows with an error, and rows whose answer is +∞ (a true answer for a
+    non-private point, but one that a damaged file could also hold), are run again.
+    A row that is no point of this sweep — its ``key`` is the digest of the point's
+    whole task (query, workload, accountant, δ or ε, step), so a row written by
+    another sweep, or for other values, has another key — or whose ``index`` or axis
+    values are not that point's, or whose answer is not a number in range, is refused
+    naming the file and the line: resume only the sweep that wrote the file."""
     where = {key: i for i, key in enumerate(plan.keys)}
     out = {}
-    for raw in table.existing:
+    for raw, line in zip(table.existing, table.lines):
+        at = f"output: {table.path} line {line}"
         key = raw.get("key")
-        if key not in where:
-            raise SweepError(f"output: {table.path} holds a row (key {key!r}) that is no "
-                             f"point of this sweep; resume only the sweep that wrote it")
-        if raw.get("error") not in (None, ""):
-            continue
+        if not isinstance(key, str) or key not in where:
+            raise SweepError(f"{at} holds a row (key {key!r:.40}) that is no point of this "
+                             f"sweep; resume only the sweep that wrote it")
         i = where[key]
-        value = {name: decode_value(raw.get(name), kind) for name, kind in plan.results}
-        value["seconds"] = decode_value(raw.get("seconds"), float)
-        out[i] = _row(plan, i, value)
+        try:
+            value = _checked_row(plan, i, raw, table)
+        except (TypeError, ValueError) as exc:
+            raise SweepError(f"{at}: {exc}; cannot resume it (rerun with --overwrite to "
+                             f"start afresh)") from None
+        if value is not None:
+            out[i] = _row(plan, i, value)
     return out
+
+
+def _checked_row(plan: SweepPlan, i: int, raw: Mapping[str, Any],
+                 table: TableFile) -> Optional[dict]:
+    """The answer columns and ``seconds`` of a row read back for point ``i``, None if
+    the point is to be run again; a ValueError naming the column otherwise."""
+    def get(name: str, kind: type) -> Any:
+        try:
+            return decode_value(raw.get(name), kind)
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+
+    if get("index", int) != i:
+        raise ValueError(f"index is {raw.get('index')!r:.40}, but key {plan.keys[i]} is "
+                         f"point {i}")
+    for name, value in plan.points[i].items():
+        if raw.get(name) != table.field(value):
+            raise ValueError(f"{name} is {raw.get(name)!r:.40}, but point {i} has {name} = "
+                             f"{value!r:.40}")
+    if get("error", str) is not None:
+        return None
+    value = {name: get(name, kind) for name, kind in (*plan.results, ("seconds", float))}
+    workload = plan.tasks[i]["workload"]
+    # the range of each answer column: (low, high, may it be missing?)
+    ranges = {"epsilon": (0.0, math.inf, False), "delta": (0.0, 1.0, False),
+              "value": (0.0, math.inf, False), "bracket_low": (0.0, math.inf, False),
+              "epsilon_at_value": (0.0, workload.get("epsilon", math.inf), False),
+              "order": (1.0, math.inf, True), "evaluations": (1, math.inf, False),
+              "seconds": (0.0, math.inf, False)}
+    for name, (lo, hi, optional) in ranges.items():
+        if name not in value:
+            continue
+        x = value[name]
+        if x is None:
+            if optional:
+                continue
+            raise ValueError(f"{name} is missing")
+        if x == math.inf and name == plan.query == "epsilon":
+            return None          # +∞ may be the answer: computed again, not trusted
+        if math.isnan(x) or not lo <= x <= hi:
+            raise ValueError(f"{name} is {x!r}, not a number in [{lo:g}, {hi:g}]")
+        if x == math.inf and name != "order":
+            raise ValueError(f"{name} is inf; it must be finite")
+    if plan.query == "calibrate" and not value["bracket_low"] < value["value"]:
+        raise ValueError(f"bracket_low {value['bracket_low']!r} is not below value "
+                         f"{value['value']!r}")
+    if value["label"] not in (UPPER, NUMERICAL):
+        raise ValueError(f"label is {value['label']!r:.40}, not {UPPER!r} or {NUMERICAL!r}")
+    return value
 
 
 def run_sweep(spec: "Mapping[str, Any] | SweepPlan", *,
@@ -416,9 +479,11 @@ def run_sweep(spec: "Mapping[str, Any] | SweepPlan", *,
     written so far stay) or ``"record"``. ``progress``: True for a report on stderr.
     """
     t0 = time.perf_counter()
-    plan = spec if isinstance(spec, SweepPlan) else plan_sweep(spec)
     if resume and output is None:
         raise ValueError("resume needs an output file to resume from")
+    if output is not None:
+        check_output(output)     # before the plan, which may take a while
+    plan = spec if isinstance(spec, SweepPlan) else plan_sweep(spec)
     table = TableFile(output, plan.columns, resume=resume, overwrite=overwrite) \
         if output is not None else None
     try:
@@ -459,8 +524,11 @@ def load_sweep(path: "str | os.PathLike") -> dict:
     except ValueError as exc:
         raise SweepError(str(exc)) from None
     try:
-        return tomllib.loads(text)
+        check_depth(text, source)
+        spec = tomllib.loads(text)
+        check_depth(spec, source)
     except tomllib.TOMLDecodeError as exc:
         raise SweepError(f"{source}: invalid TOML: {exc}") from None
-    except RecursionError:
-        raise SweepError(f"{source}: invalid TOML: nested too deeply") from None
+    except ValueError as exc:
+        raise SweepError(str(exc)) from None
+    return spec

@@ -455,9 +455,12 @@ class Registry:
         if not isinstance(name, str) or not _NAME.match(name):
             raise _Refused(f"job name must be a lower-case identifier, got {_short(name)}")
         if isinstance(workload, str):
+            from accounting.validation import check_depth
             try:
+                check_depth(workload, "the workload text")
                 workload = tomllib.loads(workload)
-            except (tomllib.TOMLDecodeError, RecursionError) as exc:
+                check_depth(workload, "the workload text")
+            except ValueError as exc:    # a TOMLDecodeError is one
                 raise _Refused(f"job {name!r}: its workload is not valid TOML "
                                f"({_describe(exc)})") from None
         if not isinstance(workload, dict) or not isinstance(workload.get("mechanism"), list):

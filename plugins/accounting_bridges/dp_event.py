@@ -49,16 +49,31 @@ too (or Gaussians only). Anything else (``ZCDpEvent``, truncated or with-replace
 sampling, ``UnsupportedDpEvent``) is
 an ``UnsupportedEventError`` naming the event and its place in the tree, such as
 ``event.events[1].event``.
+
+Trees of any depth are read: the walk keeps its own stack, so a valid composition
+thousands of events deep is answered. A chain of ``PoissonSampledDpEvent``s is one
+Poisson sampling of probability Π q_i, rounded up (each record survives every
+sampling independently: the same mechanism, not a bound); a product too small for
+the mechanism is raised to the least q it takes (only adds privacy loss). Other
+wrappers nest at most ``ledger.MAX_MECHANISM_DEPTH`` deep, as in a ledger document.
+The events' fields are checked before use (dp_accounting's events check nothing): a
+string or a boolean where a number belongs is a ``TypeError`` naming the field by
+its path (``event.events[0].noise_multiplier``), a NaN a ``ValueError``.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any, Callable, Optional
 
+import numpy as np
+
 from accounting.accountant import Accountant
+from accounting.ledger import MAX_MECHANISM_DEPTH
 from accounting.pairs.mechanism import Mechanism, Neighbouring, as_neighbouring
 from accounting.registry.registry import Registry, default_registry
+from accounting.validation import check_array, check_count, check_real
 
 __all__ = ["UnsupportedEventError", "dp_event_entries", "from_dp_event", "ledger_from_dp_event",
            "to_dp_event", "as_relation", "entries_of"]
@@ -93,8 +108,60 @@ def as_relation(neighbouring: Any) -> Neighbouring:
 
 
 # ---------------------------------------------------------------- event → mechanisms
+class _Path:
+    """Where an event sits in its tree (``event.events[1].event``): a parent and one
+    step, joined into text only when a message needs it, so that walking a tree
+    thousands of events deep does not build a path string at every level."""
+
+    __slots__ = ("parent", "step")
+
+    def __init__(self, parent: "Optional[_Path]", step: str) -> None:
+        self.parent, self.step = parent, step
+
+    def child(self, step: str) -> "_Path":
+        return _Path(self, step)
+
+    def __str__(self) -> str:
+        steps, node = [], self
+        while node is not None:
+            steps.append(node.step)
+            node = node.parent
+        return "".join(reversed(steps))
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+def _times_up(a: float, b: float) -> float:
+    """The least float ≥ a·b (a, b ≥ 0): a product rounded to nearest may fall below
+    the exact one, and a sampling probability must never be taken smaller."""
+    p = a * b
+    if Fraction(p) < Fraction(a) * Fraction(b):
+        p = math.nextafter(p, math.inf)
+    return p
+
+
+def _nesting(mechanism: Mechanism) -> int:
+    """How many mechanisms are nested inside ``mechanism`` (a wrapper's ``base`` is
+    one), counted without recursion."""
+    depth = 0
+    while isinstance(getattr(mechanism, "base", None), Mechanism):
+        mechanism, depth = mechanism.base, depth + 1
+    return depth
+
+
 class _Reader:
-    """One walk of an event tree under one relation and registry."""
+    """One walk of an event tree under one relation and registry.
+
+    The walk is iterative (an explicit stack, children before their parent), so a
+    valid tree of any depth is answered: a ``ComposedDpEvent`` or
+    ``SelfComposedDpEvent`` nested thousands deep is a flat composition, and a chain
+    of ``PoissonSampledDpEvent``s is one Poisson sample with the product of their
+    probabilities (each record is kept by every sampling independently, so with
+    probability Π q_i: the same mechanism, not a bound). Other wrappers become
+    mechanisms with a ``base``, nested at most ``ledger.MAX_MECHANISM_DEPTH`` deep
+    as in a ledger document, so that the composition can be saved and read back.
+    """
 
     def __init__(self, relation: Neighbouring, registry: Registry):
         self.relation = relation
@@ -102,39 +169,98 @@ class _Reader:
         self.ev = _dp_event_module()
 
     # -- helpers
-    def fail(self, event: Any, path: str, why: str) -> UnsupportedEventError:
+    def fail(self, event: Any, path: Any, why: str) -> UnsupportedEventError:
         return UnsupportedEventError(f"{type(event).__name__} at {path}: {why}")
 
-    def build(self, event: Any, path: str, name: str, **params: Any) -> Mechanism:
+    def build(self, event: Any, path: Any, name: str, **params: Any) -> Mechanism:
         """The registered mechanism ``name`` with ``params``; a missing plugin or a value
         the mechanism refuses becomes an error naming the event and its path."""
         cls = self.registry.mechanisms.get(name)
         if cls is None:
             raise self.fail(event, path, f"needs the mechanism {name!r}, which no installed "
                                          f"plugin registers")
+        base = params.get("base")
+        if isinstance(base, Mechanism) and _nesting(base) >= MAX_MECHANISM_DEPTH:
+            raise self.fail(event, path, f"mechanisms nested more than {MAX_MECHANISM_DEPTH} "
+                                         f"deep are not accepted (as in a ledger document)")
         try:
             return cls(**params)
         except (ValueError, TypeError) as exc:
             raise self.fail(event, path, f"{name}: {exc}") from None
 
-    def non_private(self, event: Any, path: str) -> list[Entry]:
+    # dp_accounting's events are plain records that check nothing: a string or a
+    # boolean where a number belongs is refused here, naming the field, before it
+    # could be converted (float('1.0')) or compared (True == 1). The checks' messages
+    # begin with the field's name; its path is put before it only on a refusal
+    # (written out at every level, paths would cost the square of the depth)
+    @staticmethod
+    def checked(path: Any, check: Callable, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return check(*args, **kwargs)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{path}.{exc}") from None
+
+    def real(self, event: Any, path: Any, field: str, **limits: Any) -> float:
+        limits.setdefault("allow_inf", True)
+        return self.checked(path, check_real, field, getattr(event, field), **limits)
+
+    def integer(self, event: Any, path: Any, field: str) -> int:
+        return self.checked(path, check_count, field, getattr(event, field), minimum=0)
+
+    def reals(self, event: Any, path: Any, field: str) -> tuple[float, ...]:
+        value = getattr(event, field)
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+            raise TypeError(f"{path}.{field} must be a sequence of numbers, got "
+                            f"{type(value).__name__} ({value!r:.40})")
+        values = self.checked(path, check_array, field, list(value))
+        return tuple(float(x) for x in np.ravel(values))
+
+    def non_private(self, event: Any, path: Any) -> list[Entry]:
         # the (0, 1)-DP guarantee: all mass at loss +inf, ε = ∞ for every δ < 1
         return [(self.build(event, path, "approx_dp", epsilon=0.0, delta=1.0), 1)]
 
-    def check_relation(self, event: Any, path: str, *allowed: Neighbouring) -> None:
+    def check_relation(self, event: Any, path: Any, *allowed: Neighbouring) -> None:
         if self.relation not in allowed:
             names = " or ".join(a.value for a in allowed)
             raise self.fail(event, path, f"is accounted under {names} neighbouring only, "
                                          f"not {self.relation.value} (pass neighbouring=…)")
 
     # -- the walk
-    def entries(self, event: Any, path: str) -> list[Entry]:
-        if not isinstance(event, self.ev.DpEvent):
-            raise TypeError(f"{path} must be a dp_accounting DpEvent, got {type(event).__name__}")
+    def entries(self, event: Any, path: Any) -> list[Entry]:
+        """The entries of the tree at ``event``: children first, on an explicit stack
+        of frames [event, path, children, their entries, what the event needs]."""
+        if isinstance(path, str):
+            path = _Path(None, path)
+        stack = [[event, path, None, [], None]]
+        while True:
+            frame = stack[-1]
+            node, where, children, done, _ = frame
+            if children is None:
+                if not isinstance(node, self.ev.DpEvent):
+                    raise TypeError(f"{where} must be a dp_accounting DpEvent, got "
+                                    f"{type(node).__name__}")
+                expand = getattr(self, "_children_" + type(node).__name__, None)
+                children, frame[4] = expand(node, where) if expand else ([], None)
+                frame[2] = children
+            if len(done) < len(children):
+                child, child_path = children[len(done)]
+                stack.append([child, child_path, None, [], None])
+                continue
+            stack.pop()
+            out = self.combine(node, where, children, done, frame[4])
+            if not stack:
+                return out
+            stack[-1][3].append(out)
+
+    def combine(self, event: Any, path: Any, children: list, done: list,
+                info: Any) -> list[Entry]:
+        """The entries of ``event`` from those of its children (``done``)."""
         handler: Optional[Callable] = getattr(self, "_" + type(event).__name__, None)
         if handler is None:
             raise self.fail(event, path, "no mechanism here expresses this event")
-        return handler(event, path)
+        if getattr(self, "_children_" + type(event).__name__, None) is None:
+            return handler(event, path)
+        return handler(event, path, children, done, info)
 
     def _NoOpDpEvent(self, event, path):
         return []
@@ -142,45 +268,66 @@ class _Reader:
     def _NonPrivateDpEvent(self, event, path):
         return self.non_private(event, path)
 
-    def _ComposedDpEvent(self, event, path):
-        out: list[Entry] = []
-        for i, sub in enumerate(event.events):
-            out.extend(self.entries(sub, f"{path}.events[{i}]"))
+    def _children_ComposedDpEvent(self, event, path):
+        events = event.events
+        if isinstance(events, (str, bytes)) or not hasattr(events, "__iter__"):
+            raise TypeError(f"{path}.events must be a list of DpEvents, got "
+                            f"{type(events).__name__}")
+        return [(sub, path.child(f".events[{i}]")) for i, sub in enumerate(events)], None
+
+    def _ComposedDpEvent(self, event, path, children, done, info):
+        if not done:
+            return []
+        # each child's list is this event's alone now: extend the first in place, so
+        # that a chain Composed([Composed([…]), e]) costs no copy per level
+        out = done[0]
+        for entries in done[1:]:
+            out.extend(entries)
         return out
 
-    def _SelfComposedDpEvent(self, event, path):
+    def _children_SelfComposedDpEvent(self, event, path):
         count = event.count
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise TypeError(f"{path}.count must be an integer, got {type(count).__name__} "
+                            f"({count!r:.40})")
+        if count < 0:
             raise self.fail(event, path, f"count must be an integer >= 0, got {count!r}")
-        return [(m, c * count) for m, c in self.entries(event.event, f"{path}.event")
-                if count > 0]
+        return [(event.event, path.child(".event"))], count
+
+    def _SelfComposedDpEvent(self, event, path, children, done, count):
+        if count == 1:
+            return done[0]
+        return [(m, c * count) for m, c in done[0] if count > 0]
 
     def _GaussianDpEvent(self, event, path):
-        if event.noise_multiplier == 0:
+        z = self.real(event, path, "noise_multiplier")
+        if z == 0:
             return self.non_private(event, path)
-        return [(self.build(event, path, "gaussian", sigma=float(event.noise_multiplier),
-                            neighbouring=self.relation), 1)]
+        return [(self.build(event, path, "gaussian", sigma=z, neighbouring=self.relation), 1)]
 
     def _LaplaceDpEvent(self, event, path):
-        if event.noise_multiplier == 0:
+        z = self.real(event, path, "noise_multiplier")
+        if z == 0:
             return self.non_private(event, path)
-        return [(self.build(event, path, "laplace", b=float(event.noise_multiplier),
-                            neighbouring=self.relation), 1)]
+        return [(self.build(event, path, "laplace", b=z, neighbouring=self.relation), 1)]
 
     def _DiscreteLaplaceDpEvent(self, event, path):
-        if event.noise_parameter == 0:
+        a = self.real(event, path, "noise_parameter")
+        sensitivity = self.integer(event, path, "sensitivity")
+        if a == 0:
             return self.non_private(event, path)
-        return [(self.build(event, path, "discrete_laplace", a=float(event.noise_parameter),
-                            sensitivity=event.sensitivity, neighbouring=self.relation), 1)]
+        return [(self.build(event, path, "discrete_laplace", a=a, sensitivity=sensitivity,
+                            neighbouring=self.relation), 1)]
 
     def _RandomizedResponseDpEvent(self, event, path):
-        r, k = event.noise_parameter, event.num_buckets
+        r = self.real(event, path, "noise_parameter")
+        k = self.integer(event, path, "num_buckets")
         if k == 1:
             return []
         if r == 0:
             return self.non_private(event, path)
         if "kary_randomized_response" in self.registry.mechanisms:
-            return [(self.build(event, path, "kary_randomized_response", r=float(r), k=k,
+            return [(self.build(event, path, "kary_randomized_response", r=r, k=k,
                                 neighbouring=self.relation), 1)]
         if k == 2 and self.relation is Neighbouring.REPLACE_ONE:
             # binary: truthful with probability 1 − r + r/2
@@ -190,30 +337,37 @@ class _Reader:
                                      "replace_one only)")
 
     def _MixtureOfGaussiansDpEvent(self, event, path):
-        sens = [float(c) for c in event.sensitivities]
+        sigma = self.real(event, path, "standard_deviation")
+        sens = self.reals(event, path, "sensitivities")
+        probs = self.reals(event, path, "sampling_probs")
         if all(c == 0 for c in sens):
             return []
-        if event.standard_deviation == 0:
+        if sigma == 0:
             return self.non_private(event, path)
         # dp_accounting defines this event under add/remove (its REPLACE_SPECIAL) only
         self.check_relation(event, path, Neighbouring.ADD_REMOVE)
-        return [(self.build(event, path, "mixture_of_gaussians",
-                            sigma=float(event.standard_deviation), sensitivities=tuple(sens),
-                            sampling_probs=tuple(float(p) for p in event.sampling_probs)), 1)]
+        return [(self.build(event, path, "mixture_of_gaussians", sigma=sigma,
+                            sensitivities=sens, sampling_probs=probs), 1)]
 
     def _SingleEpochTreeAggregationDpEvent(self, event, path):
-        if event.noise_multiplier == 0:
+        z = self.real(event, path, "noise_multiplier")
+        counts = event.step_counts
+        if isinstance(counts, (list, tuple)):
+            counts = [self.checked(path, check_count, f"step_counts[{i}]", c, minimum=0)
+                      for i, c in enumerate(counts)]
+        else:
+            counts = self.integer(event, path, "step_counts")
+        if z == 0:
             return self.non_private(event, path)
         # dp_accounting's RDP accountant takes this event under REPLACE_SPECIAL only
         self.check_relation(event, path, Neighbouring.ADD_REMOVE)
-        return [(self.build(event, path, "tree_aggregation", sigma=float(event.noise_multiplier),
-                            step_counts=event.step_counts), 1)]
+        return [(self.build(event, path, "tree_aggregation", sigma=z, step_counts=counts), 1)]
 
-    def single(self, event: Any, path: str, role: str = "a sampled event") -> Optional[Mechanism]:
-        """The one mechanism an inner (sampled or repeated) tree stands for: Gaussians
-        merged into one, else a single mechanism used once; None when the tree costs
-        nothing."""
-        inner = self.entries(event, path)
+    def single(self, inner: list[Entry], event: Any, path: Any,
+               role: str = "a sampled event") -> Optional[Mechanism]:
+        """The one mechanism the entries ``inner`` of an inner (sampled or repeated)
+        tree ``event`` stand for: Gaussians merged into one, else a single mechanism
+        used once; None when the tree costs nothing."""
         if not inner:
             return None
         if len(inner) == 1 and inner[0][1] == 1:
@@ -227,33 +381,64 @@ class _Reader:
                                      "Gaussians only); this composition of different "
                                      "mechanisms has no pair here")
 
-    def _PoissonSampledDpEvent(self, event, path):
-        q = float(event.sampling_probability)
+    def _children_PoissonSampledDpEvent(self, event, path):
+        # a chain of Poisson samplings is one, with the product of the probabilities
+        q, node, where, chained = 1.0, event, path, -1
+        while isinstance(node, self.ev.PoissonSampledDpEvent):
+            qi = self.real(node, where, "sampling_probability", lo=0.0, hi=1.0,
+                           allow_inf=False)
+            q = _times_up(q, qi) if qi > 0 else 0.0
+            if q == 0:
+                return [], (0.0, False)     # q = 0 costs nothing, whatever the inner tree
+            node, where, chained = node.event, where.child(".event"), chained + 1
+        return [(node, where)], (q, chained > 0)
+
+    def smallest(self, name: str, field: str, value: float) -> float:
+        """``value`` raised to the least ``field`` the mechanism ``name`` takes, if it is
+        below it: for a product of probabilities too small for it (a larger sampling
+        probability only adds privacy loss, so this is on the safe side)."""
+        cls = self.registry.mechanisms.get(name)
+        rng = cls.ranges().get(field) if cls is not None else None
+        if rng is None or rng.per is not None or value >= rng.lo:
+            return value
+        return math.nextafter(rng.lo, math.inf) if rng.lo_open else rng.lo
+
+    def _PoissonSampledDpEvent(self, event, path, children, done, info):
+        q, chained = info
         if q == 0:
             return []
-        base = self.single(event.event, f"{path}.event")
+        (inner_event, inner_path), = children
+        base = self.single(done[0], inner_event, inner_path)
         if base is None:
             return []
         if self.is_non_private(base):
             return [(base, 1)]
         if q == 1:
             return [(base, 1)]
+        name, params = "poisson_subsampled", {"base": base, "neighbouring": self.relation}
         if self.relation is Neighbouring.ADD_REMOVE and base.sensitivity == 1:
             if base.name == "gaussian":
-                return [(self.build(event, path, "subsampled_gaussian", q=q,
-                                    sigma=float(base.sigma)), 1)]
-            if base.name == "laplace":
-                return [(self.build(event, path, "subsampled_laplace", q=q,
-                                    b=float(base.b)), 1)]
-        return [(self.build(event, path, "poisson_subsampled", base=base, q=q,
-                            neighbouring=self.relation), 1)]
+                name, params = "subsampled_gaussian", {"sigma": float(base.sigma)}
+            elif base.name == "laplace":
+                name, params = "subsampled_laplace", {"b": float(base.b)}
+        if chained:
+            q = self.smallest(name, "q", q)
+        return [(self.build(event, path, name, q=q, **params), 1)]
 
-    def _SampledWithoutReplacementDpEvent(self, event, path):
+    def _children_SampledWithoutReplacementDpEvent(self, event, path):
         self.check_relation(event, path, Neighbouring.REPLACE_ONE)
-        n, m = event.source_dataset_size, event.sample_size
+        n = self.integer(event, path, "source_dataset_size")
+        m = self.integer(event, path, "sample_size")
+        if m == 0:
+            return [], (n, m)
+        return [(event.event, path.child(".event"))], (n, m)
+
+    def _SampledWithoutReplacementDpEvent(self, event, path, children, done, sizes):
+        n, m = sizes
         if m == 0:
             return []
-        base = self.single(event.event, f"{path}.event")
+        (inner_event, inner_path), = children
+        base = self.single(done[0], inner_event, inner_path)
         if base is None:
             return []
         if m == n or self.is_non_private(base):
@@ -261,15 +446,21 @@ class _Reader:
         return [(self.build(event, path, "sampled_without_replacement", base=base,
                             batch_size=m, dataset_size=n), 1)]
 
-    def _RepeatAndSelectDpEvent(self, event, path):
-        base = self.single(event.event, f"{path}.event", "a repeated event")
+    def _children_RepeatAndSelectDpEvent(self, event, path):
+        mean = self.real(event, path, "mean")
+        shape = self.real(event, path, "shape")
+        return [(event.event, path.child(".event"))], (mean, shape)
+
+    def _RepeatAndSelectDpEvent(self, event, path, children, done, params):
+        mean, shape = params
+        (inner_event, inner_path), = children
+        base = self.single(done[0], inner_event, inner_path, "a repeated event")
         if base is None:
             return []
         if self.is_non_private(base):
             return [(base, 1)]
-        return [(self.build(event, path, "repeat_and_select", base=base,
-                            mean=float(event.mean), shape=float(event.shape),
-                            neighbouring=self.relation), 1)]
+        return [(self.build(event, path, "repeat_and_select", base=base, mean=mean,
+                            shape=shape, neighbouring=self.relation), 1)]
 
     @staticmethod
     def is_non_private(mechanism: Mechanism) -> bool:
