@@ -200,7 +200,7 @@ def test_an_interrupted_sweep_keeps_its_rows_and_resumes(tmp_path):
         run_sweep(pc.FAILING_SWEEP, output=out, resume=True)
     recorded = run_sweep(pc.FAILING_SWEEP, output=out, resume=True, on_error="record")
     assert recorded.resumed == 1 and recorded.computed == 2 and len(recorded.failures) == 1
-    assert recorded.rows[1]["error"].startswith("ValueError: discretising")
+    assert recorded.rows[1]["error"].startswith("GridSizeError: discretising")
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
