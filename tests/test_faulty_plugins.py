@@ -209,6 +209,12 @@ INTERRUPTS = """
 raise KeyboardInterrupt
 """
 
+INTERRUPTING_HOOK = """
+@hookimpl
+def accounting_register_mechanisms(register):
+    raise KeyboardInterrupt
+"""
+
 PRINTS = """
 print("hello from a chatty plugin at import")
 
@@ -642,10 +648,33 @@ def test_sys_exit_at_import_does_not_end_the_command_line(site):
     assert "exits_at_import" in run.stderr and "SystemExit" in run.stderr
 
 
-def test_keyboard_interrupt_at_import_goes_through(site):
+def test_keyboard_interrupt_at_import_is_a_plugin_error(site, clean):
+    """Raised by the plugin's own code while it is imported (or in a hook), a
+    KeyboardInterrupt is that plugin's fault: recorded, the rest still loads."""
+    site.install("interrupts", {"interrupts": INTERRUPTS,
+                                "interrupting_hook": INTERRUPTING_HOOK})
+    site.install("good", {"good": _one_mechanism("good_one")})
+    reg, warned = _registry()
+    [err] = _errors_of(reg, "interrupts")
+    assert "failed to load (KeyboardInterrupt)" in err
+    [hook] = _errors_of(reg, "interrupting_hook")
+    assert "raised in accounting_register_mechanisms (KeyboardInterrupt)" in hook
+    assert reg.mechanism_sources["good_one"] == "good"
+    assert len(reg.errors) == 2 and any("'interrupts'" in w for w in warned)
+    _assert_builtins_intact(reg, clean)
+
+
+def test_keyboard_interrupt_at_import_does_not_end_the_command_line(site):
     site.install("interrupts", {"interrupts": INTERRUPTS})
-    with pytest.raises(KeyboardInterrupt):
-        make_registry()
+    run = site.cli("epsilon", "gaussian", "--sigma", "1", "--compose", "10", "--delta", "1e-5",
+                   "--accountant", "pld")
+    assert run.returncode == 0, run.stderr
+    assert "17.85" in run.stdout
+    assert "'interrupts'" in run.stderr and "KeyboardInterrupt" in run.stderr
+    run = site.cli("mechanisms", "--json")
+    assert run.returncode == 0, run.stderr
+    [err] = json.loads(run.stdout)["errors"]
+    assert "plugin 'interrupts': failed to load (KeyboardInterrupt)" in err
 
 
 def test_a_plugin_that_prints_does_not_corrupt_json(site, capsys):
