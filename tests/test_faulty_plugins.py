@@ -355,6 +355,43 @@ def accounting_register_mechanisms(register):
     register(NanProfile)
 """
 
+NAN_DENSITIES = """
+@attrs.frozen
+class NanAtZero(AdditiveNoise):
+    '''A Gaussian log-density that is NaN at the single point x = 0.'''
+    name = "nan_at_zero"
+
+    def log_density(self, x):
+        x = np.asarray(x, dtype=float)
+        return np.where(x == 0.0, np.nan, -x ** 2 / 2)
+
+
+@attrs.frozen
+class NanInteger(AdditiveNoise):
+    '''Integer noise whose log-pmf is NaN everywhere (its peak is NaN).'''
+    name = "nan_integer"
+    domain = "integer"
+
+    def log_density(self, x):
+        return np.full(np.shape(x), np.nan)
+
+
+@attrs.frozen
+class NoMass(AdditiveNoise):
+    '''A log-density that is -inf everywhere: no distribution at all.'''
+    name = "no_mass"
+
+    def log_density(self, x):
+        return np.full(np.shape(x), -np.inf)
+
+
+@hookimpl
+def accounting_register_mechanisms(register):
+    register(NanAtZero)
+    register(NanInteger)
+    register(NoMass)
+"""
+
 #: every faulty plugin: distribution → {entry point: source}
 ALL = {
     "aaa-impostor": {"aaa_impostor": IMPOSTOR},
@@ -726,7 +763,7 @@ def test_check_primitive_output_names_the_mechanism_and_plugin():
     np.testing.assert_array_equal(check_primitive_output(x / 4, "δ", gauss(sigma=1.0),
                                                          registry=reg), x / 4)
     with pytest.raises(PrimitiveError, match=r"plugin 'gaussian': mechanism 'gaussian': "
-                                             r"_profile returned nan at 2\.0, at 1 of 4 points"):
+                                             r"_profile returned NaN at 2\.0, at 1 of 4 points"):
         check_primitive_output([0.1, 0.2, np.nan, 0.0], "_profile", gauss(sigma=1.0), at=x,
                                registry=reg)
     with pytest.raises(PrimitiveError, match=r"returned 1\.5 .*must be in \[0\.0, 1\.0\]"):
@@ -753,6 +790,30 @@ def test_nan_from_a_primitive_is_an_error_naming_the_plugin(site, clean):
                 # a query that would silently answer (ε = 0 on a NaN profile) must not
                 (curve.rdp(2.0) if kind is RDP else curve.epsilon(1e-5))
     _assert_builtins_intact(reg, clean)
+
+
+def test_a_nan_log_density_is_a_plugin_error_naming_x(site):
+    """NaN from ``log_density`` at the probe, in the integer peak or its support
+    search, is a PrimitiveError (a PluginError: exit 2) naming the plugin, the
+    mechanism and the x, not a ValueError mentioning NaN (reported as internal)."""
+    site.install("nandens", {"nan_densities": NAN_DENSITIES})
+    reg, _ = _registry()
+    assert not reg.errors
+    cases = [("nan_at_zero", "log_density returned NaN at x = 0.0, at 1 of 2001 points"),
+             ("nan_integer", "log_density returned NaN at x = -1000.0, at 2001 of 2001 "
+                             "points"),
+             ("no_mass", "log_density is -inf at every x in [-10, 10]")]
+    for name, message in cases:
+        for kind in (PLD, RDP, PrivacyProfile):
+            with pytest.raises(PrimitiveError) as info:
+                reg.mechanism(name)().curve(kind)
+            assert info.value.plugin == "nan_densities" and info.value.mechanism == name
+            assert f"plugin 'nan_densities': mechanism {name!r}: {message}" in str(info.value)
+    for name, message in cases[:2]:
+        run = site.cli("epsilon", name, "--delta", "1e-5", "--accountant", "rdp")
+        assert run.returncode == 2, run.stderr
+        assert run.stderr.strip() == (f"accounting: error: plugin 'nan_densities': mechanism "
+                                      f"{name!r}: {message}")
 
 
 # ------------------------------------------------------------------ 6. all at once

@@ -72,13 +72,14 @@ def culprit(owner: Any, registry: Any = None) -> tuple[str, str]:
 
 def check_primitive_output(values: Any, what: str, owner: Any, *,
                            at: Any = None, lo: Optional[float] = None,
-                           hi: Optional[float] = None, registry: Any = None) -> np.ndarray:
+                           hi: Optional[float] = None, registry: Any = None,
+                           variable: Optional[str] = None) -> np.ndarray:
     """``values`` as a float array, or a ``PrimitiveError`` if any is NaN or outside
     [``lo``, ``hi``] (each bound optional; ±∞ are allowed unless a bound excludes them).
 
     ``what`` names the primitive ("profile δ(ε)", "log_density", …), ``owner`` is the
     mechanism or pair whose primitive it is, ``at`` the inputs (the first bad one is
-    quoted in the message).
+    quoted in the message, as ``at x = …`` when ``variable`` names them).
     """
     try:
         arr = np.asarray(values, dtype=float)
@@ -99,11 +100,14 @@ def check_primitive_output(values: Any, what: str, owner: Any, *,
     if at is not None:
         try:
             inputs = np.broadcast_to(np.asarray(at, dtype=float), arr.shape).ravel()
-            where = f" at {float(inputs[first])!r}"
+            where = (f" at {variable} = {float(inputs[first])!r}" if variable
+                     else f" at {float(inputs[first])!r}")
         except (TypeError, ValueError):   # inputs of another shape: say nothing of them
             pass
     bounds = ""
     if lo is not None or hi is not None:
         bounds = f" (must be in [{-np.inf if lo is None else lo}, {np.inf if hi is None else hi}])"
-    raise PrimitiveError(plugin, mech, f"{what} returned {float(arr.ravel()[first])!r}{where}"
-                                       f"{bounds}, at {int(bad.sum())} of {arr.size} points")
+    value = float(arr.ravel()[first])
+    shown = "NaN" if np.isnan(value) else repr(value)
+    raise PrimitiveError(plugin, mech, f"{what} returned {shown}{where}{bounds}, at "
+                                       f"{int(bad.sum())} of {arr.size} points")
