@@ -392,6 +392,60 @@ def accounting_register_mechanisms(register):
     register(NoMass)
 """
 
+NEGATIVE_CGF = """
+from accounting.vocabulary import Bound
+
+
+@attrs.frozen(eq=False)
+class SignPair(Pair):
+    '''An exact pair whose CGF the test chooses: "negative" K(t) = −t (impossible:
+    K(t) ≥ 0 for t ≥ 0), "rounding" K(t) = −1e-13 (within rounding of 0), "lower" the
+    Gaussian K(t) = t(t+1)/2 above and −t below, "limit" a declared D_1 of −0.5.'''
+    kind: str = "negative"
+    exact = True
+
+    def _profile(self, eps, direction):
+        return np.clip(0.5 - np.asarray(eps, dtype=float), 0.0, 1.0)
+
+    def _cgf(self, t, direction):
+        t = np.asarray(t, dtype=float)
+        if self.kind == "negative":
+            return -t
+        if self.kind == "rounding":
+            return np.full(t.shape, -1e-13)
+        return t * (t + 1.0) / 2.0
+
+    def cgf_lower(self, t, direction):
+        return -np.asarray(t, dtype=float) if self.kind == "lower" else self._cgf(t, direction)
+
+    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+        return -0.5 if self.kind == "limit" else None
+
+    def describe(self):
+        return f"sign_pair_{self.kind}"
+
+
+def _mechanism(kind):
+    @attrs.frozen
+    class M(Mechanism):
+        name = f"{kind}_cgf"
+
+        def pair(self):
+            return SignPair(kind)
+    M.__name__ = M.__qualname__ = f"{kind.title()}Cgf"
+    return M
+
+
+KINDS = ("negative", "rounding", "lower", "limit")
+MECHANISMS = {kind: _mechanism(kind) for kind in KINDS}
+
+
+@hookimpl
+def accounting_register_mechanisms(register):
+    for cls in MECHANISMS.values():
+        register(cls)
+"""
+
 #: every faulty plugin: distribution → {entry point: source}
 ALL = {
     "aaa-impostor": {"aaa_impostor": IMPOSTOR},
@@ -814,6 +868,48 @@ def test_a_nan_log_density_is_a_plugin_error_naming_x(site):
         assert run.returncode == 2, run.stderr
         assert run.stderr.strip() == (f"accounting: error: plugin 'nan_densities': mechanism "
                                       f"{name!r}: {message}")
+
+
+def test_a_negative_cgf_is_a_plugin_error_naming_the_order(site, monkeypatch):
+    """K(t) = −t would give ε = 0 labelled an upper bound; it is refused, naming the
+    plugin, the order and the value (K(t) ≥ 0 for t ≥ 0); −1e-13 is rounding (set to
+    0); a negative lower CGF is set to 0 (still a lower bound); a declared D_1 < 0 is
+    refused like the CGF."""
+    import re
+    site.install("signs", {"negative_cgf": NEGATIVE_CGF})
+    reg, _ = _registry()
+    assert not reg.errors
+    monkeypatch.setattr(accounting.registry.registry, "default_registry", lambda: reg)
+    rdp = reg.mechanism("negative_cgf")().curve(RDP)
+    with pytest.raises(PrimitiveError) as info:
+        rdp.rdp(3.0)
+    assert info.value.plugin == "negative_cgf"
+    assert ("_cgf returned K(t) = -2.0 at t = 2.0 (order α = 3.0, forward), below 0"
+            in str(info.value))
+    negative = re.compile(r"plugin 'negative_cgf': mechanism '[^']+': _cgf returned K\(t\) = "
+                          r"(\S+) at t = (\S+) \(order α = \S+, \w+\), below 0")
+    with pytest.raises(PrimitiveError) as info:
+        Accountant().compose(reg.mechanism("negative_cgf")(), count=3).epsilon(
+            1e-5, accountant="rdp")
+    found = negative.search(str(info.value))
+    assert found is not None and float(found.group(1)) == -float(found.group(2)) < 0
+    # within the rounding bound: 0, on both sides, so D_α = 0 exactly
+    rounding = reg.mechanism("rounding_cgf")().curve(RDP)
+    assert rounding.rdp(np.array([1.5, 2.0, 64.0])).tolist() == [0.0, 0.0, 0.0]
+    assert rounding.rdp(2.0, bound="lower") == 0.0
+    # a negative lower side is clipped to 0; the upper side is the Gaussian's α/2
+    lower = reg.mechanism("lower_cgf")().curve(RDP)
+    assert float(lower.rdp(4.0)) == 2.0 and float(lower.rdp(4.0, bound="lower")) == 0.0
+    with pytest.raises(PrimitiveError, match=r"_renyi_limit returned D_α = -0\.5 at order "
+                                             r"α = 1\.0 \(forward\), below 0"):
+        reg.mechanism("limit_cgf")().curve(RDP).renyi(1.0)
+    run = site.cli("epsilon", "negative_cgf", "--delta", "1e-5", "--accountant", "rdp")
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith("accounting: error: plugin 'negative_cgf'"), run.stderr
+    found = negative.search(run.stderr)
+    assert found is not None, run.stderr
+    assert float(found.group(1)) == -float(found.group(2)) < 0   # K(t) = −t, as returned
+    assert "upper bound" not in run.stdout
 
 
 # ------------------------------------------------------------------ 6. all at once
