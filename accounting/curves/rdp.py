@@ -27,7 +27,7 @@ from typing import Callable, Optional
 import attrs
 import numpy as np
 
-from accounting.curves.curve import Curve, Provenance, directional_max
+from accounting.curves.curve import T_MAX, Curve, Provenance, directional_max
 from accounting.vocabulary import Bound, Direction
 from accounting.validation import check_array, check_count, check_real
 
@@ -140,8 +140,8 @@ class RDP(Curve):
 
     def cgf(self, t: "np.ndarray | float", direction: "Direction | str" = "max",
             bound: "Bound | str" = "upper") -> np.ndarray:
-        """K(t) = (α − 1)·D_α at α = 1 + t, for t > 0."""
-        t = check_array("t", t, lo=0.0, lo_open=True)
+        """K(t) = (α − 1)·D_α at α = 1 + t, for 0 < t ≤ ``T_MAX``."""
+        t = check_array("t", t, lo=0.0, lo_open=True, hi=T_MAX)
         side = self._side(bound)
         return directional_max(lambda d: side(t, d), direction)
 
