@@ -69,14 +69,20 @@ _HOOKS = {
 }
 
 
-def did_you_mean(name: str, known: Iterable[str]) -> str:
+def did_you_mean(name: str, known: Iterable[str], *, prefix: str = "") -> str:
     """`` (did you mean 'x'?)`` naming the registered names closest to ``name``
-    (difflib's ratio ≥ 0.6), or "" when none is close."""
+    (difflib's ratio ≥ 0.6), or "" when none is close. ``prefix`` (such as ``--``) is
+    left out of the comparison, so that a prefix every name shares makes no two
+    names alike, and kept in the names shown."""
     import difflib
-    close = difflib.get_close_matches(str(name), sorted(known), n=3)
+
+    def bare(text: str) -> str:
+        return text[len(prefix):] if prefix and text.startswith(prefix) else text
+    names = {bare(str(k)): str(k) for k in sorted(known)}
+    close = difflib.get_close_matches(bare(str(name)), list(names), n=3)
     if not close:
         return ""
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)"
+    return f" (did you mean {' or '.join(repr(names[c]) for c in close)}?)"
 
 
 @attrs.frozen
