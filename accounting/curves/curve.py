@@ -25,28 +25,7 @@ import numpy as np
 from accounting.validation import check_array
 from accounting.vocabulary import Bound, Direction, Exactness, as_bound, as_direction
 
-__all__ = ["Exactness", "Provenance", "Curve", "QUERIES", "directional_max", "as_kind",
-           "T_MAX", "check_orders"]
-
-#: the largest finite order t = α − 1 a query accepts (``renyi``/``rdp``, ``RDP.cgf``,
-#: ``accounting gap --t``): D_α has long reached its asymptote there (the accountants'
-#: own order searches stop at t = 1e5), while some Rényi curves cost memory in
-#: proportion to α (the subsampled Gaussian's integer-order sums: ~72 bytes per order,
-#: measured, so 7 GB at α = 1e8 + 1). α = ∞ (D_∞) is answered apart.
-T_MAX = 1e6
-
-
-def check_orders(name: str, alpha: Any) -> np.ndarray:
-    """Orders α ≥ 1 (α = ∞ allowed) as a float array, each finite one at most
-    1 + ``T_MAX``; a ValueError/TypeError naming ``name``, the order and the limit."""
-    a = check_array(name, alpha, lo=1.0, allow_inf=True)
-    big = np.isfinite(a) & (a - 1.0 > T_MAX)
-    if big.any():
-        raise ValueError(f"{name} must be at most 1 + {T_MAX:g} (orders t = α − 1 up to "
-                         f"{T_MAX:g}, as on the command line: beyond, some Rényi curves need "
-                         f"memory in proportion to α), or inf for D_∞; got "
-                         f"{float(a[big].ravel()[0]):.10g}")
-    return a
+__all__ = ["Exactness", "Provenance", "Curve", "QUERIES", "directional_max", "as_kind"]
 
 
 def _check_path(path: tuple) -> None:
@@ -261,7 +240,7 @@ class Curve:
         """The Rényi divergence D_α for real orders α ≥ 1, vectorised; α = 1 is the KL
         divergence E_P[L] and α = ∞ the max divergence ess sup L (the pure-DP ε; +∞
         where the loss is unbounded or no finite bound is known), see ``RDP``."""
-        a = check_orders("alpha", alpha)
+        a = check_array("alpha", alpha, lo=1.0, allow_inf=True)
         return self._query("renyi", a, direction, bound)
 
     def rho(self, direction: "Direction | str" = "max", bound: "Bound | str" = "upper") -> float:
