@@ -18,6 +18,7 @@ from typing import Any, Optional
 import numpy as np
 
 from accounting.registry.registry import PluginError, default_registry, live_registries
+from accounting.vocabulary import Direction
 
 __all__ = ["PrimitiveError", "check_primitive_output", "check_renyi_output", "culprit",
            "CGF_ROUNDING"]
@@ -149,7 +150,8 @@ def check_renyi_output(values: Any, what: str, owner: Any, t: Any, direction: An
         mech, plugin = culprit(owner, registry)
         first = int(np.flatnonzero(bad.ravel())[0])
         value, at = float(arr.ravel()[first]), float(t.ravel()[first])
-        way = "" if direction is None else str(getattr(direction, "value", direction))
+        way = (direction.value if isinstance(direction, Direction) else
+               "" if direction is None else str(direction))
         quantity = (f"K(t) = {value!r} at t = {at!r} (order α = {1.0 + at!r}"
                     f"{', ' + way if way else ''})" if cgf else
                     f"D_α = {value!r} at order α = {1.0 + at!r}{f' ({way})' if way else ''}")
