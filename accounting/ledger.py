@@ -260,7 +260,11 @@ def build_mechanism(registry: Any, name: Any, params: Mapping[str, Any], *,
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{where}: {exc}") from None
+        # prefixed once: a mechanism's own message may already begin with its name
+        text = str(exc)
+        if text.startswith(f"{name}: "):
+            text = text[len(name) + 2:]
+        raise type(exc)(f"{where}: {text}") from None
 
 
 def _describe_value(attribute: attrs.Attribute, value: Any, where: str) -> Any:

@@ -94,3 +94,16 @@ def broken_mechanism(dataset, rng):
     if dataset[0] != 0:
         raise RuntimeError("the training run crashed")
     return mechanism(dataset, rng)
+
+
+def misbehave(config, seed):
+    """Exits, raises KeyboardInterrupt or returns an unpicklable value, as config says."""
+    import sys
+    what = config.get("do")
+    if what == "exit":
+        sys.exit(3)
+    if what == "interrupt":
+        raise KeyboardInterrupt
+    if what == "unpicklable":
+        return lambda: config["x"]
+    return 2 * config["x"]

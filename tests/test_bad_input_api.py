@@ -116,6 +116,23 @@ CASES = [
     _case("zero", "rtol 0", lambda: acc().epsilon_interval(1e-5, rtol=0.0), ValueError, r"rtol"),
     _case("zero", "Accountant step 0", lambda: Accountant(step=0.0), ValueError, r"step"),
     # --------------------------------------------------- tiny and huge values
+    # t = α − 1 above T_MAX = 1e6 (the command line's cap) where the cost grows with α:
+    # the subsampled Gaussian's integer sums (before: 144 MB at α = 2e6 + 1, ~7 GB at
+    # 1e8 + 1); closed forms still answer any order (tests/plugins/test_laplace.py)
+    _case("range", "subsampled rdp(alpha=2e6+1)",
+          lambda: M("subsampled_gaussian", q=0.01, sigma=1.0).curve(RDP).rdp(2e6 + 1),
+          ValueError, r"^t: the subsampled Gaussian's Rényi curve is answered at orders "
+                      r"t = α − 1 up to 1e\+06 .*got order α = 2000001 \(t = 2000000\)$"),
+    _case("range", "subsampled rdp(alpha=1e8+1) in an array",
+          lambda: M("subsampled_gaussian", q=0.01, sigma=1.0).curve(RDP).rdp([2.0, 1e8 + 1]),
+          ValueError, r"up to 1e\+06 .*got order α = 100000001 "),
+    _case("range", "subsampled cgf(t=1e8) backward",
+          lambda: M("subsampled_gaussian", q=0.01, sigma=1.0).curve(RDP).cgf(1e8, "backward"),
+          ValueError, r"^t: .*up to 1e\+06"),
+    _case("range", "truncated poisson gaussian rdp(alpha=1e8+1)",
+          lambda: M("truncated_poisson_gaussian", q=0.01, sigma=1.0, dataset_size=1000,
+                    max_batch=100).curve(RDP).rdp(1e8 + 1),
+          ValueError, r"^t: .*up to 1e\+06"),
     _case("range", "gaussian sigma 1e-300", lambda: M("gaussian", sigma=1e-300), ValueError,
           r"sigma"),
     _case("range", "gaussian sigma 5e-324", lambda: M("gaussian", sigma=5e-324), ValueError,

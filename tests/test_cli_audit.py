@@ -162,3 +162,46 @@ def test_audit_subprocess_exit_status(npy):
     assert proc.stderr.strip() == (f"accounting: error: --x: {str(npy['nan'])!r} holds a "
                                    f"non-finite value (nan at index (0, 0)); samples must "
                                    f"be finite")
+
+
+def test_audit_bandwidth_that_underflows_the_kernel_is_refused_with_its_range(capsys, npy):
+    """--bandwidth 1e-300 was an internal ZeroDivisionError (h² underflows); 0.01 below
+    the data's scale silently gave Gram matrices of 0. Both are refused naming
+    --bandwidth and the range [d/√708, d·2^26], d the typical distance of x and y."""
+    x, y = np.load(npy["x"]), np.load(npy["y"])
+    cross = np.sqrt(((x[:, None, :] - y[None, :, :]) ** 2).sum(axis=2))
+    pattern = re.compile(r"^accounting: error: bandwidth \(--bandwidth\) = (\S+) (underflows the "
+                         r"RBF kernel|rounds the RBF kernel to 1).* at the typical distance d = "
+                         r"(\S+) between x and y .*usable range \[(\S+), (\S+)\] \(d/√708 to "
+                         r"d·2\^26\)")
+    for h, what in (("1e-300", "underflows"), ("1e-160", "underflows"), ("0.01", "underflows"),
+                    ("1e300", "rounds")):
+        code, out, err = run(capsys, "audit", "--x", npy["x"], "--y", npy["y"], "--epsilon", 1,
+                             "--delta", 0.005, "--seed", 7, "--bandwidth", h)
+        assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+        found = pattern.search(err)
+        assert found is not None and found.group(2).startswith(what), err
+        d, lo, hi = (float(found.group(k)) for k in (3, 4, 5))
+        assert cross.min() <= d <= cross.max()              # a distance of these samples
+        assert lo == pytest.approx(d / np.sqrt(708.0), rel=2e-3)
+        assert hi == pytest.approx(d * 2.0 ** 26, rel=2e-3)
+    code, out, _ = run(capsys, "audit", "--x", npy["x"], "--y", npy["y"], "--epsilon", 1,
+                       "--delta", 0.005, "--seed", 7, "--bandwidth", 1.0)
+    assert code == 0 and "REJECT at level 0.05" in out
+
+
+def test_audit_identical_samples_warn_that_the_bandwidth_collapsed(capsys, tmp_path):
+    """All samples identical: still NOT REJECTED (nothing to detect), now with a
+    warning line in the report and a Python warning on stderr."""
+    same = tmp_path / "same.npy"
+    np.save(same, np.ones((200, 2)))
+    code, out, err = run(capsys, "audit", "--x", same, "--y", same, "--epsilon", 1,
+                         "--delta", 1e-5, "--seed", 1)
+    assert code == 0 and "NOT REJECTED at level 0.05" in out
+    assert "  warning: every training sample of x coincides with every one of y" in out
+    assert "the bandwidth collapses" in out
+    assert err.startswith("accounting: warning: rkrd audit: every training sample")
+    code, out, _ = run(capsys, "audit", "--x", same, "--y", same, "--epsilon", 1,
+                       "--delta", 1e-5, "--seed", 1, "--json")
+    [note] = json.loads(out)["warnings"]
+    assert "(all distances 0)" in note

@@ -84,6 +84,62 @@ def test_library_lookup_suggests_too():
     assert "did you mean" not in str(info.value)
 
 
+def test_a_mistyped_command_option_is_not_blamed_on_the_mechanism(capsys):
+    """--delat was "gaussian: unknown parameter '--delat'" with no suggestion: an
+    option close to one of the command's own is reported as the command's, with the
+    closest; only an option close to none of them is the mechanism's (with its own
+    closest parameter, if any)."""
+    cases = [
+        (["epsilon", "gaussian", "--sigma", 1, "--delat", 1e-5],
+         "unknown option '--delat' (did you mean '--delta'?) (see 'accounting epsilon --help')"),
+        (["epsilon", "gaussian", "--sigma", 1, "--delat=1e-5"],
+         "unknown option '--delat' (did you mean '--delta'?) (see 'accounting epsilon --help')"),
+        (["delta", "laplace", "--b", 1, "--epsilno", 1],
+         "unknown option '--epsilno' (did you mean '--epsilon'?) (see 'accounting delta --help')"),
+        (["epsilon", "gaussian", "--sigma", 1, "--delta", 1e-5, "--compse", 3],
+         "unknown option '--compse' (did you mean '--compose'?)"),
+        (["calibrate", "gaussian", "--solve", "sigma", "--epsilon", 1, "--delta", 1e-5,
+          "--compse", 3], "unknown option '--compse' (did you mean '--compose'?)"),
+        (["risk", "gaussian", "--sigma", 1, "--compos", 3],
+         "unknown option '--compos' (did you mean '--compose'?)"),
+        # approx_dp's own ε and δ are --param-epsilon/--param-delta: --delat is still the
+        # command's --delta
+        (["epsilon", "approx_dp", "--param-epsilon", 1, "--param-delta", 0, "--delat", 1e-5],
+         "unknown option '--delat' (did you mean '--delta'?)"),
+        (["epsilon", "gaussian", "--sigm", 1, "--delta", 1e-5],
+         "gaussian: unknown parameter '--sigm' (did you mean '--sigma'?) (its parameters: "
+         "--sigma, --sensitivity, --neighbouring)"),
+        (["epsilon", "gaussian", "--sigma", 1, "--delta", 1e-5, "--foo", 3],
+         "gaussian: unknown parameter '--foo' (its parameters: --sigma, --sensitivity, "
+         "--neighbouring)"),
+        # gap has no --delta: --delat is close to none of its options
+        (["gap", "gaussian", "--sigma", 1, "--delat", 3],
+         "gaussian: unknown parameter '--delat' (its parameters:"),
+    ]
+    for argv, message in cases:
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+        assert err.startswith(f"accounting: error: {message}"), (argv, err)
+
+
+def test_a_mechanisms_own_message_is_prefixed_once(capsys):
+    """"discrete_laplace: discrete_laplace: missing the parameter scale" (the name
+    added again around the mechanism's own message) is prefixed once."""
+    code, out, err = run(capsys, "epsilon", "discrete_laplace", "--delta", 1e-5)
+    assert code == 2 and out == ""
+    assert err == ("accounting: error: discrete_laplace: missing the parameter scale (the "
+                   "noise scale, 1/decay rate)\n")
+    from accounting.ledger import build_mechanism
+    with pytest.raises(TypeError) as info:
+        build_mechanism(None, "discrete_laplace", {}, path="entries[0].mechanism")
+    assert str(info.value) == ("entries[0].mechanism (discrete_laplace): missing the "
+                               "parameter scale (the noise scale, 1/decay rate)")
+    with pytest.raises(ValueError) as info:        # another message keeps its prefix
+        build_mechanism(None, "gaussian", {"sigma": -1.0})
+    assert str(info.value).startswith("gaussian: sigma must be in")
+    assert str(info.value).count("gaussian:") == 1
+
+
 # ------------------------------------------------------------------ auditors
 @pytest.fixture
 def npy(tmp_path):

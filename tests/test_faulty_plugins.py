@@ -209,6 +209,12 @@ INTERRUPTS = """
 raise KeyboardInterrupt
 """
 
+INTERRUPTING_HOOK = """
+@hookimpl
+def accounting_register_mechanisms(register):
+    raise KeyboardInterrupt
+"""
+
 PRINTS = """
 print("hello from a chatty plugin at import")
 
@@ -347,6 +353,97 @@ class NanProfile(Mechanism):
 def accounting_register_mechanisms(register):
     register(NanNoise)
     register(NanProfile)
+"""
+
+NAN_DENSITIES = """
+@attrs.frozen
+class NanAtZero(AdditiveNoise):
+    '''A Gaussian log-density that is NaN at the single point x = 0.'''
+    name = "nan_at_zero"
+
+    def log_density(self, x):
+        x = np.asarray(x, dtype=float)
+        return np.where(x == 0.0, np.nan, -x ** 2 / 2)
+
+
+@attrs.frozen
+class NanInteger(AdditiveNoise):
+    '''Integer noise whose log-pmf is NaN everywhere (its peak is NaN).'''
+    name = "nan_integer"
+    domain = "integer"
+
+    def log_density(self, x):
+        return np.full(np.shape(x), np.nan)
+
+
+@attrs.frozen
+class NoMass(AdditiveNoise):
+    '''A log-density that is -inf everywhere: no distribution at all.'''
+    name = "no_mass"
+
+    def log_density(self, x):
+        return np.full(np.shape(x), -np.inf)
+
+
+@hookimpl
+def accounting_register_mechanisms(register):
+    register(NanAtZero)
+    register(NanInteger)
+    register(NoMass)
+"""
+
+NEGATIVE_CGF = """
+from accounting.vocabulary import Bound
+
+
+@attrs.frozen(eq=False)
+class SignPair(Pair):
+    '''An exact pair whose CGF the test chooses: "negative" K(t) = −t (impossible:
+    K(t) ≥ 0 for t ≥ 0), "rounding" K(t) = −1e-13 (within rounding of 0), "lower" the
+    Gaussian K(t) = t(t+1)/2 above and −t below, "limit" a declared D_1 of −0.5.'''
+    kind: str = "negative"
+    exact = True
+
+    def _profile(self, eps, direction):
+        return np.clip(0.5 - np.asarray(eps, dtype=float), 0.0, 1.0)
+
+    def _cgf(self, t, direction):
+        t = np.asarray(t, dtype=float)
+        if self.kind == "negative":
+            return -t
+        if self.kind == "rounding":
+            return np.full(t.shape, -1e-13)
+        return t * (t + 1.0) / 2.0
+
+    def cgf_lower(self, t, direction):
+        return -np.asarray(t, dtype=float) if self.kind == "lower" else self._cgf(t, direction)
+
+    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+        return -0.5 if self.kind == "limit" else None
+
+    def describe(self):
+        return f"sign_pair_{self.kind}"
+
+
+def _mechanism(kind):
+    @attrs.frozen
+    class M(Mechanism):
+        name = f"{kind}_cgf"
+
+        def pair(self):
+            return SignPair(kind)
+    M.__name__ = M.__qualname__ = f"{kind.title()}Cgf"
+    return M
+
+
+KINDS = ("negative", "rounding", "lower", "limit")
+MECHANISMS = {kind: _mechanism(kind) for kind in KINDS}
+
+
+@hookimpl
+def accounting_register_mechanisms(register):
+    for cls in MECHANISMS.values():
+        register(cls)
 """
 
 #: every faulty plugin: distribution → {entry point: source}
@@ -642,10 +739,33 @@ def test_sys_exit_at_import_does_not_end_the_command_line(site):
     assert "exits_at_import" in run.stderr and "SystemExit" in run.stderr
 
 
-def test_keyboard_interrupt_at_import_goes_through(site):
+def test_keyboard_interrupt_at_import_is_a_plugin_error(site, clean):
+    """Raised by the plugin's own code while it is imported (or in a hook), a
+    KeyboardInterrupt is that plugin's fault: recorded, the rest still loads."""
+    site.install("interrupts", {"interrupts": INTERRUPTS,
+                                "interrupting_hook": INTERRUPTING_HOOK})
+    site.install("good", {"good": _one_mechanism("good_one")})
+    reg, warned = _registry()
+    [err] = _errors_of(reg, "interrupts")
+    assert "failed to load (KeyboardInterrupt)" in err
+    [hook] = _errors_of(reg, "interrupting_hook")
+    assert "raised in accounting_register_mechanisms (KeyboardInterrupt)" in hook
+    assert reg.mechanism_sources["good_one"] == "good"
+    assert len(reg.errors) == 2 and any("'interrupts'" in w for w in warned)
+    _assert_builtins_intact(reg, clean)
+
+
+def test_keyboard_interrupt_at_import_does_not_end_the_command_line(site):
     site.install("interrupts", {"interrupts": INTERRUPTS})
-    with pytest.raises(KeyboardInterrupt):
-        make_registry()
+    run = site.cli("epsilon", "gaussian", "--sigma", "1", "--compose", "10", "--delta", "1e-5",
+                   "--accountant", "pld")
+    assert run.returncode == 0, run.stderr
+    assert "17.85" in run.stdout
+    assert "'interrupts'" in run.stderr and "KeyboardInterrupt" in run.stderr
+    run = site.cli("mechanisms", "--json")
+    assert run.returncode == 0, run.stderr
+    [err] = json.loads(run.stdout)["errors"]
+    assert "plugin 'interrupts': failed to load (KeyboardInterrupt)" in err
 
 
 def test_a_plugin_that_prints_does_not_corrupt_json(site, capsys):
@@ -697,7 +817,7 @@ def test_check_primitive_output_names_the_mechanism_and_plugin():
     np.testing.assert_array_equal(check_primitive_output(x / 4, "δ", gauss(sigma=1.0),
                                                          registry=reg), x / 4)
     with pytest.raises(PrimitiveError, match=r"plugin 'gaussian': mechanism 'gaussian': "
-                                             r"_profile returned nan at 2\.0, at 1 of 4 points"):
+                                             r"_profile returned NaN at 2\.0, at 1 of 4 points"):
         check_primitive_output([0.1, 0.2, np.nan, 0.0], "_profile", gauss(sigma=1.0), at=x,
                                registry=reg)
     with pytest.raises(PrimitiveError, match=r"returned 1\.5 .*must be in \[0\.0, 1\.0\]"):
@@ -724,6 +844,72 @@ def test_nan_from_a_primitive_is_an_error_naming_the_plugin(site, clean):
                 # a query that would silently answer (ε = 0 on a NaN profile) must not
                 (curve.rdp(2.0) if kind is RDP else curve.epsilon(1e-5))
     _assert_builtins_intact(reg, clean)
+
+
+def test_a_nan_log_density_is_a_plugin_error_naming_x(site):
+    """NaN from ``log_density`` at the probe, in the integer peak or its support
+    search, is a PrimitiveError (a PluginError: exit 2) naming the plugin, the
+    mechanism and the x, not a ValueError mentioning NaN (reported as internal)."""
+    site.install("nandens", {"nan_densities": NAN_DENSITIES})
+    reg, _ = _registry()
+    assert not reg.errors
+    cases = [("nan_at_zero", "log_density returned NaN at x = 0.0, at 1 of 2001 points"),
+             ("nan_integer", "log_density returned NaN at x = -1000.0, at 2001 of 2001 "
+                             "points"),
+             ("no_mass", "log_density is -inf at every x in [-10, 10]")]
+    for name, message in cases:
+        for kind in (PLD, RDP, PrivacyProfile):
+            with pytest.raises(PrimitiveError) as info:
+                reg.mechanism(name)().curve(kind)
+            assert info.value.plugin == "nan_densities" and info.value.mechanism == name
+            assert f"plugin 'nan_densities': mechanism {name!r}: {message}" in str(info.value)
+    for name, message in cases[:2]:
+        run = site.cli("epsilon", name, "--delta", "1e-5", "--accountant", "rdp")
+        assert run.returncode == 2, run.stderr
+        assert run.stderr.strip() == (f"accounting: error: plugin 'nan_densities': mechanism "
+                                      f"{name!r}: {message}")
+
+
+def test_a_negative_cgf_is_a_plugin_error_naming_the_order(site, monkeypatch):
+    """K(t) = −t would give ε = 0 labelled an upper bound; it is refused, naming the
+    plugin, the order and the value (K(t) ≥ 0 for t ≥ 0); −1e-13 is rounding (set to
+    0); a negative lower CGF is set to 0 (still a lower bound); a declared D_1 < 0 is
+    refused like the CGF."""
+    import re
+    site.install("signs", {"negative_cgf": NEGATIVE_CGF})
+    reg, _ = _registry()
+    assert not reg.errors
+    monkeypatch.setattr(accounting.registry.registry, "default_registry", lambda: reg)
+    rdp = reg.mechanism("negative_cgf")().curve(RDP)
+    with pytest.raises(PrimitiveError) as info:
+        rdp.rdp(3.0)
+    assert info.value.plugin == "negative_cgf"
+    assert ("_cgf returned K(t) = -2.0 at t = 2.0 (order α = 3.0, forward), below 0"
+            in str(info.value))
+    negative = re.compile(r"plugin 'negative_cgf': mechanism '[^']+': _cgf returned K\(t\) = "
+                          r"(\S+) at t = (\S+) \(order α = \S+, \w+\), below 0")
+    with pytest.raises(PrimitiveError) as info:
+        Accountant().compose(reg.mechanism("negative_cgf")(), count=3).epsilon(
+            1e-5, accountant="rdp")
+    found = negative.search(str(info.value))
+    assert found is not None and float(found.group(1)) == -float(found.group(2)) < 0
+    # within the rounding bound: 0, on both sides, so D_α = 0 exactly
+    rounding = reg.mechanism("rounding_cgf")().curve(RDP)
+    assert rounding.rdp(np.array([1.5, 2.0, 64.0])).tolist() == [0.0, 0.0, 0.0]
+    assert rounding.rdp(2.0, bound="lower") == 0.0
+    # a negative lower side is clipped to 0; the upper side is the Gaussian's α/2
+    lower = reg.mechanism("lower_cgf")().curve(RDP)
+    assert float(lower.rdp(4.0)) == 2.0 and float(lower.rdp(4.0, bound="lower")) == 0.0
+    with pytest.raises(PrimitiveError, match=r"_renyi_limit returned D_α = -0\.5 at order "
+                                             r"α = 1\.0 \(forward\), below 0"):
+        reg.mechanism("limit_cgf")().curve(RDP).renyi(1.0)
+    run = site.cli("epsilon", "negative_cgf", "--delta", "1e-5", "--accountant", "rdp")
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith("accounting: error: plugin 'negative_cgf'"), run.stderr
+    found = negative.search(run.stderr)
+    assert found is not None, run.stderr
+    assert float(found.group(1)) == -float(found.group(2)) < 0   # K(t) = −t, as returned
+    assert "upper bound" not in run.stdout
 
 
 # ------------------------------------------------------------------ 6. all at once

@@ -85,6 +85,47 @@ def test_a_failing_task_is_reported_with_its_configuration(pool):
     assert isinstance(recorded[3], TaskFailure) and recorded[3].index == 3
 
 
+MISBEHAVING = [{"x": 0}, {"x": 1, "do": "exit"}, {"x": 2, "do": "interrupt"},
+               {"x": 3, "do": "unpicklable"}, {"x": 4}]
+
+
+def _check_misbehaving(recorded):
+    assert recorded[0] == 0 and recorded[4] == 8           # the other tasks' results kept
+    failures = recorded[1:4]
+    assert all(isinstance(f, TaskFailure) for f in failures), recorded
+    assert [(f.index, f.error) for f in failures[:2]] == [(1, "SystemExit"),
+                                                          (2, "KeyboardInterrupt")]
+    assert failures[0].reason == "the task called sys.exit(3)"
+    assert failures[1].reason == "the task raised KeyboardInterrupt"
+    assert failures[2].index == 3 and failures[2].config == {"x": 3, "do": "unpicklable"}
+    assert "could not be sent back from the worker" in failures[2].reason
+    assert "pickle" in failures[2].reason.lower()
+
+
+def test_exit_interrupt_or_unpicklable_result_is_its_tasks_failure(pool):
+    """sys.exit(3), KeyboardInterrupt or an unpicklable result in a worker is a
+    TaskFailure/TaskError of that task; the caller survives (before: SystemExit and
+    KeyboardInterrupt reached the caller, a lambda result a bare AttributeError)."""
+    _check_misbehaving(map_tasks(pc.misbehave, MISBEHAVING, on_error="record",
+                                 engine=Engine(workers=2, chunksize=1)))
+    # one chunk of all five: the unpicklable chunk is rerun task by task
+    _check_misbehaving(map_tasks(pc.misbehave, MISBEHAVING, on_error="record",
+                                 engine=Engine(executor=pool, chunksize=5)))
+    for k in (1, 2, 3):
+        with pytest.raises(TaskError) as info:
+            map_tasks(pc.misbehave, [MISBEHAVING[0], MISBEHAVING[k]],
+                      engine=Engine(executor=pool, chunksize=2))
+        assert info.value.index == 1 and "\n" not in str(info.value)
+        assert str(info.value).startswith(f"task 1 failed with {info.value.error}: ")
+    # serially: sys.exit is the task's failure; a KeyboardInterrupt in the caller's own
+    # thread is its user's Ctrl-C and stops the run
+    with pytest.raises(TaskError, match=r"task 1 failed with SystemExit: the task called "
+                                        r"sys\.exit\(3\)"):
+        map_tasks(pc.misbehave, MISBEHAVING[:2])
+    with pytest.raises(KeyboardInterrupt):
+        map_tasks(pc.misbehave, [MISBEHAVING[2]])
+
+
 def test_a_worker_that_dies_once_is_retried(tmp_path):
     configs = [{"x": x} for x in range(5)]
     configs[2].update(die=True, marker=str(tmp_path / "died"))

@@ -56,7 +56,10 @@ from accounting.numerics.order_search import ENVELOPE_T0, ENVELOPE_TOP, envelope
 from accounting.vocabulary import Direction, as_direction
 from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import LawPair, Pair
-from accounting.curves.rdp import RDP
+# T_MAX, the largest order t accepted (the library's one cap): beyond it Γ(t)/t =
+# ρ*(t+1) − K(t)/t has settled to its asymptote to the precision shown, while some
+# Rényi curves (the subsampled Gaussian's integer sums) cost memory in proportion to α
+from accounting.curves.rdp import RDP, T_MAX
 from accounting.validation import check_array, check_count, check_positive
 from accounting.curves.zcdp import ZCDP
 
@@ -66,10 +69,6 @@ __all__ = ["LossCumulants", "LocalExpansion", "InformationGap", "CompositionGap"
 
 #: orders t = α − 1 reported when none are given
 DEFAULT_T = np.geomspace(1e-2, 1e2, 41)
-#: the largest order t accepted: beyond it Γ(t)/t = ρ*(t+1) − K(t)/t has settled to
-#: its asymptote to the precision shown, while some Rényi curves (integer-order sums
-#: of the subsampled Gaussian) cost memory in proportion to α
-T_MAX = 1e6
 
 PairLike = Union[Pair, Mechanism]
 

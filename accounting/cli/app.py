@@ -91,6 +91,10 @@ def _build_parser() -> _Parser:
     sub = top.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS:
         importlib.import_module(module).add_parser(sub)
+    for parser in sub.choices.values():
+        # what a mechanism's option parser compares an unknown option against, to tell
+        # a typo of the command's own option (--delat) from an unknown parameter
+        parser.set_defaults(command_options=tuple(parser.option_names()))
     return top
 
 

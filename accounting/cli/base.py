@@ -68,6 +68,11 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
+    def option_names(self) -> list[str]:
+        """Every ``--long`` option string of this parser (for "did you mean")."""
+        return sorted({s for action in self._actions for s in action.option_strings
+                       if s.startswith("--")})
+
     def error(self, message: str):  # type: ignore[override]
         bad = _INVALID_CHOICE.search(message)
         if bad is not None:   # argparse lists the choices; add the closest to the message

@@ -169,7 +169,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
             extras = ["--q", repr(ns.q), *extras]
         cls = registry.mechanism(name)
         params = _parse_params(prog, cls, extras, lambda: f"see '{prog} {name} --help'",
-                               solve=solve)
+                               solve=solve, options=getattr(ns, "command_options", ()))
         count = check_count("compose", 1 if ns.compose is None else ns.compose)
         _check_solvable(registry, name, solve, params)
     step = check_positive("step", ns.step if ns.step is not None else DEFAULT_STEP)

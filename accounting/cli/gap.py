@@ -62,7 +62,8 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     if ns.mechanism is None:
         raise CLIError(f"give a MECHANISM (one of {_mechanism_names(registry)})")
     count = check_count("compose", 1 if ns.compose is None else ns.compose)
-    use = _mechanism_use(prog, ns.mechanism, extras, registry, count)
+    use = _mechanism_use(prog, ns.mechanism, extras, registry, count,
+                         options=getattr(ns, "command_options", ()))
     orders = check_array("t", list(ns.orders) if ns.orders else list(_GAP_T),
                          lo=0.0, hi=T_MAX, lo_open=True)
     target = use.mechanism if count == 1 else use.mechanism.pair().self_compose(count)

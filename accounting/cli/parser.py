@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import argparse
 import tomllib
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import attrs
 
 from accounting.cli.base import (CLIError, RawHelpFormatter, _Parser, _parse_float,
                                  _parse_int)
-from accounting.registry.registry import Registry
+from accounting.registry.registry import Registry, did_you_mean
 from accounting.validation import check_depth
 from accounting.workload import Use, make_use, parameter_kind
 
@@ -121,16 +121,28 @@ def _param_parser(prog: str, cls: type, *,
 
 
 def _parse_params(prog: str, cls: type, extras: list[str], rest_hint: Callable[[], str],
-                  *, solve: Optional[str] = None) -> dict:
+                  *, solve: Optional[str] = None, options: Sequence[str] = ()) -> dict:
     """The ``--PARAM VALUE`` options of mechanism class ``cls`` in ``extras``; an
     unknown option or a stray argument is refused (``rest_hint()`` says where to look),
-    and so is a missing required parameter other than ``solve``."""
+    and so is a missing required parameter other than ``solve``.
+
+    ``options`` are the command's own options: an unknown option close to one of them
+    is reported as a mistyped option (``unknown option '--delat' (did you mean
+    '--delta'?)``); only one close to none of them is blamed on the mechanism."""
     name = cls.name
     pns, rest = _param_parser(f"{prog} {name}", cls).parse_known_args(extras)
     if rest:
         bad = next((r for r in rest if r.startswith("-")), rest[0])
-        what = "unknown parameter" if bad.startswith("-") else "unexpected argument"
-        raise CLIError(f"{name}: {what} {bad!r} ({rest_hint()})")
+        if not bad.startswith("-"):
+            raise CLIError(f"{name}: unexpected argument {bad!r} ({rest_hint()})")
+        flag = bad.partition("=")[0]
+        own = [f"--{n}" for a in _ordered(cls) for n in _option_names(a.name)]
+        if did_you_mean(flag, options, prefix="--"):
+            raise CLIError(f"unknown option {flag!r}"
+                           f"{did_you_mean(flag, [*options, *own], prefix='--')} "
+                           f"(see '{prog} --help')")
+        raise CLIError(f"{name}: unknown parameter {flag!r}"
+                       f"{did_you_mean(flag, own, prefix='--')} ({rest_hint()})")
     params = {k[len("param_"):]: v for k, v in vars(pns).items() if v is not None}
     if solve is not None and solve in params:
         raise CLIError(f"{name}: --{_option_names(solve)[0]} is the parameter being solved "
@@ -144,15 +156,17 @@ def _parse_params(prog: str, cls: type, extras: list[str], rest_hint: Callable[[
 
 
 def _mechanism_use(prog: str, name: str, extras: list[str], registry: Registry,
-                   count: int) -> Use:
+                   count: int, *, options: Sequence[str] = ()) -> Use:
     """The mechanism ``name`` from its ``--PARAM VALUE`` options in ``extras``, as a
-    workload ``Use`` run ``count`` times."""
+    workload ``Use`` run ``count`` times (``options``: the command's own, for
+    ``_parse_params``)."""
     cls = registry.mechanism(name)
 
     def hint() -> str:
         return "its parameters: " + ", ".join(f"--{_option_names(a.name)[0]}"
                                               for a in _ordered(cls))
-    return make_use(registry, name, _parse_params(prog, cls, extras, hint), count)
+    return make_use(registry, name, _parse_params(prog, cls, extras, hint, options=options),
+                    count)
 
 
 def _mechanism_help(prog: str, mechanism: Optional[str], registry: Registry,

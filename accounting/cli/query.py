@@ -148,7 +148,8 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         header = f"workload {workload.source}: {workload.describe()}"
     elif ns.mechanism is not None:
         count = 1 if ns.compose is None else ns.compose
-        use = _mechanism_use(prog, ns.mechanism, extras, registry, count)
+        use = _mechanism_use(prog, ns.mechanism, extras, registry, count,
+                             options=getattr(ns, "command_options", ()))
         workload = Workload((use,), source="command line")
         header = use.describe()
     else:

@@ -109,7 +109,8 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     if ns.mechanism is None:
         raise CLIError(f"give a MECHANISM (one of {_mechanism_names(registry)})")
     count = 1 if ns.compose is None else ns.compose
-    use = _mechanism_use(prog, ns.mechanism, extras, registry, count)
+    use = _mechanism_use(prog, ns.mechanism, extras, registry, count,
+                         options=getattr(ns, "command_options", ()))
     workload = Workload((use,), source="command line")
     fprs = check_array("fpr", list(ns.fpr if ns.fpr is not None else DEFAULT_FPRS),
                        lo=0.0, hi=1.0)

@@ -31,7 +31,7 @@ from accounting.curves.curve import Curve, Provenance, directional_max
 from accounting.vocabulary import Bound, Direction
 from accounting.validation import check_array, check_count, check_real
 
-__all__ = ["RDP", "CGF", "LimitedCGF", "KL_ORDER_OFFSET", "LOWER_SUP_ORDER"]
+__all__ = ["RDP", "CGF", "LimitedCGF", "KL_ORDER_OFFSET", "LOWER_SUP_ORDER", "T_MAX"]
 
 CGFFn = Callable[[np.ndarray, Direction], np.ndarray]
 LimitFn = Callable[[float, Direction], float]
@@ -42,6 +42,11 @@ LimitFn = Callable[[float, Direction], float]
 KL_ORDER_OFFSET = 1e-6
 #: the finite order whose D_α the optimistic side reports at α = ∞ (D_α ≤ D_∞)
 LOWER_SUP_ORDER = 1e4
+#: the largest order t = α − 1 of a Rényi curve whose cost grows with α (the
+#: subsampled Gaussian's integer-order binomial sums: ~72 bytes per order, measured,
+#: so 7 GB at α = 1e8 + 1) and of ``accounting gap --t``: the one cap, shared. The
+#: accountants' own order searches stop at t = 1e5; closed forms answer any order.
+T_MAX = 1e6
 _LIMITS = (1.0, np.inf)
 
 

@@ -49,7 +49,7 @@ from accounting.curves.curve import Exactness
 from accounting.numerics.loss import LossPMF
 from accounting.pairs.mechanism import MECHANISM_PRIMITIVES, Mechanism
 from accounting.vocabulary import Direction
-from accounting.pairs.primitives import check_primitive_output
+from accounting.pairs.primitives import PrimitiveError, check_primitive_output, culprit
 from accounting.pairs.pair import (LawPair, NoiseDensity, Pair, _overrides, corner_pair,
                                    not_provided)
 
@@ -157,12 +157,43 @@ def _owner(logf, label: str):
     return logf.__self__ if inspect.ismethod(logf) else label
 
 
+@attrs.frozen
+class _CheckedDensity:
+    """``logf`` whose values are passed through ``check_primitive_output``: a NaN is a
+    ``PrimitiveError`` naming ``owner`` (mechanism and plugin) and the first x where it
+    occurred. A NaN compares false, so unchecked it would stop a support search early or
+    late, or vanish into a quadrature as if the density were 0 there."""
+
+    logf: Callable[[np.ndarray], np.ndarray]
+    owner: object
+
+    def __call__(self, x):
+        return check_primitive_output(self.logf(x), "log_density", self.owner, at=x,
+                                      variable="x")
+
+
+def _peak(logf, probe: np.ndarray, owner) -> float:
+    """max of ``logf`` (a ``_CheckedDensity``) on ``probe``; a ``PrimitiveError`` naming
+    ``owner`` when it is −∞ everywhere there (no mass near 0 to place a grid on)."""
+    lp = logf(probe)
+    if np.all(lp == -np.inf):
+        mech, plugin = culprit(owner)
+        raise PrimitiveError(plugin, mech, f"log_density is -inf at every x in "
+                                           f"[{probe[0]:g}, {probe[-1]:g}]: it must be finite "
+                                           f"somewhere near 0")
+    return float(np.max(lp))
+
+
 def support_extent(logf, start: float, peak: float, direction: float, limit: float) -> float:
     """Distance from 0 along ``direction`` (doubling from ``start``, at most ``limit``) at
     which ``logf`` has dropped 745 nats below ``peak``: where float64 masses underflow."""
     s = start
     while s < limit:
-        if logf(np.array([direction * s]))[0] < peak - _DROP:
+        value = float(np.asarray(logf(np.array([direction * s])), dtype=float)[0])
+        if np.isnan(value):   # never "below the peak": the search would run to ``limit``
+            check_primitive_output([value], "log_density", _owner(logf, "log_density"),
+                                   at=[direction * s], variable="x")
+        if value < peak - _DROP:
             return s
         s *= 2.0
     return limit
@@ -176,11 +207,9 @@ def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
     (``sampler``: draws of Z, which make the pair's ``sample`` available)."""
     from scipy.special import logsumexp
     shift = float(sensitivity)
-    probe = np.linspace(-10 * scale, 10 * scale, 2001)
-    lp = logf(probe)
-    if not np.all(np.isfinite(lp) | (lp == -np.inf)) or np.all(lp == -np.inf):
-        raise ValueError(f"{label}: log_density must be finite somewhere near 0 and never NaN")
-    peak = float(np.max(lp))
+    owner = _owner(logf, label)
+    logf = _CheckedDensity(logf, owner)
+    peak = _peak(logf, np.linspace(-10 * scale, 10 * scale, 2001), owner)
     limit = scale * 1e12
     lo = -support_extent(logf, scale, peak, -1.0, limit)
     hi = support_extent(logf, scale, peak, 1.0, limit) + shift
@@ -197,9 +226,7 @@ def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
     h = np.diff(edges)
     nodes = edges[:-1, None] + 0.5 * h[:, None] * (_GL_X[None, :] + 1.0)
     logw = np.log(0.5 * h)[:, None] + np.log(_GL_W)[None, :]
-    owner = _owner(logf, label)
-    lq_nodes = check_primitive_output(logf(nodes), "log_density", owner, at=nodes)
-    lp_nodes = check_primitive_output(logf(nodes - shift), "log_density", owner, at=nodes - shift)
+    lq_nodes, lp_nodes = logf(nodes), logf(nodes - shift)
     log_z = logsumexp(lq_nodes + logw)
     log_pc = logsumexp(lp_nodes + logw, axis=1) - log_z
     log_qc = logsumexp(lq_nodes + logw, axis=1) - log_z
@@ -213,7 +240,7 @@ def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
     a, b = pts.min(axis=1), pts.max(axis=1)
     fwd_u, fwd_l = _cell_laws(log_pc, log_qc, a, b)
     bwd_u, bwd_l = _cell_laws(log_qc, log_pc, -b, -a)
-    return _NoisePair((fwd_u, bwd_u), (fwd_l, bwd_l), label, logf=logf, sensitivity=shift,
+    return _NoisePair((fwd_u, bwd_u), (fwd_l, bwd_l), label, logf=logf.logf, sensitivity=shift,
                       span=(lo, hi), width=width, symmetric=symmetric, sampler=sampler)
 
 
@@ -245,10 +272,14 @@ class _NoisePair(_Sampled, LawPair):
             memo.clear()
         return out.reshape(t.shape)
 
+    def _checked_logf(self) -> _CheckedDensity:
+        return _CheckedDensity(self.logf, _owner(self.logf, self.label))
+
     def _log_z(self) -> float:
         if "log_z" not in self._memo:
             lo, hi = self.span
-            self._memo["log_z"] = log_integral(self.logf, lo, hi, self.width, self.sensitivity)
+            self._memo["log_z"] = log_integral(self._checked_logf(), lo, hi, self.width,
+                                               self.sensitivity)
         return self._memo["log_z"]
 
     def cgf_lower(self, t, direction):
@@ -267,11 +298,12 @@ class _NoisePair(_Sampled, LawPair):
         if t == 0.0:
             return 0.0
         a, b = (1.0 + t, -t) if direction is Direction.FORWARD else (-t, 1.0 + t)
+        logf = self._checked_logf()
 
         def h(x):
             with np.errstate(invalid="ignore", over="ignore"):
-                v = a * self.logf(x - self.sensitivity) + b * self.logf(x)
-            return np.where(np.isnan(v), -np.inf, v)
+                v = a * logf(x - self.sensitivity) + b * logf(x)
+            return np.where(np.isnan(v), -np.inf, v)   # −∞ + ∞: both densities are 0
         lo, hi = self.span
         reach = (abs(a) + abs(b)) * (abs(self.sensitivity) + (hi - lo))
         return (log_integral(h, lo - reach, hi + reach, self.width, self.sensitivity)
@@ -345,13 +377,13 @@ def integer_noise_pair(logf, sensitivity: float, *, label: str = "integer noise"
         raise ValueError(f"{label}: sensitivity must be an integer for noise on the integers, "
                          f"got {sensitivity}")
     shift = int(sensitivity)
-    peak = float(np.max(logf(np.arange(-1000, 1001))))
+    owner = _owner(logf, label)
+    logf = _CheckedDensity(logf, owner)
+    peak = _peak(logf, np.arange(-1000.0, 1001.0), owner)
     k_lo = -int(support_extent(logf, 1.0, peak, -1.0, 1e7))
     k_hi = int(support_extent(logf, 1.0, peak, 1.0, 1e7)) + shift
     k = np.arange(k_lo, k_hi + 1)
-    owner = _owner(logf, label)
-    lq = check_primitive_output(logf(k), "log_density", owner, at=k)
-    lp = check_primitive_output(logf(k - shift), "log_density", owner, at=k - shift)
+    lq, lp = logf(k), logf(k - shift)
     lq, lp = lq - logsumexp(lq), lp - logsumexp(lp)
     # Losses from the log-pmfs, not from masses that may underflow: a point where one
     # mass underflows to 0 is not a point where that distribution has no mass.

@@ -27,7 +27,7 @@ from accounting.curves.curve import Exactness, Provenance
 from accounting.numerics.loss import LossPMF
 from accounting.vocabulary import Bound, Direction
 from accounting.pairs.pair import LawPair
-from accounting.pairs.primitives import check_primitive_output
+from accounting.pairs.primitives import check_primitive_output, check_renyi_output
 from accounting.registry.hookspecs import hookimpl
 from accounting.curves.pld import PLD
 from accounting.curves.profile import FunctionSide, PrivacyProfile
@@ -46,6 +46,23 @@ def _checked(fn, what: str, pair):
     def checked(x, direction):
         return check_primitive_output(fn(x, direction), what, pair, at=x)
     return checked
+
+
+def _checked_cgf(fn, what: str, pair, *, lower: bool = False):
+    """``fn`` (a CGF K(t, direction)) with its output checked: no NaN and, beyond
+    rounding, no K(t) < 0 on the sound side (``check_renyi_output``)."""
+    def checked(t, direction):
+        return check_renyi_output(fn(t, direction), what, pair, t, direction, lower=lower)
+    return checked
+
+
+def _checked_limit(pair, side: Bound):
+    """The pair's declared D_1 and D_∞ on ``side``, checked ≥ 0 as its CGF is."""
+    def limit(order, direction):
+        value = pair._renyi_limit(order, direction, side)
+        return float(check_renyi_output([value], "_renyi_limit", pair, [order - 1.0],
+                                        direction, cgf=False, lower=side is Bound.LOWER)[0])
+    return limit
 
 
 def _profile(pair, **options: Any) -> PrivacyProfile:
@@ -136,13 +153,15 @@ def _rdp(pair, **options: Any) -> RDP:
         limits = {}
         for side in (Bound.UPPER, Bound.LOWER):
             if pair._renyi_limit(1.0, Direction.FORWARD, side) is not None:
-                limits[side] = (lambda order, d, side=side: pair._renyi_limit(order, d, side))
+                limits[side] = _checked_limit(pair, side)
         lower = None
         if pair.provides("cgf_lower"):
-            lower = CGF.of(_checked(pair.cgf_lower, "cgf_lower", pair), limits.get(Bound.LOWER))
+            lower = CGF.of(_checked_cgf(pair.cgf_lower, "cgf_lower", pair, lower=True),
+                           limits.get(Bound.LOWER))
         elif pair.exact and exactness is Exactness.EXACT:
-            lower = CGF.of(_checked(pair._cgf, "_cgf", pair), limits.get(Bound.LOWER))
-        return RDP(CGF.of(_checked(pair._cgf, "_cgf", pair), limits.get(Bound.UPPER)),
+            lower = CGF.of(_checked_cgf(pair._cgf, "_cgf", pair, lower=True),
+                           limits.get(Bound.LOWER))
+        return RDP(CGF.of(_checked_cgf(pair._cgf, "_cgf", pair), limits.get(Bound.UPPER)),
                    lower, provenance=Provenance(exactness, (f"{pair.describe()} rdp",)))
     return _pld(pair, **options).to(RDP, **options)
 

@@ -18,8 +18,10 @@ from typing import Any, Optional
 import numpy as np
 
 from accounting.registry.registry import PluginError, default_registry, live_registries
+from accounting.vocabulary import Direction
 
-__all__ = ["PrimitiveError", "check_primitive_output", "culprit"]
+__all__ = ["PrimitiveError", "check_primitive_output", "check_renyi_output", "culprit",
+           "CGF_ROUNDING"]
 
 
 class PrimitiveError(PluginError):
@@ -72,13 +74,14 @@ def culprit(owner: Any, registry: Any = None) -> tuple[str, str]:
 
 def check_primitive_output(values: Any, what: str, owner: Any, *,
                            at: Any = None, lo: Optional[float] = None,
-                           hi: Optional[float] = None, registry: Any = None) -> np.ndarray:
+                           hi: Optional[float] = None, registry: Any = None,
+                           variable: Optional[str] = None) -> np.ndarray:
     """``values`` as a float array, or a ``PrimitiveError`` if any is NaN or outside
     [``lo``, ``hi``] (each bound optional; ±∞ are allowed unless a bound excludes them).
 
     ``what`` names the primitive ("profile δ(ε)", "log_density", …), ``owner`` is the
     mechanism or pair whose primitive it is, ``at`` the inputs (the first bad one is
-    quoted in the message).
+    quoted in the message, as ``at x = …`` when ``variable`` names them).
     """
     try:
         arr = np.asarray(values, dtype=float)
@@ -99,11 +102,62 @@ def check_primitive_output(values: Any, what: str, owner: Any, *,
     if at is not None:
         try:
             inputs = np.broadcast_to(np.asarray(at, dtype=float), arr.shape).ravel()
-            where = f" at {float(inputs[first])!r}"
+            where = (f" at {variable} = {float(inputs[first])!r}" if variable
+                     else f" at {float(inputs[first])!r}")
         except (TypeError, ValueError):   # inputs of another shape: say nothing of them
             pass
     bounds = ""
     if lo is not None or hi is not None:
         bounds = f" (must be in [{-np.inf if lo is None else lo}, {np.inf if hi is None else hi}])"
-    raise PrimitiveError(plugin, mech, f"{what} returned {float(arr.ravel()[first])!r}{where}"
-                                       f"{bounds}, at {int(bad.sum())} of {arr.size} points")
+    value = float(arr.ravel()[first])
+    shown = "NaN" if np.isnan(value) else repr(value)
+    raise PrimitiveError(plugin, mech, f"{what} returned {shown}{where}{bounds}, at "
+                                       f"{int(bad.sum())} of {arr.size} points")
+
+
+#: how far below 0 a Rényi value may round before it is a fault: K(t) down to
+#: −CGF_ROUNDING·max(1, t), D_α down to −CGF_ROUNDING. Measured over the built-in pairs
+#: (hypothesis draws from their declared ranges, t from 1e-9 to 1e4): the worst is
+#: −3.2e-14·max(1, t), the generalised Gaussian's quadrature at t → 0.
+CGF_ROUNDING = 1e-12
+
+
+def check_renyi_output(values: Any, what: str, owner: Any, t: Any, direction: Any = None,
+                       *, cgf: bool = True, lower: bool = False,
+                       registry: Any = None) -> np.ndarray:
+    """A pair's Rényi primitive checked at the orders α = 1 + ``t``: its CGF K(t)
+    (``cgf``), or a divergence D_α itself (``cgf=False``: the declared D_1 and D_∞).
+
+    Every Rényi divergence is ≥ 0, and so is K(t) = (α − 1)·D_α for t ≥ 0: with
+    L = log dP/dQ, K(0) = 0 and K(−1) = log Q(p > 0) ≤ 0, and K is convex, so
+    K(t) ≥ (1 + t)·K(0) − t·K(−1) ≥ 0 (the backward direction swaps P and Q; the
+    positivity of D_α in van Erven and Harremoës, arXiv:1206.2459). NaN is refused
+    (``check_primitive_output``).
+    On the sound (upper) side a value below 0 by more than the rounding bound
+    ``CGF_ROUNDING`` is a ``PrimitiveError`` naming the plugin, the mechanism, the
+    order, the direction and the value — a negative K would make every ε computed
+    from it 0 — and a value within it is set to 0. On the ``lower`` side any negative
+    value is set to 0: max(K, 0) is still below the true K, only less vacuous.
+    """
+    arr = check_primitive_output(values, what, owner, at=t, variable="t", registry=registry)
+    if not (arr < 0).any():
+        return arr
+    t = np.broadcast_to(np.asarray(t, dtype=float), arr.shape)
+    tolerance = CGF_ROUNDING * (np.maximum(1.0, np.where(np.isfinite(t), t, 1.0)) if cgf
+                                else np.ones(arr.shape))
+    bad = arr < -tolerance
+    if bad.any() and not lower:
+        mech, plugin = culprit(owner, registry)
+        first = int(np.flatnonzero(bad.ravel())[0])
+        value, at = float(arr.ravel()[first]), float(t.ravel()[first])
+        way = (direction.value if isinstance(direction, Direction) else
+               "" if direction is None else str(direction))
+        quantity = (f"K(t) = {value!r} at t = {at!r} (order α = {1.0 + at!r}"
+                    f"{', ' + way if way else ''})" if cgf else
+                    f"D_α = {value!r} at order α = {1.0 + at!r}{f' ({way})' if way else ''}")
+        raise PrimitiveError(plugin, mech, f"{what} returned {quantity}, below 0: a Rényi "
+                                           f"divergence is ≥ 0, and so is K(t) = (α − 1)·D_α "
+                                           f"for t ≥ 0 (allowed rounding "
+                                           f"{float(tolerance.ravel()[first]):.3g}), at "
+                                           f"{int(bad.sum())} of {arr.size} points")
+    return np.maximum(arr, 0.0)

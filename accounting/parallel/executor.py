@@ -23,7 +23,11 @@ chunks per worker, so that millisecond tasks do not pay one round trip each).
 Failures. An exception raised by a task is not retried — the task is a
 deterministic function of (config, seed), so it would raise again — but reported
 as a ``TaskError`` naming the task, its configuration and the exception (or, with
-``on_error="record"``, returned as a ``TaskFailure`` in its place). A worker that
+``on_error="record"``, returned as a ``TaskFailure`` in its place). ``SystemExit``
+counts as such an exception, and so does ``KeyboardInterrupt`` raised by a task
+off the caller's thread (in the serial engine it is the user's Ctrl-C and stops the
+run); a result that cannot be sent back from a worker (not picklable) is its
+task's failure too. A worker that
 dies is an infrastructure failure: a local pool is rebuilt and the unfinished tasks
 are run again, up to ``retries`` times (safe, since tasks are pure); Dask retries
 on its own (``distributed.scheduler.allowed-failures``) and then reports the task.
@@ -187,13 +191,23 @@ def _client_address(client: Any) -> str:
 
 
 # ------------------------------------------------------------- worker side
+def _failure(exc: BaseException) -> tuple[str, str]:
+    """(type name, one-line reason) of a task's exception."""
+    if isinstance(exc, SystemExit):
+        return "SystemExit", f"the task called sys.exit({exc.code!r})"
+    if isinstance(exc, KeyboardInterrupt):
+        return "KeyboardInterrupt", "the task raised KeyboardInterrupt"
+    return type(exc).__name__, _one_line(str(exc)) or "(no message)"
+
+
 def _run_chunk(fn: Callable, items: Sequence[tuple], seed: int,
-               threads: Optional[int]) -> list:
+               threads: Optional[int], here: bool = False) -> list:
     """Run ``items`` = [(position, index, config)]; [(position, ok, value or
     (type name, message))]. Exceptions are caught here, so that the main process
     gets plain strings (an exception need not be picklable) for every task.
     ``threads`` None: the caller has capped the threads already (capping costs a few
-    milliseconds, once per chunk)."""
+    milliseconds, once per chunk). ``here``: the chunk runs in the caller's own thread
+    (the serial engine)."""
     out = []
     if threads is not None:       # in a worker process (see ``malloc``)
         tune_allocator()
@@ -201,8 +215,13 @@ def _run_chunk(fn: Callable, items: Sequence[tuple], seed: int,
         for position, index, config in items:
             try:
                 value = fn(config, task_seed(seed, index))
-            except Exception as exc:  # the task's failure, reported with its config
-                out.append((position, False, (type(exc).__name__, _one_line(str(exc)))))
+            except BaseException as exc:  # the task's failure, reported with its config
+                # SystemExit and KeyboardInterrupt too, except a KeyboardInterrupt in the
+                # caller's own thread: that is (or cannot be told from) its user's Ctrl-C.
+                # In a worker a Ctrl-C also reaches the caller, which stops the run.
+                if here and isinstance(exc, KeyboardInterrupt):
+                    raise
+                out.append((position, False, _failure(exc)))
             else:
                 out.append((position, True, value))
     return out
@@ -451,7 +470,7 @@ def map_tasks(fn: Callable[[Any, Any], Any], configs: Sequence[Any], *,
             if session is None:
                 with limited_threads(engine.threads):
                     for item in items:
-                        finish(_run_chunk(fn, [item], seed, None))
+                        finish(_run_chunk(fn, [item], seed, None, here=True))
                 return results
             size = engine.chunksize or max(1, min(1000, math.ceil(
                 n / (session.parallelism * _CHUNKS_PER_WORKER))))
@@ -494,7 +513,22 @@ def _drive(session: _Session, engine: Engine, fn: Callable, seed: int, chunks: l
                 finish(future.result())
                 continue
             if not _infrastructure(exc):
-                raise exc
+                # ``_run_chunk`` catches every task's exception, so this is the chunk's
+                # results failing to travel back (an unpicklable value): one task's
+                # failure. A chunk of several is run again task by task (tasks are
+                # pure) to find whose result it is.
+                if len(chunks[c]) == 1:
+                    position = chunks[c][0][0]
+                    finish([(position, False, (type(exc).__name__, (
+                        f"its result could not be sent back from the worker "
+                        f"({_one_line(exc) or 'no message'}); a task must return a "
+                        f"picklable value")))])
+                    continue
+                for item in chunks[c]:
+                    chunks.append([item])
+                    attempts.append(1)
+                    pending[session.submit([item], fn, seed, engine.threads)] = len(chunks) - 1
+                continue
             if session.rebuildable and attempts[c] <= engine.retries:
                 broken.append(c)
                 continue

@@ -16,12 +16,13 @@ other entry point is a third-party plugin. The rules:
 * third-party plugins are collected together and then checked against each other:
   a name claimed by two of them is refused for both (never first-come-first-served
   by name order); the same holds for two third-party entry points of one name;
-* a plugin that fails to import (any exception, ``SystemExit`` included; only
-  ``KeyboardInterrupt`` goes through), whose hooks do not match the specifications,
-  that raises in a hook, returns a value from a hook instead of calling
-  ``register``, or registers something invalid is recorded in ``registry.errors``
-  as a ``PluginError`` naming it (and a ``RuntimeWarning`` is issued); everything
-  else still loads. Its valid registrations are kept.
+* a plugin that fails to import (any exception, ``SystemExit`` and
+  ``KeyboardInterrupt`` included: raised by its code, they are its fault), whose
+  hooks do not match the specifications, that raises in a hook (the same), returns
+  a value from a hook instead of calling ``register``, or registers something
+  invalid is recorded in ``registry.errors`` as a ``PluginError`` naming it (and a
+  ``RuntimeWarning`` is issued); everything else still loads. Its valid
+  registrations are kept.
 
 While a plugin is imported and its hooks run, ``sys.stdout`` is redirected to
 ``sys.stderr``, so a plugin that prints cannot corrupt machine-readable output.
@@ -68,14 +69,20 @@ _HOOKS = {
 }
 
 
-def did_you_mean(name: str, known: Iterable[str]) -> str:
+def did_you_mean(name: str, known: Iterable[str], *, prefix: str = "") -> str:
     """`` (did you mean 'x'?)`` naming the registered names closest to ``name``
-    (difflib's ratio ≥ 0.6), or "" when none is close."""
+    (difflib's ratio ≥ 0.6), or "" when none is close. ``prefix`` (such as ``--``) is
+    left out of the comparison, so that a prefix every name shares makes no two
+    names alike, and kept in the names shown."""
     import difflib
-    close = difflib.get_close_matches(str(name), sorted(known), n=3)
+
+    def bare(text: str) -> str:
+        return text[len(prefix):] if prefix and text.startswith(prefix) else text
+    names = {bare(str(k)): str(k) for k in sorted(known)}
+    close = difflib.get_close_matches(bare(str(name)), list(names), n=3)
     if not close:
         return ""
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)"
+    return f" (did you mean {' or '.join(repr(names[c]) for c in close)}?)"
 
 
 @attrs.frozen
@@ -305,15 +312,18 @@ class Registry:
         return err
 
     def _load(self, ep: Any) -> Any:
-        """Import an entry point; None (and a recorded error) if that fails in any way
-        but a KeyboardInterrupt."""
+        """Import an entry point; None (and a recorded error) if that fails in any way,
+        ``SystemExit`` and ``KeyboardInterrupt`` included."""
         name = str(getattr(ep, "name", "?"))
         try:
             with _plugin_code():
                 return ep.load()
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # SystemExit too: one plugin must not end the process
+        except BaseException as exc:
+            # SystemExit and KeyboardInterrupt too: one plugin must not end the process.
+            # A KeyboardInterrupt raised while the plugin's module is imported is treated
+            # as that plugin's fault (a plugin raising it makes every command exit 130
+            # otherwise); a genuine Ctrl-C landing in these few milliseconds cannot be
+            # told apart from it, and is recorded the same way.
             self._fail(name, f"failed to load ({_describe(exc)})")
             return None
 
@@ -352,9 +362,7 @@ class Registry:
                 try:
                     with _plugin_code():
                         result = impl.function(**{arg: register for arg in impl.argnames})
-                except KeyboardInterrupt:
-                    raise
-                except BaseException as exc:
+                except BaseException as exc:  # KeyboardInterrupt too: as in ``_load``
                     self._fail(name, f"raised in {hook_name} ({_describe(exc)})")
                     continue
                 if result is not None:

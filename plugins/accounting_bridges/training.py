@@ -44,14 +44,16 @@ GRID_STEP = 1e-3
 def dpsgd_mechanism(noise_multiplier: float, sample_rate: float) -> Optional[Mechanism]:
     """The mechanism of one DP-SGD step: the Poisson-subsampled Gaussian with noise
     multiplier ``noise_multiplier`` (σ/clipping norm) at rate ``sample_rate``; None when
-    the step costs nothing (q = 0). A zero noise multiplier (non-private) is refused
-    here: the caller reports ε = ∞ for it."""
+    the step costs nothing (q = 0: no record is used, whatever the noise, even none).
+    At q > 0 a zero noise multiplier (non-private) is refused here: the caller reports
+    ε = ∞ for it."""
     import accounting
 
-    z = check_real("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
     q = check_real("sample_rate", sample_rate, lo=0.0, hi=1.0)
     if q == 0.0:
+        check_real("noise_multiplier", noise_multiplier, lo=0.0)
         return None
+    z = check_real("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
     if q == 1.0:
         return accounting.mechanism("gaussian", sigma=z)
     return accounting.mechanism("subsampled_gaussian", q=q, sigma=z)

@@ -85,6 +85,7 @@ from accounting.pairs.additive import AdditiveNoise, _cell_laws, log_integral, s
 from accounting.pairs.mechanism import (RATE, Mechanism, Neighbouring, Range, as_neighbouring,
                                         parameter)
 from accounting.pairs.pair import LawPair, Pair, disjoint_pair, identical_pair
+from accounting.pairs.primitives import check_primitive_output
 from accounting.registry.hookspecs import hookimpl
 
 __all__ = ["PoissonReplaceOne", "PoissonReplaceOneGaussian", "ReplaceOneGaussianPair",
@@ -258,11 +259,12 @@ def check_replace_one_base(base) -> None:
     if base.sensitivity == 0 or base.noise_width() == 0:
         return                       # degenerate corners: identical or disjoint pair
     x = _shape_grid(base)
-    ell = np.asarray(base.log_density(x), dtype=float)
+    # a NaN is the base's plugin's fault: a PrimitiveError naming it and the x
+    ell = check_primitive_output(base.log_density(x), "log_density", base, at=x, variable="x")
     fin = np.isfinite(ell)
     what = f"poisson_replace_one needs symmetric log-concave noise; {base.name}'s"
-    if np.any(np.isnan(ell)) or not np.any(fin):
-        raise ValueError(f"{what} log_density is NaN or nowhere finite on its grid")
+    if not np.any(fin):
+        raise ValueError(f"{what} log_density is nowhere finite on its grid")
     idx = np.flatnonzero(fin)
     if idx[-1] - idx[0] + 1 != idx.size:
         raise ValueError(f"{what} support is not an interval (not log-concave)")

@@ -77,6 +77,8 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
 
+from accounting.curves.rdp import T_MAX
+
 from . import subsampled_rdp as _bounds
 
 __all__ = ["log_a", "rdp_remove", "rdp_add", "remove_cgf_upper", "remove_cgf_lower",
@@ -145,7 +147,20 @@ def _check_alphas(alphas: Any) -> np.ndarray:
     if not (arr > 1.0).all() or not np.isfinite(arr).all():
         bad = arr[~((arr > 1.0) & np.isfinite(arr))]
         raise ValueError(f"alphas must be finite orders > 1, got {bad.ravel()[0]}")
+    _check_order_cap(arr - 1.0, "alphas")
     return arr
+
+
+def _check_order_cap(t: np.ndarray, name: str) -> None:
+    """Refuse t = α − 1 above ``T_MAX``: the integer-order sums hold α terms (memory
+    in proportion to α), and the order searches never ask beyond t = 1e5."""
+    big = t > T_MAX
+    if np.any(big):
+        value = float(np.asarray(t)[big].ravel()[0])
+        raise ValueError(f"{name}: the subsampled Gaussian's Rényi curve is answered at "
+                         f"orders t = α − 1 up to {T_MAX:g} (α up to {1.0 + T_MAX:.10g}): "
+                         f"its binomial sums need memory in proportion to α; got order "
+                         f"α = {1.0 + value:.10g} (t = {value:.10g})")
 
 
 # --------------------------------------------------------------------------
@@ -577,6 +592,7 @@ def _check_t(t: Any) -> np.ndarray:
     arr = np.asarray(t, dtype=float)
     if np.isnan(arr).any() or (arr < 0).any() or np.isinf(arr).any():
         raise ValueError("t (order minus one) must be finite and >= 0")
+    _check_order_cap(arr, "t")
     return arr
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+import warnings
 from typing import Any, Callable, Optional
 
 import attrs
@@ -47,7 +48,8 @@ from .claims import EpsDeltaClaim, as_claim
 from .estimator import check_alphas, check_lambdas, rkrd_sweep
 from .experiments import PAPER_ALPHAS, PAPER_LAMBDAS
 from .holdout import witness_test
-from .kernel import check_samples, real_array
+from .kernel import (KernelWarning, check_bandwidth, check_samples, real_array,
+                     typical_distance)
 from .lower_bound import split_samples, witness_bandwidth
 from .report import AuditReport, RKRDPResult
 from .resources import (DEFAULT_MEMORY_BUDGET, check_memory, kernel_bytes, thread_limit,
@@ -255,12 +257,25 @@ class RKRDAuditor:
         if {"kernel", "likelihood_ratio"} & set(families):
             check_memory(f"the kernel witnesses ({kp} training points per side)",
                          8 * 7 * kp * kp, budget, "lower kernel_points")
+        centre = 0.5 * (xa.mean(axis=0) + ya.mean(axis=0))
+        xa_c, ya_c, xb_c, yb_c = xa - centre, ya - centre, xb - centre, yb - centre
+        # the kernels' scale: the median distinct distance of at most kp training points
+        # per side (memory 8·kp², below the witnesses'); a bandwidth that cannot resolve
+        # it is refused before any kernel is built
+        scale = typical_distance(xa_c, ya_c, kp)
+        check_bandwidth(bandwidth, scale)
+        notes: list[str] = []
+        if scale is None:
+            notes.append("every training sample of x coincides with every one of y (all "
+                         "distances 0): the RBF kernel has no scale (the bandwidth "
+                         "collapses), so no kernel witness was used and kernel statistics "
+                         "are degenerate")
+        for note in notes:
+            warnings.warn(f"rkrd audit: {note}", KernelWarning, stacklevel=4)
 
         # ---- witness test on the split
         prog.stage(f"witness selection on the training part ({xa.shape[0]} + {ya.shape[0]} "
                    f"samples, families {', '.join(families)})")
-        centre = 0.5 * (xa.mean(axis=0) + ya.mean(axis=0))
-        xa_c, ya_c, xb_c, yb_c = xa - centre, ya - centre, xb - centre, yb - centre
         cands = candidates(xa_c, ya_c, families=families, bandwidth=bandwidth,
                            kernel_points=kernel_points,
                            rng=np.random.default_rng(witness_ss), progress=prog.stage)
@@ -316,7 +331,7 @@ class RKRDAuditor:
             claim=claim, level=level, level_witness=level - level_t, level_threshold=level_t,
             lambda0=lam0, witness=wt, rkrdp=rkrdp_result, statistics=statistics, seed=seed,
             settings=settings_out, bootstrap=boot, sweep=sweep,
-            seconds=time.perf_counter() - t0, auditor=self.name)
+            seconds=time.perf_counter() - t0, auditor=self.name, warnings=tuple(notes))
 
     # ----------------------------------------------------------------- callable
     def audit_callable(self, fn: Callable[[Any, np.random.Generator], Any], d0: Any, d1: Any,

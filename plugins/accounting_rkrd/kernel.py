@@ -17,7 +17,19 @@ import numpy as np
 from accounting.validation import check_array, check_positive
 
 __all__ = ["real_array", "check_samples", "squared_distances", "median_bandwidth", "rbf", "Grams",
-           "rbf_grams"]
+           "rbf_grams", "positive_median", "typical_distance", "usable_bandwidths",
+           "check_bandwidth", "KernelWarning", "TYPICAL_POINTS"]
+
+#: exp(−u) is a normal float64 for u ≤ 708 (beyond, subnormal, then 0)
+_UNDERFLOW = 708.0
+#: exp(−u) for u ≥ 2^−52 is a float below 1 (smaller u round it to exactly 1)
+_BELOW_ONE = 2.0 ** -52
+#: h² must be a normal float64 for −1/h² to be finite and exact
+_H_LIMITS = (float(np.sqrt(np.finfo(float).tiny)), float(np.sqrt(np.finfo(float).max)))
+
+
+class KernelWarning(RuntimeWarning):
+    """The RBF kernel on these samples is degenerate (e.g. all samples coincide)."""
 
 
 def real_array(name: str, value: Any) -> np.ndarray:
@@ -118,11 +130,79 @@ def rbf_grams(x: np.ndarray, y: np.ndarray, bandwidth: Optional[float] = None) -
     """
     centre = 0.5 * (x.mean(axis=0) + y.mean(axis=0))
     xc, yc = x - centre, y - centre
+    if bandwidth is not None:   # refused before the n × n work (``check_bandwidth``)
+        check_bandwidth(bandwidth, typical_distance(xc, yc))
     sq_xy = squared_distances(xc, yc)
-    h = median_bandwidth(sq_xy) if bandwidth is None else check_positive("bandwidth", bandwidth)
+    h = median_bandwidth(sq_xy) if bandwidth is None else float(bandwidth)
     sq_xy *= -1.0 / (h * h)
     grams = [rbf(xc, xc, h), np.exp(sq_xy, out=sq_xy), rbf(yc, yc, h)]
     # the diagonal is exactly k(u, u) = 1; the expansion leaves roundoff there
     np.fill_diagonal(grams[0], 1.0)
     np.fill_diagonal(grams[2], 1.0)
     return Grams(grams[0], grams[1], grams[2], h)
+
+
+def positive_median(sq: np.ndarray) -> Optional[float]:
+    """The median heuristic over the distinct pairs: the median of the non-zero
+    distances (from their squares ``sq``; discrete outputs often coincide, and a zero
+    bandwidth is no kernel), or None when all pairs coincide."""
+    pos = sq[sq > 0.0]
+    return float(np.median(np.sqrt(pos))) if pos.size else None
+
+
+#: points per side from which ``typical_distance`` takes its median by default
+TYPICAL_POINTS = 1000
+
+
+def typical_distance(x: np.ndarray, y: np.ndarray,
+                     points: int = TYPICAL_POINTS) -> Optional[float]:
+    """``positive_median`` of the distances between the first ``points`` rows of
+    (centred) ``x`` and ``y``: the scale a bandwidth must resolve, in memory
+    8·points² bytes whatever n (None when those rows all coincide; +∞ when squared
+    distances overflow float64)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq = squared_distances(x[:points], y[:points])
+    if not np.all(np.isfinite(sq)):
+        return np.inf
+    return positive_median(sq)
+
+
+def usable_bandwidths(scale: float) -> tuple[float, float]:
+    """[lo, hi]: the bandwidths h at which k = exp(−d²/h²) of two points at the typical
+    distance d = ``scale`` is a normal float below 1, so that the kernel tells them
+    apart both from coincident points (k = 1) and from infinitely distant ones (k = 0):
+    lo = d/√708 (k = e^{−708}, the smallest normal float64 is e^{−708.4}) and
+    hi = d·2^26 (k = e^{−2^{−52}}, the largest float below 1), within the h whose
+    square is a normal float64. Empty (lo > hi) when d itself is beyond float64."""
+    lo = max(scale / np.sqrt(_UNDERFLOW), _H_LIMITS[0])
+    hi = min(scale / np.sqrt(_BELOW_ONE), _H_LIMITS[1])
+    return float(lo), float(hi)
+
+
+def check_bandwidth(bandwidth: Optional[float], scale: Optional[float]) -> Optional[float]:
+    """``bandwidth`` (None: the median heuristic ``scale`` will be used) checked
+    against ``usable_bandwidths(scale)``, ``scale`` being the median non-zero distance
+    between the samples (None when they all coincide: no range to check against).
+
+    A bandwidth outside the range is a ValueError naming it (``--bandwidth`` on the
+    command line) and the range: below it the kernel of the typical pair underflows
+    (the Gram matrices tend to the identity, witness scores to 0; below 1.5e-154, h²
+    itself underflows and −1/h² divides by zero); above it the kernel of the typical
+    pair rounds to 1. A data scale beyond float64 kernels is refused the same way.
+    """
+    h = None if bandwidth is None else check_positive("bandwidth", bandwidth)
+    if scale is None:
+        return h
+    lo, hi = usable_bandwidths(scale)
+    if lo > hi:
+        raise ValueError(f"the samples' typical distance {scale:.3g} (median over distinct "
+                         f"pairs of x and y) is beyond what an RBF kernel can resolve in "
+                         f"float64: rescale x and y (e.g. to unit spread)")
+    if h is not None and not lo <= h <= hi:
+        what = ("underflows the RBF kernel: exp(−d²/h²) is subnormal or 0" if h < lo
+                else "rounds the RBF kernel to 1: exp(−d²/h²) = 1 in float64")
+        raise ValueError(f"bandwidth (--bandwidth) = {h:.3g} {what} at the typical distance "
+                         f"d = {scale:.3g} between x and y (the median over distinct pairs); "
+                         f"give a bandwidth in the usable range [{lo:.3g}, {hi:.3g}] "
+                         f"(d/√708 to d·2^26), or none for the median heuristic")
+    return h

@@ -32,9 +32,10 @@ import attrs
 import numpy as np
 from scipy.special import betaincinv
 
-from accounting.validation import check_count, check_positive, check_probability, check_real
+from accounting.validation import check_count, check_probability, check_real
 
-from .kernel import check_samples, median_bandwidth, rbf, squared_distances
+from .kernel import (check_bandwidth, check_samples, median_bandwidth, rbf, squared_distances,
+                     typical_distance)
 
 __all__ = ["LowerBound", "epsilon_lower_bound", "lower_bound_from_split", "split_samples",
            "witness_bandwidth", "clopper_pearson_upper", "ratio_bounds"]
@@ -133,8 +134,10 @@ def lower_bound_from_split(xa: np.ndarray, ya: np.ndarray, xb: np.ndarray, yb: n
     level = check_probability("level", level)
     t = check_count("n_thresholds", n_thresholds)
     hx, hy = xa.shape[0], ya.shape[0]
-    h = witness_bandwidth(xa, ya) if bandwidth is None else check_positive("bandwidth", bandwidth)
     centre = 0.5 * (xa.mean(axis=0) + ya.mean(axis=0))
+    if bandwidth is not None:
+        check_bandwidth(bandwidth, typical_distance(xa - centre, ya - centre))
+    h = witness_bandwidth(xa, ya) if bandwidth is None else float(bandwidth)
     xa, xb, ya, yb = xa - centre, xb - centre, ya - centre, yb - centre
 
     def score(z: np.ndarray) -> np.ndarray:

@@ -95,6 +95,8 @@ class AuditReport:
     sweep: Optional[RKRDSweep] = attrs.field(default=None, eq=False, repr=False)
     seconds: float = 0.0
     auditor: str = "rkrd"
+    #: what makes the audit less informative than it looks (a degenerate kernel, …)
+    warnings: tuple = attrs.field(default=(), converter=tuple)
 
     # ------------------------------------------------------------ the claim
     @property
@@ -202,6 +204,8 @@ class AuditReport:
             "settings": dict(self.settings),
             "seconds": self.seconds,
         }
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         if self.lower_bound is not None:
             out["lower_bound"] = {**self.lower_bound.to_dict(),
                                   "rejects": self.rejected_by_witness}
@@ -241,6 +245,7 @@ class AuditReport:
                  f"{w.m_p} + {w.m_q} held out; seed {self.seed}",
                  f"  witness: {w.family} — {w.detail} (chosen on the training part among "
                  f"{w.n_candidates} candidates; level {self.level_witness:g})"]
+        lines += [f"  warning: {note}" for note in self.warnings]
         if self.detectable_epsilon is not None:
             lines.append(f"  detectable ε (perfect witness, these sizes and level): "
                          f"{self.detectable_epsilon:.4g}")

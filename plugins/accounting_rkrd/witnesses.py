@@ -38,7 +38,7 @@ import attrs
 import numpy as np
 from scipy.special import expit, log_expit
 
-from .kernel import rbf, squared_distances
+from .kernel import positive_median, rbf, squared_distances
 
 __all__ = ["FAMILIES", "Candidate", "candidates", "check_families"]
 
@@ -227,13 +227,6 @@ def _logistic_fit(x: np.ndarray, y: np.ndarray) -> list[tuple[str, Score]]:
 
 
 # ---------------------------------------------------------------------- all
-def _positive_median(sq: np.ndarray) -> Optional[float]:
-    """The median heuristic over the distinct pairs (discrete outputs often coincide;
-    a zero bandwidth is no kernel), or None when all pairs coincide."""
-    pos = sq[sq > 0.0]
-    return float(np.median(np.sqrt(pos))) if pos.size else None
-
-
 def candidates(xa: np.ndarray, ya: np.ndarray, *, families: tuple[str, ...],
                bandwidth: Optional[float], kernel_points: int,
                rng: np.random.Generator,
@@ -247,7 +240,7 @@ def candidates(xa: np.ndarray, ya: np.ndarray, *, families: tuple[str, ...],
         ix = rng.permutation(xa.shape[0])[:kernel_points]
         iy = rng.permutation(ya.shape[0])[:kernel_points]
         xk, yk = xa[np.sort(ix)], ya[np.sort(iy)]
-        h0 = _positive_median(squared_distances(xk, yk)) if bandwidth is None else bandwidth
+        h0 = positive_median(squared_distances(xk, yk)) if bandwidth is None else bandwidth
         if h0 is None:
             # every training point coincides: no kernel scale; the other families remain
             families = tuple(f for f in families if f not in kernel_families)

@@ -156,3 +156,29 @@ def test_matches_dp_accounting_on_the_same_steps():
     lo, hi = acc.get_epsilon_interval(DELTA)
     assert lo - 1e-5 <= theirs.get_epsilon(DELTA) <= hi + 1e-5
     assert np.isclose(hi, theirs.get_epsilon(DELTA), rtol=2e-3)
+
+
+def test_unsampled_steps_are_free_whatever_the_noise():
+    """q = 0 samples nobody: ε with such steps (noise multiplier 0 included) equals ε
+    without them, on every accountant (before: noise_multiplier = 0, sample_rate = 0
+    made get_epsilon raise "noise_multiplier must be in (0, inf)")."""
+    plain, padded = TrainingAccountant(grid_step=STEP), TrainingAccountant(grid_step=STEP)
+    for acc in (plain, padded):
+        for _ in range(20):
+            acc.step(noise_multiplier=1.0, sample_rate=0.01)
+    for z in (0.0, 0.0, 3.0, 0.0):
+        padded.step(noise_multiplier=z, sample_rate=0.0)
+    padded.step(noise_multiplier=1.0, sample_rate=0.01)
+    plain.step(noise_multiplier=1.0, sample_rate=0.01)
+    assert len(padded) == len(plain) + 4 and not padded.non_private()
+    for accountant in ("pld", "rdp", "zcdp"):
+        assert padded.get_epsilon(DELTA, accountant=accountant) == \
+            plain.get_epsilon(DELTA, accountant=accountant) > 0.0
+    assert padded.get_epsilon_interval(DELTA) == plain.get_epsilon_interval(DELTA)
+    assert padded.get_delta(1.0) == plain.get_delta(1.0)
+    only_free = TrainingAccountant()
+    only_free.step(noise_multiplier=0.0, sample_rate=0.0)
+    assert only_free.get_epsilon(DELTA) == 0.0 and only_free.get_delta(0.0) == 0.0
+    assert dpsgd_mechanism(0.0, 0.0) is None
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        dpsgd_mechanism(-1.0, 0.0)

@@ -199,11 +199,41 @@ def test_a_huge_n_is_refused_after_the_first_output():
 
 def test_coincident_and_discrete_outputs_do_not_break_the_audit():
     """Most pairs coincide: the kernel families get no scale, the others still run."""
+    from accounting_rkrd.kernel import KernelWarning
     zeros = np.zeros((50, 2))
-    rep = audit_samples(zeros, zeros, epsilon=1.0, delta=1e-3, seed=1)
+    with pytest.warns(KernelWarning):
+        rep = audit_samples(zeros, zeros, epsilon=1.0, delta=1e-3, seed=1)
     assert not rep.rejected and rep.witness.family == "threshold"
     rng = np.random.default_rng(4)
     x = (rng.random(2000) < 0.95).astype(float)   # P(0) = 0.05 against Q(0) = 0.01:
     y = (rng.random(2000) < 0.99).astype(float)   # ε = log 5 at δ = 0
     rep = audit_samples(x, y, epsilon=0.1, delta=1e-6, seed=1)
     assert rep.rejected and 0.1 < rep.epsilon_lower_bound <= np.log(5.0)
+
+
+def test_coincident_samples_warn_and_a_collapsed_bandwidth_is_refused():
+    """All samples at one point: a KernelWarning, kept in the report (and its saved
+    form); a bandwidth beyond the data's usable range is a ValueError naming it, in
+    the auditor and in the estimator (before: ZeroDivisionError at h = 1e-300)."""
+    from accounting_rkrd import AuditReport
+    from accounting_rkrd.estimator import rkrd
+    from accounting_rkrd.kernel import KernelWarning, usable_bandwidths
+    zeros = np.zeros((50, 2))
+    with pytest.warns(KernelWarning, match="all distances 0"):
+        rep = audit_samples(zeros, zeros, epsilon=1.0, delta=1e-3, seed=1)
+    assert not rep.rejected and len(rep.warnings) == 1 and "collapses" in rep.warnings[0]
+    assert AuditReport.from_dict(rep.to_dict(exact=True)).warnings == rep.warnings
+    lo, hi = usable_bandwidths(1.0)
+    assert lo == 1.0 / np.sqrt(708.0) and hi == 2.0 ** 26
+    # at the ends the kernel exp(−d²/h²) of the typical pair is a normal float below 1
+    assert np.finfo(float).tiny < np.exp(-(1.0 / lo) ** 2) and np.exp(-(1.0 / hi) ** 2) < 1.0
+    assert usable_bandwidths(1e-200)[0] > usable_bandwidths(1e-200)[1]   # beyond float64
+    x = np.random.default_rng(3).normal(size=(60, 2))
+    for h in (1e-300, 1e-3, 1e300):
+        with pytest.raises(ValueError, match=r"bandwidth \(--bandwidth\) = .*usable range"):
+            audit_samples(x, x + 1.0, epsilon=1.0, delta=1e-3, seed=1, bandwidth=h)
+        with pytest.raises(ValueError, match=r"bandwidth \(--bandwidth\) = .*usable range"):
+            rkrd(x, x + 1.0, 2.0, 1e-2, bandwidth=h)
+    # distances whose squares overflow: no bandwidth (the median heuristic's included)
+    with pytest.raises(ValueError, match="beyond what an RBF kernel can resolve"):
+        audit_samples(x * 1e160, (x + 1.0) * 1e160, epsilon=1.0, delta=1e-3, seed=1)
