@@ -22,7 +22,7 @@ and answers α = ∞ by its largest finite order (D_α ≤ D_∞).
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import attrs
 import numpy as np
@@ -69,22 +69,39 @@ class LimitedCGF:
         return float(self.limit(order, direction))
 
 
+class _Checked:
+    """Terms taken from CGFs, checked when those were built: ``_cgf_terms`` lets them
+    through unchecked, as a composition of n terms re-checked at every pairwise sum
+    would cost O(n²)."""
+
+    __slots__ = ("terms",)
+
+    def __init__(self, terms: tuple) -> None:
+        self.terms = terms
+
+
+def _cgf_terms(value: Any) -> tuple:
+    """attrs converter of ``CGF.terms``: a tuple of (weight ≥ 0, callable) pairs."""
+    if isinstance(value, _Checked):
+        return value.terms
+    terms = tuple(value)
+    for i, term in enumerate(terms):
+        if not (isinstance(term, tuple) and len(term) == 2):
+            raise TypeError(f"CGF.terms[{i}] must be a (weight, function) pair, "
+                            f"got {term!r:.80}")
+        c, fn = term
+        check_real(f"CGF.terms[{i}] weight", c, lo=0.0)
+        if not callable(fn):
+            raise TypeError(f"CGF.terms[{i}] function must be callable K(t, direction), "
+                            f"got {type(fn).__name__}")
+    return terms
+
+
 @attrs.frozen(eq=False)
 class CGF:
     """K(t, direction) = Σ_i c_i·K_i(t, direction): a weighted sum of component CGFs."""
 
-    terms: tuple[tuple[float, CGFFn], ...] = attrs.field(converter=tuple)
-
-    def __attrs_post_init__(self) -> None:
-        for i, term in enumerate(self.terms):
-            if not (isinstance(term, tuple) and len(term) == 2):
-                raise TypeError(f"CGF.terms[{i}] must be a (weight, function) pair, "
-                                f"got {term!r:.80}")
-            c, fn = term
-            check_real(f"CGF.terms[{i}] weight", c, lo=0.0)
-            if not callable(fn):
-                raise TypeError(f"CGF.terms[{i}] function must be callable K(t, direction), "
-                                f"got {type(fn).__name__}")
+    terms: tuple[tuple[float, CGFFn], ...] = attrs.field(converter=_cgf_terms)
 
     @classmethod
     def of(cls, fn: CGFFn, limit: Optional[LimitFn] = None) -> "CGF":
@@ -112,22 +129,14 @@ class CGF:
             total = total + c * np.asarray(fn(t, direction), dtype=float)
         return total
 
-    @classmethod
-    def _checked(cls, terms: tuple) -> "CGF":
-        """A CGF of terms that were checked when their CGFs were built: a composition of
-        n terms re-checked at every pairwise sum would cost O(n²)."""
-        cgf = object.__new__(cls)
-        object.__setattr__(cgf, "terms", terms)
-        return cgf
-
     def __add__(self, other: "CGF") -> "CGF":
         if not isinstance(other, CGF):
             return NotImplemented
-        return CGF._checked(self.terms + other.terms)
+        return CGF(_Checked(self.terms + other.terms))
 
     def scale(self, count: float) -> "CGF":
         count = check_real("count", count, lo=0.0)
-        return CGF._checked(tuple((c * count, fn) for c, fn in self.terms))
+        return CGF(_Checked(tuple((c * count, fn) for c, fn in self.terms)))
 
 
 @attrs.frozen(eq=False, repr=False)

@@ -213,12 +213,15 @@ class Mechanism(abc.ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # attrs writes a long repr (every field, defaults too) into each decorated
-        # subclass; keep the short one below unless the subclass wrote its own
+        # subclass unless the class has its own (attrs' auto_detect, which takes an
+        # inherited function for none): give the class the short one below, as a
+        # function of its own, unless the subclass wrote its own
         super().__init_subclass__(**kwargs)
-        own = cls.__dict__.get("__repr__")
-        code = getattr(own, "__code__", None)
-        if code is not None and code.co_filename.startswith("<attrs generated"):
-            cls.__repr__ = Mechanism.__repr__  # type: ignore[method-assign]
+        if "__repr__" not in cls.__dict__:
+            def __repr__(self: "Mechanism") -> str:
+                return Mechanism.__repr__(self)
+            __repr__.__qualname__ = f"{cls.__qualname__}.__repr__"
+            cls.__repr__ = __repr__  # type: ignore[method-assign]
 
     def __repr__(self) -> str:
         """``Class(param=value, …)``: the parameters that differ from their defaults,

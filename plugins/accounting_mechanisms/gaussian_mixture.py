@@ -53,6 +53,16 @@ def _float_tuple(name: str):
     return convert
 
 
+def _weights(value: Any) -> tuple[float, ...]:
+    """attrs converter of ``weights``: a tuple of floats, normalised exactly when it sums
+    to 1 within ``WEIGHT_TOLERANCE`` (any other sum is left for the check to refuse)."""
+    weights = _float_tuple("weights")(value)
+    total = math.fsum(weights)
+    if abs(total - 1.0) > WEIGHT_TOLERANCE:
+        return weights
+    return tuple(w / total for w in weights)
+
+
 def _finite(instance, attribute, value) -> None:
     if len(value) == 0:
         raise ValueError(f"{attribute.name} must have at least one entry")
@@ -103,7 +113,7 @@ class GaussianMixture(AdditiveNoise):
     """
 
     name = "gaussian_mixture"
-    weights: tuple = attrs.field(converter=_float_tuple("weights"),
+    weights: tuple = attrs.field(converter=_weights,
                                  validator=[_all_positive, in_range(WEIGHT)],
                                  metadata={"range": WEIGHT})
     means: tuple = attrs.field(converter=_float_tuple("means"),
@@ -120,7 +130,6 @@ class GaussianMixture(AdditiveNoise):
         total = math.fsum(self.weights)
         if abs(total - 1.0) > WEIGHT_TOLERANCE:
             raise ValueError(f"weights must sum to 1 (within {WEIGHT_TOLERANCE:g}), got {total!r}")
-        object.__setattr__(self, "weights", tuple(w / total for w in self.weights))
 
     # ------------------------------------------------------------------ noise
     def _log_density(self, x, shift: float = 0.0) -> np.ndarray:

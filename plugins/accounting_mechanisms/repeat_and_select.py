@@ -125,24 +125,30 @@ class RepeatAndSelectPair(Pair):
     base: Pair
     mean: float
     shape: float
-    #: the data the bound needs, computed once when the pair is built
-    _rdp: RDP = attrs.field(init=False, repr=False)
-    _gamma: float = attrs.field(init=False, repr=False)
-    _const: float = attrs.field(init=False, repr=False)
-    _grid: np.ndarray = attrs.field(init=False, repr=False)
-    _floor: np.ndarray = attrs.field(init=False, repr=False)
+    #: the data the bound needs, computed once when the pair is built (each from the
+    #: fields above it)
+    _rdp: RDP = attrs.field(init=False, repr=False,
+                            default=attrs.Factory(lambda self: self.base.curve(RDP),
+                                                  takes_self=True))
+    _gamma: float = attrs.field(init=False, repr=False, default=attrs.Factory(
+        lambda self: 1.0 if math.isinf(self.shape)
+        else truncated_negative_binomial_gamma(self.shape, self.mean), takes_self=True))
+    _const: float = attrs.field(init=False, repr=False, default=attrs.Factory(
+        lambda self: 0.0 if math.isinf(self.shape) else self._selection_constant(),
+        takes_self=True))
+    _grid: np.ndarray = attrs.field(init=False, repr=False, default=attrs.Factory(
+        lambda self: self._order_grid(), takes_self=True))
+    _floor: np.ndarray = attrs.field(init=False, repr=False, default=attrs.Factory(
+        lambda self: np.minimum.accumulate(self._bound(self._grid)[::-1])[::-1],
+        takes_self=True))
 
     exact = False
     symmetric = True
 
-    def __attrs_post_init__(self):
-        object.__setattr__(self, "_rdp", self.base.curve(RDP))
-        poisson = math.isinf(self.shape)
-        gamma = 1.0 if poisson else truncated_negative_binomial_gamma(self.shape, self.mean)
-        object.__setattr__(self, "_gamma", gamma)
-        object.__setattr__(self, "_const", 0.0 if poisson else self._selection_constant())
-        # the bound on a grid of orders, with its best order refined, then the minimum
-        # over orders above each grid point (the curve is made non-decreasing on it)
+    def _order_grid(self) -> np.ndarray:
+        """The orders of the bound: a grid with its best order refined and λ = ∞; the
+        minimum over orders above each grid point (``_floor``) makes the curve
+        non-decreasing on it."""
         from scipy.optimize import minimize_scalar  # ~0.3 s: not when the plugin loads
         lam = 1.0 + _GRID_T
         b = self._bound(lam)
@@ -152,11 +158,7 @@ class RepeatAndSelectPair(Pair):
                               bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})
         # λ = ∞ closes the grid: its bound (the declared D_∞) then caps the curve at
         # every order, as D_λ ≤ D_∞ requires of a bound that is finite only there
-        lam = np.sort(np.append(lam, [1.0 + math.exp(res.x), np.inf]))
-        b = self._bound(lam)
-        floor = np.minimum.accumulate(b[::-1])[::-1]
-        object.__setattr__(self, "_grid", lam)
-        object.__setattr__(self, "_floor", floor)
+        return np.sort(np.append(lam, [1.0 + math.exp(res.x), np.inf]))
 
     # ------------------------------------------------------------ the bound
     def _base_renyi(self, lam: np.ndarray) -> np.ndarray:
