@@ -14,7 +14,7 @@ To reproduce the stored files exactly, run it against the library code of that c
 
     git checkout <commit in laws.json> -- accounting plugins   # the library only
     python tests/data/law_reference/generate.py               # same numpy/scipy as recorded
-    git diff --stat tests/data/law_reference   # nothing but the JSON's "generated" date
+    git diff --stat tests/data/law_reference   # only the JSON's commit and date lines
     git checkout HEAD -- accounting plugins
 
 (``git checkout <commit>`` of the whole tree gives the library alone: there the old
