@@ -17,7 +17,7 @@ import numpy as np
 
 from accounting.curves.curve import Curve, Provenance, headline
 from accounting.vocabulary import Bound, Direction, as_bound, as_direction
-from accounting.numerics.fourier import RefiningLaw, compose_pmfs
+from accounting.numerics.fourier import RefiningLaw, compose_laws, compose_pmfs
 from accounting.numerics.loss import MAX_GRID_POINTS, LossPMF, check_law
 from accounting.validation import check_array, check_count, check_positive
 
@@ -143,10 +143,11 @@ class PLD(Curve):
         """The PLD of the product pair (independent composition)."""
         if not isinstance(other, PLD):
             raise TypeError(f"can only compose a PLD with a PLD, got {type(other).__name__}")
-        upper = tuple(a.compose(b, pessimistic=True) for a, b in zip(self.upper, other.upper))
+        upper = tuple(compose_laws(a, b, pessimistic=True) for a, b in zip(self.upper, other.upper))
         lower = None
         if self.lower is not None and other.lower is not None:
-            lower = tuple(a.compose(b, pessimistic=False) for a, b in zip(self.lower, other.lower))
+            lower = tuple(compose_laws(a, b, pessimistic=False)
+                          for a, b in zip(self.lower, other.lower))
         return PLD(upper, lower, provenance=self.provenance.join(other.provenance))
 
     def self_compose(self, count: int) -> "PLD":

@@ -19,8 +19,8 @@ from accounting.numerics.loss import (_U, MAX_GRID_POINTS, LossPMF, _fsum, check
 from accounting.numerics.summed_cgf import SummedCGF
 from accounting.validation import check_count, check_real
 
-__all__ = ["compose_pmfs", "composed_grid_points", "RefiningLaw", "TiltedPasses", "LAZY_RTOL",
-           "weighted_sum_up"]
+__all__ = ["compose_pmfs", "compose_laws", "self_compose_law", "composed_grid_points",
+           "RefiningLaw", "TiltedPasses", "LAZY_RTOL", "weighted_sum_up"]
 
 #: Mass below which an entry of a composed PMF is dropped (tails are accounted for).
 _TRUNCATION = 1e-40
@@ -95,6 +95,22 @@ def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True
         return trivial
     passes = TiltedPasses(items, tail)
     return passes.law(passes.canonical, pessimistic)[0]
+
+
+def compose_laws(a: LossPMF, b: LossPMF, *, pessimistic: bool = True) -> LossPMF:
+    """The law of L₁ + L₂ (independent): losses add (see ``compose_pmfs``)."""
+    a._require_grid(b)
+    return compose_pmfs([(a, 1), (b, 1)], pessimistic=pessimistic)
+
+
+def self_compose_law(law: LossPMF, count: int, *, pessimistic: bool = True,
+                     tail: float = 1e-18) -> LossPMF:
+    """The law of the sum of ``count`` independent copies of ``law`` (see
+    ``compose_pmfs``)."""
+    count = check_count("count", count)
+    if count == 1:
+        return law
+    return compose_pmfs([(law, count)], pessimistic=pessimistic, tail=tail)
 
 
 def _checked(items, tail: float) -> tuple[list, float]:

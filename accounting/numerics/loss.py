@@ -11,8 +11,8 @@ and Q's atom at −∞ is 1 − Σ q_i. Every query is exact for the law it hold
 * the vertices of the trade-off function T(P, Q) (Dong, Roth, Su 2019, Def. 2.1):
   the Neyman–Pearson test rejects P for the smallest losses first.
 
-A PMF on the grid {i·step} additionally composes by convolution (``compose``) and
-self-composes by an FFT power (``self_compose``). ``sup_loss``, when set, is a
+A PMF on the grid {i·step} additionally composes by convolution and self-composes by
+an FFT power (``numerics.fourier``: ``compose_laws``, ``self_compose_law``). ``sup_loss``, when set, is a
 certified bound on the largest finite loss of the *exact* law the PMF stands for
 (not of the grid PMF, whose pessimistic atoms may sit a step higher): δ(ε) = 0 for
 ε ≥ sup_loss, and ε(δ) ≤ sup_loss for every δ ≥ 0 when there is no mass at +∞ (pure
@@ -20,7 +20,7 @@ DP: ε(0) is the largest loss). ``bounded`` says the exact law has no mass at +�
 all: ``inf_mass`` is then only a pessimistic allowance for mass the exact law holds at
 finite losses ≤ ``sup_loss`` (a composition's tail above its window, a profile's tail
 cut off before its largest loss), so those two answers hold with it too. ``slack`` is an absolute
-allowance on δ that a *lower* bound subtracts (see ``self_compose``): the exact δ of
+allowance on δ that a *lower* bound subtracts (see ``fourier.self_compose_law``): the exact δ of
 the composed law lies in [δ_pmf − slack, δ_pmf] for an optimistic PMF.
 """
 
@@ -32,7 +32,6 @@ from typing import Optional
 import attrs
 import numpy as np
 
-from accounting.validation import check_count
 from accounting.vocabulary import InvariantError
 
 __all__ = ["LossPMF", "log_moments", "hockey_stick", "tail_sums", "MAX_GRID_POINTS", "BYTES_PER_POINT",
@@ -397,20 +396,6 @@ class LossPMF:
             raise ValueError(f"cannot compose PMFs with grid steps {self.step} and {other.step}; "
                              "discretise both with the same step")
 
-    def compose(self, other: "LossPMF", *, pessimistic: bool = True) -> "LossPMF":
-        """The law of L₁ + L₂ (independent): losses add (see ``compose_pmfs``)."""
-        from accounting.numerics.fourier import compose_pmfs
-        self._require_grid(other)
-        return compose_pmfs([(self, 1), (other, 1)], pessimistic=pessimistic)
-
-    def self_compose(self, count: int, *, pessimistic: bool = True,
-                     tail: float = 1e-18) -> "LossPMF":
-        """The law of the sum of ``count`` independent copies (see ``compose_pmfs``)."""
-        count = check_count("count", count)
-        if count == 1:
-            return self
-        from accounting.numerics.fourier import compose_pmfs
-        return compose_pmfs([(self, count)], pessimistic=pessimistic, tail=tail)
 
 
 def tail_sums(losses: np.ndarray, masses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
