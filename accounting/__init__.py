@@ -24,8 +24,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("AllocationGap", "CompositionGap", "InformationGap", "LocalExpansion",
                      "LossCumulants", "allocation_gap", "calibrated_family", "composition_gap",
                      "information_gap", "loss_cumulants"), "accounting.analysis.gap"),
-    **dict.fromkeys(("ComposedPair", "compose"), "accounting.composition"),
-    **dict.fromkeys(("Converter", "convert"), "accounting.conversion.graph"),
+    **dict.fromkeys(("ComposedPair", "compose"), "accounting.pairs.composed"),
+    **dict.fromkeys(("Converter", "convert"), "accounting.curves.graph"),
     **dict.fromkeys(("Curve", "Provenance"), "accounting.curves.curve"),
     "PLD": "accounting.curves.pld",
     "PrivacyProfile": "accounting.curves.profile",
@@ -53,8 +53,8 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
                                          LocalExpansion, LossCumulants, allocation_gap,
                                          calibrated_family, composition_gap, information_gap,
                                          loss_cumulants)
-    from accounting.composition import ComposedPair, compose
-    from accounting.conversion.graph import Converter, convert
+    from accounting.pairs.composed import ComposedPair, compose
+    from accounting.curves.graph import Converter, convert
     from accounting.curves.curve import Curve, Provenance
     from accounting.curves.pld import PLD
     from accounting.curves.profile import PrivacyProfile

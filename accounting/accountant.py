@@ -35,9 +35,9 @@ from typing import Any, Callable, Optional
 import attrs
 import numpy as np
 
-from accounting.composition import ComposedPair, check_grid_size
+from accounting.pairs.composed import ComposedPair, check_grid_size
 from accounting.ledger import SCHEMA, Ledger, check_keys, check_schema
-from accounting.conversion.converters import GRID_OPTIONS, check_options as check_grid_options
+from accounting.curves.converters import GRID_OPTIONS, check_options as check_grid_options
 from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import Pair
 from accounting.curves.pld import DEFAULT_STEP, MIN_STEP, PLD, RefiningPLD, check_step

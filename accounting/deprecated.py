@@ -34,13 +34,16 @@ MOVED: dict[str, str] = {
     "accounting.zcdp": "accounting.curves.zcdp",
     "accounting.loss": "accounting.numerics.loss",
     "accounting.discretise": "accounting.numerics.discretise",
-    "accounting.convert": "accounting.conversion.graph",
-    "accounting.conversions": "accounting.conversion.converters",
+    "accounting.convert": "accounting.curves.graph",
+    "accounting.conversions": "accounting.curves.converters",
     "accounting.hookspecs": "accounting.registry.hookspecs",
     "accounting.plugins": "accounting.registry.registry",
     "accounting.gap": "accounting.analysis.gap",
     "accounting.cli_base": "accounting.cli.base",
     "accounting.cli_audit": "accounting.cli.audit",
+    "accounting.conversion.graph": "accounting.curves.graph",
+    "accounting.conversion.converters": "accounting.curves.converters",
+    "accounting.composition": "accounting.pairs.composed",
 }
 
 

@@ -523,7 +523,7 @@ class Ledger:
 
     def pair(self, registry: Any = None):
         """The ``ComposedPair`` of the whole composition."""
-        from accounting.composition import ComposedPair
+        from accounting.pairs.composed import ComposedPair
         if not self.entries:
             raise ValueError("the ledger is empty: nothing to compose")
         return ComposedPair(self.pairs(registry))

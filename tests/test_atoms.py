@@ -133,7 +133,7 @@ def test_finite_law_pessimistic_side_is_connect_the_dots_of_its_atoms(name, para
     """A finite pair's upper PLD comes from its atoms: at the grid points its δ is the
     exact δ (connect-the-dots), above the exact δ between them, and it agrees with the
     profile route's law to roundoff."""
-    from accounting.conversion.converters import profile_laws
+    from accounting.curves.converters import profile_laws
     from accounting.pairs.derive import _profile
     import accounting
     mech = accounting.mechanism(name, **params)

@@ -9,7 +9,7 @@ import pytest
 import accounting
 from accounting import (PLD, RDP, ZCDP, Converter, Exactness, PrivacyProfile, Provenance, TradeOff,
                         convert, hookimpl, make_registry)
-from accounting.conversion.graph import find_path
+from accounting.curves.graph import find_path
 from accounting.registry.registry import Registry
 
 from closed_forms import (bun_steinke_epsilon, cks_zcdp_epsilon, discrete_delta, gaussian_delta,

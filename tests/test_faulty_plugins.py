@@ -29,7 +29,7 @@ from scipy.optimize import brentq
 import accounting
 from accounting import (PLD, RDP, Accountant, Exactness, PluginError, PrivacyProfile,
                         hookimpl, make_registry)
-from accounting.conversion.graph import check_curve
+from accounting.curves.graph import check_curve
 from accounting.registry.registry import builtin_distributions
 from accounting.pairs.primitives import PrimitiveError, check_primitive_output, culprit
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
-from accounting.conversion.converters import (improved_epsilon, improved_log_delta, rdp_delta,
+from accounting.curves.converters import (improved_epsilon, improved_log_delta, rdp_delta,
                                               rdp_epsilon)
 from accounting.numerics import order_search
 from accounting.numerics.order_search import ORDER_GRID

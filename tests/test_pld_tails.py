@@ -20,7 +20,7 @@ from scipy.special import gammaln
 
 import accounting
 from accounting import PLD
-from accounting.composition import check_grid_size, estimate_grid_points
+from accounting.pairs.composed import check_grid_size, estimate_grid_points
 from accounting.numerics.fourier import self_compose_law
 from accounting.numerics.loss import MAX_GRID_POINTS, LossPMF
 

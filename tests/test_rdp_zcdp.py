@@ -10,7 +10,7 @@ from hypothesis import given, strategies as st
 
 import accounting
 from accounting import RDP, ZCDP, Exactness, compose, discrete_pair
-from accounting.conversion.converters import zcdp_envelope
+from accounting.curves.converters import zcdp_envelope
 
 from strategies import finite_pairs
 from closed_forms import (discrete_rdp, gaussian_epsilon, improved_rdp_epsilon, laplace_rdp,

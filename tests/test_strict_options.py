@@ -8,7 +8,7 @@ import pytest
 
 import accounting
 from accounting import PLD, RDP, ZCDP, PrivacyProfile, TradeOff, convert
-from accounting.conversion.converters import GRID_OPTIONS, check_options, profile_to_pld
+from accounting.curves.converters import GRID_OPTIONS, check_options, profile_to_pld
 from accounting.curves.curve import Exactness, Provenance
 from accounting.numerics.loss import LossPMF
 from accounting.curves.rdp import CGF

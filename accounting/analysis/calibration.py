@@ -52,7 +52,7 @@ import attrs
 import numpy as np
 
 from accounting.accountant import Accountant, check_accountant
-from accounting.conversion.converters import improved_epsilon
+from accounting.curves.converters import improved_epsilon
 from accounting.numerics.loss import GridSizeError
 from accounting.numerics.order_search import minimise_near
 from accounting.progress import progress

@@ -50,7 +50,7 @@ import attrs
 import numpy as np
 
 from accounting.pairs.additive import AdditiveNoise, log_integral
-from accounting.composition import ComposedPair
+from accounting.pairs.composed import ComposedPair
 from accounting.ledger import Ledger
 from accounting.numerics.order_search import ENVELOPE_T0, ENVELOPE_TOP, envelope_sup
 from accounting.vocabulary import Direction, as_direction

@@ -48,8 +48,8 @@ def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, in
     Prop. 12), so the answer is an upper bound; it can only be slightly above the
     engine's per-value optimum. Returns the answers and the number of orders used.
     """
-    from accounting.conversion.converters import (improved_epsilon, improved_log_delta,
-                                                  with_order_infinity)
+    from accounting.curves.converters import (improved_epsilon, improved_log_delta,
+                                              with_order_infinity)
     from accounting.numerics.order_search import minimise_on_shared_orders
     from accounting.vocabulary import Direction
     directions = ((Direction.FORWARD,) if getattr(rdp, "symmetric", False) is True

@@ -319,7 +319,7 @@ class Curve:
         """Convert to another curve kind along the best registered path; lower-bound
         converters are used only with ``allow_lower``. Options the path's converters
         do not know are refused (TypeError naming them)."""
-        from accounting.conversion.graph import convert
+        from accounting.curves.graph import convert
         return convert(self, kind, registry=registry, allow_lower=allow_lower, **options)
 
     # ------------------------------------------------------------ composition

@@ -86,7 +86,7 @@ def _non_private(pair) -> bool:
 
 
 def _pld(pair, **options: Any) -> PLD:
-    from accounting.conversion.converters import DEFAULT_STEP, DEFAULT_TAIL, profile_laws
+    from accounting.curves.converters import DEFAULT_STEP, DEFAULT_TAIL, profile_laws
     if _non_private(pair):
         # all the loss at +∞ in both directions (no noise): nothing to discretise, one
         # grid point of mass 0 so that the PLD composes with others on the grid
@@ -113,7 +113,7 @@ def _pld_with_atoms(pair, step=None, tail=None, lower: bool = True) -> PLD:
     """The PLD of an exact pair with declared atoms: the atoms on the grid exactly, the
     normalised remainder by connect-the-dots and its convex minorant
     (``numerics.atoms.AtomSplit``)."""
-    from accounting.conversion.converters import DEFAULT_STEP, DEFAULT_TAIL, profile_to_pld
+    from accounting.curves.converters import DEFAULT_STEP, DEFAULT_TAIL, profile_to_pld
     from accounting.numerics.atoms import AtomSplit
     step = DEFAULT_STEP if step is None else step
     tail = DEFAULT_TAIL if tail is None else tail
@@ -172,7 +172,7 @@ def _zcdp(pair, **options: Any) -> ZCDP:
     a closed form is exact for an exact pair (else an upper bound), an envelope is
     as good as the Rényi curve it comes from (numerical if that is), ``rho_bound``
     an upper bound."""
-    from accounting.conversion.converters import zcdp_envelope
+    from accounting.curves.converters import zcdp_envelope
     base = Exactness.EXACT if pair.exact else Exactness.UPPER
     rdp = None
     rhos = []
@@ -214,7 +214,7 @@ def curve_of_pair(pair, kind: type, **options: Any):
     every kind, since the route depends on the pair, and checked up front: any other
     keyword is a TypeError naming it and the allowed ones.
     """
-    from accounting.conversion.converters import check_options
+    from accounting.curves.converters import check_options
     from accounting.registry.registry import default_registry
     builder = default_registry().curve_builder(kind)
     return builder(pair, **check_options(f"curve({kind.__name__})", options))

@@ -205,7 +205,7 @@ class Pair(abc.ABC):
 
     def self_compose(self, count: int) -> "Pair":
         """The count-fold product pair, in closed form where the pair has one."""
-        from accounting.composition import ComposedPair
+        from accounting.pairs.composed import ComposedPair
         closed = self._self_compose(count)
         return closed if closed is not None else ComposedPair(((self, count),))
 
@@ -252,7 +252,7 @@ class LawPair(Pair):
 
     def _renyi_limit(self, order, direction, side=Bound.UPPER):
         """E[L] or the largest loss of the law (``conversion.converters.law_limit``)."""
-        from accounting.conversion.converters import law_limit
+        from accounting.curves.converters import law_limit
         return law_limit(self.law(direction, side), order,
                          lower=as_bound(side, "side") is Bound.LOWER)
 

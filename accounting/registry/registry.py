@@ -47,7 +47,7 @@ import attrs
 import pluggy
 
 from accounting.registry import hookspecs
-from accounting.conversion.graph import Converter
+from accounting.curves.graph import Converter
 from accounting.curves.curve import Curve, Exactness
 
 __all__ = ["Registry", "PluginError", "Job", "make_registry", "default_registry",
@@ -652,7 +652,7 @@ def live_registries() -> list[Registry]:
 
 def make_registry(*, entry_points: bool = True) -> Registry:
     """A fresh registry with the core converters and (by default) all entry points."""
-    from accounting.conversion import converters as conversions
+    from accounting.curves import converters as conversions
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     reg = Registry(pm)

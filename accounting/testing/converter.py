@@ -77,7 +77,7 @@ class ConverterContract:
     pairs: ClassVar[list] = []
 
     def _edge(self):
-        from accounting.conversion.graph import Converter
+        from accounting.curves.graph import Converter
         from accounting.registry.registry import default_registry
 
         conv = type(self).converter
@@ -95,7 +95,7 @@ class ConverterContract:
             yield edge, pair, source, edge(source, **type(self).options)
 
     def test_output_kind_and_validity(self):
-        from accounting.conversion.graph import check_curve
+        from accounting.curves.graph import check_curve
 
         for edge, pair, _, out in self._cases():
             assert isinstance(out, edge.target), (

@@ -50,7 +50,7 @@ import math
 import attrs
 import numpy as np
 
-from accounting.conversion.converters import rdp_delta
+from accounting.curves.converters import rdp_delta
 from accounting.curves.curve import Exactness, Provenance
 from accounting.curves.rdp import RDP
 from accounting.pairs.mechanism import Mechanism, Neighbouring, Range, as_neighbouring, parameter
