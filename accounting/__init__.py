@@ -9,6 +9,7 @@ from plugins (pluggy, entry-point group ``accounting``).
 __version__ = "0.2.0.dev0"
 
 import importlib
+import sys
 from typing import TYPE_CHECKING
 
 from accounting.deprecated import install as _install_aliases
@@ -70,7 +71,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from accounting.registry.registry import PluginError, Registry, default_registry, make_registry
     from accounting.vocabulary import Bound, Direction, Exactness
 
-_install_aliases()
+_install_aliases(sys.modules[__name__])
 
 
 def mechanism(name: str, **params):

@@ -54,3 +54,41 @@ def test_an_unknown_name_is_an_attribute_error():
     import accounting
     with pytest.raises(AttributeError, match="no attribute 'Acountant'"):
         accounting.Acountant  # noqa: B018
+
+
+def test_deprecated_paths_warn_alias_and_replace_no_public_name():
+    """Every old path imports with a DeprecationWarning naming the new one and reads
+    (and writes) the new module's attributes; the new module keeps its own name and
+    ``__spec__``; ``import accounting.convert`` leaves ``accounting.convert`` the
+    function (a fresh interpreter: nothing imported before)."""
+    code = """if True:
+        import importlib, json, sys, types, warnings
+        import accounting
+        from accounting.deprecated import MOVED
+        out = {}
+        for old, new in MOVED.items():
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                alias = importlib.import_module(old)
+            real = sys.modules[new]
+            name = next(n for n in [*getattr(real, "__all__", ()), *vars(real)]
+                        if not n.startswith("_"))
+            alias.probe_attribute = 1            # written through to the new module
+            out[old] = [[str(w.message) for w in caught if w.category is DeprecationWarning],
+                        getattr(alias, name) is getattr(real, name),
+                        real.__name__, real.__spec__.name,
+                        getattr(real, "probe_attribute", None)]
+        import accounting.convert, accounting.conversions
+        from accounting.convert import find_path
+        out["convert"] = [type(accounting.convert).__name__, accounting.convert.__module__,
+                          find_path.__module__]
+        print(json.dumps(out))
+    """
+    out = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                    text=True, check=True, timeout=120).stdout)
+    from accounting.deprecated import MOVED
+    for old, new in MOVED.items():
+        warned, same, name, spec, probe = out[old]
+        assert len(warned) == 1 and old in warned[0] and f"import {new} instead" in warned[0]
+        assert same and name == spec == new and probe == 1, old
+    assert out["convert"] == ["function", "accounting.curves.graph", "accounting.curves.graph"]
