@@ -23,7 +23,8 @@ import accounting
 from accounting import PLD, RDP, ZCDP, PrivacyProfile
 from accounting.analysis.calibration import calibrate
 from accounting.cli.app import main
-from accounting.curves.curve import Exactness, Provenance
+from accounting.curves.curve import Provenance
+from accounting.vocabulary import Exactness
 from accounting.testing import MechanismContract
 
 E, U, L, N = Exactness.EXACT, Exactness.UPPER, Exactness.LOWER, Exactness.NUMERICAL

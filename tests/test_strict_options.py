@@ -9,7 +9,8 @@ import pytest
 import accounting
 from accounting import PLD, RDP, ZCDP, PrivacyProfile, TradeOff, convert
 from accounting.curves.converters import GRID_OPTIONS, check_options, profile_to_pld
-from accounting.curves.curve import Exactness, Provenance
+from accounting.curves.curve import Provenance
+from accounting.vocabulary import Exactness
 from accounting.numerics.loss import LossPMF
 from accounting.curves.rdp import CGF
 

@@ -56,8 +56,7 @@ from accounting.curves.converters import improved_epsilon
 from accounting.numerics.loss import GridSizeError
 from accounting.numerics.order_search import minimise_near
 from accounting.progress import progress
-from accounting.curves.curve import Exactness
-from accounting.vocabulary import Direction, as_direction
+from accounting.vocabulary import Direction, Exactness, as_direction
 from accounting.pairs.mechanism import Mechanism
 from accounting.curves.pld import DEFAULT_STEP, PLD
 from accounting.registry.registry import default_registry

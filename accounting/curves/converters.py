@@ -18,8 +18,7 @@ from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
-from accounting.curves.curve import Exactness
-from accounting.vocabulary import Direction
+from accounting.vocabulary import Direction, Exactness
 from accounting.numerics.discretise import (connect_the_dots, convex_minorant, grid_indices,
                                            grid_profiles, profile_support)
 from accounting.numerics.order_search import ORDER_GRID, envelope_sup, minimise_over_orders

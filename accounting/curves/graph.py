@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 import attrs
 import numpy as np
 
-from accounting.curves.curve import Curve, Exactness
+from accounting.curves.curve import Curve
+from accounting.vocabulary import Exactness
 
 if TYPE_CHECKING:
     from accounting.registry.registry import Registry

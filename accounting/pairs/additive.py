@@ -45,7 +45,7 @@ from typing import Callable, ClassVar, Optional
 import attrs
 import numpy as np
 
-from accounting.curves.curve import Exactness
+from accounting.vocabulary import Exactness
 from accounting.numerics.loss import LossPMF
 from accounting.pairs.mechanism import MECHANISM_PRIMITIVES, Mechanism
 from accounting.vocabulary import Direction

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from accounting.curves.curve import Exactness, Provenance
+from accounting.curves.curve import Provenance
 from accounting.numerics.loss import LossPMF
-from accounting.vocabulary import Bound, Direction
+from accounting.vocabulary import Bound, Direction, Exactness
 from accounting.pairs.pair import LawPair
 from accounting.pairs.primitives import check_primitive_output, check_renyi_output
 from accounting.registry.hookspecs import hookimpl

@@ -50,8 +50,7 @@ from typing import Callable, NamedTuple, Optional
 import attrs
 import numpy as np
 
-from accounting.curves.curve import Exactness
-from accounting.vocabulary import Bound, Direction, as_bound, as_direction
+from accounting.vocabulary import Bound, Direction, Exactness, as_bound, as_direction
 from accounting.numerics.loss import LossPMF
 from accounting.validation import check_array
 

@@ -48,7 +48,8 @@ import pluggy
 
 from accounting.registry import hookspecs
 from accounting.curves.graph import Converter
-from accounting.curves.curve import Curve, Exactness
+from accounting.curves.curve import Curve
+from accounting.vocabulary import Exactness
 
 __all__ = ["Registry", "PluginError", "Job", "make_registry", "default_registry",
            "ENTRY_POINT_GROUP", "builtin_distributions", "did_you_mean", "specialisation_name"]

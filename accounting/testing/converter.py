@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from accounting.curves.curve import Exactness
+from accounting.vocabulary import Exactness
 from accounting.curves.pld import PLD
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP

@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from accounting.curves.curve import Exactness
+from accounting.vocabulary import Exactness
 from accounting.pairs.additive import AdditiveNoise
 from accounting.pairs.mechanism import Mechanism
 from accounting.curves.pld import PLD

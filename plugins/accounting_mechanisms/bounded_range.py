@@ -77,7 +77,7 @@ import attrs
 import numpy as np
 from scipy.special import bdtr
 
-from accounting.curves.curve import Exactness
+from accounting.vocabulary import Exactness
 from accounting.curves.profile import symmetric_profile
 from accounting.numerics.fourier import weighted_sum_up
 from accounting.pairs.mechanism import Mechanism, Range, parameter

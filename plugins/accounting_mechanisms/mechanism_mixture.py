@@ -26,7 +26,7 @@ import math
 import attrs
 import numpy as np
 
-from accounting.curves.curve import Exactness
+from accounting.vocabulary import Exactness
 from accounting.pairs.mechanism import (Mechanism, Neighbouring, Range, as_neighbouring,
                                         probabilities_for)
 from accounting.pairs.pair import Pair, not_provided

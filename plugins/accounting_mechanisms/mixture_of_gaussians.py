@@ -40,12 +40,11 @@ import attrs
 import numpy as np
 from scipy.special import log_ndtr, logsumexp
 
-from accounting.curves.curve import Exactness
 from accounting.pairs.additive import log_integral
 from accounting.pairs.mechanism import Mechanism, Range, parameter, probabilities_for
 from accounting.pairs.pair import Pair, discrete_pair, disjoint_pair, identical_pair
 from accounting.registry.hookspecs import hookimpl
-from accounting.vocabulary import Direction
+from accounting.vocabulary import Direction, Exactness
 
 from .approx_dp import _entries_in, _one_sensitivity, _scalar_or_tuple
 

@@ -79,7 +79,7 @@ import attrs
 import numpy as np
 from scipy.special import expit, log_ndtr, logsumexp
 
-from accounting.curves.curve import Exactness
+from accounting.vocabulary import Exactness
 from accounting.numerics.loss import LossPMF
 from accounting.pairs.additive import AdditiveNoise, _cell_laws, log_integral, support_extent
 from accounting.pairs.mechanism import (RATE, Mechanism, Neighbouring, Range, as_neighbouring,

@@ -51,13 +51,13 @@ import attrs
 import numpy as np
 
 from accounting.curves.converters import rdp_delta
-from accounting.curves.curve import Exactness, Provenance
+from accounting.curves.curve import Provenance
 from accounting.curves.rdp import RDP
 from accounting.pairs.mechanism import Mechanism, Neighbouring, Range, as_neighbouring, parameter
 from accounting.pairs.pair import Pair, identical_pair
 from accounting.registry.hookspecs import hookimpl
 from accounting.validation import check_real
-from accounting.vocabulary import Bound, Direction
+from accounting.vocabulary import Bound, Direction, Exactness
 
 from .approx_dp import _one_sensitivity
 

@@ -24,8 +24,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from accounting.curves.curve import Exactness
-from accounting.vocabulary import Direction
+from accounting.vocabulary import Direction, Exactness
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import RATE, Range, parameter
 from accounting.pairs.pair import disjoint_pair, identical_pair

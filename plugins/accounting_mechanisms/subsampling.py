@@ -26,9 +26,8 @@ import attrs
 import numpy as np
 
 from accounting.pairs.additive import log_integral
-from accounting.curves.curve import Exactness
 from accounting.curves.profile import symmetric_profile
-from accounting.vocabulary import Bound, Direction
+from accounting.vocabulary import Bound, Direction, Exactness
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import RATE, Mechanism, Neighbouring, Range, as_neighbouring, parameter
 from accounting.pairs.pair import (LawPair, Pair, _overrides, disjoint_pair, identical_pair,

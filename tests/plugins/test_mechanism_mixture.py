@@ -9,7 +9,7 @@ import pytest
 
 import accounting
 from accounting import PLD, RDP, ZCDP, PrivacyProfile
-from accounting.curves.curve import Exactness
+from accounting.vocabulary import Exactness
 from accounting.testing import MechanismContract
 
 from closed_forms import gaussian_delta

@@ -15,7 +15,7 @@ from scipy.special import ndtr
 import accounting
 from accounting import PLD, RDP, ZCDP, Accountant, PrivacyProfile, TradeOff
 from accounting.cli.app import main
-from accounting.curves.curve import Exactness
+from accounting.vocabulary import Exactness
 from accounting.testing import MechanismContract
 from accounting_mechanisms.repeat_and_select import (RepeatAndSelect,
                                                      truncated_negative_binomial_gamma,

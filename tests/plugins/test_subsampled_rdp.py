@@ -13,8 +13,7 @@ from hypothesis import given, strategies as st
 
 import accounting
 from accounting import PLD, RDP, Accountant, PrivacyProfile
-from accounting.curves.curve import Exactness
-from accounting.vocabulary import Direction
+from accounting.vocabulary import Direction, Exactness
 from accounting.pairs.pair import Pair, discrete_pair
 from accounting_mechanisms import subsampled_gaussian_rdp as exact_sgm
 from accounting_mechanisms.discrete import (DiscreteGaussianPair, DiscreteLaplacePair,
