@@ -30,7 +30,8 @@ from accounting.curves.tradeoff import TradeOff, VertexSide
 from accounting.validation import check_real
 from accounting.curves.zcdp import ZCDP
 
-__all__ = ["GRID_OPTIONS", "check_options", "profile_to_pld", "profile_laws", "rdp_delta", "law_limit",
+__all__ = ["HOME_KINDS",
+           "GRID_OPTIONS", "check_options", "profile_to_pld", "profile_laws", "rdp_delta", "law_limit",
            "rdp_epsilon", "with_order_infinity", "zcdp_envelope",
            "improved_epsilon", "improved_log_delta"]
 
@@ -317,3 +318,9 @@ def accounting_register_converters(register):
     register(RDP, ZCDP, _rdp_to_zcdp, U, "rdp→zcdp (envelope)")
     register(RDP, PrivacyProfile, _rdp_to_profile, U, "rdp→profile (improved conversion)")
     register(ZCDP, RDP, _zcdp_to_rdp, U, "zcdp→rdp")
+
+
+#: query → the kind whose own formula answers it (``Curve.answered_by`` converts a
+#: curve of another kind to it)
+HOME_KINDS: dict[str, type] = {"delta": PrivacyProfile, "epsilon": PrivacyProfile,
+                               "beta": TradeOff, "renyi": RDP, "rho": ZCDP}

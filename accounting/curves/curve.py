@@ -128,17 +128,6 @@ def _check_value(where: str, value: Any, hint: Any) -> None:
 QUERIES = ("delta", "epsilon", "beta", "renyi", "rho")
 
 
-def _home_kinds() -> dict:
-    """{query: the kind whose own formula answers it}, where a curve of another kind
-    is converted to (imported late: the curve modules import this one)."""
-    from accounting.curves.profile import PrivacyProfile
-    from accounting.curves.rdp import RDP
-    from accounting.curves.tradeoff import TradeOff
-    from accounting.curves.zcdp import ZCDP
-    return {"delta": PrivacyProfile, "epsilon": PrivacyProfile, "beta": TradeOff,
-            "renyi": RDP, "rho": ZCDP}
-
-
 def _check_query(query: str) -> str:
     if query not in QUERIES:
         raise ValueError(f"query must be one of {', '.join(QUERIES)}, got {query!r:.40}")
@@ -281,7 +270,9 @@ class Curve:
         _check_query(query)
         if query in self.NATIVE:
             return self
-        home = _home_kinds()[query]
+        # the converter graph knows the kinds, which import this module: read it late
+        from accounting.curves.graph import home_kind
+        home = home_kind(query)
         out = self._answerers.get(home)
         if out is None:
             out = self.to(home)
@@ -319,7 +310,7 @@ class Curve:
         """Convert to another curve kind along the best registered path; lower-bound
         converters are used only with ``allow_lower``. Options the path's converters
         do not know are refused (TypeError naming them)."""
-        from accounting.curves.graph import convert
+        from accounting.curves.graph import convert   # the graph imports this module
         return convert(self, kind, registry=registry, allow_lower=allow_lower, **options)
 
     # ------------------------------------------------------------ composition

@@ -33,13 +33,19 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 import attrs
 import numpy as np
 
+from accounting.curves.converters import HOME_KINDS
 from accounting.curves.curve import Curve
+from accounting.curves.pld import PLD
+from accounting.curves.profile import PrivacyProfile
+from accounting.curves.rdp import RDP
+from accounting.curves.tradeoff import TradeOff
+from accounting.curves.zcdp import ZCDP
 from accounting.vocabulary import Exactness
 
 if TYPE_CHECKING:
     from accounting.registry.registry import Registry
 
-__all__ = ["Converter", "ConverterError", "convert", "find_path", "check_curve"]
+__all__ = ["Converter", "ConverterError", "home_kind", "convert", "find_path", "check_curve"]
 
 
 class ConverterError(RuntimeError):
@@ -109,6 +115,11 @@ class Converter:
         return attrs.evolve(out, provenance=curve.provenance.then(self.name, self.exactness))
 
 
+def home_kind(query: str) -> type:
+    """The kind whose own formula answers ``query`` (``converters.HOME_KINDS``)."""
+    return HOME_KINDS[query]
+
+
 # ------------------------------------------------------------------ output checks
 _PROBE_EPS = np.array([-1.0, 0.0, 0.25, 1.0, 3.0, 10.0])
 _PROBE_DELTA = np.array([1e-9, 1e-5, 1e-2])
@@ -120,12 +131,6 @@ _SLACK = 1e-9
 def _probe(curve: Curve) -> Optional[str]:
     """Query a curve at a few points through its public methods; what is wrong, if
     anything. Only the properties every valid curve has are checked."""
-    from accounting.curves.pld import PLD
-    from accounting.curves.profile import PrivacyProfile
-    from accounting.curves.rdp import RDP
-    from accounting.curves.tradeoff import TradeOff
-    from accounting.curves.zcdp import ZCDP
-
     kind = type(curve).__name__
     sides = [s for s in ("upper", "lower") if getattr(curve, s, None) is not None]
     if "upper" not in sides:
