@@ -187,8 +187,11 @@ def test_convert_errors(gaussian1_pld):
     with pytest.raises(TypeError, match="curve class"):
         gaussian1_pld.to(int)
     empty = Registry(pluggy.PluginManager("accounting"))
+
+    class Unreached(PrivacyProfile):
+        """A kind of a plugin's own that no edge reaches."""
     with pytest.raises(ValueError, match="no converter path"):
-        gaussian1_pld.to(TradeOff, registry=empty)
+        gaussian1_pld.to(Unreached, registry=empty)
     lower_rdp = RDP(gaussian1_pld.to(RDP).upper, provenance=Provenance(Exactness.LOWER))
     with pytest.raises(ValueError, match="no converter path"):
         lower_rdp.to(PrivacyProfile)          # only an upper-bound edge leaves RDP

@@ -11,6 +11,8 @@ import attrs
 
 from accounting.cli.output import _json_default
 from accounting.cli.parser import _option_names, _ordered
+from accounting.curves.graph import edges
+from accounting.pairs.derive import builders
 from accounting.registry.registry import Registry
 from accounting.workload import parameter_kind
 
@@ -38,10 +40,11 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
                       "class": f"{cls.__module__}.{cls.__qualname__}",
                       "doc": doc[0] if doc else "", "parameters": params})
     convs = [{"name": c.name, "source": c.source.__name__, "target": c.target.__name__,
-              "exactness": c.exactness.value, "plugin": c.plugin} for c in registry.converters]
+              "exactness": c.exactness.value, "plugin": c.plugin} for c in edges(registry)]
     auditors = [{"name": n, "plugin": p} for n, p in sorted(registry.auditor_sources.items())]
     jobs = [{"name": j.name, "plugin": j.plugin, "description": j.description,
              "default": j.default} for _, j in sorted(registry.jobs.items())]
+    builders(registry)   # a plugin's claim on a core curve kind is refused there: an error
     errors = [str(e) for e in registry.errors]
     if ns.json:
         print(json.dumps({"mechanisms": mechs, "converters": convs, "auditors": auditors,

@@ -1,4 +1,5 @@
-"""The core's converters, registered through the same hook as any plugin's.
+"""The core's converters: a plain table (``CONVERTERS``) that the converter graph
+(``curves.graph``) merges with the edges plugins register.
 
 Exact ring (unifying-accounting paper, Thm 1): PLD → profile, profile → PLD
 (connect-the-dots with its optimistic minorant), profile ⇄ trade-off, PLD →
@@ -22,7 +23,6 @@ from accounting.vocabulary import Direction, Exactness
 from accounting.numerics.discretise import (connect_the_dots, convex_minorant, grid_indices,
                                            grid_profiles, profile_support)
 from accounting.numerics.order_search import ORDER_GRID, envelope_sup, minimise_over_orders
-from accounting.registry.hookspecs import hookimpl
 from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, check_step
 from accounting.curves.profile import FunctionSide, LawSide, PrivacyProfile
 from accounting.curves.rdp import CGF, RDP
@@ -30,7 +30,7 @@ from accounting.curves.tradeoff import TradeOff, VertexSide
 from accounting.validation import check_real
 from accounting.curves.zcdp import ZCDP
 
-__all__ = ["HOME_KINDS",
+__all__ = ["CONVERTERS", "HOME_KINDS",
            "GRID_OPTIONS", "check_options", "profile_to_pld", "profile_laws", "rdp_delta", "law_limit",
            "rdp_epsilon", "with_order_infinity", "zcdp_envelope",
            "improved_epsilon", "improved_log_delta"]
@@ -306,19 +306,21 @@ def _zcdp_to_rdp(z: ZCDP, **options: Any) -> RDP:
     return RDP(CGF.of(lambda t, d: t * (xi[d] + rho[d] * (t + 1.0)), limit=limit))
 
 
-@hookimpl
-def accounting_register_converters(register):
-    E, U = Exactness.EXACT, Exactness.UPPER
-    register(PLD, PrivacyProfile, _pld_to_profile, E, "pld→profile")
-    register(PrivacyProfile, PLD, profile_to_pld, E, "profile→pld (connect-the-dots)")
-    register(PLD, TradeOff, _pld_to_tradeoff, E, "pld→tradeoff")
-    register(PrivacyProfile, TradeOff, _profile_to_tradeoff, E, "profile→tradeoff")
-    register(TradeOff, PrivacyProfile, _tradeoff_to_profile, E, "tradeoff→profile")
-    register(PLD, RDP, _pld_to_rdp, U, "pld→rdp")
-    register(RDP, ZCDP, _rdp_to_zcdp, U, "rdp→zcdp (envelope)")
-    register(RDP, PrivacyProfile, _rdp_to_profile, U, "rdp→profile (improved conversion)")
-    register(ZCDP, RDP, _zcdp_to_rdp, U, "zcdp→rdp")
+_E, _U = Exactness.EXACT, Exactness.UPPER
 
+#: The core's edges, as a plugin's ``register`` takes them: (source, target, func,
+#: exactness, name). Built in: a plugin edge is used only where these give no path.
+CONVERTERS: tuple[tuple[type, type, Callable[..., Any], Exactness, str], ...] = (
+    (PLD, PrivacyProfile, _pld_to_profile, _E, "pld→profile"),
+    (PrivacyProfile, PLD, profile_to_pld, _E, "profile→pld (connect-the-dots)"),
+    (PLD, TradeOff, _pld_to_tradeoff, _E, "pld→tradeoff"),
+    (PrivacyProfile, TradeOff, _profile_to_tradeoff, _E, "profile→tradeoff"),
+    (TradeOff, PrivacyProfile, _tradeoff_to_profile, _E, "tradeoff→profile"),
+    (PLD, RDP, _pld_to_rdp, _U, "pld→rdp"),
+    (RDP, ZCDP, _rdp_to_zcdp, _U, "rdp→zcdp (envelope)"),
+    (RDP, PrivacyProfile, _rdp_to_profile, _U, "rdp→profile (improved conversion)"),
+    (ZCDP, RDP, _zcdp_to_rdp, _U, "zcdp→rdp"),
+)
 
 #: query → the kind whose own formula answers it (``Curve.answered_by`` converts a
 #: curve of another kind to it)

@@ -1,8 +1,11 @@
-"""The converter graph: registered edges ``source kind → target kind``, each labelled.
+"""The converter graph: edges ``source kind → target kind``, each labelled.
 
-``convert(curve, Target)`` finds the best path — fewest lossy edges, then fewest
-plugin edges, then fewest edges — among the converters of a registry, applies it,
-and records the path and its combined label in the result's ``provenance``. Chains
+The edges (``edges(registry)``) are the core's own (``converters.CONVERTERS``) and
+those plugins registered on a registry; a plugin edge named like a core one is
+refused (recorded in ``registry.errors`` naming its plugin). ``convert(curve,
+Target)`` finds the best path — fewest lossy edges, then fewest plugin edges, then
+fewest edges — among them, applies it, and records the path and its combined label
+in the result's ``provenance``. Chains
 whose labels contradict (an upper bound followed by a lower bound) are never taken.
 
 Precedence (a plugin edge never silently replaces a built-in path):
@@ -33,19 +36,21 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 import attrs
 import numpy as np
 
-from accounting.curves.converters import HOME_KINDS
+from accounting.curves.converters import CONVERTERS, HOME_KINDS
 from accounting.curves.curve import Curve
 from accounting.curves.pld import PLD
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
 from accounting.curves.zcdp import ZCDP
+from accounting.registry.registry import _plugin_code, default_registry
 from accounting.vocabulary import Exactness
 
 if TYPE_CHECKING:
     from accounting.registry.registry import Registry
 
-__all__ = ["Converter", "ConverterError", "home_kind", "convert", "find_path", "check_curve"]
+__all__ = ["Converter", "ConverterError", "CORE", "edges", "home_kind", "convert", "find_path",
+           "check_curve"]
 
 
 class ConverterError(RuntimeError):
@@ -97,7 +102,6 @@ class Converter:
             out = self.func(curve, **options)
         else:
             try:
-                from accounting.registry.registry import _plugin_code
                 with _plugin_code():
                     out = self.func(curve, **options)
             except KeyboardInterrupt:
@@ -113,6 +117,29 @@ class Converter:
             # refuses upper-side (default) queries on a curve whose label is LOWER
             out = attrs.evolve(out, lower=out.upper)
         return attrs.evolve(out, provenance=curve.provenance.then(self.name, self.exactness))
+
+
+#: the core's own edges (``converters.CONVERTERS``), built in, of the plugin "core"
+CORE: tuple[Converter, ...] = tuple(Converter(*row) for row in CONVERTERS)
+
+
+def edges(registry: Optional["Registry"] = None) -> list[Converter]:
+    """Every edge of the graph: the core's, then those registered on ``registry``
+    (default: the process-wide one). A registered edge named like a core edge is
+    refused, once: dropped from the registry and recorded as an error of its plugin."""
+    if registry is None:
+        registry = default_registry()
+    core = {c.name for c in CORE}
+    out = list(CORE)
+    for record in registry.converters:
+        if record.name in core:
+            registry.refuse(record, f"converter name {record.name!r} is already registered by "
+                                    f"plugin 'core' (built-in); this registration is refused")
+            continue
+        source, target, func, exactness = record.value
+        out.append(Converter(source, target, func, exactness, record.name, record.plugin,
+                             builtin=record.builtin))
+    return out
 
 
 def home_kind(query: str) -> type:
@@ -273,9 +300,9 @@ def convert(curve: Curve, target: type, *, registry: Optional["Registry"] = None
     if not (isinstance(target, type) and issubclass(target, Curve)):
         raise TypeError(f"target must be a curve class such as PLD or RDP, got {target!r}")
     if registry is None:
-        from accounting.registry.registry import default_registry
         registry = default_registry()
-    via = _via(via, registry.converters)
+    known = edges(registry)
+    via = _via(via, known)
     if isinstance(curve, target) and not via:
         if options:
             # nothing runs, so an option (a typo such as ``stpe``, or even ``step``)
@@ -290,7 +317,7 @@ def convert(curve: Curve, target: type, *, registry: Optional["Registry"] = None
     allow = allow_lower or start is Exactness.LOWER
     failed: list[str] = []
     while True:
-        usable = [c for c in registry.converters if c.name not in failed]
+        usable = [c for c in known if c.name not in failed]
         path = _choose(usable, type(curve), target, start, allow,
                        tuple(v for v in via if v not in failed))
         if path is None:

@@ -23,19 +23,21 @@ from typing import Any
 
 import numpy as np
 
+from accounting.curves.converters import (DEFAULT_STEP, DEFAULT_TAIL, check_options,
+                                          profile_laws, profile_to_pld, zcdp_envelope)
 from accounting.curves.curve import Provenance
 from accounting.numerics.loss import LossPMF
 from accounting.vocabulary import Bound, Direction, Exactness
 from accounting.pairs.pair import LawPair
 from accounting.pairs.primitives import check_primitive_output, check_renyi_output
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.registry import default_registry
 from accounting.curves.pld import PLD
 from accounting.curves.profile import FunctionSide, PrivacyProfile
 from accounting.curves.rdp import CGF, RDP
 from accounting.curves.tradeoff import BetaSide, TradeOff
 from accounting.curves.zcdp import ZCDP
 
-__all__ = ["curve_of_pair"]
+__all__ = ["curve_of_pair", "curve_builder", "builders", "CURVE_KINDS"]
 
 def _exact(step: str) -> Provenance:
     return Provenance(Exactness.EXACT, (step,))
@@ -65,7 +67,7 @@ def _checked_limit(pair, side: Bound):
     return limit
 
 
-def _profile(pair, **options: Any) -> PrivacyProfile:
+def _profile(pair, registry=None, **options: Any) -> PrivacyProfile:
     # the pair's D_∞ per direction, where it knows it: where the PLD's search for the
     # largest loss starts (and checks it against the profile)
     upper = FunctionSide(_checked(pair._profile, "_profile", pair),
@@ -85,8 +87,7 @@ def _non_private(pair) -> bool:
                for d in (Direction.FORWARD, Direction.BACKWARD))
 
 
-def _pld(pair, **options: Any) -> PLD:
-    from accounting.curves.converters import DEFAULT_STEP, DEFAULT_TAIL, profile_laws
+def _pld(pair, registry=None, **options: Any) -> PLD:
     if _non_private(pair):
         # all the loss at +∞ in both directions (no noise): nothing to discretise, one
         # grid point of mass 0 so that the PLD composes with others on the grid
@@ -113,7 +114,6 @@ def _pld_with_atoms(pair, step=None, tail=None, lower: bool = True) -> PLD:
     """The PLD of an exact pair with declared atoms: the atoms on the grid exactly, the
     normalised remainder by connect-the-dots and its convex minorant
     (``numerics.atoms.AtomSplit``)."""
-    from accounting.curves.converters import DEFAULT_STEP, DEFAULT_TAIL, profile_to_pld
     from accounting.numerics.atoms import AtomSplit
     step = DEFAULT_STEP if step is None else step
     tail = DEFAULT_TAIL if tail is None else tail
@@ -133,7 +133,7 @@ def _pld_with_atoms(pair, step=None, tail=None, lower: bool = True) -> PLD:
     return PLD(side("upper", True), side("lower", False) if lower else None)
 
 
-def _tradeoff(pair, **options: Any) -> TradeOff:
+def _tradeoff(pair, registry=None, **options: Any) -> TradeOff:
     if pair.provides("beta"):
         side = BetaSide(_checked(pair._beta, "_beta", pair),
                         _checked(pair._profile, "_profile", pair))
@@ -141,10 +141,10 @@ def _tradeoff(pair, **options: Any) -> TradeOff:
     if isinstance(pair, LawPair):  # finite laws: β from the laws, not a discretised PLD
         return TradeOff.from_laws(pair.upper, pair.lower,
                                   provenance=_exact(f"{pair.describe()} trade-off (laws)"))
-    return _pld(pair, **options).to(TradeOff, **options)
+    return _pld(pair, **options).to(TradeOff, registry=registry, **options)
 
 
-def _rdp(pair, **options: Any) -> RDP:
+def _rdp(pair, registry=None, **options: Any) -> RDP:
     """The pair's Rényi curve, labelled by ``cgf_exactness()``: exact, an upper bound,
     or numerical (a quadrature: both sides hold the estimate)."""
     if pair.provides("cgf"):
@@ -163,16 +163,15 @@ def _rdp(pair, **options: Any) -> RDP:
                            limits.get(Bound.LOWER))
         return RDP(CGF.of(_checked_cgf(pair._cgf, "_cgf", pair), limits.get(Bound.UPPER)),
                    lower, provenance=Provenance(exactness, (f"{pair.describe()} rdp",)))
-    return _pld(pair, **options).to(RDP, **options)
+    return _pld(pair, **options).to(RDP, registry=registry, **options)
 
 
-def _zcdp(pair, **options: Any) -> ZCDP:
+def _zcdp(pair, registry=None, **options: Any) -> ZCDP:
     """ρ per direction: the pair's closed form, else the envelope of its Rényi curve
     (or ``rho_bound`` where smaller). The label is the weakest of the directions':
     a closed form is exact for an exact pair (else an upper bound), an envelope is
     as good as the Rényi curve it comes from (numerical if that is), ``rho_bound``
     an upper bound."""
-    from accounting.curves.converters import zcdp_envelope
     base = Exactness.EXACT if pair.exact else Exactness.UPPER
     rdp = None
     rhos = []
@@ -181,7 +180,7 @@ def _zcdp(pair, **options: Any) -> ZCDP:
         rho = pair._rho(d)
         this = base
         if rho is None:
-            rdp = rdp or _rdp(pair, **options)
+            rdp = rdp or _rdp(pair, registry, **options)
             bound = pair.rho_bound(d)
             with warnings.catch_warnings():
                 if bound is not None:   # the envelope's "sup at t → ∞" warning is moot
@@ -196,25 +195,57 @@ def _zcdp(pair, **options: Any) -> ZCDP:
     return ZCDP(tuple(rhos), lower, provenance=Provenance(label, (f"{pair.describe()} zcdp",)))
 
 
-@hookimpl
-def accounting_register_curve_kinds(register) -> None:
-    """The core's curve kinds and their routes from a pair (module docstring)."""
-    for kind, builder in ((PrivacyProfile, _profile), (PLD, _pld), (TradeOff, _tradeoff),
-                          (RDP, _rdp), (ZCDP, _zcdp)):
-        register(kind, builder)
+#: The core's curve kinds and their routes from a pair (module docstring): a plain
+#: table, which ``builders`` merges with the kinds plugins register. Each builder
+#: takes the pair, the registry its conversions use, and the checked grid options.
+CURVE_KINDS: dict[type, Any] = {PrivacyProfile: _profile, PLD: _pld, TradeOff: _tradeoff,
+                                RDP: _rdp, ZCDP: _zcdp}
+#: the name the core's curve kinds go by (``registry.CORE_PLUGINS``)
+_CORE = "core.pairs"
 
 
-def curve_of_pair(pair, kind: type, **options: Any):
-    """The curve of ``kind`` for ``pair``, by the builder registered for ``kind``
-    (hook ``accounting_register_curve_kinds``; the core's five routes are in the
-    module docstring).
+def builders(registry) -> dict:
+    """Every curve kind and its builder: the core's (``CURVE_KINDS``), then those
+    registered on ``registry``. A registered builder of a core kind is refused, once:
+    withdrawn from the registry and recorded as an error of its plugin."""
+    out = dict(CURVE_KINDS)
+    for record in registry.records("curve kind"):
+        kind, builder = record.value
+        if kind in CURVE_KINDS:
+            registry.refuse(record, f"curve kind name {record.name!r} is already registered by "
+                                    f"plugin {_CORE!r} (built-in); this registration is refused")
+            continue
+        out[kind] = builder
+    return out
 
-    ``options`` are the PLD grid options (``conversions.GRID_OPTIONS``: ``step``,
+
+def curve_builder(kind: Any, registry=None):
+    """The builder of the curve class ``kind``: the core's, else the one registered on
+    ``registry`` (default: the process-wide one); a ValueError naming the kinds
+    otherwise."""
+    if registry is None and isinstance(kind, type) and kind in CURVE_KINDS:
+        return CURVE_KINDS[kind]
+    known = builders(default_registry() if registry is None else registry)
+    try:
+        return known[kind]
+    except (KeyError, TypeError):
+        names = ", ".join(k.__name__ for k in known)
+        raise ValueError(f"unknown curve kind {kind!r}; expected one of {names}") from None
+
+
+def curve_of_pair(pair, kind: type, *, registry=None, **options: Any):
+    """The curve of ``kind`` for ``pair``: by the core's route for its five kinds (the
+    module docstring), else by the builder a plugin registered for ``kind`` on
+    ``registry`` (hook ``accounting_register_curve_kinds``; default: the process-wide
+    registry, which the core's routes also use for their conversions).
+
+    ``options`` are the PLD grid options (``converters.GRID_OPTIONS``: ``step``,
     ``tail``, ``lower``), used wherever the route builds a PLD; they are accepted for
     every kind, since the route depends on the pair, and checked up front: any other
     keyword is a TypeError naming it and the allowed ones.
     """
-    from accounting.curves.converters import check_options
-    from accounting.registry.registry import default_registry
-    builder = default_registry().curve_builder(kind)
-    return builder(pair, **check_options(f"curve({kind.__name__})", options))
+    builder = curve_builder(kind, registry)
+    options = check_options(f"curve({kind.__name__})", options)
+    if CURVE_KINDS.get(kind) is builder:
+        return builder(pair, registry, **options)
+    return builder(pair, **options)

@@ -50,6 +50,7 @@ from typing import Callable, NamedTuple, Optional
 import attrs
 import numpy as np
 
+from accounting.curves.converters import law_limit
 from accounting.vocabulary import Bound, Direction, Exactness, as_bound, as_direction
 from accounting.numerics.loss import LossPMF
 from accounting.validation import check_array
@@ -199,12 +200,12 @@ class Pair(abc.ABC):
 
     def curve(self, kind: type, **options):
         """This pair's curve of the given kind (``PLD``, ``PrivacyProfile``, …)."""
-        from accounting.pairs.derive import curve_of_pair  # derive imports the curve modules
+        from accounting.pairs.derive import curve_of_pair  # derive imports this module
         return curve_of_pair(self, kind, **options)
 
     def self_compose(self, count: int) -> "Pair":
         """The count-fold product pair, in closed form where the pair has one."""
-        from accounting.pairs.composed import ComposedPair
+        from accounting.pairs.composed import ComposedPair   # it imports this module
         closed = self._self_compose(count)
         return closed if closed is not None else ComposedPair(((self, count),))
 
@@ -250,8 +251,7 @@ class LawPair(Pair):
         return self.law(direction, "lower").cgf(t)
 
     def _renyi_limit(self, order, direction, side=Bound.UPPER):
-        """E[L] or the largest loss of the law (``conversion.converters.law_limit``)."""
-        from accounting.curves.converters import law_limit
+        """E[L] or the largest loss of the law (``curves.converters.law_limit``)."""
         return law_limit(self.law(direction, side), order,
                          lower=as_bound(side, "side") is Bound.LOWER)
 

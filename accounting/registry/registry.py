@@ -1,10 +1,22 @@
-"""Plugin loading and the registry of mechanisms, converters and auditors.
+"""Plugin loading and the registry: a leaf store of what plugins contribute.
 
-``make_registry()`` builds a fresh registry: the core's own converters, then the
-entry points of the group ``accounting``, **built-ins first**. Plugins contribute
-mechanisms, converters, auditors and specialisations (``hookspecs``); everything a
-plugin contributes lives here, never in a table a module fills when it is imported,
-so what a name or a pair resolves to does not depend on import order. A built-in is an entry
+``make_registry()`` builds a fresh registry from the entry points of the group
+``accounting``, **built-ins first**. Plugins contribute mechanisms, converters,
+auditors, jobs, specialisations and curve kinds (``hookspecs``); everything a plugin
+contributes lives here, as plain records in one table keyed by kind (``KINDS``),
+never in a table a module fills when it is imported, so what a name or a pair
+resolves to does not depend on import order.
+
+The registry is a leaf: it imports nothing of the package but ``vocabulary``,
+``validation`` and its own modules, so every floor may read it. What a plugin
+registers is checked by duck typing (a mechanism is a class with the methods of
+``Mechanism``, a curve kind one with those of ``Curve``, ...). The core's own
+converters and curve kinds are not registered here: they are plain tables
+(``accounting.curves.converters.CONVERTERS``, ``accounting.pairs.derive.CURVE_KINDS``)
+that the converter graph (``curves.graph.edges``) and ``curve_of_pair``
+(``pairs.derive.builders``) merge with a registry's, and a plugin claiming one of
+their names is refused there (``Registry.refuse``), as an error of the plugin. Their
+owners' names, ``CORE_PLUGINS``, are taken: no plugin may use them. A built-in is an entry
 point of the distribution that ships this ``accounting`` package (found with
 ``importlib.metadata.packages_distributions()``, not by a hard-coded name); every
 other entry point is a third-party plugin. The rules:
@@ -47,27 +59,21 @@ import attrs
 import pluggy
 
 from accounting.registry import hookspecs
-from accounting.curves.graph import Converter
-from accounting.curves.curve import Curve
+from accounting.validation import check_depth
 from accounting.vocabulary import Exactness
 
-__all__ = ["Registry", "PluginError", "Job", "make_registry", "default_registry",
-           "ENTRY_POINT_GROUP", "builtin_distributions", "did_you_mean", "specialisation_name"]
+__all__ = ["Registry", "PluginError", "Job", "Record", "Kind", "KINDS", "CORE_PLUGINS",
+           "make_registry", "default_registry", "ENTRY_POINT_GROUP", "builtin_distributions",
+           "did_you_mean", "specialisation_name"]
 
 ENTRY_POINT_GROUP = "accounting"
 
 #: how mechanisms and auditors are named on the command line
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
-#: the hooks and what each registers (the kind named in messages)
-_HOOKS = {
-    "accounting_register_mechanisms": "mechanism",
-    "accounting_register_converters": "converter",
-    "accounting_register_auditors": "auditor",
-    "accounting_register_jobs": "job",
-    "accounting_register_specialisations": "specialisation",
-    "accounting_register_curve_kinds": "curve kind",
-}
+#: the names the core's own tables are listed under (its converters: "core"; its curve
+#: kinds: "core.pairs"): built in, and taken, so that no plugin can pose as the core
+CORE_PLUGINS = ("core", "core.pairs")
 
 
 def did_you_mean(name: str, known: Iterable[str], *, prefix: str = "") -> str:
@@ -173,37 +179,35 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-@attrs.define
-class _Item:
-    """One registration a plugin asked for, before it is committed."""
+@attrs.frozen
+class Record:
+    """One registration: its ``kind`` (a key of ``KINDS``), the ``name`` it is
+    registered under, the ``value`` the kind's check made of it (a mechanism class;
+    a converter's (source, target, func, exactness); an auditor; a ``Job``; a
+    specialisation's (wrapper, base, specialised); a curve kind's (kind, builder)),
+    the ``plugin`` that registered it and whether that plugin is built in."""
 
-    kind: str          # "mechanism", "converter", "auditor", "specialisation", "curve kind"
+    kind: str
     name: str
-    value: Any
+    value: Any = attrs.field(eq=False)
     plugin: str
+    builtin: bool = False
 
 
 @attrs.define
 class Registry:
-    """What the loaded plugins contributed. Mutable: plugins can be added at run time."""
+    """What the loaded plugins contributed. Mutable: plugins can be added at run time.
+
+    ``table`` holds every registration, by kind then name; the attributes
+    ``mechanisms``, ``converters``, ``auditors``, ``jobs``, ``specialisations``,
+    ``curve_kinds`` (and the ``*_sources``, name → plugin) are read-only views of it."""
 
     manager: pluggy.PluginManager
-    mechanisms: dict[str, type] = attrs.Factory(dict)
-    mechanism_sources: dict[str, str] = attrs.Factory(dict)
-    converters: list[Converter] = attrs.Factory(list)
-    auditors: dict[str, Any] = attrs.Factory(dict)
-    auditor_sources: dict[str, str] = attrs.Factory(dict)
-    jobs: dict[str, Job] = attrs.Factory(dict)
-    #: (wrapper pair class, base pair class) → specialised wrapper subclass
-    specialisations: dict[tuple[type, type], type] = attrs.Factory(dict)
-    #: specialisation name (``wrapper[base]``, module-qualified) → plugin
-    specialisation_sources: dict[str, str] = attrs.Factory(dict)
-    #: curve class → builder(pair, **options) (``Pair.curve``)
-    curve_kinds: dict[type, Callable[..., Any]] = attrs.Factory(dict)
-    curve_kind_sources: dict[str, str] = attrs.Factory(dict)
+    #: kind → registered name → ``Record``
+    table: dict[str, dict[str, Record]] = attrs.Factory(lambda: {kind: {} for kind in KINDS})
     errors: list[PluginError] = attrs.Factory(list)
-    #: names of the plugins that are built-in (the core and this distribution's)
-    builtin_plugins: set[str] = attrs.Factory(set)
+    #: names of the plugins that are built-in (the core's tables and this distribution's)
+    builtin_plugins: set[str] = attrs.Factory(lambda: set(CORE_PLUGINS))
     #: third-party plugin name → its distribution (where known), for messages
     distributions: dict[str, str] = attrs.Factory(dict)
 
@@ -213,6 +217,64 @@ class Registry:
         return (f"Registry({n(len(self.mechanisms), 'mechanism')}, "
                 f"{n(len(self.converters), 'converter')}, {n(len(self.auditors), 'auditor')}, "
                 f"{n(len(self.jobs), 'job')}, {n(len(self.errors), 'plugin error')})")
+
+    # -------------------------------------------------------------- views
+    def records(self, kind: str) -> list[Record]:
+        """The registrations of ``kind``, in the order they were made."""
+        return list(self.table[kind].values())
+
+    def _values(self, kind: str) -> dict[str, Any]:
+        return {name: r.value for name, r in self.table[kind].items()}
+
+    def _sources(self, kind: str) -> dict[str, str]:
+        return {name: r.plugin for name, r in self.table[kind].items()}
+
+    @property
+    def mechanisms(self) -> dict[str, type]:
+        """Mechanism name → class."""
+        return self._values("mechanism")
+
+    @property
+    def mechanism_sources(self) -> dict[str, str]:
+        return self._sources("mechanism")
+
+    @property
+    def converters(self) -> list[Record]:
+        """The converter edges plugins registered (``Record``s whose value is (source,
+        target, func, exactness)); with the core's: ``accounting.curves.graph.edges``."""
+        return self.records("converter")
+
+    @property
+    def auditors(self) -> dict[str, Any]:
+        return self._values("auditor")
+
+    @property
+    def auditor_sources(self) -> dict[str, str]:
+        return self._sources("auditor")
+
+    @property
+    def jobs(self) -> dict[str, Job]:
+        return self._values("job")
+
+    @property
+    def specialisations(self) -> dict[tuple[type, type], type]:
+        """(wrapper pair class, base pair class) → specialised wrapper subclass."""
+        return {(w, b): s for w, b, s in self._values("specialisation").values()}
+
+    @property
+    def specialisation_sources(self) -> dict[str, str]:
+        """Specialisation name (``wrapper[base]``, module-qualified) → plugin."""
+        return self._sources("specialisation")
+
+    @property
+    def curve_kinds(self) -> dict[type, Callable[..., Any]]:
+        """Curve class → builder(pair, **options), for the kinds plugins registered;
+        with the core's: ``accounting.pairs.derive.builders``."""
+        return dict(self._values("curve kind").values())
+
+    @property
+    def curve_kind_sources(self) -> dict[str, str]:
+        return self._sources("curve kind")
 
     # -------------------------------------------------------------- loading
     def register_plugin(self, plugin: object, name: Optional[str] = None, *,
@@ -249,7 +311,7 @@ class Registry:
         by_name: dict[str, list] = {}
         for ep in third:
             by_name.setdefault(str(ep.name), []).append(ep)
-        staged: list[_Item] = []
+        staged: list[Record] = []
         for name, group_eps in by_name.items():
             if len(group_eps) > 1:
                 dists = ", ".join(dist[id(e)] or "?" for e in group_eps)
@@ -328,16 +390,17 @@ class Registry:
             self._fail(name, f"failed to load ({_describe(exc)})")
             return None
 
-    def _register(self, plugin: object, name: str, *, builtin: bool) -> list[_Item]:
+    def _register(self, plugin: object, name: str, *, builtin: bool) -> list[Record]:
         """Register with pluggy and call the plugin's hooks; the registrations it asked
         for (validated one by one), not yet committed."""
-        if self.manager.has_plugin(name):
+        if name in CORE_PLUGINS or self.manager.has_plugin(name):
             owner = "a built-in plugin" if name in self.builtin_plugins else "another plugin"
             self._fail(name, f"cannot be registered: the plugin name {name!r} is taken by {owner}")
             return []
         try:
             with _plugin_code():
                 self.manager.register(plugin, name=name)
+                alone = _manager_of(plugin, name)
         except KeyboardInterrupt:
             raise
         except pluggy.PluginValidationError as exc:
@@ -353,185 +416,54 @@ class Registry:
                          if h.spec is None)
         if unknown:
             self._fail(name, f"implements unknown hook(s) {', '.join(unknown)}; the hooks are "
-                             f"{', '.join(_HOOKS)}")
-        items: list[_Item] = []
-        for hook_name, kind in _HOOKS.items():
-            for impl in getattr(self.manager.hook, hook_name).get_hookimpls():
-                if impl.plugin_name != name:
-                    continue
-                register = self._callback(kind, name, items)
-                try:
-                    with _plugin_code():
-                        result = impl.function(**{arg: register for arg in impl.argnames})
-                except BaseException as exc:  # KeyboardInterrupt too: as in ``_load``
-                    self._fail(name, f"raised in {hook_name} ({_describe(exc)})")
-                    continue
-                if result is not None:
-                    self._fail(name, f"{hook_name} returned {type(result).__name__} instead of "
-                                     f"calling register(...); the value is ignored")
+                             f"{', '.join(k.hook for k in KINDS.values())}")
+        items: list[Record] = []
+        for kind in KINDS.values():
+            hook = getattr(alone.hook, kind.hook)
+            if not hook.get_hookimpls():
+                continue
+            register = self._callback(kind, name, builtin, items)
+            try:
+                with _plugin_code():
+                    results = hook(register=register)
+            except BaseException as exc:  # KeyboardInterrupt too: as in ``_load``
+                self._fail(name, f"raised in {kind.hook} ({_describe(exc)})")
+                continue
+            if results:
+                self._fail(name, f"{kind.hook} returned {type(results[0]).__name__} instead of "
+                                 f"calling register(...); the value is ignored")
         return items
 
-    def _callback(self, kind: str, plugin: str, items: list[_Item]) -> Callable[..., None]:
-        """The ``register`` a hook receives: validates each registration, records a
-        refusal as an error of this plugin (and returns normally, so a plugin cannot
-        hide it by catching an exception), stages the rest."""
-        check = {"mechanism": self._check_mechanism, "converter": self._check_converter,
-                 "auditor": self._check_auditor, "job": self._check_job,
-                 "specialisation": self._check_specialisation,
-                 "curve kind": self._check_curve_kind}[kind]
-        signature = {"mechanism": "register(cls)",
-                     "converter": "register(source, target, func, exactness, name)",
-                     "auditor": "register(name, auditor)",
-                     "job": "register(name, workload, description, *, default=False, "
-                            "solve=None, notes=None)",
-                     "specialisation": "register(wrapper, base, specialised)",
-                     "curve kind": "register(kind, builder)"}[kind]
-
+    def _callback(self, kind: "Kind", plugin: str, builtin: bool,
+                  items: list[Record]) -> Callable[..., None]:
+        """The ``register`` a hook receives: validates each registration (the kind's
+        check), records a refusal as an error of this plugin (and returns normally, so a
+        plugin cannot hide it by catching an exception), stages the rest."""
         def register(*args: Any, **kwargs: Any) -> None:
             try:
-                item = check(plugin, *args, **kwargs)
+                name, value = kind.check(plugin, *args, **kwargs)
             except TypeError as exc:
-                self._fail(plugin, f"{kind} registration refused: {signature} expected "
-                                   f"({_describe(exc)})")
+                self._fail(plugin, f"{kind.name} registration refused: {kind.signature} "
+                                   f"expected ({_describe(exc)})")
             except _Refused as exc:
                 self._fail(plugin, str(exc))
             except Exception as exc:  # e.g. a class attribute that raises when read
-                self._fail(plugin, f"{kind} registration refused ({_describe(exc)})")
+                self._fail(plugin, f"{kind.name} registration refused ({_describe(exc)})")
             else:
-                items.append(item)
+                items.append(Record(kind.name, name, value, plugin, builtin))
         return register
 
-    # one check per kind: the registration, or _Refused saying what is wrong
-    def _check_mechanism(self, plugin: str, cls: Any) -> _Item:
-        from accounting.pairs.mechanism import Mechanism
-        if not (isinstance(cls, type) and issubclass(cls, Mechanism)):
-            raise _Refused(f"register() needs a Mechanism subclass, got {_short(cls)}")
-        name = getattr(cls, "name", None)
-        if not isinstance(name, str) or not name:
-            raise _Refused(f"mechanism class {cls.__name__} has no name (set the class "
-                           f"attribute name = 'lower_case_identifier')")
-        if not _NAME.match(name):
-            raise _Refused(f"mechanism class {cls.__name__}: name {name!r} is not a lower-case "
-                           f"identifier (letters, digits, underscores)")
-        if inspect.isabstract(cls):
-            missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
-            raise _Refused(f"mechanism {name!r} ({cls.__name__}) is abstract: it does not "
-                           f"implement {missing}")
-        try:   # what `accounting mechanisms` and the command line read
-            cls.parameters()
-        except Exception as exc:
-            raise _Refused(f"mechanism {name!r} ({cls.__name__}): parameters() fails "
-                           f"({_describe(exc)})") from None
-        return _Item("mechanism", name, cls, plugin)
-
-    def _check_converter(self, plugin: str, source: Any, target: Any, func: Any,
-                         exactness: Any, name: Any) -> _Item:
-        if not isinstance(name, str) or not name.strip():
-            raise _Refused(f"converter name must be a non-empty string, got {_short(name)}")
-        for role, kind in (("source", source), ("target", target)):
-            if not (isinstance(kind, type) and issubclass(kind, Curve)):
-                raise _Refused(f"converter {name!r}: {role} must be a curve class such as PLD "
-                               f"or RDP, got {_short(kind)}")
-        if not isinstance(exactness, Exactness):
-            raise _Refused(f"converter {name!r}: exactness must be an Exactness, got "
-                           f"{_short(exactness)}")
-        if not callable(func):
-            raise _Refused(f"converter {name!r}: func must be callable, got {_short(func)}")
-        try:
-            inspect.signature(func).bind(object())
-        except TypeError as exc:
-            raise _Refused(f"converter {name!r}: func must accept the curve as its one "
-                           f"positional argument ({exc})") from None
-        except ValueError:  # no signature to inspect (some builtins): checked when called
-            pass
-        return _Item("converter", name, (source, target, func, exactness), plugin)
-
-    def _check_auditor(self, plugin: str, name: Any, auditor: Any) -> _Item:
-        from accounting.registry.auditor import auditor_problems
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise _Refused(f"auditor name must be a lower-case identifier, got {_short(name)}")
-        problems = auditor_problems(auditor)
-        if problems:
-            raise _Refused(f"auditor {name!r} {problems} (see the Auditor Protocol in "
-                           f"accounting.registry.auditor)")
-        return _Item("auditor", name, auditor, plugin)
-
-    def _check_job(self, plugin: str, name: Any, workload: Any, description: Any, *,
-                   default: bool = False, solve: Optional[str] = None,
-                   notes: Optional[dict] = None) -> _Item:
-        import copy
-        import tomllib
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise _Refused(f"job name must be a lower-case identifier, got {_short(name)}")
-        if isinstance(workload, str):
-            from accounting.validation import check_depth
-            try:
-                check_depth(workload, "the workload text")
-                workload = tomllib.loads(workload)
-                check_depth(workload, "the workload text")
-            except ValueError as exc:    # a TOMLDecodeError is one
-                raise _Refused(f"job {name!r}: its workload is not valid TOML "
-                               f"({_describe(exc)})") from None
-        if not isinstance(workload, dict) or not isinstance(workload.get("mechanism"), list):
-            raise _Refused(f"job {name!r}: workload must be TOML text or a dict with "
-                           f"[[mechanism]] entries, got {_short(workload)}")
-        if not isinstance(description, str) or not description.strip():
-            raise _Refused(f"job {name!r}: description must be a non-empty string")
-        if not isinstance(default, bool) or not (solve is None or isinstance(solve, str)):
-            raise _Refused(f"job {name!r}: default must be a bool and solve a string or None")
-        notes = dict(notes or {})
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in notes.items()):
-            raise _Refused(f"job {name!r}: notes must map accountant names to strings")
-        return _Item("job", name, Job(name, copy.deepcopy(workload), description, plugin,
-                                      default, solve, tuple(notes.items())), plugin)
-
-    def _check_specialisation(self, plugin: str, wrapper: Any, base: Any,
-                              specialised: Any) -> _Item:
-        from accounting.pairs.pair import Pair
-        for role, cls in (("wrapper", wrapper), ("base", base), ("specialised", specialised)):
-            if not (isinstance(cls, type) and issubclass(cls, Pair)):
-                raise _Refused(f"specialisation: {role} must be a Pair subclass, got "
-                               f"{_short(cls)}")
-        if specialised is wrapper or not issubclass(specialised, wrapper):
-            raise _Refused(f"specialisation: {specialised.__name__} must be a proper subclass "
-                           f"of the wrapper {wrapper.__name__}")
-        if inspect.isabstract(specialised):
-            raise _Refused(f"specialisation: {specialised.__name__} is abstract")
-        return _Item("specialisation", specialisation_name(wrapper, base),
-                     (wrapper, base, specialised), plugin)
-
-    def _check_curve_kind(self, plugin: str, kind: Any, builder: Any) -> _Item:
-        if not (isinstance(kind, type) and issubclass(kind, Curve)):
-            raise _Refused(f"curve kind must be a Curve subclass, got {_short(kind)}")
-        if not callable(builder):
-            raise _Refused(f"curve kind {kind.__name__}: builder must be callable, got "
-                           f"{_short(builder)}")
-        return _Item("curve kind", f"{kind.__module__}.{kind.__qualname__}", (kind, builder),
-                     plugin)
-
-    def _taken_by(self, item: _Item) -> Optional[str]:
-        if item.kind == "mechanism":
-            return self.mechanism_sources.get(item.name)
-        if item.kind == "auditor":
-            return self.auditor_sources.get(item.name)
-        if item.kind == "job":
-            return self.jobs[item.name].plugin if item.name in self.jobs else None
-        if item.kind == "specialisation":
-            return self.specialisation_sources.get(item.name)
-        if item.kind == "curve kind":
-            return self.curve_kind_sources.get(item.name)
-        return next((c.plugin for c in self.converters if c.name == item.name), None)
-
-    def _commit(self, items: Iterable[_Item]) -> None:
+    def _commit(self, items: Iterable[Record]) -> None:
         """Add staged registrations: a name already registered is refused; a name
         claimed twice within the batch is refused for every claimant."""
         items = list(items)
-        claims: dict[tuple[str, str], list[_Item]] = {}
+        claims: dict[tuple[str, str], list[Record]] = {}
         for item in items:
             claims.setdefault((item.kind, item.name), []).append(item)
         for (kind, name), group in claims.items():
-            owner = self._taken_by(group[0])
-            if owner is not None:
+            taken = self.table[kind].get(name)
+            if taken is not None:
+                owner = taken.plugin
                 builtin = " (built-in)" if owner in self.builtin_plugins else ""
                 for item in group:
                     self._fail(item.plugin, f"{kind} name {name!r} is already registered by "
@@ -547,34 +479,28 @@ class Registry:
                                        f"every claim is refused")
                 continue
             item = group[0]
-            if kind == "mechanism":
-                self.mechanisms[name] = item.value
-                self.mechanism_sources[name] = item.plugin
-            elif kind == "auditor":
-                self.auditors[name] = item.value
-                self.auditor_sources[name] = item.plugin
-            elif kind == "job":
-                job = item.value
-                if job.default and (item.plugin not in self.builtin_plugins
-                                    or self.default_job() is not None):
-                    self._fail(item.plugin, f"job {name!r} cannot be the default job: only a "
-                                            f"built-in plugin sets it, once; it is registered "
-                                            f"as an ordinary job")
-                    job = attrs.evolve(job, default=False)
-                self.jobs[name] = job
-            elif kind == "curve kind":
-                curve_kind, builder = item.value
-                self.curve_kinds[curve_kind] = builder
-                self.curve_kind_sources[name] = item.plugin
-            elif kind == "specialisation":
-                wrapper, base, specialised = item.value
-                self.specialisations[(wrapper, base)] = specialised
-                self.specialisation_sources[name] = item.plugin
-            else:
-                source, target, func, exactness = item.value
-                self.converters.append(Converter(source, target, func, exactness, name,
-                                                 item.plugin,
-                                                 builtin=item.plugin in self.builtin_plugins))
+            if kind == "job":
+                item = self._admit_job(item)
+            self.table[kind][name] = item
+
+    def _admit_job(self, item: Record) -> Record:
+        """A job as registered: only a built-in plugin marks the default job, once."""
+        job = item.value
+        if job.default and (item.plugin not in self.builtin_plugins
+                            or self.default_job() is not None):
+            self._fail(item.plugin, f"job {item.name!r} cannot be the default job: only a "
+                                    f"built-in plugin sets it, once; it is registered "
+                                    f"as an ordinary job")
+            return attrs.evolve(item, value=attrs.evolve(job, default=False))
+        return item
+
+    def refuse(self, record: Record, message: str) -> PluginError:
+        """Withdraw ``record``, a registration that the table it joins where it is used
+        refuses (a converter or curve kind claiming a name of the core's own tables),
+        and record ``message`` as an error of its plugin."""
+        if self.table[record.kind].get(record.name) is record:
+            del self.table[record.kind][record.name]
+        return self._fail(record.plugin, message)
 
     # -------------------------------------------------------------- queries
     def mechanism(self, name: str) -> type:
@@ -582,10 +508,11 @@ class Registry:
         if not isinstance(name, str):
             raise TypeError(f"mechanism name must be a string, got {type(name).__name__}")
         try:
-            return self.mechanisms[name]
+            return self.table["mechanism"][name].value
         except KeyError:
-            known = ", ".join(sorted(self.mechanisms)) or "none"
-            raise ValueError(f"unknown mechanism {name!r}{did_you_mean(name, self.mechanisms)}; "
+            known = ", ".join(sorted(self.table["mechanism"])) or "none"
+            raise ValueError(f"unknown mechanism {name!r}"
+                             f"{did_you_mean(name, self.table['mechanism'])}; "
                              f"registered: {known}") from None
 
     def default_job(self) -> Optional[Job]:
@@ -597,34 +524,208 @@ class Registry:
         specialisation registered for (wrapper, type(base)), else ``wrapper`` itself.
         Exact type match, so the answer depends only on the registry, never on which
         modules are imported or in what order."""
-        return self.specialisations.get((wrapper, type(base)), wrapper)
+        record = self.table["specialisation"].get(specialisation_name(wrapper, type(base)))
+        if record is not None and record.value[:2] == (wrapper, type(base)):
+            return record.value[2]
+        return wrapper
 
     def curve_builder(self, kind: Any) -> Callable[..., Any]:
-        """The builder of the curve class ``kind`` (``Pair.curve``); a ValueError naming
-        the registered kinds otherwise."""
-        try:
-            return self.curve_kinds[kind]
-        except (KeyError, TypeError):
+        """The builder of the curve class ``kind`` that a plugin registered; a
+        ValueError naming the registered kinds otherwise (with the core's kinds:
+        ``accounting.pairs.derive.curve_builder``)."""
+        record = self.table["curve kind"].get(_kind_name(kind)) if isinstance(kind, type) \
+            else None
+        if record is None or record.value[0] is not kind:
             names = ", ".join(k.__name__ for k in self.curve_kinds) or "none"
-            raise ValueError(f"unknown curve kind {kind!r}; expected one of {names}") from None
+            raise ValueError(f"unknown curve kind {kind!r}; expected one of {names}")
+        return record.value[1]
 
     def plugin_of(self, cls: type) -> Optional[str]:
         """The plugin that registered the mechanism class ``cls``, if one did."""
-        for name, registered in self.mechanisms.items():
-            if registered is cls:
-                return self.mechanism_sources[name]
+        for record in self.table["mechanism"].values():
+            if record.value is cls:
+                return record.plugin
         return None
 
     def listing(self) -> dict[str, list[tuple[str, str]]]:
-        """What is registered, by kind: (name, plugin) pairs."""
+        """What plugins registered, by kind: (name, plugin) pairs (the core's own
+        converters and curve kinds are listed by ``curves.graph.edges`` and
+        ``pairs.derive.builders``)."""
         return {
             "mechanisms": sorted(self.mechanism_sources.items()),
-            "converters": [(c.name, c.plugin) for c in self.converters],
+            "converters": [(r.name, r.plugin) for r in self.converters],
             "auditors": sorted(self.auditor_sources.items()),
             "jobs": sorted((j.name, j.plugin) for j in self.jobs.values()),
             "specialisations": sorted(self.specialisation_sources.items()),
             "curve kinds": sorted(self.curve_kind_sources.items()),
         }
+
+
+def _manager_of(plugin: object, name: str) -> pluggy.PluginManager:
+    """A plugin manager holding ``plugin`` alone: pluggy calls its hooks and no other
+    plugin's, so each registration is known to come from it (the registry's own
+    manager holds every plugin, for their names)."""
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    pm.register(plugin, name=name)
+    return pm
+
+
+# ------------------------------------------------------------------ the kinds
+# One check per kind: (plugin, *what register() was given) → (name, value), or
+# _Refused saying what is wrong. The registry imports none of the classes a plugin
+# registers: it checks them by the methods they must have (duck typing).
+
+#: the methods by which a class is taken for a mechanism (``pairs.mechanism.Mechanism``),
+#: a pair (``pairs.pair.Pair``) and a curve kind (``curves.curve.Curve``)
+_MECHANISM = ("pair", "curve", "sample", "provides", "parameters", "deprecated", "ranges")
+_PAIR = ("profile", "curve", "self_compose", "provides", "describe")
+_CURVE = ("delta", "epsilon", "beta", "renyi", "rho", "to", "compose", "explain")
+
+
+def _is_class_with(value: Any, methods: tuple[str, ...]) -> bool:
+    return isinstance(value, type) and all(callable(getattr(value, m, None)) for m in methods)
+
+
+def _kind_name(kind: type) -> str:
+    """The name a curve kind is registered under: ``module.Class``."""
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _check_mechanism(plugin: str, cls: Any) -> tuple[str, Any]:
+    if not _is_class_with(cls, _MECHANISM):
+        raise _Refused(f"register() needs a Mechanism subclass, got {_short(cls)}")
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise _Refused(f"mechanism class {cls.__name__} has no name (set the class "
+                       f"attribute name = 'lower_case_identifier')")
+    if not _NAME.match(name):
+        raise _Refused(f"mechanism class {cls.__name__}: name {name!r} is not a lower-case "
+                       f"identifier (letters, digits, underscores)")
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
+        raise _Refused(f"mechanism {name!r} ({cls.__name__}) is abstract: it does not "
+                       f"implement {missing}")
+    try:   # what `accounting mechanisms` and the command line read
+        cls.parameters()
+    except Exception as exc:
+        raise _Refused(f"mechanism {name!r} ({cls.__name__}): parameters() fails "
+                       f"({_describe(exc)})") from None
+    return name, cls
+
+
+def _check_converter(plugin: str, source: Any, target: Any, func: Any, exactness: Any,
+                     name: Any) -> tuple[str, Any]:
+    if not isinstance(name, str) or not name.strip():
+        raise _Refused(f"converter name must be a non-empty string, got {_short(name)}")
+    for role, kind in (("source", source), ("target", target)):
+        if not _is_class_with(kind, _CURVE):
+            raise _Refused(f"converter {name!r}: {role} must be a curve class such as PLD "
+                           f"or RDP, got {_short(kind)}")
+    if not isinstance(exactness, Exactness):
+        raise _Refused(f"converter {name!r}: exactness must be an Exactness, got "
+                       f"{_short(exactness)}")
+    if not callable(func):
+        raise _Refused(f"converter {name!r}: func must be callable, got {_short(func)}")
+    try:
+        inspect.signature(func).bind(object())
+    except TypeError as exc:
+        raise _Refused(f"converter {name!r}: func must accept the curve as its one "
+                       f"positional argument ({exc})") from None
+    except ValueError:  # no signature to inspect (some builtins): checked when called
+        pass
+    return name, (source, target, func, exactness)
+
+
+def _check_auditor(plugin: str, name: Any, auditor: Any) -> tuple[str, Any]:
+    from accounting.registry.auditor import auditor_problems   # numpy: only when needed
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise _Refused(f"auditor name must be a lower-case identifier, got {_short(name)}")
+    problems = auditor_problems(auditor)
+    if problems:
+        raise _Refused(f"auditor {name!r} {problems} (see the Auditor Protocol in "
+                       f"accounting.registry.auditor)")
+    return name, auditor
+
+
+def _check_job(plugin: str, name: Any, workload: Any, description: Any, *,
+               default: bool = False, solve: Optional[str] = None,
+               notes: Optional[dict] = None) -> tuple[str, Any]:
+    import copy
+    import tomllib
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise _Refused(f"job name must be a lower-case identifier, got {_short(name)}")
+    if isinstance(workload, str):
+        try:
+            check_depth(workload, "the workload text")
+            workload = tomllib.loads(workload)
+            check_depth(workload, "the workload text")
+        except ValueError as exc:    # a TOMLDecodeError is one
+            raise _Refused(f"job {name!r}: its workload is not valid TOML "
+                           f"({_describe(exc)})") from None
+    if not isinstance(workload, dict) or not isinstance(workload.get("mechanism"), list):
+        raise _Refused(f"job {name!r}: workload must be TOML text or a dict with "
+                       f"[[mechanism]] entries, got {_short(workload)}")
+    if not isinstance(description, str) or not description.strip():
+        raise _Refused(f"job {name!r}: description must be a non-empty string")
+    if not isinstance(default, bool) or not (solve is None or isinstance(solve, str)):
+        raise _Refused(f"job {name!r}: default must be a bool and solve a string or None")
+    notes = dict(notes or {})
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in notes.items()):
+        raise _Refused(f"job {name!r}: notes must map accountant names to strings")
+    return name, Job(name, copy.deepcopy(workload), description, plugin, default, solve,
+                     tuple(notes.items()))
+
+
+def _check_specialisation(plugin: str, wrapper: Any, base: Any,
+                          specialised: Any) -> tuple[str, Any]:
+    for role, cls in (("wrapper", wrapper), ("base", base), ("specialised", specialised)):
+        if not _is_class_with(cls, _PAIR):
+            raise _Refused(f"specialisation: {role} must be a Pair subclass, got "
+                           f"{_short(cls)}")
+    if specialised is wrapper or not issubclass(specialised, wrapper):
+        raise _Refused(f"specialisation: {specialised.__name__} must be a proper subclass "
+                       f"of the wrapper {wrapper.__name__}")
+    if inspect.isabstract(specialised):
+        raise _Refused(f"specialisation: {specialised.__name__} is abstract")
+    return specialisation_name(wrapper, base), (wrapper, base, specialised)
+
+
+def _check_curve_kind(plugin: str, kind: Any, builder: Any) -> tuple[str, Any]:
+    if not _is_class_with(kind, _CURVE):
+        raise _Refused(f"curve kind must be a Curve subclass, got {_short(kind)}")
+    if not callable(builder):
+        raise _Refused(f"curve kind {kind.__name__}: builder must be callable, got "
+                       f"{_short(builder)}")
+    return _kind_name(kind), (kind, builder)
+
+
+@attrs.frozen
+class Kind:
+    """One kind of registration: its name (in messages and ``Registry.table``), the
+    hook that contributes it, how that hook's ``register`` is called, and the check
+    that makes a call into a record's (name, value) or refuses it."""
+
+    name: str
+    hook: str
+    signature: str
+    check: Callable[..., tuple[str, Any]] = attrs.field(repr=False)
+
+
+#: the kinds, in the order a plugin's hooks are called
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("mechanism", "accounting_register_mechanisms", "register(cls)", _check_mechanism),
+    Kind("converter", "accounting_register_converters",
+         "register(source, target, func, exactness, name)", _check_converter),
+    Kind("auditor", "accounting_register_auditors", "register(name, auditor)", _check_auditor),
+    Kind("job", "accounting_register_jobs",
+         "register(name, workload, description, *, default=False, solve=None, notes=None)",
+         _check_job),
+    Kind("specialisation", "accounting_register_specialisations",
+         "register(wrapper, base, specialised)", _check_specialisation),
+    Kind("curve kind", "accounting_register_curve_kinds", "register(kind, builder)",
+         _check_curve_kind),
+)}
 
 
 def specialisation_name(wrapper: type, base: type) -> str:
@@ -652,15 +753,12 @@ def live_registries() -> list[Registry]:
 
 
 def make_registry(*, entry_points: bool = True) -> Registry:
-    """A fresh registry with the core converters and (by default) all entry points."""
-    from accounting.curves import converters as conversions
+    """A fresh registry with (by default) all entry points. The core's own converters
+    and curve kinds are not plugins: the graph and ``curve_of_pair`` add them."""
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     reg = Registry(pm)
     _LIVE[:] = [ref for ref in _LIVE if ref() is not None] + [weakref.ref(reg)]
-    from accounting.pairs import derive
-    reg._commit(reg._register(conversions, "core", builtin=True))
-    reg._commit(reg._register(derive, "core.pairs", builtin=True))
     if entry_points:
         reg.load_entry_points()
     return reg

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from accounting.vocabulary import Exactness
+from accounting.curves.graph import Converter, check_curve, edges
 from accounting.curves.pld import PLD
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP
@@ -77,13 +78,10 @@ class ConverterContract:
     pairs: ClassVar[list] = []
 
     def _edge(self):
-        from accounting.curves.graph import Converter
-        from accounting.registry.registry import default_registry
-
         conv = type(self).converter
         if isinstance(conv, Converter):
             return conv
-        for edge in default_registry().converters:
+        for edge in edges():
             if edge.name == conv:
                 return edge
         raise AssertionError(f"no converter named {conv!r} is registered")
@@ -95,8 +93,6 @@ class ConverterContract:
             yield edge, pair, source, edge(source, **type(self).options)
 
     def test_output_kind_and_validity(self):
-        from accounting.curves.graph import check_curve
-
         for edge, pair, _, out in self._cases():
             assert isinstance(out, edge.target), (
                 f"{edge.name}: returned {type(out).__name__}, not {edge.target.__name__}")

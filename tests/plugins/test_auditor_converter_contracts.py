@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from accounting import default_registry
+from accounting.curves.graph import edges
 from accounting.testing import AuditorContract, ConverterContract
 
 
@@ -15,7 +16,7 @@ class TestRKRDAuditorContract(AuditorContract):
 
 
 def _core_converters():
-    return [c.name for c in default_registry().converters if c.plugin == "core"]
+    return [c.name for c in edges() if c.plugin == "core"]
 
 
 

@@ -324,18 +324,20 @@ def test_sensitivity_is_called_sensitivity():
 
 
 # ------------------------------------------------------------ curve kinds
-def test_curve_kinds_come_from_the_registry():
+def test_curve_kinds_come_from_the_core_table_and_the_registry():
+    from accounting.pairs.derive import CURVE_KINDS, builders
     reg = accounting.default_registry()
-    kinds = dict(reg.listing()["curve kinds"])
-    assert set(kinds.values()) == {"core.pairs"} and len(kinds) == 5
+    assert reg.listing()["curve kinds"] == [] and reg.curve_kinds == {}   # none from plugins
+    assert builders(reg) == CURVE_KINDS and len(CURVE_KINDS) == 5
     core = make_registry(entry_points=False)
-    assert set(core.curve_kinds) == set(reg.curve_kinds)
+    assert builders(core) == builders(reg)
     with pytest.raises(ValueError, match="unknown curve kind .*expected one of PrivacyProfile"):
         accounting.mechanism("gaussian", sigma=1.0).curve(int)
 
 
 def test_a_plugin_curve_kind_is_built_and_a_builtin_kind_cannot_be_taken():
     from accounting.curves.curve import Curve
+    from accounting.pairs.derive import curve_builder
 
     class Marker(Curve):            # a curve kind of a plugin's own (frozen, as curves are)
         def __init__(self, pair):
@@ -347,9 +349,13 @@ def test_a_plugin_curve_kind_is_built_and_a_builtin_kind_cannot_be_taken():
     mine = make_registry(entry_points=False)
     mine.register_plugin(plugin, "marker")
     assert mine.curve_builder(Marker)("p").pair == "p"
+    assert curve_builder(Marker, mine)("p").pair == "p"
     taken = types.SimpleNamespace(accounting_register_curve_kinds=hookimpl(
         lambda register: register(accounting.PLD, lambda pair, **o: None)))
-    with pytest.raises(PluginError, match="curve kind name .*PLD.* already registered by "
-                                          "plugin 'core.pairs'"):
-        make_registry(entry_points=False).register_plugin(taken, "thief")
-    assert reg.curve_builder(accounting.PLD).__name__ == "_pld"
+    thief = make_registry(entry_points=False)
+    thief.register_plugin(taken, "thief")       # refused where the core's table meets it
+    with pytest.warns(RuntimeWarning, match="curve kind name .*PLD.* already registered by "
+                                            "plugin 'core.pairs'"):
+        assert curve_builder(accounting.PLD, thief).__name__ == "_pld"
+    assert [e.plugin for e in thief.errors] == ["thief"] and thief.curve_kinds == {}
+    assert curve_builder(accounting.PLD, reg).__name__ == "_pld"
