@@ -74,12 +74,14 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
 _install_aliases(sys.modules[__name__])
 
 
-def mechanism(name: str, **params):
-    """An instance of the registered mechanism ``name`` with ``params``; a keyword the
-    mechanism does not take is a TypeError naming it and the ones it does take."""
+def mechanism(name: str, *, registry=None, **params):
+    """An instance of the mechanism ``name`` registered on ``registry`` (default: the
+    process-wide one, ``default_registry()``) with ``params``; a keyword the mechanism
+    does not take is a TypeError naming it and the ones it does take. Its curves use
+    the registry they are given: ``mechanism(..., registry=r).curve(Kind, registry=r)``."""
     from accounting.registry.registry import default_registry
     from accounting.validation import check_options
-    cls = default_registry().mechanism(name)
+    cls = (default_registry() if registry is None else registry).mechanism(name)
     check_options(f"mechanism {name!r}", params, [*cls.parameters(), *cls.deprecated()])
     return cls(**params)
 

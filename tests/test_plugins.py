@@ -111,6 +111,56 @@ def test_core_only_registry_has_no_mechanisms():
     assert [c.name for c in edges(reg)] == core and len(core) == 9
 
 
+# ------------------------------------------------------------ explicit registries
+def test_a_registry_is_used_where_it_is_given(monkeypatch):
+    """A mechanism and a curve kind registered on a fresh registry are found through
+    it — ``accounting.mechanism(..., registry=)`` and every curve below — while the
+    process-wide registry knows neither, and is never asked on the way."""
+    reg = make_registry(entry_points=False)
+    reg.register_plugin(MY_PLUGIN, "mine")
+
+    class Own(PrivacyProfile):
+        """A profile kind of a plugin's own."""
+
+    def own(pair, **options):
+        prof = pair.curve(PrivacyProfile, registry=reg)
+        return Own(prof.upper, prof.lower)
+
+    reg.register_plugin(_plugin(accounting_register_curve_kinds=hookimpl(
+        lambda register: register(Own, own))), "own")
+    assert "my_noise" not in default_registry().mechanisms
+    with pytest.raises(ValueError, match="unknown mechanism 'my_noise'"):
+        accounting.mechanism("my_noise", s=1.0)
+    mech = accounting.mechanism("my_noise", registry=reg, s=1.0)
+    assert type(mech) is MyNoise
+    with pytest.raises(ValueError, match="unknown curve kind .*Own"):
+        mech.curve(Own)                             # the default registry does not know it
+
+    def not_the_default():
+        raise AssertionError("the process-wide registry was asked")
+    import accounting.curves.graph as graph
+    import accounting.pairs.derive as derive
+    monkeypatch.setattr(graph, "default_registry", not_the_default)
+    monkeypatch.setattr(derive, "default_registry", not_the_default)
+    eps = np.array([0.0, 1.0, 2.0])
+    exact = gaussian_delta(1.0, eps)                # my_noise is the Gaussian of σ = 1
+    for kind in (PrivacyProfile, PLD, Own):
+        curve = mech.curve(kind, registry=reg, step=1e-2)
+        assert type(curve) is kind
+        np.testing.assert_allclose(curve.delta(eps), exact, rtol=1e-2)
+    alphas = np.array([2.0, 3.0])
+    np.testing.assert_allclose(mech.curve(RDP, registry=reg).renyi(alphas), alphas / 2,
+                               rtol=1e-6)                               # D_α = α/2
+    assert mech.curve(ZCDP, registry=reg).rho() == pytest.approx(0.5, rel=1e-4)
+    np.testing.assert_allclose(mech.curve(TradeOff, registry=reg, step=1e-2).beta(0.5),
+                               gaussian_beta(1.0, 0.5), atol=1e-2)
+    twice = mech.pair().self_compose(2)             # a composed pair: the same, below it
+    np.testing.assert_allclose(twice.curve(RDP, registry=reg).renyi(alphas), alphas,
+                               rtol=1e-6)
+    np.testing.assert_allclose(twice.curve(PrivacyProfile, registry=reg, step=1e-2).delta(eps),
+                               gaussian_delta(np.sqrt(2.0), eps), rtol=2e-2)
+
+
 # ------------------------------------------------------------ collisions, failures
 def test_duplicate_mechanism_name_names_the_plugin():
     @attrs.frozen

@@ -165,18 +165,19 @@ class ComposedPair(Pair):
         query needs, the full PLD on demand (``options`` as for ``curve(PLD)``)."""
         return RefiningPLD(self._pld_parts(**options), lower=options.get("lower", True))
 
-    def curve(self, kind: type, **options: Any):
+    def curve(self, kind: type, *, registry: Any = None, **options: Any):
         if kind is PLD:
             # the composition refuses its own grid, from the Chernoff window of these
             # laws, before allocating it
             return compose_plds(self._pld_parts(**options))
         if kind in (RDP, ZCDP):
-            parts = [p.curve(kind, **options).self_compose(c) if c > 1 else p.curve(kind, **options)
+            parts = [p.curve(kind, registry=registry, **options).self_compose(c) if c > 1
+                     else p.curve(kind, registry=registry, **options)
                      for p, c in self.components]
             return compose(*parts)
         if kind in (PrivacyProfile, TradeOff):
-            return self.curve(PLD, **options).to(kind, **options)
-        return super().curve(kind, **options)
+            return self.curve(PLD, **options).to(kind, registry=registry, **options)
+        return super().curve(kind, registry=registry, **options)
 
     @functools.cached_property
     def _pld(self) -> PLD:

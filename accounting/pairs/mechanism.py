@@ -245,9 +245,10 @@ class Mechanism(abc.ABC):
     def pair(self) -> Pair:
         """The dominating ordered pair (P, Q) (forward = remove, backward = add)."""
 
-    def curve(self, kind: type, **options: Any):
-        """This mechanism's curve of the given kind (``PLD``, ``RDP``, …)."""
-        return self.pair().curve(kind, **options)
+    def curve(self, kind: type, *, registry: Any = None, **options: Any):
+        """This mechanism's curve of the given kind (``PLD``, ``RDP``, …), through
+        ``registry`` (``Pair.curve``)."""
+        return self.pair().curve(kind, registry=registry, **options)
 
     def sample(self, rng: np.random.Generator, shape: "tuple[int, ...] | int"
                ) -> tuple[np.ndarray, np.ndarray]:

@@ -198,10 +198,12 @@ class Pair(abc.ABC):
         fn = self._profile if as_bound(bound) is Bound.UPPER else self._profile_lower
         return np.max([fn(eps, d) for d in comps], axis=0)
 
-    def curve(self, kind: type, **options):
-        """This pair's curve of the given kind (``PLD``, ``PrivacyProfile``, …)."""
+    def curve(self, kind: type, *, registry=None, **options):
+        """This pair's curve of the given kind (``PLD``, ``PrivacyProfile``, …); a kind
+        a plugin contributes, and the conversions on the way, from ``registry``
+        (default: the process-wide one)."""
         from accounting.pairs.derive import curve_of_pair  # derive imports this module
-        return curve_of_pair(self, kind, **options)
+        return curve_of_pair(self, kind, registry=registry, **options)
 
     def self_compose(self, count: int) -> "Pair":
         """The count-fold product pair, in closed form where the pair has one."""
