@@ -79,7 +79,9 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
 
 import attrs
 
+from accounting.pairs.composed import ComposedPair
 from accounting.pairs.mechanism import Mechanism, Neighbouring, as_neighbouring
+from accounting.registry.registry import default_registry
 from accounting.pairs.pair import Pair
 from accounting.validation import MAX_COUNT, check_count, check_depth
 
@@ -225,7 +227,6 @@ def build_mechanism(registry: Any, name: Any, params: Mapping[str, Any], *,
     Raises ``ValueError`` (unknown mechanism or parameter, missing parameter, value
     out of range) or ``TypeError`` (wrong type).
     """
-    from accounting.registry.registry import default_registry
     registry = registry or default_registry()
     try:
         cls = registry.mechanism(name)
@@ -523,7 +524,6 @@ class Ledger:
 
     def pair(self, registry: Any = None):
         """The ``ComposedPair`` of the whole composition."""
-        from accounting.pairs.composed import ComposedPair
         if not self.entries:
             raise ValueError("the ledger is empty: nothing to compose")
         return ComposedPair(self.pairs(registry))

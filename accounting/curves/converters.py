@@ -22,6 +22,7 @@ import numpy as np
 from accounting.vocabulary import Direction, Exactness
 from accounting.numerics.discretise import (connect_the_dots, convex_minorant, grid_indices,
                                            grid_profiles, profile_support)
+from accounting.numerics.loss import LossPMF
 from accounting.numerics.order_search import ORDER_GRID, envelope_sup, minimise_over_orders
 from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, check_step
 from accounting.curves.profile import FunctionSide, LawSide, PrivacyProfile
@@ -93,7 +94,6 @@ def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
     laws = []
     for k, d in enumerate((_FWD, _BWD)):
         if live[d] is None:   # no finite loss at all (a non-private pair): all mass at +∞
-            from accounting.numerics.loss import LossPMF
             floor = float(delta(np.array([np.inf]), d)[0])
             laws.append(LossPMF.on_grid(step, 0, np.zeros(1), inf_mass=floor))
             continue

@@ -14,6 +14,7 @@ import attrs
 import numpy as np
 
 from accounting.curves.curve import Curve, Provenance, headline
+from accounting.curves.pld import PLD
 from accounting.vocabulary import Bound, Direction
 from accounting.numerics.loss import LossPMF
 
@@ -137,7 +138,6 @@ def compose_via_pld(a: Curve, b: Curve) -> Curve:
     """``a`` ⊗ ``b`` for two exact curves of one kind without a composition rule of
     their own (profile, trade-off): convert each to PLD, convolve, convert back. A
     TypeError names the kinds and labels where that would not be sound."""
-    from accounting.curves.pld import PLD
     kind = type(a)
     if type(b) is not kind:
         raise TypeError(f"cannot compose a {kind.__name__} with a {type(b).__name__}; "

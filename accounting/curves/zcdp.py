@@ -23,6 +23,7 @@ import attrs
 import numpy as np
 
 from accounting.curves.curve import Curve, Provenance
+from accounting.curves.rdp import CGF, RDP
 from accounting.vocabulary import Direction, Exactness, as_direction
 from accounting.validation import check_count, check_positive, check_real
 
@@ -173,7 +174,6 @@ def poisson_subsampled_rdp(z: ZCDP, q: float, max_order: int = SUBSAMPLED_MAX_OR
     Rothblum and Steinke, STOC 2018, "Composable and versatile privacy via truncated
     CDP", motivation of tCDP) — the gain is at the moderate orders that set ε(δ).
     """
-    from accounting.curves.rdp import CGF, RDP
     if not isinstance(z, ZCDP):
         raise TypeError(f"z must be a ZCDP, got {type(z).__name__}")
     q = check_real("q", q, lo=0.0, hi=1.0, lo_open=True)

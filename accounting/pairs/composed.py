@@ -64,7 +64,6 @@ def _support_points(pair: Pair, step: float) -> float:
     """Width in ε of one use's discretised loss support, [−e_backward, e_forward],
     where each directional profile falls to the discretisation tail
     (``profile_support``, a handful of profile calls)."""
-    from accounting.vocabulary import Direction
     fwd = profile_support(lambda e: pair.profile(e, Direction.FORWARD), DEFAULT_TAIL, step / 4)
     bwd = profile_support(lambda e: pair.profile(e, Direction.BACKWARD), DEFAULT_TAIL, step / 4)
     return fwd + bwd

@@ -26,6 +26,7 @@ import numpy as np
 from accounting.curves.converters import (DEFAULT_STEP, DEFAULT_TAIL, check_options,
                                           profile_laws, profile_to_pld, zcdp_envelope)
 from accounting.curves.curve import Provenance
+from accounting.numerics.atoms import AtomSplit, finite_law_on_grid
 from accounting.numerics.loss import LossPMF
 from accounting.vocabulary import Bound, Direction, Exactness
 from accounting.pairs.pair import LawPair
@@ -103,7 +104,6 @@ def _pld(pair, registry=None, **options: Any) -> PLD:
         if isinstance(pair, LawPair) and pair.exact:
             # a finite law: its pessimistic side from its atoms, free of the profile
             # differences' roundoff (``atoms.finite_law_on_grid``)
-            from accounting.numerics.atoms import finite_law_on_grid
             upper = tuple(finite_law_on_grid(pair.law(d), upper[0].step,
                                              options.get("tail", DEFAULT_TAIL))
                           for d in (Direction.FORWARD, Direction.BACKWARD))
@@ -114,7 +114,6 @@ def _pld_with_atoms(pair, step=None, tail=None, lower: bool = True) -> PLD:
     """The PLD of an exact pair with declared atoms: the atoms on the grid exactly, the
     normalised remainder by connect-the-dots and its convex minorant
     (``numerics.atoms.AtomSplit``)."""
-    from accounting.numerics.atoms import AtomSplit
     step = DEFAULT_STEP if step is None else step
     tail = DEFAULT_TAIL if tail is None else tail
     split = AtomSplit(pair.loss_atoms(Direction.FORWARD), pair.loss_atoms(Direction.BACKWARD),

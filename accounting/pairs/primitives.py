@@ -17,6 +17,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from accounting.pairs.mechanism import Mechanism
+from accounting.pairs.pair import Pair
 from accounting.registry.registry import PluginError, default_registry, live_registries
 from accounting.vocabulary import Direction
 
@@ -42,8 +44,6 @@ def culprit(owner: Any, registry: Any = None) -> tuple[str, str]:
     the module of the pair's class; failing all three, the module itself
     (``module …``).
     """
-    from accounting.pairs.mechanism import Mechanism
-    from accounting.pairs.pair import Pair
     if inspect.ismethod(owner):                      # a bound method: its object
         owner = owner.__self__
     registries = [registry] if registry is not None else \
