@@ -79,9 +79,10 @@ def accounting_register_converters(register: RegisterConverter) -> None:
     ``source`` and ``target`` are curve classes; ``func(curve, **options)`` takes the
     curve as its one positional argument and returns a curve of kind ``target``;
     ``exactness`` is an ``Exactness`` saying whether the edge is exact or an upper or
-    lower bound; ``name`` is unique. A plugin edge is used only where no built-in path
+    lower bound; ``name`` is unique (the core's own edges, ``accounting.curves.converters.
+    CONVERTERS``, keep theirs). A plugin edge is used only where no built-in path
     exists or when named with ``curve.to(Kind, via=name)``; its output is checked
-    (``accounting.conversion.graph.check_curve``) and a failing edge is recorded and skipped.
+    (``accounting.curves.graph.check_curve``) and a failing edge is recorded and skipped.
     """
 
 
@@ -133,10 +134,11 @@ def accounting_register_curve_kinds(register: RegisterCurveKind) -> None:
 
     ``kind`` is a ``Curve`` subclass; ``builder(pair, **options)`` returns the curve
     of that kind of a pair (``Pair.curve(kind)`` calls it; ``options`` are the PLD grid
-    options, checked before the call). The core registers the five kinds (privacy
-    profile, PLD, trade-off, Rényi, zCDP) and their routes (``accounting.pairs.derive``);
-    a plugin adds a kind of its own. One builder per kind: the built-in one keeps it,
-    two third-party claims on one kind are both refused.
+    options, checked before the call). The core has the five kinds (privacy profile,
+    PLD, trade-off, Rényi, zCDP) and their routes in a table of its own
+    (``accounting.pairs.derive.CURVE_KINDS``); a plugin adds a kind of its own. One
+    builder per kind: the core's keeps it, two third-party claims on one kind are both
+    refused.
     """
 
 

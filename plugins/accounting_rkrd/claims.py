@@ -10,7 +10,7 @@ outputs on D) this gives b ≥ f(a) and a ≥ f(b). Two kinds of claim:
   (arXiv:1905.02383, Prop. 2.5);
 * ``CurveClaim``: any trade-off curve of ``accounting`` — a registered mechanism
   instance (its ``TradeOff``), a ``TradeOff``, or any curve the library converts to one
-  (``accounting.conversion.graph``, e.g. a ``PLD`` or ``PrivacyProfile``). The claim used is
+  (``accounting.curves.graph``, e.g. a ``PLD`` or ``PrivacyProfile``). The claim used is
   β(a) of the sound side (``bound="upper"``: β never too large, i.e. never a stronger
   claim than the curve's) over both directions (``direction="max"``: the smaller of
   T(P, Q) and T(Q, P), which is symmetric), so a rejection of it rejects the curve.
