@@ -245,6 +245,7 @@ def curve_of_pair(pair, kind: type, *, registry=None, **options: Any):
     """
     builder = curve_builder(kind, registry)
     options = check_options(f"curve({kind.__name__})", options)
-    if CURVE_KINDS.get(kind) is builder:
-        return builder(pair, registry, **options)
+    core = CURVE_KINDS.get(kind)
+    if core is not None and core is builder:     # the core's routes take the registry
+        return core(pair, registry, **options)
     return builder(pair, **options)
