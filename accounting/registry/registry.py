@@ -229,52 +229,24 @@ class Registry:
     def _sources(self, kind: str) -> dict[str, str]:
         return {name: r.plugin for name, r in self.table[kind].items()}
 
-    @property
-    def mechanisms(self) -> dict[str, type]:
-        """Mechanism name → class."""
-        return self._values("mechanism")
-
-    @property
-    def mechanism_sources(self) -> dict[str, str]:
-        return self._sources("mechanism")
-
-    @property
-    def converters(self) -> list[Record]:
-        """The converter edges plugins registered (``Record``s whose value is (source,
-        target, func, exactness)); with the core's: ``accounting.curves.graph.edges``."""
-        return self.records("converter")
-
-    @property
-    def auditors(self) -> dict[str, Any]:
-        return self._values("auditor")
-
-    @property
-    def auditor_sources(self) -> dict[str, str]:
-        return self._sources("auditor")
-
-    @property
-    def jobs(self) -> dict[str, Job]:
-        return self._values("job")
-
-    @property
-    def specialisations(self) -> dict[tuple[type, type], type]:
-        """(wrapper pair class, base pair class) → specialised wrapper subclass."""
-        return {(w, b): s for w, b, s in self._values("specialisation").values()}
-
-    @property
-    def specialisation_sources(self) -> dict[str, str]:
-        """Specialisation name (``wrapper[base]``, module-qualified) → plugin."""
-        return self._sources("specialisation")
-
-    @property
-    def curve_kinds(self) -> dict[type, Callable[..., Any]]:
-        """Curve class → builder(pair, **options), for the kinds plugins registered;
-        with the core's: ``accounting.pairs.derive.builders``."""
-        return dict(self._values("curve kind").values())
-
-    @property
-    def curve_kind_sources(self) -> dict[str, str]:
-        return self._sources("curve kind")
+    #: the views: name → value (a mechanism class, an auditor, a ``Job``) and name → plugin
+    mechanisms = property(lambda self: self._values("mechanism"))
+    mechanism_sources = property(lambda self: self._sources("mechanism"))
+    auditors = property(lambda self: self._values("auditor"))
+    auditor_sources = property(lambda self: self._sources("auditor"))
+    jobs = property(lambda self: self._values("job"))
+    #: the converter edges plugins registered: ``Record``s whose value is (source,
+    #: target, func, exactness); with the core's edges: ``accounting.curves.graph.edges``
+    converters = property(lambda self: self.records("converter"))
+    #: (wrapper pair class, base pair class) → specialised wrapper subclass; its name
+    #: (``wrapper[base]``, module-qualified) → plugin
+    specialisations = property(lambda self: {(w, b): s for w, b, s
+                                             in self._values("specialisation").values()})
+    specialisation_sources = property(lambda self: self._sources("specialisation"))
+    #: curve class → builder(pair, **options), for the kinds plugins registered; with the
+    #: core's kinds: ``accounting.pairs.derive.builders``
+    curve_kinds = property(lambda self: dict(self._values("curve kind").values()))
+    curve_kind_sources = property(lambda self: self._sources("curve kind"))
 
     # -------------------------------------------------------------- loading
     def register_plugin(self, plugin: object, name: Optional[str] = None, *,
