@@ -68,7 +68,7 @@ def _checked_limit(pair, side: Bound):
     return limit
 
 
-def _profile(pair, registry=None, **options: Any) -> PrivacyProfile:
+def _profile(pair, **options: Any) -> PrivacyProfile:
     # the pair's D_∞ per direction, where it knows it: where the PLD's search for the
     # largest loss starts (and checks it against the profile)
     upper = FunctionSide(_checked(pair._profile, "_profile", pair),
@@ -196,7 +196,8 @@ def _zcdp(pair, registry=None, **options: Any) -> ZCDP:
 
 #: The core's curve kinds and their routes from a pair (module docstring): a plain
 #: table, which ``builders`` merges with the kinds plugins register. Each builder
-#: takes the pair, the registry its conversions use, and the checked grid options.
+#: takes the pair, the registry its conversions use (``registry=``) and the checked
+#: grid options.
 CURVE_KINDS: dict[type, Any] = {PrivacyProfile: _profile, PLD: _pld, TradeOff: _tradeoff,
                                 RDP: _rdp, ZCDP: _zcdp}
 #: the name the core's curve kinds go by (``registry.CORE_PLUGINS``)
@@ -247,5 +248,5 @@ def curve_of_pair(pair, kind: type, *, registry=None, **options: Any):
     options = check_options(f"curve({kind.__name__})", options)
     core = CURVE_KINDS.get(kind)
     if core is not None and core is builder:     # the core's routes take the registry
-        return core(pair, registry, **options)
+        return core(pair, registry=registry, **options)
     return builder(pair, **options)
