@@ -242,12 +242,14 @@ def _rdp_to_profile(rdp: RDP, **options: Any) -> PrivacyProfile:
 
 
 # ------------------------------------------------------------------ RDP ⇄ zCDP
-def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray]) -> float:
+def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray], *, lower: bool = False) -> float:
     """ρ* = sup_{t>0} K(t)/(t(t+1)) (Su, Yang, Su, Wang, arXiv:2610.02414, §3), numerically
     (``order_search.envelope_sup``);
-    +∞ with a ``RuntimeWarning`` when the sup is the t → ∞ limit."""
-    rho, t_star = envelope_sup(cgf)
-    if t_star == np.inf:
+    +∞ with a ``RuntimeWarning`` when the sup is the t → ∞ limit. ``lower``: ``cgf``
+    bounds the CGF from below, and the answer bounds ρ* from below (never +∞ for a
+    finite curve: the largest ratio evaluated)."""
+    rho, t_star = envelope_sup(cgf, lower=lower)
+    if t_star == np.inf and not lower:
         # A sup reached only as t → ∞ cannot be certified from finite orders;
         # a value from below would under-report, so say so and return +∞.
         warnings.warn("zCDP envelope still rising at t = 1e5: its sup is the t → ∞ "
@@ -262,7 +264,8 @@ def _rdp_to_zcdp(rdp: RDP, **options: Any) -> ZCDP:
     upper = tuple(zcdp_envelope(lambda t, d=d: rdp.upper(t, d)) for d in (_FWD, _BWD))
     lower = None
     if rdp.lower is not None:
-        lower = tuple(zcdp_envelope(lambda t, d=d: rdp.lower(t, d)) for d in (_FWD, _BWD))
+        lower = tuple(zcdp_envelope(lambda t, d=d: rdp.lower(t, d), lower=True)
+                      for d in (_FWD, _BWD))
     return ZCDP(upper, lower)
 
 
