@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import abc
 import inspect
+import math
 from typing import Callable, ClassVar, Optional
 
 import attrs
@@ -62,6 +63,8 @@ NoiseSampler = Callable[[np.random.Generator, "tuple[int, ...] | int"], np.ndarr
 _DROP = 745.0          # nats below the peak where the support is cut: beyond, every
                        # cell mass underflows float64 (< 1e-300 per unit scale)
 _CELLS = 1 << 14       # cells on the real line
+#: how far from 1 the P-masses of the cells may sum (``continuous_noise_pair``)
+CELL_MASS_TOL = 1e-9
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
 
 
@@ -203,6 +206,15 @@ def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
     log_z = logsumexp(lq_nodes + logw)
     log_pc = logsumexp(lp_nodes + logw, axis=1) - log_z
     log_qc = logsumexp(lq_nodes + logw, axis=1) - log_z
+    # Q's cells sum to 1 by the normalisation; P's, the same density shifted by Δ, must
+    # too. They do not when the cells miss the density's mass (components far narrower
+    # than the spread: a mixture of scales 1e-4·Δ at means 8000·Δ apart summed P to 1 −
+    # 4e-6, or to e^{4802}): every law built from them would be wrong, so refuse.
+    p_total = math.exp(min(float(logsumexp(log_pc)), 700.0))
+    if not abs(p_total - 1.0) <= CELL_MASS_TOL:
+        raise ValueError(f"{label}: the noise density cannot be discretised on {cells} cells "
+                         f"(its shifted cell masses sum to {p_total:.10g}, not 1): its mass "
+                         f"sits in peaks narrower than the cells resolve")
     # loss range in each cell from its ends and nodes
     lq_e, lp_e = logf(edges), logf(edges - shift)
     with np.errstate(invalid="ignore"):
