@@ -191,3 +191,20 @@ def test_zcdp_of_a_near_non_private_subsampled_gaussian_is_a_bracket():
     assert 5000.0 * (1 - 1e-8) <= lo <= 5000.0 <= up
     lo, up = z.rho_interval("backward")
     assert lo <= up
+
+
+def test_zcdp_of_an_identical_pair_through_subsampling_is_never_negative():
+    """(0, 0)-DP is the identical pair: ρ* = 0. Poisson-subsampled at q = 1e-300 its CGF
+    bound is roundoff of either sign (1e-314), and the zCDP conversion raised "rho must
+    be in [0, inf), got -2.37063e-319" (found by tests/test_fuzz_invariants.py)."""
+    import warnings
+    import accounting
+    from accounting import RDP, ZCDP
+    m = accounting.mechanism("poisson_subsampled", q=1e-300,
+                             base=accounting.mechanism("approx_dp", epsilon=0.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        z = m.curve(RDP).to(ZCDP)
+        for d in ("forward", "backward"):
+            lo, up = z.rho_interval(d)
+            assert 0.0 <= lo <= 1e-300 and lo <= up

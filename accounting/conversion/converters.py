@@ -256,7 +256,10 @@ def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray], *, lower: bool = Fals
                       "limit, which finite orders only approach from below; returning "
                       "+inf (a pair with such a curve should supply ρ in closed form)",
                       RuntimeWarning, stacklevel=3)
-    return rho
+    # ρ* ≥ 0 for every pair (K(t) ≥ 0 for t > 0: K(0) = 0, K'(0) = KL ≥ 0, K convex): a
+    # negative sup is the roundoff of a CGF that is 0 (−2.4e-319 for Poisson subsampling
+    # at q = 1e-300 of an identical pair), which ZCDP would refuse
+    return max(rho, 0.0)
 
 
 def _rdp_to_zcdp(rdp: RDP, **options: Any) -> ZCDP:
