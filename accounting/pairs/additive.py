@@ -49,13 +49,13 @@ import numpy as np
 from accounting.curves.curve import Exactness
 from accounting.numerics.loss import LossPMF
 from accounting.pairs.mechanism import MECHANISM_PRIMITIVES, Mechanism
-from accounting.vocabulary import Direction
+from accounting.vocabulary import Bound, Direction, as_bound
 from accounting.pairs.primitives import check_primitive_output
 from accounting.pairs.pair import (LawPair, NoiseDensity, Pair, _overrides, corner_pair,
                                    not_provided)
 
 __all__ = ["AdditiveNoise", "continuous_noise_pair", "integer_noise_pair", "log_integral",
-           "support_extent", "NoiseSampler"]
+           "support_extent", "NoiseSampler", "CutSupportLawPair"]
 
 #: draws of a noise: (rng, shape) -> array of that shape
 NoiseSampler = Callable[[np.random.Generator, "tuple[int, ...] | int"], np.ndarray]
@@ -154,6 +154,21 @@ class _Sampled:
         return super().provides(primitive)
 
 
+@attrs.frozen(eq=False)
+class CutSupportLawPair(LawPair):
+    """A ``LawPair`` of a noise whose laws stop where its density underflows (745 nats
+    below the peak; ``support_extent``). Past there the loss may keep growing (every
+    noise with tails lighter than Laplace's: the Gaussian family, the generalised
+    Gaussian at β > 1), so the largest loss of the laws bounds nothing: the sound side
+    declares D_∞ = ess sup L = +∞; its lower side and D_1 are the laws'. (The generalised Gaussian at β = 3.4 said D_∞ = 1.2966, and its lower side
+    1.2973; the true D_∞ is +∞.)"""
+
+    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+        if order == np.inf and as_bound(side, "side") is Bound.UPPER:
+            return np.inf
+        return super()._renyi_limit(order, direction, side)
+
+
 def _owner(logf, label: str):
     """Whom a faulty ``log_density`` is reported against: the mechanism when ``logf`` is
     its bound method, else the label."""
@@ -230,7 +245,7 @@ def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
 
 
 @attrs.frozen(eq=False)
-class _NoisePair(_Sampled, LawPair):
+class _NoisePair(_Sampled, CutSupportLawPair):
     """The cell-law pair of an additive noise on ℝ, with its Rényi curve by quadrature."""
 
     logf: object = None
@@ -378,7 +393,7 @@ def integer_noise_pair(logf, sensitivity: float, *, label: str = "integer noise"
 
 
 @attrs.frozen(eq=False)
-class _IntegerNoisePair(_Sampled, LawPair):
+class _IntegerNoisePair(_Sampled, CutSupportLawPair):
     """The exact pair of an additive noise on ℤ (its loss laws), samplable with a sampler."""
 
     sensitivity: int = attrs.field(default=1, kw_only=True)

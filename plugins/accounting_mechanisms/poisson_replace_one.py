@@ -82,7 +82,8 @@ from scipy.special import expit, log_ndtr, logsumexp
 
 from accounting.curves.curve import Exactness
 from accounting.numerics.loss import LossPMF
-from accounting.pairs.additive import AdditiveNoise, _cell_laws, log_integral, support_extent
+from accounting.pairs.additive import (AdditiveNoise, CutSupportLawPair, _cell_laws, log_integral,
+                                      support_extent)
 from accounting.pairs.mechanism import (RATE, Mechanism, Neighbouring, Range, as_neighbouring,
                                         parameter)
 from accounting.pairs.pair import LawPair, Pair, disjoint_pair, identical_pair
@@ -351,10 +352,10 @@ def _law_pair(log_pc, log_qc, a, b, label: str, exact: bool) -> LawPair:
         only_q = float(np.exp(log_qc[np.isfinite(log_qc) & ~np.isfinite(log_pc)]).sum())
         fwd = LossPMF.from_atoms(loss, np.exp(log_pc[both]), only_p)
         bwd = LossPMF.from_atoms(-loss, np.exp(log_qc[both]), only_q)
-        return LawPair((fwd, bwd), (fwd, bwd), label, symmetric=True)
+        return CutSupportLawPair((fwd, bwd), (fwd, bwd), label, symmetric=True)
     fwd_u, fwd_l = _cell_laws(log_pc, log_qc, a, b)
     bwd_u, bwd_l = _cell_laws(log_qc, log_pc, -b, -a)
-    return LawPair((fwd_u, bwd_u), (fwd_l, bwd_l), label, symmetric=True)
+    return CutSupportLawPair((fwd_u, bwd_u), (fwd_l, bwd_l), label, symmetric=True)
 
 
 def _base_check(instance, attribute, value) -> None:
