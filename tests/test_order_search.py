@@ -208,3 +208,23 @@ def test_zcdp_of_an_identical_pair_through_subsampling_is_never_negative():
         for d in ("forward", "backward"):
             lo, up = z.rho_interval(d)
             assert 0.0 <= lo <= 1e-300 and lo <= up
+
+
+def test_zcdp_lower_side_never_above_the_upper():
+    """The two sides' envelopes are searched apart; they raised "ZCDP lower rho must not
+    exceed upper rho; forward: lower 2.1901e-12 > upper 1.97418e-12" (found by
+    tests/test_fuzz_invariants.py). The ε-DP pair is ε²/2-zCDP (Bun and Steinke 2016,
+    arXiv:1605.02065, Prop. 1.4): the upper side exceeds that by no more than the
+    roundoff of K (1e-19 at small t, over t)."""
+    import warnings
+    import accounting
+    from accounting import RDP, ZCDP
+    eps = 1.4239795040441281e-06
+    rdp = accounting.mechanism("permute_and_flip", epsilon=eps, neighbouring="replace_one").curve(RDP)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        z = rdp.to(ZCDP)
+    for d in ("forward", "backward"):
+        lo, up = z.rho_interval(d)
+        assert 0.0 <= lo <= up
+    assert z.rho() <= eps ** 2 / 2 + 1e-11
