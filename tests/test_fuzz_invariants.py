@@ -28,8 +28,9 @@ Failures that other helpers are fixing for issue 22 are matched by the narrow
 allow-list ``KNOWN_ISSUE_22`` (a pinned strict-xfail reproducer each, below); the
 lead deletes the list once they are merged, and the fuzzer is strict again.
 
-Profiles. Default (CI): ``DEFAULT_EXAMPLES`` derandomized examples per mechanism, counts
-up to ``DEFAULT_MAX_COUNT``, grid step 1e-2 — about a minute on two cores. Large:
+Profiles. Default (CI): ``DEFAULT_EXAMPLES`` derandomized examples per mechanism (with at
+most one other mechanism), counts up to ``DEFAULT_MAX_COUNT``, grid step 1e-2, the
+``LIGHT`` query points — about a minute on two cores. Large:
 ``ACCOUNTING_FUZZ=large pytest -m slow tests/test_fuzz_invariants.py`` runs one
 campaign over all mechanisms (``ACCOUNTING_FUZZ_EXAMPLES`` examples, counts up to
 10⁴, stopped after ``ACCOUNTING_FUZZ_MINUTES``), collects every failure instead of
@@ -253,11 +254,11 @@ def counts(draw, max_count: int):
 
 
 @st.composite
-def workloads(draw, first: Optional[str], max_count: int, steps: tuple):
-    """One to three distinct mechanisms (``first`` among them when given), each with
-    a count, at a grid step from ``steps``."""
+def workloads(draw, first: Optional[str], max_count: int, steps: tuple, others: int = 2):
+    """One to ``others`` + 1 distinct mechanisms (``first`` among them when given), each
+    with a count, at a grid step from ``steps``."""
     names = [first if first is not None else draw(st.sampled_from(NAMES), label="first")]
-    extra = draw(st.lists(st.sampled_from(NAMES), max_size=2, unique=True), label="others")
+    extra = draw(st.lists(st.sampled_from(NAMES), max_size=others, unique=True), label="others")
     names += [n for n in extra if n not in names]
     uses = tuple((draw(fuzz_mechanisms(n)), draw(counts(max_count), label="count")) for n in names)
     return Workload(uses, draw(st.sampled_from(steps), label="step"))
@@ -578,7 +579,7 @@ def _time_limit(seconds: float):
 
 def campaign(first: Optional[str], config: settings, max_count: int, steps: tuple,
              collect: bool, examples: tuple = (), budget: float = math.inf,
-             points: Optional[dict] = None) -> Stats:
+             points: Optional[dict] = None, others: int = 2) -> Stats:
     """Run Hypothesis over workloads (with ``first`` in each when given). ``collect``:
     record failures and go on (the large profile); otherwise the first unknown failure
     fails the example, so Hypothesis shrinks and prints it. After ``budget`` seconds
@@ -587,7 +588,7 @@ def campaign(first: Optional[str], config: settings, max_count: int, steps: tupl
     start = time.monotonic()
 
     @config
-    @given(w=workloads(first, max_count, steps))
+    @given(w=workloads(first, max_count, steps, others))
     def run(w):
         assume(time.monotonic() - start < budget)
         t = time.monotonic()
@@ -609,8 +610,9 @@ def campaign(first: Optional[str], config: settings, max_count: int, steps: tupl
 
 _COMMON = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck),
                print_blob=True)
-#: the default profile: a few fixed draws per mechanism, small counts, a coarse grid
-DEFAULT_EXAMPLES, DEFAULT_MAX_COUNT, DEFAULT_STEPS = 3, 10, (1e-2,)
+#: the default profile: a few fixed draws per mechanism, with at most one other, small
+#: counts, a coarse grid, the ``LIGHT`` points
+DEFAULT_EXAMPLES, DEFAULT_MAX_COUNT, DEFAULT_STEPS, DEFAULT_OTHERS = 2, 10, (1e-2,), 1
 DEFAULT = settings(max_examples=DEFAULT_EXAMPLES, derandomize=True,
                    phases=(Phase.explicit, Phase.generate), **_COMMON)
 
@@ -630,7 +632,7 @@ FOUND: dict[str, list[Workload]] = {
 @pytest.mark.parametrize("name", NAMES)
 def test_fuzz_invariants(name):
     stats = campaign(name, DEFAULT, DEFAULT_MAX_COUNT, DEFAULT_STEPS, collect=False,
-                     examples=tuple(FOUND.get(name, ())), points=LIGHT)
+                     examples=tuple(FOUND.get(name, ())), points=LIGHT, others=DEFAULT_OTHERS)
     assert stats.examples + len(stats.over_time) >= DEFAULT_EXAMPLES
     assert len(stats.over_time) <= stats.examples, stats.summary()
     assert stats.refused_fraction < MAX_REFUSED, (
