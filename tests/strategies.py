@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import numpy as np
 from hypothesis import strategies as st
 
@@ -48,11 +49,23 @@ def _inside(x: float, lo: float, hi: float, rng: Range) -> float:
     return min(max(x, lo), hi)
 
 
+#: ``wide`` draws: a non-scale range is also drawn log-uniformly above this (or its lower end)
+WIDE_FLOOR = 1e-6
+
+
 @st.composite
-def in_range(draw, rng: Range, unit: float = 1.0):
+def in_range(draw, rng: Range, unit: float = 1.0, wide: bool = False):
     """One value of ``rng`` with its ``per`` field equal to ``unit``: log-uniform for
-    scales (then snapped inside the ends), uniform otherwise; integers for counts."""
+    scales (then snapped inside the ends), uniform otherwise; integers for counts.
+
+    ``wide``: a range spanning many decades that is not declared a scale (ε in
+    [0, 1e8]) is drawn log-uniformly half the time, so that its moderate values are
+    reached as often as its huge ones."""
     lo, hi = rng.lo * unit ** rng.per_power, rng.hi * unit ** rng.per_power
+    if wide and not rng.log and not rng.integer and hi > 1e3 * max(lo, 1.0) \
+            and draw(st.booleans()):
+        rng = attrs.evolve(rng, lo=max(lo, WIDE_FLOOR), hi=hi, per=None, log=True)
+        lo = rng.lo
     if rng.integer:
         lo_i, hi_i = math.ceil(lo), min(math.floor(hi), MAX_COUNT)
         if rng.log:
@@ -76,20 +89,29 @@ def _mixture(draw, ranges: dict, unit: float):
     return dict(weights=weights, means=means, scales=scales)
 
 
+#: the bases a wrapper draws by default
+BASES = ("gaussian", "laplace")
+
+
 @st.composite
-def bases(draw, relation: Neighbouring):
-    """A base for a subsampling wrapper: Gaussian or Laplace under ``relation``."""
-    name = draw(st.sampled_from(["gaussian", "laplace"]))
-    return draw(mechanisms(name, neighbouring=relation, scale_lo=0.3))
+def bases(draw, relation: Neighbouring, names: "tuple[str, ...]" = BASES, wide: bool = False):
+    """A base for a subsampling wrapper under ``relation``: one of ``names`` (by default
+    Gaussian or Laplace)."""
+    name = draw(st.sampled_from(sorted(names)))
+    return draw(mechanisms(name, neighbouring=relation, scale_lo=0.3, wide=wide))
 
 
 @st.composite
 def mechanisms(draw, name: str, neighbouring: "Neighbouring | None" = None,
-               scale_lo: "float | None" = None):
+               scale_lo: "float | None" = None, base_names: "dict | None" = None,
+               wide: bool = False):
     """An instance of the registered mechanism ``name`` drawn from its declared ranges.
 
     ``scale_lo`` (optional) raises the lower end of every range relative to the
-    sensitivity, for bases whose wrapper must stay cheap.
+    sensitivity, for bases whose wrapper must stay cheap. ``base_names`` (optional)
+    maps a wrapper's name to the names its bases are drawn from (``BASES`` when not
+    listed); a base is drawn under the wrapper's relation (``neighbouring`` when
+    given). ``wide``: see ``in_range``.
     """
     cls = registered()[name]
     ranges = cls.ranges()
@@ -109,15 +131,16 @@ def mechanisms(draw, name: str, neighbouring: "Neighbouring | None" = None,
         params["sensitivities"] = tuple(draw(in_range(ranges["sensitivities"])) for _ in range(k))
     if "mechanisms" in fields:         # a mixture of mechanisms: branches and their weights
         k = draw(st.integers(1, MAX_COMPONENTS))
-        relation = fields["neighbouring"].default
-        params["mechanisms"] = tuple(draw(bases(relation)) for _ in range(k))
+        relation = neighbouring or fields["neighbouring"].default
+        pool = (base_names or {}).get(name, BASES)
+        params["mechanisms"] = tuple(draw(bases(relation, pool, wide)) for _ in range(k))
         raw = [draw(st.floats(0.01, 1.0)) for _ in range(k)]
         params["probs"] = tuple(w / math.fsum(raw) for w in raw)
     if "base" in fields:
         # a wrapper may take its base under another relation than its own (Poisson
         # subsampling under replace-one: the base's add/remove bound on one record)
-        relation = getattr(cls, "base_neighbouring", fields["neighbouring"].default)
-        params["base"] = draw(bases(relation))
+        relation = getattr(cls, "base_neighbouring", neighbouring or fields["neighbouring"].default)
+        params["base"] = draw(bases(relation, (base_names or {}).get(name, BASES), wide))
     if "dataset_size" in fields and "batch_size" in fields:
         params["dataset_size"] = draw(in_range(ranges["dataset_size"]))
         params["batch_size"] = draw(in_range(Range(1, params["dataset_size"], integer=True,
@@ -128,6 +151,6 @@ def mechanisms(draw, name: str, neighbouring: "Neighbouring | None" = None,
         if scale_lo is not None and rng.per == "sensitivity" and rng.log:
             rng = Range(max(rng.lo, scale_lo), rng.hi, rng.lo_open, rng.hi_open, rng.per,
                         rng.per_power, rng.integer, rng.log)
-        params[field] = draw(in_range(rng, unit if rng.per else 1.0))
+        params[field] = draw(in_range(rng, unit if rng.per else 1.0, wide))
     return cls(**params)
 

@@ -160,3 +160,71 @@ def test_envelope_rising_to_infinity_is_not_certified():
     # r(t) = 1 − 1/(1 + t): its sup 1 is the t → ∞ limit, which finite orders cannot reach
     rho, t_star = order_search.envelope_sup(lambda t: np.asarray(t) ** 2)
     assert rho == np.inf and t_star == np.inf
+
+
+def test_envelope_of_a_lower_curve_rising_to_infinity_is_its_last_value():
+    """A lower side's sup still rising at t = 1e5 is bounded from below by the last
+    ratio, 1 − 1/(1 + 1e5), not +∞ (found by tests/test_fuzz_invariants.py: the zCDP
+    curve of a subsampled Gaussian with μ = 100 then refused itself, lower ρ = ∞ above
+    the upper one)."""
+    rho, t_star = order_search.envelope_sup(lambda t: np.asarray(t) ** 2, lower=True)
+    assert rho == pytest.approx(1.0 - 1.0 / (1.0 + 1e5), rel=1e-14) and rho < 1.0
+    assert t_star == np.inf
+    # a t → 0 sup: the first ratio itself, K(t₀)/(t₀(t₀ + 1)) = 1/(1 + t₀), not raised
+    rho, t_star = order_search.envelope_sup(lambda t: np.asarray(t), lower=True)
+    assert rho == pytest.approx(1.0 / (1.0 + 1e-6), rel=1e-14) and rho < 1.0
+
+
+def test_zcdp_of_a_near_non_private_subsampled_gaussian_is_a_bracket():
+    """q = 0.5, σ = 0.01 (μ = 100): D_α/α rises to μ²/2 = 5000 as α → ∞ in the remove
+    direction (D_α ≤ αμ²/2, the base's, by joint convexity). The converted zCDP curve
+    now brackets it: lower ρ just below 5000, upper above; it raised ValueError
+    "ZCDP lower rho must not exceed upper rho; forward: lower inf > upper 8878.27"."""
+    import warnings
+    import accounting
+    from accounting import RDP, ZCDP
+    rdp = accounting.mechanism("subsampled_gaussian", q=0.5, sigma=0.01).curve(RDP)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        z = rdp.to(ZCDP)
+    lo, up = z.rho_interval("forward")
+    assert 5000.0 * (1 - 1e-8) <= lo <= 5000.0 <= up
+    lo, up = z.rho_interval("backward")
+    assert lo <= up
+
+
+def test_zcdp_of_an_identical_pair_through_subsampling_is_never_negative():
+    """(0, 0)-DP is the identical pair: ρ* = 0. Poisson-subsampled at q = 1e-300 its CGF
+    bound is roundoff of either sign (1e-314), and the zCDP conversion raised "rho must
+    be in [0, inf), got -2.37063e-319" (found by tests/test_fuzz_invariants.py)."""
+    import warnings
+    import accounting
+    from accounting import RDP, ZCDP
+    m = accounting.mechanism("poisson_subsampled", q=1e-300,
+                             base=accounting.mechanism("approx_dp", epsilon=0.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        z = m.curve(RDP).to(ZCDP)
+        for d in ("forward", "backward"):
+            lo, up = z.rho_interval(d)
+            assert 0.0 <= lo <= 1e-300 and lo <= up
+
+
+def test_zcdp_lower_side_never_above_the_upper():
+    """The two sides' envelopes are searched apart; they raised "ZCDP lower rho must not
+    exceed upper rho; forward: lower 2.1901e-12 > upper 1.97418e-12" (found by
+    tests/test_fuzz_invariants.py). The ε-DP pair is ε²/2-zCDP (Bun and Steinke 2016,
+    arXiv:1605.02065, Prop. 1.4): the upper side exceeds that by no more than the
+    roundoff of K (1e-19 at small t, over t)."""
+    import warnings
+    import accounting
+    from accounting import RDP, ZCDP
+    eps = 1.4239795040441281e-06
+    rdp = accounting.mechanism("permute_and_flip", epsilon=eps, neighbouring="replace_one").curve(RDP)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        z = rdp.to(ZCDP)
+    for d in ("forward", "backward"):
+        lo, up = z.rho_interval(d)
+        assert 0.0 <= lo <= up
+    assert z.rho() <= eps ** 2 / 2 + 1e-11

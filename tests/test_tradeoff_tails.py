@@ -249,3 +249,67 @@ def test_composed_finite_pair_bracket_is_sound_and_convex(pq, k):
         grid = to.beta(np.linspace(0.0, 1.0, 1001), d)
         assert np.all(np.diff(grid) <= 1e-15)
         assert np.all(np.diff(grid, 2) >= -1e-12)
+
+
+# δ(ε) of a trade-off at large ε (found by tests/test_fuzz_invariants.py): e^ε overflows
+# past ε ≈ 709.8, where the vertex formula gave ∞·0 = NaN; losses past 745 underflowed
+# β, and δ(+∞) was read at the first underflowed β (1 instead of the mass at +∞).
+LARGE_EPS = np.array([0.0, 700.0, 750.0, 899.0, 900.5, 990.0, 1200.0, 1e6, np.inf])
+
+
+def _approx_dp_cubed_delta(eps: np.ndarray) -> np.ndarray:
+    """Exact δ(ε) of three (300, 1e-3)-DP uses, in mpmath: the loss is 900 with
+    P-mass (1 − δ₀)³·(e³⁰⁰/(1 + e³⁰⁰))³ and +∞ with 1 − (1 − δ₀)³; the rest sits at
+    900 − 600k (k ≥ 1), contributing nothing above ε = 300."""
+    d0, e0 = mp.mpf("1e-3"), mp.mpf(300)
+    keep = (1 - d0) ** 3
+    top = keep * (mp.exp(e0) / (1 + mp.exp(e0))) ** 3
+    out = []
+    for e in eps:
+        if e == np.inf:
+            out.append(float(1 - keep))
+        else:
+            out.append(float(top * max(1 - mp.exp(mp.mpf(float(e)) - 900), 0) + (1 - keep)))
+    return np.array(out)
+
+
+def test_tradeoff_delta_at_large_epsilon_is_the_laws_delta():
+    acct = accounting.Accountant(step=1e-2).compose(
+        accounting.mechanism("approx_dp", epsilon=300.0, delta=1e-3), 3)
+    to = acct.curve(TradeOff)
+    exact = _approx_dp_cubed_delta(LARGE_EPS)
+    assert exact[-1] == pytest.approx(0.002997001, rel=1e-12)     # 1 − 0.999³
+    assert exact[3] == pytest.approx(0.63322309, rel=1e-7)        # ε = 899
+    for bound in ("upper", "lower"):
+        got = to.delta(LARGE_EPS, bound=bound)
+        assert not np.isnan(got).any()
+        np.testing.assert_allclose(got, exact, rtol=1e-12, atol=1e-15)
+
+
+def test_tradeoff_delta_past_overflow_is_the_mass_at_infinity():
+    """One Gaussian μ = 1 through its PLD: δ(ε) for ε ≥ 710 (and +∞) is the discretised
+    law's mass at +∞, on both sides, as the PLD's own δ says; it was NaN."""
+    pld = accounting.mechanism("gaussian", sigma=1.0).curve(PLD, step=1e-2)
+    to = pld.to(TradeOff)
+    far = np.array([710.0, 1e3, 1e6, np.inf])
+    for bound in ("upper", "lower"):
+        got = to.delta(far, bound=bound)
+        m_inf = pld.law("forward", bound).inf_mass
+        np.testing.assert_array_equal(got, np.full(far.shape, m_inf))
+    assert pld.law("forward", "upper").inf_mass > 0       # the pessimistic tail cut
+
+
+def test_tradeoff_delta_at_large_epsilon_without_the_laws_stays_a_bracket():
+    """A trade-off saved before the laws were kept (``law=None``) answers P(L ≥ l) on the
+    pessimistic side and the mass at +∞ on the optimistic one: still a bracket."""
+    import attrs
+    acct = accounting.Accountant(step=1e-2).compose(
+        accounting.mechanism("approx_dp", epsilon=300.0, delta=1e-3), 3)
+    to = acct.curve(TradeOff)
+    strip = lambda side: attrs.evolve(side, own=tuple(attrs.evolve(o, law=None) for o in side.own))
+    old = attrs.evolve(to, upper=strip(to.upper), lower=strip(to.lower))
+    far = np.array([750.0, 899.0, 990.0, np.inf])
+    exact = _approx_dp_cubed_delta(far)
+    up, lo = old.delta(far, bound="upper"), old.delta(far, bound="lower")
+    assert np.all(up >= exact) and np.all(lo <= exact)
+    np.testing.assert_allclose(lo, 1 - 0.999 ** 3, rtol=1e-12)

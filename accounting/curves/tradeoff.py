@@ -36,7 +36,7 @@ import numpy as np
 from accounting.curves.curve import Curve, Provenance, headline
 from accounting.curves.profile import compose_via_pld
 from accounting.vocabulary import Direction
-from accounting.numerics.loss import LossPMF
+from accounting.numerics.loss import LossPMF, hockey_stick
 from accounting.validation import check_array, check_count
 
 #: the roundoff a probability built from sums of masses may exceed 1 by (as LossPMF)
@@ -63,6 +63,10 @@ def _check_columns(where: str, columns: dict, order: int) -> int:
     return sizes.pop()
 
 __all__ = ["TradeOff", "TradeOffSide", "VertexSide", "BetaSide"]
+
+#: δ(ε) of a loss law's trade-off beyond this ε is summed from the law itself
+#: (``VertexSide._far_delta``): e^ε overflows float64 at 709.78
+FAR_EPS = 700.0
 
 
 class TradeOffSide(Protocol):
@@ -96,6 +100,9 @@ class _OwnLaw:
     beta: np.ndarray      # β_j, decreasing
     ratio: np.ndarray     # segment slopes −dβ/dα = e^{−l_j} (0 for the atom at +∞)
     start: int            # first vertex of the trusted part (first atom with l ≥ 0)
+    #: the law itself: δ(ε) at ε beyond ``FAR_EPS``, where e^ε and e^{−l} leave float64
+    #: (None in a curve saved before it was kept: see ``VertexSide.delta``)
+    law: Optional[LossPMF] = attrs.field(default=None, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         n = _check_columns("OwnLaw", {"alpha_c": (self.alpha_c, 0.0, _ONE),
@@ -115,7 +122,7 @@ class _OwnLaw:
         u = np.cumsum(q[::-1])[::-1]
         alpha_c = np.concatenate([s + law.inf_mass, [law.inf_mass, 0.0]])
         beta = np.minimum(np.concatenate([u, [0.0, 0.0]]), 1.0)
-        return cls(alpha_c, beta, ratio, int(np.searchsorted(l, 0.0, side="left")))
+        return cls(alpha_c, beta, ratio, int(np.searchsorted(l, 0.0, side="left")), law=law)
 
     @property
     def alpha_star(self) -> float:
@@ -314,9 +321,25 @@ class VertexSide:
         j = np.searchsorted(-own.ratio, -xinv, side="left")
         with np.errstate(over="ignore", invalid="ignore"):
             val = alpha_c[j] - np.exp(eps) * beta[j]
-        val = np.where(eps == np.inf, alpha_c[np.searchsorted(-beta, 0.0, side="left")], val)
         val = np.where(eps == -np.inf, 1.0, val)
+        far = eps > FAR_EPS
+        if far.any():
+            val = np.where(far, self._far_delta(own, eps, j), val)
         return np.clip(val, 0.0, 1.0)
+
+    def _far_delta(self, own: _OwnLaw, eps: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """δ(ε) for ε > ``FAR_EPS`` (+∞ included). There e^ε overflows (ε > 709.8: the
+        vertex formula gave ∞·0 = NaN, or −∞) and the slopes e^{−l} and β underflow
+        (l > 745), so the vertices no longer locate the maximiser (δ(+∞) was read at the
+        first β that underflowed, not at the mass at +∞). The same supremum, Σ_{l_i > ε}
+        p_i (1 − e^{ε−l_i}) + m_∞, is the law's hockey-stick sum in log space
+        (``loss.hockey_stick``, as ``LossPMF.delta``). A curve saved without its laws
+        answers P(L ≥ l_j) on a pessimistic side (at least δ(ε): the vertex j found is
+        never past the maximiser) and the mass at +∞ on an optimistic one (at most δ)."""
+        law = own.law
+        if law is None:
+            return own.alpha_c[j] if self.pessimistic else np.full(eps.shape, own.alpha_c[-2])
+        return hockey_stick(law.losses, law.masses, eps) + law.inf_mass
 
 
 @attrs.frozen(eq=False)

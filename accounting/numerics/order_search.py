@@ -145,7 +145,7 @@ def minimise_on_shared_orders(cgf: CGFFn, score: Callable[[np.ndarray, np.ndarra
     return best, ORDER_GRID.size + fine_t.size
 
 
-def envelope_sup(cgf: CGFFn) -> tuple[float, float]:
+def envelope_sup(cgf: CGFFn, *, lower: bool = False) -> tuple[float, float]:
     """(ρ*, t*): ρ* = sup_{t>0} K(t)/(t(t+1)) and where it is reached.
 
     A log grid over t ∈ [1e-6, 1e4] (extended to 1e5 when the ratio still rises at
@@ -154,6 +154,11 @@ def envelope_sup(cgf: CGFFn) -> tuple[float, float]:
     found to about 1e-10 relative; t* = 0 when it is the t → 0 limit. A sup reached
     only as t → ∞ is approached from below and cannot be certified: then (+∞, +∞),
     so pairs with such a sup (the subsampled Gaussian) supply ρ in closed form.
+
+    ``lower``: ``cgf`` is a lower bound of a CGF, and so is the answer of ρ*: the
+    largest ratio evaluated, never extrapolated (each K(t)/(t(t+1)) is at most the
+    sup). A sup still rising at t = 1e5 then gives that last value, not +∞ — which,
+    as a lower side, was above every upper one.
     """
     ts = np.geomspace(ENVELOPE_T0, ENVELOPE_TOP[0], 161)
     r = cgf(ts) / (ts * (ts + 1.0))
@@ -164,9 +169,9 @@ def envelope_sup(cgf: CGFFn) -> tuple[float, float]:
         r = np.concatenate([r, cgf(more) / (more * (more + 1.0))])
         r = np.where(np.isnan(r), -np.inf, r)
         if np.argmax(r) >= ts.size - 2:
-            return np.inf, np.inf
+            return (float(np.max(r)), np.inf) if lower else (np.inf, np.inf)
     j = int(np.argmax(r))
-    if not np.isfinite(r[j]):
+    if not np.isfinite(r[j]) or (lower and j == 0):
         return float(r[j]), float(ts[j])
     if j == 0 and r[0] > r[1]:
         # The sup is the t → 0 limit, K'(0) = E[L] (the KL divergence), approached from
@@ -174,7 +179,7 @@ def envelope_sup(cgf: CGFFn) -> tuple[float, float]:
         # at the smallest t₀ bounds it from above (by about t₀·Var[L]/2).
         t0 = ts[0]
         return float(max(r[0], cgf(np.array([t0]))[0] / t0)), 0.0
-    if ts[j] <= 1e-4 and r.max() - r[np.isfinite(r)].min() > 1e-12 * abs(r[j]):
+    if ts[j] <= 1e-4 and not lower and r.max() - r[np.isfinite(r)].min() > 1e-12 * abs(r[j]):
         # A maximum among the first orders of a ratio that is not constant (a Gaussian's
         # is, to roundoff), where a quadrature K(t) ~ t·E[L] carries roundoff of
         # ~1e-16/t relative, is that same t → 0 limit seen through noise.

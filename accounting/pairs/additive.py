@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import abc
 import inspect
+import math
 from typing import Callable, ClassVar, Optional
 
 import attrs
@@ -48,13 +49,13 @@ import numpy as np
 from accounting.vocabulary import Exactness
 from accounting.numerics.loss import LossPMF
 from accounting.pairs.mechanism import MECHANISM_PRIMITIVES, Mechanism
-from accounting.vocabulary import Direction
+from accounting.vocabulary import Bound, Direction, as_bound
 from accounting.pairs.primitives import PrimitiveError, check_primitive_output, culprit
 from accounting.pairs.pair import (LawPair, NoiseDensity, Pair, _overrides, corner_pair,
                                    not_provided)
 
 __all__ = ["AdditiveNoise", "continuous_noise_pair", "integer_noise_pair", "log_integral",
-           "support_extent", "NoiseSampler"]
+           "support_extent", "NoiseSampler", "CutSupportLawPair"]
 
 #: draws of a noise: (rng, shape) -> array of that shape
 NoiseSampler = Callable[[np.random.Generator, "tuple[int, ...] | int"], np.ndarray]
@@ -62,6 +63,8 @@ NoiseSampler = Callable[[np.random.Generator, "tuple[int, ...] | int"], np.ndarr
 _DROP = 745.0          # nats below the peak where the support is cut: beyond, every
                        # cell mass underflows float64 (< 1e-300 per unit scale)
 _CELLS = 1 << 14       # cells on the real line
+#: how far from 1 the P-masses of the cells may sum (``continuous_noise_pair``)
+CELL_MASS_TOL = 1e-9
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
 
 
@@ -151,6 +154,21 @@ class _Sampled:
         return super().provides(primitive)
 
 
+@attrs.frozen(eq=False)
+class CutSupportLawPair(LawPair):
+    """A ``LawPair`` of a noise whose laws stop where its density underflows (745 nats
+    below the peak; ``support_extent``). Past there the loss may keep growing (every
+    noise with tails lighter than Laplace's: the Gaussian family, the generalised
+    Gaussian at β > 1), so the largest loss of the laws bounds nothing: the sound side
+    declares D_∞ = ess sup L = +∞; its lower side and D_1 are the laws'. (The generalised Gaussian at β = 3.4 said D_∞ = 1.2966, and its lower side
+    1.2973; the true D_∞ is +∞.)"""
+
+    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+        if order == np.inf and as_bound(side, "side") is Bound.UPPER:
+            return np.inf
+        return super()._renyi_limit(order, direction, side)
+
+
 def _owner(logf, label: str):
     """Whom a faulty ``log_density`` is reported against: the mechanism when ``logf`` is
     its bound method, else the label."""
@@ -230,6 +248,15 @@ def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
     log_z = logsumexp(lq_nodes + logw)
     log_pc = logsumexp(lp_nodes + logw, axis=1) - log_z
     log_qc = logsumexp(lq_nodes + logw, axis=1) - log_z
+    # Q's cells sum to 1 by the normalisation; P's, the same density shifted by Δ, must
+    # too. They do not when the cells miss the density's mass (components far narrower
+    # than the spread: a mixture of scales 1e-4·Δ at means 8000·Δ apart summed P to 1 −
+    # 4e-6, or to e^{4802}): every law built from them would be wrong, so refuse.
+    p_total = math.exp(min(float(logsumexp(log_pc)), 700.0))
+    if not abs(p_total - 1.0) <= CELL_MASS_TOL:
+        raise ValueError(f"{label}: the noise density cannot be discretised on {cells} cells "
+                         f"(its shifted cell masses sum to {p_total:.10g}, not 1): its mass "
+                         f"sits in peaks narrower than the cells resolve")
     # loss range in each cell from its ends and nodes
     lq_e, lp_e = logf(edges), logf(edges - shift)
     with np.errstate(invalid="ignore"):
@@ -245,7 +272,7 @@ def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
 
 
 @attrs.frozen(eq=False)
-class _NoisePair(_Sampled, LawPair):
+class _NoisePair(_Sampled, CutSupportLawPair):
     """The cell-law pair of an additive noise on ℝ, with its Rényi curve by quadrature."""
 
     logf: object = None
@@ -398,7 +425,7 @@ def integer_noise_pair(logf, sensitivity: float, *, label: str = "integer noise"
 
 
 @attrs.frozen(eq=False)
-class _IntegerNoisePair(_Sampled, LawPair):
+class _IntegerNoisePair(_Sampled, CutSupportLawPair):
     """The exact pair of an additive noise on ℤ (its loss laws), samplable with a sampler."""
 
     sensitivity: int = attrs.field(default=1, kw_only=True)

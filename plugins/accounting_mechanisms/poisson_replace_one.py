@@ -48,7 +48,8 @@ The pair is symmetric (reflection swaps P and Q), so both directions coincide.
 
 Numerics. The Gaussian base keeps its closed form (``ReplaceOneGaussianPair``,
 below). Any other qualifying base goes through ``ReplaceOneNoisePair``: on ℤ the exact
-loss law; on ℝ cells (sinh-spaced, with −Δ, 0, Δ as edges) whose P- and Q-masses come
+loss law (on the integers within ±``INTEGER_EXTENT``: noise whose pmf has not underflowed
+there is refused); on ℝ cells (sinh-spaced, with −Δ, 0, Δ as edges) whose P- and Q-masses come
 from 8-point Gauss–Legendre in log space and whose loss range is [L(left), L(right)]
 exactly, L being monotone (step 3) — split into those two atoms it is the pessimistic
 law, merged the optimistic one (``accounting.pairs.additive``), a certified bracket.
@@ -81,7 +82,8 @@ from scipy.special import expit, log_ndtr, logsumexp
 
 from accounting.vocabulary import Exactness
 from accounting.numerics.loss import LossPMF
-from accounting.pairs.additive import AdditiveNoise, _cell_laws, log_integral, support_extent
+from accounting.pairs.additive import (AdditiveNoise, CutSupportLawPair, _cell_laws, log_integral,
+                                      support_extent)
 from accounting.pairs.mechanism import (RATE, Mechanism, Neighbouring, Range, as_neighbouring,
                                         parameter)
 from accounting.pairs.pair import LawPair, Pair, disjoint_pair, identical_pair
@@ -223,6 +225,8 @@ _SHAPE_TOL = 1e-9
 #: cells of the real line for the generic pair (as ``accounting.pairs.additive``)
 _CELLS = 1 << 14
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
+#: the integers of the exact law on ℤ reach at most this far from 0
+INTEGER_EXTENT = 1e6
 
 
 def _shape_grid(base: AdditiveNoise) -> np.ndarray:
@@ -231,7 +235,7 @@ def _shape_grid(base: AdditiveNoise) -> np.ndarray:
     logf, w = base.log_density, float(base.noise_width())
     peak = float(np.max(logf(np.linspace(-10 * w, 10 * w, 2001))))
     if base.domain == "integer":
-        k = support_extent(logf, 1.0, peak, 1.0, 1e6)
+        k = support_extent(logf, 1.0, peak, 1.0, INTEGER_EXTENT)
         return np.arange(-int(k), int(k) + 1, dtype=float)
     x = support_extent(logf, w, peak, 1.0, w * 1e12)
     return w * np.sinh(np.linspace(-np.arcsinh(x / w), np.arcsinh(x / w), 8001))
@@ -297,6 +301,19 @@ def replace_one_noise_pair(base: AdditiveNoise, q: float) -> Pair:
             raise ValueError(f"{label}: sensitivity must be an integer for noise on the "
                              f"integers, got {shift}")
         k0 = _shape_grid(base)
+        # the law is normalised on these integers: if the pmf has not underflowed at their
+        # end (noise wider than ~INTEGER_EXTENT/38.6 for the discrete Gaussian), the tails
+        # beyond would be dropped and the rest scaled up — the loss law of a narrower noise,
+        # which under-reports (σ = 1e6: δ(0) = 4.6e-7 for the exact 8.0e-7)
+        w = float(base.noise_width())
+        peak = float(np.max(logf(np.linspace(-10 * w, 10 * w, 2001))))
+        # (``support_extent`` from the end: past it only if the pmf there has not underflowed)
+        if support_extent(logf, INTEGER_EXTENT, peak, 1.0, 2 * INTEGER_EXTENT) > INTEGER_EXTENT:
+            raise ValueError(
+                f"{label}: the base's noise on the integers is too wide for its exact loss law "
+                f"(noise_width = {base.noise_width():g}): its pmf has not underflowed at "
+                f"±{INTEGER_EXTENT:g}, the most integers this law is built on; use less noise "
+                f"on ℤ (a discrete Gaussian up to σ ≈ 2.5e4) or a continuous base")
         d = int(shift)
         k = np.arange(k0[0] - d, k0[-1] + d + 1)
         lm = logf(k)
@@ -337,10 +354,10 @@ def _law_pair(log_pc, log_qc, a, b, label: str, exact: bool) -> LawPair:
         only_q = float(np.exp(log_qc[np.isfinite(log_qc) & ~np.isfinite(log_pc)]).sum())
         fwd = LossPMF.from_atoms(loss, np.exp(log_pc[both]), only_p)
         bwd = LossPMF.from_atoms(-loss, np.exp(log_qc[both]), only_q)
-        return LawPair((fwd, bwd), (fwd, bwd), label, symmetric=True)
+        return CutSupportLawPair((fwd, bwd), (fwd, bwd), label, symmetric=True)
     fwd_u, fwd_l = _cell_laws(log_pc, log_qc, a, b)
     bwd_u, bwd_l = _cell_laws(log_qc, log_pc, -b, -a)
-    return LawPair((fwd_u, bwd_u), (fwd_l, bwd_l), label, symmetric=True)
+    return CutSupportLawPair((fwd_u, bwd_u), (fwd_l, bwd_l), label, symmetric=True)
 
 
 def _base_check(instance, attribute, value) -> None:

@@ -644,3 +644,23 @@ def test_modules_register_their_classes_in_a_fresh_registry():
     with pytest.raises(PluginError, match="dup_plugin"), \
             pytest.warns(RuntimeWarning, match="already registered"):
         reg.register_plugin(dup, "dup_plugin")
+
+
+def test_mixture_of_peaks_narrower_than_the_cells_is_refused():
+    """Two components of scale 1e-4·Δ, 8000·Δ apart: the 16384 quadrature cells around
+    the middle miss their mass, and the shifted (P) cell masses summed to 1 − 4.0e-6 —
+    every law built on them short of mass — or, with the fuzzer's draw below, to
+    e^{4802}, when building the PLD raised "masses must be finite and non-negative"
+    (found by tests/test_fuzz_invariants.py). Both are refused as not discretisable;
+    scales 1e-2·Δ are resolved (the sum is 1 to 3.2e-10)."""
+    for kw in (dict(weights=(0.5, 0.5), means=(0.0, -8000.0), scales=(1e-4, 1e-4)),
+               dict(sensitivity=1.1096118038671173e-72,
+                    weights=(0.413636923021715, 0.5863630769782849),
+                    means=(-5.979396571670896e-261, -9.363599191816222e-69),
+                    scales=(2.0107612558856255e-76, 1.3129109351412816e-76))):
+        with pytest.raises(ValueError, match="cannot be discretised"):
+            Mixture(**kw).curve(PLD, step=1e-2)
+    resolved = Mixture(weights=(0.5, 0.5), means=(0.0, -8000.0), scales=(1e-2, 1e-2))
+    # a Δ-shift of a component of scale 1e-2·Δ is 100 of its σ: δ(0) = TV = 2Φ(50) − 1,
+    # 1 to roundoff
+    assert float(resolved.curve(PrivacyProfile).delta(0.0)) == pytest.approx(1.0, abs=1e-9)

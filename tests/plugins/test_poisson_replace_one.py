@@ -246,6 +246,21 @@ def test_discrete_laplace_is_exact_and_the_worst_case():
         assert max(delta(a, b, eps) for a in range(-2, 3) for b in range(-2, 3)) <= ref + 1e-15
 
 
+def test_wide_noise_on_the_integers_is_refused_not_truncated():
+    """At q = 1 the pair is the base with sensitivity 2: for a discrete Gaussian of large
+    σ, δ(0) = 2Φ(1/σ) − 1 (the continuous value; the two differ by e^{−2π²σ²}). The law
+    on ℤ is built on ±1e6 integers: σ = 2e4 fits; σ = 1e6 was cut there and scaled up,
+    δ(0) = 4.6e-7 for the exact 8.0e-7 (found by tests/test_fuzz_invariants.py, with
+    D_1.01 = −3.5e-11); it is refused now."""
+    from scipy.stats import norm
+    fits = _general(accounting.mechanism("discrete_gaussian", sigma=2e4), 1.0)
+    assert float(fits.curve(PrivacyProfile).delta(0.0)) == pytest.approx(
+        2 * norm.cdf(1 / 2e4) - 1, rel=1e-9)
+    wide = _general(accounting.mechanism("discrete_gaussian", sigma=1e6), 1.0)
+    with pytest.raises(ValueError, match="too wide for its exact loss law"):
+        wide.curve(PrivacyProfile)
+
+
 @pytest.mark.parametrize("base, message", [
     (accounting.mechanism("student_t", nu=3.0, scale=1.0), "not log-concave"),
     (accounting.mechanism("generalised_gaussian", beta=0.5, scale=1.0), "not log-concave"),
