@@ -155,23 +155,8 @@ def _from_pld(f: "Failure") -> bool:
 
 
 KNOWN_ISSUE_22: dict[str, Callable[["Workload", "Failure"], bool]] = {
-    # The refining PLD's per-query tilts: an entry no pass resolves gets its Chernoff
-    # cap F·e^{K(θ)−θs}, with θ read at the nearest of 257 points across the window, so
-    # over a wide window (losses of hundreds) the cap exceeds 1 by e^{θ·Δs}: total mass
-    # 1.1e63 (the law refuses itself), or δ(700) = 1 after δ(300) = 0.104 (answers
-    # from the +∞-settled mass). Capping it at F fixes both (numerics/fourier.py,
-    # TiltedPasses.log_cap; measured here, left to the mass fix of issue 22).
-    "tilt-cap-above-one": lambda w, f: _from_pld(f) and (
-        (_mass(f) or 0.0) > 1.001 or (f.kind in ("monotone", "range") and "accountant='pld'" in f.query)),
-    # settled tilted masses 1.0000027 by rounding (subsampled Gaussian q = 0.2, σ = 0.5 × 3)
-    "tilt-mass-rounding": lambda w, f: _from_pld(f) and 1.0 < (_mass(f) or 0.0) <= 1.001,
-    # repeat-and-select of randomized response: its PLD carries 1.00503 (× 8, step 2e-4)
-    "repeat-select-rr-mass": lambda w, f: _has(w, "repeat_and_select", "randomized_response") and (
-        _mass(f) is not None or f.kind == "mass"),
-    # repeat-and-select of a pure-DP base is pure DP (Papernot–Steinke, arXiv:2110.03620,
-    # Cor. 3; D_∞ is finite) but its pair's profile comes from the Rényi bound at finite
-    # orders, never 0: δ = 0 is refused as an unbounded loss
-    "repeat-select-pure-dp": lambda w, f: _has(w, "repeat_and_select") and f.kind.startswith("pure DP"),
+    # empty: the failures the fuzzer found while issue 22 was being fixed are fixed, and
+    # their reproducers below are plain tests
 }
 
 
