@@ -323,7 +323,7 @@ def test_internal_error_is_exit_1_one_line(capsys, monkeypatch):
     """A bug (here a KeyError planted in the library) is not a usage error."""
     def broken(*args, **kwargs):
         raise KeyError("planted")
-    monkeypatch.setattr(cli_eval, "_evaluate", broken)
+    monkeypatch.setattr(cli_eval, "evaluate_workload", broken)
     code, out, err = run(capsys, *EPS, "--delta", "1e-5")
     assert code == 1 and out == ""
     assert err.splitlines() == ["accounting: internal error — please report: KeyError: planted"]
@@ -340,7 +340,7 @@ def test_internal_error_is_exit_1_one_line(capsys, monkeypatch):
 def test_arithmetic_and_attribute_errors_are_internal(capsys, monkeypatch, exc):
     def broken(*args, **kwargs):
         raise exc
-    monkeypatch.setattr(cli_eval, "_evaluate", broken)
+    monkeypatch.setattr(cli_eval, "evaluate_workload", broken)
     code, _, err = run(capsys, *EPS, "--delta", "1e-5")
     assert code == 1
     assert err.startswith(f"accounting: internal error — please report: {type(exc).__name__}: ")
@@ -351,14 +351,14 @@ def test_value_error_inside_numpy_is_internal(capsys, monkeypatch):
     on (a bug), unlike one raised by a check of ours."""
     def broken(*args, **kwargs):
         np.reshape(np.arange(3), (2, 2))
-    monkeypatch.setattr(cli_eval, "_evaluate", broken)
+    monkeypatch.setattr(cli_eval, "evaluate_workload", broken)
     code, _, err = run(capsys, *EPS, "--delta", "1e-5")
     assert code == 1 and "internal error — please report: ValueError: cannot reshape" in err
 
     def refusal(*args, **kwargs):
         from accounting.validation import check_positive
         check_positive("sigma", -1.0)
-    monkeypatch.setattr(cli_eval, "_evaluate", refusal)
+    monkeypatch.setattr(cli_eval, "evaluate_workload", refusal)
     code, _, err = run(capsys, *EPS, "--delta", "1e-5")
     assert code == 2 and err.startswith("accounting: error: sigma must be in (0, inf)")
 
@@ -485,7 +485,7 @@ def test_sys_exit_while_plugins_load_is_a_plugin_error(capsys, monkeypatch):
 def test_sys_exit_from_library_code_is_internal(capsys, monkeypatch):
     def exits(*args, **kwargs):
         raise SystemExit(0)
-    monkeypatch.setattr(cli_eval, "_evaluate", exits)
+    monkeypatch.setattr(cli_eval, "evaluate_workload", exits)
     code, out, err = run(capsys, *EPS, "--delta", "1e-5")
     assert code == 1 and out == ""
     assert err.splitlines() == ["accounting: internal error — please report: SystemExit: 0 "

@@ -18,7 +18,7 @@ import accounting
 from accounting import Accountant, hookimpl, make_registry
 from accounting.cli import app as cli
 from accounting.cli.app import main
-from accounting.cli.base import _Parser
+from accounting.cli.base import Parser
 from accounting.cli.run import _job_workload
 from accounting.registry.registry import default_registry
 
@@ -273,7 +273,7 @@ def test_bad_job_registrations_are_refused(args, options, message):
 
 # ------------------------------------------------------------------ --help
 def test_help_shows_defaults(capsys):
-    p = _Parser(prog="t", add_help=False)
+    p = Parser(prog="t", add_help=False)
     p.add_argument("--x", type=float, default=3.5, help="the x")
     p.add_argument("--v", nargs="+", default=[1, 2], help="the v")
     p.add_argument("--y", default=None, help="the y")
@@ -302,8 +302,8 @@ def test_verbose_shows_log_messages_on_stderr(capsys, monkeypatch):
         logging.getLogger("accounting.cli.test").info("computing the answer")
         return real(*args, **kwargs)
     from accounting.cli import evaluate
-    real = evaluate._evaluate
-    monkeypatch.setattr(evaluate, "_evaluate", noisy)
+    real = evaluate.evaluate_workload
+    monkeypatch.setattr(evaluate, "evaluate_workload", noisy)
     argv = ("epsilon", "gaussian", "--sigma", 1, "--delta", 1e-5, "--accountant", "rdp")
     code, out, err = run(capsys, *argv)
     assert code == 0 and err == ""

@@ -193,7 +193,7 @@ def test_tilt_rounding_bounds_the_tilted_weights(theta):
     and the rest's ℓ1 error within the absolute bound (50-digit reference), for a law
     whose masses span 1e-300 … 1."""
     import mpmath as mp
-    from accounting.numerics.fourier import _FAR_BELOW, _U, _tilt_rounding
+    from accounting.numerics.fourier import UNIT_ROUNDOFF, _FAR_BELOW, _tilt_rounding
     rng = np.random.default_rng(11)
     size = 3000
     losses = (np.arange(size) - 1500) * 1e-3 * 7.0
@@ -206,7 +206,7 @@ def test_tilt_rounding_bounds_the_tilted_weights(theta):
     w = np.exp(y)
     w = w / w.sum()
     eta, small = _tilt_rounding(y, float(logp[j_top]), abs(theta) * np.abs(losses).max(),
-                                math.log2(size + 1), _U)
+                                math.log2(size + 1), UNIT_ROUNDOFF)
     with mp.workdps(50):
         ex = [mp.mpf(float(m)) * mp.exp(mp.mpf(theta) * mp.mpf(float(l)))
               for m, l in zip(masses, losses)]

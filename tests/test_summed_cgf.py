@@ -15,8 +15,8 @@ import pytest
 
 import accounting
 from accounting import PLD, LossPMF
-from accounting.numerics.loss import (_U, _blocked_log_moments, _grid_blocks,
-                                      _stacked_log_moments)
+from accounting.numerics.loss import (UNIT_ROUNDOFF, _blocked_log_moments, grid_blocks,
+                                      stacked_log_moments)
 from accounting.numerics.summed_cgf import SummedCGF, _block_width
 
 
@@ -119,8 +119,8 @@ def _reference_evaluate(items, thetas):
             val = c * (_reference_blocked(logp, l_first, p.step, thetas, b) - logm)
         blocks = -(-logp.size // b)
         l_last = l_first + (blocks * b - 1) * p.step
-        eta = 2.02 * _U * c * (b + blocks + 8 + np.abs(thetas) * (
-            abs(l_first) + abs(l_last) + b * p.step)) + 4.0 * _U * np.abs(val)
+        eta = 2.02 * UNIT_ROUNDOFF * c * (b + blocks + 8 + np.abs(thetas) * (
+            abs(l_first) + abs(l_last) + b * p.step)) + 4.0 * UNIT_ROUNDOFF * np.abs(val)
         sign = np.where(thetas > 0, 1.0, -1.0)
         right += val + sign * eta
         left += val - sign * eta
@@ -172,7 +172,7 @@ def test_stacked_log_moments_equal_each_law_alone(n_theta):
         logps.append(logp)
         l0s.append(int(rng.integers(-200, 0)) * step)
     t = np.linspace(-40, 60, n_theta) if n_theta > 1 else np.array([0.3])
-    stacked = _stacked_log_moments(*_grid_blocks(logps, l0s, step, b), step, t)
+    stacked = stacked_log_moments(*grid_blocks(logps, l0s, step, b), step, t)
     for k, (logp, l0) in enumerate(zip(logps, l0s)):
         alone = _reference_blocked(logp, l0, step, t, b)
         if n_theta > 1:
@@ -189,7 +189,7 @@ def test_stacked_log_moments_equal_each_law_alone(n_theta):
 
 def test_a_law_without_mass_is_refused():
     with pytest.raises(ValueError, match="positive mass"):
-        _grid_blocks([np.zeros(40), np.full(40, -np.inf)], [0.0, 0.0], 0.1, 8)
+        grid_blocks([np.zeros(40), np.full(40, -np.inf)], [0.0, 0.0], 0.1, 8)
 
 
 def _reference_tail_index(cuts, upper):

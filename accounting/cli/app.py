@@ -49,9 +49,9 @@ import warnings
 from typing import Optional, Sequence
 
 from accounting import __version__
-from accounting.cli.base import (EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, PROG, CLIError,
-                                 RawHelpFormatter, UserCodeError, _is_usage_error, _one_line,
-                                 _Parser, _stdout_to_stderr)
+from accounting.cli.base import (EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, PROG, CLIError, Parser,
+                                 RawHelpFormatter, UserCodeError, is_usage_error, one_line,
+                                 stdout_to_stderr)
 from accounting.registry.registry import PluginError, Registry, default_registry
 
 __all__ = ["main", "COMMANDS", "CLIError", "UserCodeError", "EXIT_USAGE",
@@ -71,8 +71,8 @@ COMMANDS = (
 )
 
 
-def _build_parser() -> _Parser:
-    top = _Parser(prog=PROG, description=(
+def _build_parser() -> Parser:
+    top = Parser(prog=PROG, description=(
         "Privacy accounting from the command line: ε(δ) or δ(ε) of a composition under the "
         "PLD, RDP and zCDP accountants. Without a subcommand, runs the default job that a "
         "plugin registers (see 'accounting mechanisms')."),
@@ -100,7 +100,7 @@ def _build_parser() -> _Parser:
 
 # ---------------------------------------------------------------------- main
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"{PROG}: warning: {_one_line(Exception(str(message)))}", file=sys.stderr)
+    print(f"{PROG}: warning: {one_line(Exception(str(message)))}", file=sys.stderr)
 
 
 def _normalise_argv(argv: list[str]) -> list[str]:
@@ -118,7 +118,7 @@ def _registry() -> Registry:
     import must not corrupt the output). A plugin that calls sys.exit() while loading
     is a broken plugin, not the end of the command."""
     try:
-        with _stdout_to_stderr():
+        with stdout_to_stderr():
             return default_registry()
     except SystemExit as exc:
         raise PluginError("?", f"a plugin called sys.exit({exc.code!r}) while the plugins "
@@ -150,7 +150,7 @@ def _split_flags(argv: list[str]) -> tuple[list[str], bool, bool]:
 
 class _LogFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        return f"{PROG}: {record.levelname.lower()}: {_one_line(Exception(record.getMessage()))}"
+        return f"{PROG}: {record.levelname.lower()}: {one_line(Exception(record.getMessage()))}"
 
 
 def _logging(level: int) -> logging.Handler:
@@ -197,11 +197,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except Exception as exc:
             if debug:
                 traceback.print_exc(file=sys.stderr)
-            if _is_usage_error(exc):
-                print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+            if is_usage_error(exc):
+                print(f"{PROG}: error: {one_line(exc)}", file=sys.stderr)
                 return EXIT_USAGE
             print(f"{PROG}: internal error — please report: {type(exc).__name__}: "
-                  f"{_one_line(exc)}", file=sys.stderr)
+                  f"{one_line(exc)}", file=sys.stderr)
             return EXIT_INTERNAL
         finally:
             logger.removeHandler(handler)

@@ -19,9 +19,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from accounting.cli.base import (EXIT_REJECTED, CLIError, UserCodeError, _count_text,
-                                 _one_line, _parse_float, _parse_int, _stdout_to_stderr,
-                                 _unknown)
+from accounting.cli.base import (EXIT_REJECTED, CLIError, UserCodeError, count_text,
+                                 one_line, parse_float, parse_int, stdout_to_stderr,
+                                 unknown_name_error)
 from accounting.registry.registry import Registry
 from accounting.validation import check_positive, check_real
 
@@ -55,22 +55,22 @@ def add_parser(sub: Any) -> None:
                    help="a callable (dataset, rng) -> output vector")
     p.add_argument("--d0", metavar="SPEC", help="dataset D: FILE.npy or MODULE:ATTRIBUTE")
     p.add_argument("--d1", metavar="SPEC", help="dataset D': FILE.npy or MODULE:ATTRIBUTE")
-    p.add_argument("--n", type=_count_text, metavar="N", help="outputs drawn on each dataset")
-    p.add_argument("--epsilon", type=_parse_float, required=True, metavar="E", help="claimed ε")
-    p.add_argument("--delta", type=_parse_float, required=True, metavar="D", help="claimed δ")
-    p.add_argument("--alpha", type=_parse_float, nargs="+", metavar="A", help="Rényi orders (default: the auditor's)")
-    p.add_argument("--level", type=_parse_float, metavar="L", help="level of the test (default: the auditor's)")
-    p.add_argument("--bandwidth", type=_parse_float, metavar="H", help="kernel bandwidth (default: the auditor's)")
-    p.add_argument("--seed", type=_parse_int, metavar="S",
+    p.add_argument("--n", type=count_text, metavar="N", help="outputs drawn on each dataset")
+    p.add_argument("--epsilon", type=parse_float, required=True, metavar="E", help="claimed ε")
+    p.add_argument("--delta", type=parse_float, required=True, metavar="D", help="claimed δ")
+    p.add_argument("--alpha", type=parse_float, nargs="+", metavar="A", help="Rényi orders (default: the auditor's)")
+    p.add_argument("--level", type=parse_float, metavar="L", help="level of the test (default: the auditor's)")
+    p.add_argument("--bandwidth", type=parse_float, metavar="H", help="kernel bandwidth (default: the auditor's)")
+    p.add_argument("--seed", type=parse_int, metavar="S",
                    help="seed (printed in the report; default: the auditor's)")
     p.add_argument("--reference", metavar="MECHANISM",
                    help="a registered mechanism to bootstrap against (with --shift)")
     p.add_argument("--reference-param", action="append", default=[], metavar="KEY=VALUE",
                    help="a parameter of --reference (repeatable)")
-    p.add_argument("--shift", type=_parse_float, nargs="+", metavar="V",
+    p.add_argument("--shift", type=parse_float, nargs="+", metavar="V",
                    help="f(D) - f(D'), d numbers, for --reference")
-    p.add_argument("--n-boot", type=_count_text, metavar="B", help="bootstrap replicates (default: the auditor's)")
-    p.add_argument("--max-memory", type=_parse_float, default=None, metavar="GB",
+    p.add_argument("--n-boot", type=count_text, metavar="B", help="bootstrap replicates (default: the auditor's)")
+    p.add_argument("--max-memory", type=parse_float, default=None, metavar="GB",
                    help="refuse stages whose dense n × n matrices would need more than GB "
                         "gigabytes (default: the auditor's own budget)")
     p.add_argument("--sweep", action="store_true",
@@ -93,18 +93,18 @@ def _import_object(spec: str, what: str) -> Any:
     saved = list(sys.path)
     sys.path.insert(0, os.getcwd())
     try:
-        with _stdout_to_stderr():
+        with stdout_to_stderr():
             module = importlib.import_module(module_name)
     except ImportError as exc:
         if getattr(exc, "name", None) == module_name:
             raise CLIError(f"{what}: cannot import module {module_name!r} ({exc})") from None
         raise UserCodeError(f"{what}: importing {module_name!r} raised "
-                            f"{type(exc).__name__}: {_one_line(exc)}") from None
+                            f"{type(exc).__name__}: {one_line(exc)}") from None
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # the user's module failed at import: theirs
         raise UserCodeError(f"{what}: importing {module_name!r} raised "
-                            f"{type(exc).__name__}: {_one_line(exc)}") from None
+                            f"{type(exc).__name__}: {one_line(exc)}") from None
     finally:
         sys.path[:] = saved
     try:
@@ -122,13 +122,13 @@ def _user_callable(fn: Any, spec: str) -> Any:
 
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
-            with _stdout_to_stderr():
+            with stdout_to_stderr():
                 return fn(*args, **kwargs)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
             raise UserCodeError(f"your mechanism {spec} raised {type(exc).__name__}: "
-                                f"{_one_line(exc)}") from None
+                                f"{one_line(exc)}") from None
     return call
 
 
@@ -157,7 +157,7 @@ def _npy_header(path: str, what: str) -> tuple[tuple, np.dtype]:
         raise
     except (OSError, ValueError, EOFError) as exc:
         raise CLIError(f"{what}: cannot read {path!r} as a .npy array "
-                       f"({_one_line(exc)})") from None
+                       f"({one_line(exc)})") from None
     if dtype.hasobject:
         raise CLIError(f"{what}: {path!r} holds Python objects; only numeric arrays are "
                        f"read (nothing is unpickled)")
@@ -196,7 +196,7 @@ def _load_npy(path: str, what: str, *, samples: bool = False) -> np.ndarray:
         arr = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
         raise CLIError(f"{what}: cannot read {path!r} as a .npy array "
-                       f"({_one_line(exc)})") from None
+                       f"({one_line(exc)})") from None
     if samples:
         bad = ~np.isfinite(arr)
         if bad.any():
@@ -232,7 +232,7 @@ def _auditor(name: Optional[str], registry: Registry) -> Any:
         raise CLIError(f"several auditors are registered ({', '.join(sorted(registry.auditors))})"
                        f": choose one with --auditor NAME")
     if name not in registry.auditors:
-        raise _unknown("auditor", name, registry.auditors)
+        raise unknown_name_error("auditor", name, registry.auditors)
     return registry.auditors[name]
 
 
@@ -251,7 +251,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
             if not sep:
                 raise CLIError(f"--reference-param: expected KEY=VALUE, got {item!r}")
             try:
-                params[key] = _parse_float(value)
+                params[key] = parse_float(value)
             except argparse.ArgumentTypeError:
                 params[key] = value
         settings["reference"] = registry.mechanism(ns.reference)(**params)

@@ -58,7 +58,7 @@ class RawHelpFormatter(_ShowDefaults, argparse.RawDescriptionHelpFormatter):
     """argparse's formatter that keeps the description's line breaks, with defaults shown."""
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """argparse with errors raised (to be printed as one line), not printed with usage,
     without abbreviations (``--s`` must not silently mean ``--step``), and with
     defaults shown in ``--help`` (``HelpFormatter``)."""
@@ -99,7 +99,7 @@ _INFINITY = re.compile(r"[+-]?(?:inf|infinity)\Z", re.IGNORECASE)
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 
 
-def _parse_float(text: str) -> float:
+def parse_float(text: str) -> float:
     """A command-line number: ``1.5``, ``-2``, ``1e-5``, ``.5``, ``inf``. Python's
     ``float`` also takes ``1_0``, `` 1`` and ``nan``; those are refused here (range
     checks later refuse ``inf`` where it is not allowed)."""
@@ -113,7 +113,7 @@ def _parse_float(text: str) -> float:
                                      f"no underscores)")
 
 
-def _parse_int(text: str) -> int:
+def parse_int(text: str) -> int:
     """A whole number written with ASCII digits only (``4``, ``-3``)."""
     text = str(text)
     if _INTEGER.match(text):
@@ -122,7 +122,7 @@ def _parse_int(text: str) -> int:
                                      f"such as 4)")
 
 
-def _count_text(text: str) -> int:
+def count_text(text: str) -> int:
     """A count: a whole number, also in scientific form when integral (``1e6``), in
     [1, MAX_COUNT]. Parsed exactly (``Decimal``), so ``1e30`` is named, not overflowed."""
     text = str(text)
@@ -141,19 +141,20 @@ def _count_text(text: str) -> int:
     return int(value)
 
 
-_parse_float.__name__ = "number"
-_parse_int.__name__ = "int"
-_count_text.__name__ = "count"
+parse_float.__name__ = "number"
+parse_int.__name__ = "int"
+count_text.__name__ = "count"
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
+    """The message of ``exc`` on one line (a KeyError's key unquoted; the type if empty)."""
     msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
     msg = " ".join(str(msg).split())
     return msg or type(exc).__name__
 
 
 @contextlib.contextmanager
-def _stdout_to_stderr():
+def stdout_to_stderr():
     """Send what Python code prints to stderr meanwhile: plugins loaded while the
     registry is built, and the user's --mechanism code, must not corrupt the output
     (``--json`` above all)."""
@@ -161,7 +162,7 @@ def _stdout_to_stderr():
         yield
 
 
-def _unknown(what: str, name: str, known: Iterable[str], hint: str = "") -> CLIError:
+def unknown_name_error(what: str, name: str, known: Iterable[str], hint: str = "") -> CLIError:
     """``unknown WHAT 'name'; did you mean 'x'? registered: …`` as a CLIError."""
     known = sorted(known)
     return CLIError(f"unknown {what} {name!r}{did_you_mean(name, known)}; registered: "
@@ -174,7 +175,7 @@ def _unknown(what: str, name: str, known: Iterable[str], hint: str = "") -> CLIE
 _FOREIGN_MODULES = ("numpy", "scipy", "mpmath", "pluggy", "importlib", "tomllib")
 
 
-def _raised_in(exc: BaseException) -> str:
+def raised_in(exc: BaseException) -> str:
     """The module whose code raised ``exc`` (the innermost traceback frame)."""
     tb = exc.__traceback__
     if tb is None:
@@ -187,7 +188,7 @@ def _raised_in(exc: BaseException) -> str:
 _NAN_WORD = re.compile(r"\bnan\b", re.IGNORECASE)
 
 
-def _nan_is_internal(exc: BaseException) -> None:
+def nan_is_internal(exc: BaseException) -> None:
     """Mark as internal a refusal that mentions NaN raised while evaluating inputs that
     were all checked to be free of NaN: the library produced the NaN itself (a bug),
     e.g. "inf_mass must be in [0, 1], got nan"."""
@@ -195,7 +196,7 @@ def _nan_is_internal(exc: BaseException) -> None:
         exc.accounting_internal = True  # type: ignore[attr-defined]
 
 
-def _is_usage_error(exc: BaseException) -> bool:
+def is_usage_error(exc: BaseException) -> bool:
     """Whether ``exc`` is the user's (exit 2) rather than a bug (exit 1).
 
     Usage: ``CLIError`` (argument checks), ``WorkloadError`` (file checks),
@@ -206,18 +207,18 @@ def _is_usage_error(exc: BaseException) -> bool:
     check of ours but a value the library should never have passed on: internal.
     Everything else (KeyError, IndexError, AttributeError, ArithmeticError,
     RecursionError, MemoryError, …) is internal, and so is a refusal mentioning NaN
-    raised while evaluating checked inputs (``_nan_is_internal``).
+    raised while evaluating checked inputs (``nan_is_internal``).
     """
     if isinstance(exc, (CLIError, WorkloadError, UserCodeError, PluginError)):
         return True
     if getattr(exc, "accounting_internal", False):
         return False
     if isinstance(exc, (ValueError, TypeError)):
-        module = _raised_in(exc)
+        module = raised_in(exc)
         return not any(module == m or module.startswith(m + ".") for m in _FOREIGN_MODULES)
     return False
 
 
-def _refusal(exc: BaseException) -> Optional[str]:
+def refusal_reason(exc: BaseException) -> Optional[str]:
     """The one-line reason if ``exc`` is a refusal (a usage error), else None."""
-    return _one_line(exc) if _is_usage_error(exc) else None
+    return one_line(exc) if is_usage_error(exc) else None

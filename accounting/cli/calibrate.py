@@ -26,10 +26,10 @@ import time
 from typing import Any
 
 from accounting.accountant import ACCOUNTANTS
-from accounting.cli.base import (PROG, CLIError, _count_text, _is_usage_error, _one_line,
-                                 _parse_float, _raised_in)
-from accounting.cli.output import _json_num, _num, _seconds, _show_param
-from accounting.cli.parser import _mechanism_help, _mechanism_names, _parse_params
+from accounting.cli.base import (PROG, CLIError, count_text, is_usage_error, one_line,
+                                 parse_float, raised_in)
+from accounting.cli.output import json_num, show_num, show_param, show_seconds
+from accounting.cli.parser import mechanism_help, mechanism_names, parse_params
 from accounting.curves.pld import DEFAULT_STEP
 from accounting.registry.registry import Registry
 from accounting.validation import check_count, check_positive, check_probability, check_real
@@ -56,29 +56,29 @@ def _options(p: argparse.ArgumentParser) -> None:
                    help="a registered mechanism (see 'accounting mechanisms')")
     p.add_argument("--solve", metavar="PARAM", help="the real parameter to calibrate "
                    "(e.g. sigma, b)")
-    p.add_argument("--epsilon", type=_parse_float, metavar="E", help="target ε > 0")
-    p.add_argument("--delta", type=_parse_float, metavar="D", help="target δ in (0, 1)")
-    p.add_argument("--compose", type=_count_text, default=None, metavar="K",
+    p.add_argument("--epsilon", type=parse_float, metavar="E", help="target ε > 0")
+    p.add_argument("--delta", type=parse_float, metavar="D", help="target δ in (0, 1)")
+    p.add_argument("--compose", type=count_text, default=None, metavar="K",
                    help="number of independent uses of MECHANISM (default 1)")
     p.add_argument("--accountant", choices=tuple(ACCOUNTANTS), default="pld",
                    help="representation to calibrate under (default pld)")
-    p.add_argument("--step", type=_parse_float, default=None, metavar="S",
+    p.add_argument("--step", type=parse_float, default=None, metavar="S",
                    help=f"PLD grid step of the privacy loss (default {DEFAULT_STEP:g})")
-    p.add_argument("--rtol", type=_parse_float, default=None, metavar="R",
+    p.add_argument("--rtol", type=parse_float, default=None, metavar="R",
                    help="relative width of the final bracket (default 1e-6)")
     p.add_argument("--dpsgd", action="store_true", help="DP-SGD: calibrate the noise "
                    f"multiplier of the job '{DPSGD_JOB}' for --q Q and --steps N")
-    p.add_argument("--steps", type=_count_text, default=None, metavar="N",
+    p.add_argument("--steps", type=count_text, default=None, metavar="N",
                    help="with --dpsgd: the number of training steps")
     # owned here so that a bare number after it is not taken for MECHANISM; handed back
     # to the mechanism's own parameters when a MECHANISM is given
-    p.add_argument("--q", type=_parse_float, default=None, metavar="Q",
+    p.add_argument("--q", type=parse_float, default=None, metavar="Q",
                    help="with --dpsgd: the Poisson sampling rate in (0, 1]")
-    p.add_argument("--tpr", type=_parse_float, default=None, metavar="T",
+    p.add_argument("--tpr", type=parse_float, default=None, metavar="T",
                    help="risk target instead of (ε, δ): TPR at --fpr at most T")
-    p.add_argument("--fpr", type=_parse_float, default=None, metavar="A",
+    p.add_argument("--fpr", type=parse_float, default=None, metavar="A",
                    help="with --tpr: the false-positive rate in (0, 1)")
-    p.add_argument("--advantage", type=_parse_float, default=None, metavar="A",
+    p.add_argument("--advantage", type=parse_float, default=None, metavar="A",
                    help="risk target instead of (ε, δ): TPR − FPR at most A")
     p.add_argument("--direction", choices=("max", "forward", "backward"), default="max",
                    help="neighbouring direction to calibrate (max: the worse of both)")
@@ -112,7 +112,7 @@ def _check_solvable(registry: Registry, name: str, solve: str, params: dict) -> 
         except (TypeError, ValueError) as exc:
             raise CLIError(f"--solve {solve}: calibrate searches {solve} over (0, ∞), more "
                            f"{solve} meaning more noise, but {name} refuses {solve} = {x:g} "
-                           f"({_one_line(exc)}); calibrate a noise scale such as sigma or "
+                           f"({one_line(exc)}); calibrate a noise scale such as sigma or "
                            f"b") from None
 
 
@@ -136,7 +136,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     from accounting.analysis.calibration import DEFAULT_RTOL, MechanismFamily, calibrate
     prog = f"{PROG} calibrate"
     if ns.help:
-        return _mechanism_help(prog, ns.mechanism, registry, _DESCRIPTION, _options)
+        return mechanism_help(prog, ns.mechanism, registry, _DESCRIPTION, _options)
     risk = ns.tpr is not None or ns.fpr is not None or ns.advantage is not None
     if risk and (ns.epsilon is not None or ns.delta is not None):
         raise CLIError("give either a risk target (--tpr T --fpr A, or --advantage A) or "
@@ -160,7 +160,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         if ns.steps is not None:
             raise CLIError("--steps belongs to --dpsgd; give the number of uses as --compose K")
         if ns.mechanism is None:
-            raise CLIError(f"give a MECHANISM (one of {_mechanism_names(registry)}) or --dpsgd")
+            raise CLIError(f"give a MECHANISM (one of {mechanism_names(registry)}) or --dpsgd")
         if not ns.solve:
             raise CLIError(f"{ns.mechanism}: give the parameter to calibrate as --solve PARAM")
         name, solve = ns.mechanism, ns.solve
@@ -168,7 +168,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         if ns.q is not None:
             extras = ["--q", repr(ns.q), *extras]
         cls = registry.mechanism(name)
-        params = _parse_params(prog, cls, extras, lambda: f"see '{prog} {name} --help'",
+        params = parse_params(prog, cls, extras, lambda: f"see '{prog} {name} --help'",
                                solve=solve, options=getattr(ns, "command_options", ()))
         count = check_count("compose", 1 if ns.compose is None else ns.compose)
         _check_solvable(registry, name, solve, params)
@@ -185,13 +185,13 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
                         params=params, accountant=ns.accountant, step=step, rtol=rtol,
                         direction=ns.direction, integer=ns.integer)
     except (ValueError, TypeError) as exc:
-        if not _is_usage_error(exc) or _raised_in(exc).startswith("accounting.analysis.calibration") \
-                or _raised_in(exc).startswith("accounting.validation"):
+        if not is_usage_error(exc) or raised_in(exc).startswith("accounting.analysis.calibration") \
+                or raised_in(exc).startswith("accounting.validation"):
             raise  # calibrate's own checks and answers speak for themselves
         # a refusal from deeper down (the accountant, at a value the search chose):
         # say where it happened rather than quote an internal quantity bare
         raise CLIError(f"calibrate: the {ns.accountant} accountant could not evaluate a "
-                       f"candidate {solve} during the search ({_one_line(exc)}); try another "
+                       f"candidate {solve} during the search ({one_line(exc)}); try another "
                        f"--accountant or a larger --step") from None
     seconds = time.perf_counter() - t0
     if ns.json:
@@ -200,7 +200,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         if ns.dpsgd:
             payload.update(dpsgd=True, q=params["q"], steps=count)
         payload.update(epsilon=res.target, delta=res.delta, accountant=res.accountant,
-                       value=res.value, epsilon_achieved=_json_num(res.epsilon),
+                       value=res.value, epsilon_achieved=json_num(res.epsilon),
                        bracket=[res.bracket[0], res.bracket[1]], rtol=res.rtol,
                        order=None if res.order is None else res.order,
                        evaluations=res.evaluations, seconds=seconds,
@@ -214,19 +214,19 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
             payload["step"] = step
         print(json.dumps(payload, indent=2, ensure_ascii=False))
         return 0
-    fixed = ", ".join(f"{k}={_show_param(v)}" for k, v in params.items())
+    fixed = ", ".join(f"{k}={show_param(v)}" for k, v in params.items())
     what = "DP-SGD noise multiplier" if ns.dpsgd else "calibrate"
     print(f"{what}: {name}({solve}=?{', ' + fixed if fixed else ''}) × {count}, "
-          f"target ε ≤ {_num(res.target)} at δ = {_num(res.delta)} under {res.accountant}"
+          f"target ε ≤ {show_num(res.target)} at δ = {show_num(res.delta)} under {res.accountant}"
           + (f" (PLD step {step:g})" if res.accountant == "pld" else ""))
-    print(f"  {solve} = {_num(res.value, 10)}"
+    print(f"  {solve} = {show_num(res.value, 10)}"
           + (" (the smallest integer meeting the target)" if ns.integer else ""))
     alpha = f"; {res.order_note}" if res.order is not None else ""
-    print(f"  ε = {_num(res.epsilon, 10)} there ({res.epsilon_label}, "
+    print(f"  ε = {show_num(res.epsilon, 10)} there ({res.epsilon_label}, "
           f"{_directions(ns.direction)}{alpha})")
-    print(f"  bracket ({_num(res.bracket[0], 10)}, {_num(res.bracket[1], 10)}]: the smallest "
+    print(f"  bracket ({show_num(res.bracket[0], 10)}, {show_num(res.bracket[1], 10)}]: the smallest "
           f"feasible {solve} lies inside (rtol {res.rtol:g})")
-    print(f"  {res.evaluations} evaluations, {_seconds(seconds)}")
+    print(f"  {res.evaluations} evaluations, {show_seconds(seconds)}")
     return 0
 
 
@@ -245,13 +245,13 @@ def _run_risk(ns: argparse.Namespace, name: str, solve: str, params: dict, count
                          direction=ns.direction, integer=ns.integer, step=step, rtol=rtol,
                          accountant=ns.accountant)
     seconds = time.perf_counter() - t0
-    what = (f"TPR at FPR {_num(res.fpr)}" if res.figure == "tpr" else "advantage (TPR − FPR)")
+    what = (f"TPR at FPR {show_num(res.fpr)}" if res.figure == "tpr" else "advantage (TPR − FPR)")
     if ns.json:
         payload: dict[str, Any] = {
             "command": "calibrate", "mechanism": name, "params": params, "solve": solve,
             "count": count, "target": {"figure": res.figure, "value": res.target,
                                        **({"fpr": res.fpr} if res.fpr is not None else {})},
-            "value": res.value, "achieved": _json_num(res.achieved),
+            "value": res.value, "achieved": json_num(res.achieved),
             "bound": f"achieved: upper bound on every attack's {what}, "
                      f"{_directions(res.direction)}",
             "bracket": [res.bracket[0], res.bracket[1]], "evaluations": res.evaluations,
@@ -260,14 +260,14 @@ def _run_risk(ns: argparse.Namespace, name: str, solve: str, params: dict, count
             payload["integer"] = "smallest integer meeting the target"
         print(json.dumps(payload, indent=2, ensure_ascii=False))
         return 0
-    fixed = ", ".join(f"{k}={_show_param(v)}" for k, v in params.items())
+    fixed = ", ".join(f"{k}={show_param(v)}" for k, v in params.items())
     print(f"calibrate: {name}({solve}=?{', ' + fixed if fixed else ''}) × {count}, target "
-          f"{what} ≤ {_num(res.target)} "
+          f"{what} ≤ {show_num(res.target)} "
           + (f"(PLD step {step:g})" if res.accountant == "pld" else f"(under {res.accountant})"))
-    print(f"  {solve} = {_num(res.value, 10)}"
+    print(f"  {solve} = {show_num(res.value, 10)}"
           + (" (the smallest integer meeting the target)" if ns.integer else ""))
-    print(f"  {what} ≤ {_num(res.achieved, 10)} there (upper bound on every attack, "
+    print(f"  {what} ≤ {show_num(res.achieved, 10)} there (upper bound on every attack, "
           f"{_directions(res.direction)})")
-    print(f"  bracket ({_num(res.bracket[0], 10)}, {_num(res.bracket[1], 10)}], "
-          f"{res.evaluations} evaluations, {_seconds(seconds)}")
+    print(f"  bracket ({show_num(res.bracket[0], 10)}, {show_num(res.bracket[1], 10)}], "
+          f"{res.evaluations} evaluations, {show_seconds(seconds)}")
     return 0

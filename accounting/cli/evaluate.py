@@ -12,8 +12,8 @@ from typing import Any, Optional
 import numpy as np
 
 from accounting.accountant import ACCOUNTANTS
-from accounting.cli.base import CLIError, _nan_is_internal, _refusal
-from accounting.cli.output import _certified, _num
+from accounting.cli.base import CLIError, nan_is_internal, refusal_reason
+from accounting.cli.output import is_certified, show_num
 from accounting.curves.pld import DEFAULT_STEP
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.zcdp import ZCDP
@@ -23,7 +23,8 @@ from accounting.workload import Workload
 __all__: list[str] = []
 
 
-def _accountant_names(choice: Optional[str], workload: Workload) -> list[str]:
+def accountant_names(choice: Optional[str], workload: Workload) -> list[str]:
+    """The accountants to run: ``--accountant``, else the workload's, else all of them."""
     choice = choice or workload.accountant_name or "all"
     return list(ACCOUNTANTS) if choice == "all" else [choice]
 
@@ -82,8 +83,8 @@ def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, in
     return np.maximum(best, 0.0), n_orders
 
 
-def _evaluate(workload: Workload, query: str, values: np.ndarray, names: list[str],
-              step: float) -> tuple[Any, dict[str, dict]]:
+def evaluate_workload(workload: Workload, query: str, values: np.ndarray, names: list[str],
+                      step: float) -> tuple[Any, dict[str, dict]]:
     """Run ``query`` ("epsilon" or "delta") at ``values`` under each accountant.
 
     With several accountants, one that refuses (a usage error: e.g. a grid too large)
@@ -98,8 +99,8 @@ def _evaluate(workload: Workload, query: str, values: np.ndarray, names: list[st
         try:
             results[name] = _evaluate_one(acct, name, query, values)
         except Exception as exc:
-            _nan_is_internal(exc)
-            reason = _refusal(exc)
+            nan_is_internal(exc)
+            reason = refusal_reason(exc)
             if reason is None or len(names) == 1:
                 raise
             first_error = first_error or exc
@@ -136,7 +137,7 @@ def _evaluate_one(acct: Any, name: str, query: str, values: np.ndarray) -> dict:
     return res
 
 
-def _looseness_notes(query: str, results: dict[str, dict]) -> list[str]:
+def looseness_notes(query: str, results: dict[str, dict]) -> list[str]:
     """Say when the PLD answer is looser than another accountant's (every answer is a
     valid upper bound, so the smallest is the one to use), as happens when the grid
     is too coarse for the composition: its certified lower end then collapses."""
@@ -145,7 +146,7 @@ def _looseness_notes(query: str, results: dict[str, dict]) -> list[str]:
         return []
     # only a certified answer can be offered in place of the PLD's
     others = {n: r for n, r in results.items()
-              if n != "pld" and "error" not in r and _certified(r)}
+              if n != "pld" and "error" not in r and is_certified(r)}
     notes = []
     for i in range(len(pld[query])):
         p = float(pld[query][i])
@@ -155,17 +156,19 @@ def _looseness_notes(query: str, results: dict[str, dict]) -> list[str]:
             continue
         b, who = min(better)
         lo = float(pld["interval"][i][0])
-        why = (f"its certified lower end is {_num(lo)}" if lo > 0 else
+        why = (f"its certified lower end is {show_num(lo)}" if lo > 0 else
                "its certified lower end is 0")
-        notes.append(f"the PLD answer {_num(p)} is looser than {who}'s {_num(b)} here "
+        notes.append(f"the PLD answer {show_num(p)} is looser than {who}'s {show_num(b)} here "
                      f"({why}: the grid is too coarse for this composition; a smaller --step "
-                     f"tightens it); every line is an upper bound, so {_num(b)} holds")
+                     f"tightens it); every line is an upper bound, so {show_num(b)} holds")
         break
     return notes
 
 
-def _query_values(query: str, given: Optional[list[float]], workload: Workload,
-                  default: Optional[tuple[float, ...]] = None) -> np.ndarray:
+def query_values(query: str, given: Optional[list[float]], workload: Workload,
+                 default: Optional[tuple[float, ...]] = None) -> np.ndarray:
+    """The δ (``query == "epsilon"``) or ε values to query: given on the command line, else
+    the workload's, else ``default``; none at all is a CLIError naming the flag."""
     values = given if given is not None else (workload.delta if query == "epsilon"
                                               else workload.epsilon)
     if values is None:
@@ -180,6 +183,7 @@ def _query_values(query: str, given: Optional[list[float]], workload: Workload,
     return check_array("epsilon", list(values), allow_inf=True)
 
 
-def _step(ns_step: Optional[float], workload: Workload) -> float:
+def workload_step(ns_step: Optional[float], workload: Workload) -> float:
+    """The PLD grid step: ``--step``, else the workload's, else ``DEFAULT_STEP`` (checked > 0)."""
     step = ns_step if ns_step is not None else workload.step
     return check_positive("step", step if step is not None else DEFAULT_STEP)

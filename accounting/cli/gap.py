@@ -8,9 +8,9 @@ import json
 import math
 from typing import Any
 
-from accounting.cli.base import PROG, CLIError, _count_text, _parse_float
-from accounting.cli.output import _json_num, _num
-from accounting.cli.parser import _mechanism_help, _mechanism_names, _mechanism_use
+from accounting.cli.base import PROG, CLIError, count_text, parse_float
+from accounting.cli.output import json_num, show_num
+from accounting.cli.parser import mechanism_help, mechanism_names, mechanism_use
 from accounting.registry.registry import Registry
 from accounting.validation import check_array, check_count
 
@@ -29,10 +29,10 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
     p.add_argument("mechanism", nargs="?", metavar="MECHANISM",
                    help="a registered mechanism (see 'accounting mechanisms')")
-    p.add_argument("--t", type=_parse_float, nargs="+", metavar="T", dest="orders",
+    p.add_argument("--t", type=parse_float, nargs="+", metavar="T", dest="orders",
                    help="orders t = α − 1 in (0, 1e6] (default: "
                         + " ".join(f"{v:g}" for v in _GAP_T) + ")")
-    p.add_argument("--compose", type=_count_text, default=None, metavar="N",
+    p.add_argument("--compose", type=count_text, default=None, metavar="N",
                    help="number of independent copies (default 1): ρ* and Γ scale by N")
     p.add_argument("--direction", choices=("max", "forward", "backward"), default="max",
                    help="neighbouring direction (default max: remove or add, the worse)")
@@ -51,18 +51,18 @@ def _where(t_star: float) -> str:
         return "sup at t → 0, where K(t)/(t(t+1)) → E[L] (the KL divergence)"
     if math.isinf(t_star):
         return "sup the t → ∞ limit"
-    return f"sup at t* = {_num(t_star, 6)}"
+    return f"sup at t* = {show_num(t_star, 6)}"
 
 
 def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     from accounting.analysis.gap import T_MAX, information_gap
     prog = f"{PROG} gap"
     if ns.help:
-        return _mechanism_help(prog, ns.mechanism, registry, _DESCRIPTION, _options)
+        return mechanism_help(prog, ns.mechanism, registry, _DESCRIPTION, _options)
     if ns.mechanism is None:
-        raise CLIError(f"give a MECHANISM (one of {_mechanism_names(registry)})")
+        raise CLIError(f"give a MECHANISM (one of {mechanism_names(registry)})")
     count = check_count("compose", 1 if ns.compose is None else ns.compose)
-    use = _mechanism_use(prog, ns.mechanism, extras, registry, count,
+    use = mechanism_use(prog, ns.mechanism, extras, registry, count,
                          options=getattr(ns, "command_options", ()))
     orders = check_array("t", list(ns.orders) if ns.orders else list(_GAP_T),
                          lo=0.0, hi=T_MAX, lo_open=True)
@@ -72,24 +72,24 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         only = use.as_dict()
         payload = {"command": "gap", "mechanism": only["name"], "params": only["params"],
                    "count": count, **res.as_dict(),
-                   "gap_relative": [_json_num(v) for v in res.relative_gap]}
+                   "gap_relative": [json_num(v) for v in res.relative_gap]}
         print(json.dumps(payload, indent=2, ensure_ascii=False))
         return 0
     print(use.describe())
-    print(f"ρ* = {_num(res.rho, 10)} ({res.method}; {_where(res.t_star)}); direction "
+    print(f"ρ* = {show_num(res.rho, 10)} ({res.method}; {_where(res.t_star)}); direction "
           f"{res.direction.value}" + (f", attained {res.rho_direction.value}"
                                       if res.direction.value == "max" else ""))
     rows = [("t", "α", "K(t)", "ρ*·t(t+1)", "Γ(t)", "Γ(t)/t", "Γ/(ρ*t(t+1))")]
     for vals in zip(res.t, res.alpha, res.cgf, res.envelope, res.gap, res.gap_per_order,
                     res.relative_gap):
-        rows.append(tuple(_num(v, 6) if i < 2 else _num(v) for i, v in enumerate(vals)))
+        rows.append(tuple(show_num(v, 6) if i < 2 else show_num(v) for i, v in enumerate(vals)))
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     for r in rows:
         print("  " + "  ".join(c.rjust(w) for c, w in zip(r, widths)))
     if res.local is not None:
         c, loc = res.local.cumulants, res.local
         print(f"local expansion ({res.rho_direction.value}; {c.method}):")
-        print(f"  κ₁..κ₄ = {_num(c.k1)}, {_num(c.k2)}, {_num(c.k3)}, {_num(c.k4)}")
-        print(f"  Γ(t) ≈ a·t(t+1) + b₃·t²(t+1) + b₄·t²(t²−1): a = ρ* − κ₁ = {_num(loc.a)}, "
-              f"b₃ = −κ₃/6 = {_num(loc.b3)}, b₄ = −κ₄/24 = {_num(loc.b4)}")
+        print(f"  κ₁..κ₄ = {show_num(c.k1)}, {show_num(c.k2)}, {show_num(c.k3)}, {show_num(c.k4)}")
+        print(f"  Γ(t) ≈ a·t(t+1) + b₃·t²(t+1) + b₄·t²(t²−1): a = ρ* − κ₁ = {show_num(loc.a)}, "
+              f"b₃ = −κ₃/6 = {show_num(loc.b3)}, b₄ = −κ₄/24 = {show_num(loc.b4)}")
     return 0

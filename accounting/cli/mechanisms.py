@@ -9,8 +9,8 @@ from typing import Any
 
 import attrs
 
-from accounting.cli.output import _json_default
-from accounting.cli.parser import _option_names, _ordered
+from accounting.cli.output import json_default
+from accounting.cli.parser import option_spellings, parameters_in_order
 from accounting.curves.graph import edges
 from accounting.pairs.derive import builders
 from accounting.registry.registry import Registry
@@ -32,10 +32,10 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         cls = registry.mechanisms[name]
         doc = (cls.__doc__ or "").strip().splitlines()
         params = []
-        for a in _ordered(cls):
+        for a in parameters_in_order(cls):
             required = a.default is attrs.NOTHING
             params.append({"name": a.name, "type": parameter_kind(a), "required": required,
-                           "default": None if required else _json_default(a.default)})
+                           "default": None if required else json_default(a.default)})
         mechs.append({"name": name, "plugin": registry.mechanism_sources.get(name, "?"),
                       "class": f"{cls.__module__}.{cls.__qualname__}",
                       "doc": doc[0] if doc else "", "parameters": params})
@@ -55,7 +55,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         print(f"  {m['name']}  [plugin {m['plugin']}]")
         if m["doc"]:
             print(f"      {m['doc']}")
-        ps = ", ".join(f"--{_option_names(p['name'])[0]} {p['type'].upper()}"
+        ps = ", ".join(f"--{option_spellings(p['name'])[0]} {p['type'].upper()}"
                        + (" (required)" if p["required"] else f" = {p['default']}")
                        for p in m["parameters"])
         print(f"      parameters: {ps}")

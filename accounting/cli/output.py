@@ -1,10 +1,10 @@
 """How the command line writes numbers, tables, notes and JSON values.
 
 Every command formats through these helpers, so a number reads the same wherever it
-appears: ``_num`` (8 significant digits, ``inf``), ``_json_num`` (±∞ as strings: JSON
-has no infinity), ``_seconds``; the result table of ``epsilon``/``delta``/``run``
-(``_results_table``) and its JSON twin (``_results_json``); long provenance shortened
-(``_short``); notes wrapped at 96 columns (``_print_note``).
+appears: ``show_num`` (8 significant digits, ``inf``), ``json_num`` (±∞ as strings: JSON
+has no infinity), ``show_seconds``; the result table of ``epsilon``/``delta``/``run``
+(``results_table``) and its JSON twin (``results_json``); long provenance shortened
+(``shorten``); notes wrapped at 96 columns (``print_note``).
 """
 
 from __future__ import annotations
@@ -20,14 +20,15 @@ from accounting.vocabulary import Exactness
 __all__: list[str] = []
 
 
-def _num(x: float, digits: int = 8) -> str:
+def show_num(x: float, digits: int = 8) -> str:
+    """A number for text output: ``digits`` significant digits, ±∞ as ``inf``/``-inf``."""
     x = float(x)
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
     return f"{x:.{digits}g}"
 
 
-def _json_num(x: Any) -> Any:
+def json_num(x: Any) -> Any:
     """A float for JSON; ±∞ as the strings "inf"/"-inf" (JSON has no infinity)."""
     x = float(x)
     if math.isfinite(x):
@@ -35,19 +36,22 @@ def _json_num(x: Any) -> Any:
     return "inf" if x > 0 else ("-inf" if x < 0 else "nan")
 
 
-def _seconds(t: float) -> str:
+def show_seconds(t: float) -> str:
+    """A run time for text output: two decimals below 100 s, whole seconds above."""
     return f"{t:.2f} s" if t < 100 else f"{t:.0f} s"
 
 
-def _show_param(value: Any) -> str:
+def show_param(value: Any) -> str:
+    """A mechanism parameter for text output (floats through ``show_num``, sequences in brackets)."""
     if isinstance(value, float):
-        return _num(value)
+        return show_num(value)
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_show_param(v) for v in value) + "]"
+        return "[" + ", ".join(show_param(v) for v in value) + "]"
     return str(value)
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """``json.dumps``' fallback: an enum as its value, plain scalars as they are, else ``repr``."""
     if hasattr(value, "value") and not isinstance(value, (int, float)):
         return value.value
     if isinstance(value, (bool, int, float, str)) or value is None:
@@ -55,11 +59,13 @@ def _json_default(value: Any) -> Any:
     return repr(value)
 
 
-def _certified(res: dict) -> bool:
+def is_certified(res: dict) -> bool:
+    """Whether one accountant's result (a row of ``evaluate_workload``) is certified."""
     return Exactness(res["exactness"]).certified
 
 
-def _results_json(results: dict[str, dict]) -> dict:
+def results_json(results: dict[str, dict]) -> dict:
+    """The results of ``evaluate_workload`` for ``--json``: numbers through ``json_num``."""
     out = {}
     for name, res in results.items():
         if "error" in res:
@@ -68,34 +74,37 @@ def _results_json(results: dict[str, dict]) -> dict:
         item: dict[str, Any] = {}
         for key, val in res.items():
             if key in ("epsilon", "delta"):
-                item[key] = [_json_num(v) for v in val]
+                item[key] = [json_num(v) for v in val]
             elif key == "interval":
-                item[key] = [[_json_num(a), _json_num(b)] for a, b in val]
+                item[key] = [[json_num(a), json_num(b)] for a, b in val]
             elif key == "rho":
-                item[key] = _json_num(val)
+                item[key] = json_num(val)
             else:
                 item[key] = val
         out[name] = item
     return out
 
 
-def _results_table(query: str, values: np.ndarray, results: dict[str, dict]) -> list[str]:
+def results_table(query: str, values: np.ndarray, results: dict[str, dict]) -> list[str]:
+    """The text table of ``evaluate_workload``'s results: one row per accountant and value,
+    the refusals below it."""
     given, answer = ("δ", "ε") if query == "epsilon" else ("ε", "δ")
     rows = [("accountant", given, answer, "certified interval", "time")]
     for name, res in results.items():
         if "error" in res:
-            rows.append((name, "", "refused (below)", "", _seconds(res["seconds"])))
+            rows.append((name, "", "refused (below)", "", show_seconds(res["seconds"])))
             continue
         for i, v in enumerate(values):
             a = res[query][i]
             interval = ""
             if "interval" in res:
                 lo, hi = res["interval"][i]
-                interval = f"[{_num(lo)}, {_num(hi)}]"
-            extra = f"  (ρ = {_num(res['rho'], 6)})" if "rho" in res and i == 0 else ""
-            if not _certified(res):
+                interval = f"[{show_num(lo)}, {show_num(hi)}]"
+            extra = f"  (ρ = {show_num(res['rho'], 6)})" if "rho" in res and i == 0 else ""
+            if not is_certified(res):
                 extra += "  (numerical)"
-            rows.append((name, _num(v, 6), _num(a) + extra, interval, _seconds(res["seconds"])))
+            rows.append((name, show_num(v, 6), show_num(a) + extra, interval,
+                         show_seconds(res["seconds"])))
     widths = [max(len(r[k]) for r in rows) for k in range(5)]
     lines = []
     for r in rows:
@@ -114,7 +123,8 @@ def _results_table(query: str, values: np.ndarray, results: dict[str, dict]) -> 
 _PROVENANCE_CHARS = 400
 
 
-def _short(text: str, limit: int = _PROVENANCE_CHARS) -> str:
+def shorten(text: str, limit: int = _PROVENANCE_CHARS) -> str:
+    """``text`` cut in the middle to about ``limit`` characters, saying how many were omitted."""
     if len(text) <= limit:
         return text
     head, tail = text[: limit // 2], text[-limit // 3:]
@@ -122,10 +132,12 @@ def _short(text: str, limit: int = _PROVENANCE_CHARS) -> str:
     return f"{head} … [{omitted} characters omitted; --json has all] … {tail}"
 
 
-def _print_note(note: str) -> None:
+def print_note(note: str) -> None:
+    """Print ``note`` as an indented ``note:`` paragraph of at most 96 columns."""
     print(textwrap.fill(note, width=96, initial_indent="  note: ", subsequent_indent=" " * 8))
 
 
-def _provenance_lines(results: dict[str, dict]) -> list[str]:
-    return [f"  {name}: {_short(res['provenance'])}" for name, res in results.items()
+def provenance_lines(results: dict[str, dict]) -> list[str]:
+    """One ``name: provenance`` line (shortened) per result that has a provenance."""
+    return [f"  {name}: {shorten(res['provenance'])}" for name, res in results.items()
             if "provenance" in res]

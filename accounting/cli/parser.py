@@ -17,8 +17,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import attrs
 
-from accounting.cli.base import (CLIError, RawHelpFormatter, _Parser, _parse_float,
-                                 _parse_int)
+from accounting.cli.base import (CLIError, Parser, RawHelpFormatter, parse_float, parse_int)
 from accounting.registry.registry import Registry, did_you_mean
 from accounting.validation import check_depth
 from accounting.workload import Use, make_use, parameter_kind
@@ -31,7 +30,7 @@ _RESERVED = frozenset({"h", "help", "workload", "compose", "delta", "epsilon", "
                        "step", "json", "version"})
 
 
-def _option_names(param: str) -> list[str]:
+def option_spellings(param: str) -> list[str]:
     """Command-line spellings of a parameter: ``NAME`` (and ``NA-ME`` for ``NA_ME``),
     or ``param-NAME`` where ``NAME`` is one of the command's own options."""
     base = f"param-{param}" if param in _RESERVED else param
@@ -81,47 +80,47 @@ def _default_text(value: Any) -> str:
     return repr(value) if isinstance(value, str) else f"{value}"
 
 
-def _ordered(cls: type) -> list[attrs.Attribute]:
+def parameters_in_order(cls: type) -> list[attrs.Attribute]:
     """A mechanism's own parameters first, then the shared keyword-only ones."""
     return sorted(cls.parameters().values(), key=lambda a: a.kw_only)
 
 
-def _param_parser(prog: str, cls: type, *,
-                  add_options: Optional[Callable[[argparse.ArgumentParser], None]] = None
-                  ) -> _Parser:
+def param_parser(prog: str, cls: type, *,
+                 add_options: Optional[Callable[[argparse.ArgumentParser], None]] = None
+                  ) -> Parser:
     """A parser of ``--NAME VALUE`` for each parameter of mechanism class ``cls``.
 
     ``add_options`` adds the command's own options too (for ``--help``)."""
-    p = _Parser(prog=prog, add_help=False, description=(cls.__doc__ or "").strip() or None,
+    p = Parser(prog=prog, add_help=False, description=(cls.__doc__ or "").strip() or None,
                 formatter_class=RawHelpFormatter)
     if add_options is not None:
         add_options(p)
     group = p.add_argument_group(f"parameters of {cls.name}")
-    for attr in _ordered(cls):
+    for attr in parameters_in_order(cls):
         kind = parameter_kind(attr)
         required = attr.default is attrs.NOTHING
         default = "required" if required else f"default {_default_text(attr.default)}"
-        names = [f"--{n}" for n in _option_names(attr.name)]
+        names = [f"--{n}" for n in option_spellings(attr.name)]
         kw: dict[str, Any] = {"dest": f"param_{attr.name}", "metavar": kind.upper(),
                               "default": None, "help": default}
         if kind == "int":
-            kw["type"] = _parse_int
+            kw["type"] = parse_int
         elif kind == "float":
-            kw["type"] = _parse_float
+            kw["type"] = parse_float
         elif kind == "bool":
             kw["type"] = _parse_bool
         elif kind == "neighbouring":
             kw["metavar"] = "{add_remove,replace_one}"
         elif kind == "vector":
-            kw.update(type=_parse_float, nargs="+", metavar="X")
+            kw.update(type=parse_float, nargs="+", metavar="X")
         elif kind == "mechanism":
             kw.update(type=_parse_table, metavar="'{name=\"…\", …}'")
         group.add_argument(*names, **kw)
     return p
 
 
-def _parse_params(prog: str, cls: type, extras: list[str], rest_hint: Callable[[], str],
-                  *, solve: Optional[str] = None, options: Sequence[str] = ()) -> dict:
+def parse_params(prog: str, cls: type, extras: list[str], rest_hint: Callable[[], str],
+                 *, solve: Optional[str] = None, options: Sequence[str] = ()) -> dict:
     """The ``--PARAM VALUE`` options of mechanism class ``cls`` in ``extras``; an
     unknown option or a stray argument is refused (``rest_hint()`` says where to look),
     and so is a missing required parameter other than ``solve``.
@@ -130,13 +129,13 @@ def _parse_params(prog: str, cls: type, extras: list[str], rest_hint: Callable[[
     is reported as a mistyped option (``unknown option '--delat' (did you mean
     '--delta'?)``); only one close to none of them is blamed on the mechanism."""
     name = cls.name
-    pns, rest = _param_parser(f"{prog} {name}", cls).parse_known_args(extras)
+    pns, rest = param_parser(f"{prog} {name}", cls).parse_known_args(extras)
     if rest:
         bad = next((r for r in rest if r.startswith("-")), rest[0])
         if not bad.startswith("-"):
             raise CLIError(f"{name}: unexpected argument {bad!r} ({rest_hint()})")
         flag = bad.partition("=")[0]
-        own = [f"--{n}" for a in _ordered(cls) for n in _option_names(a.name)]
+        own = [f"--{n}" for a in parameters_in_order(cls) for n in option_spellings(a.name)]
         if did_you_mean(flag, options, prefix="--"):
             raise CLIError(f"unknown option {flag!r}"
                            f"{did_you_mean(flag, [*options, *own], prefix='--')} "
@@ -145,45 +144,46 @@ def _parse_params(prog: str, cls: type, extras: list[str], rest_hint: Callable[[
                        f"{did_you_mean(flag, own, prefix='--')} ({rest_hint()})")
     params = {k[len("param_"):]: v for k, v in vars(pns).items() if v is not None}
     if solve is not None and solve in params:
-        raise CLIError(f"{name}: --{_option_names(solve)[0]} is the parameter being solved "
+        raise CLIError(f"{name}: --{option_spellings(solve)[0]} is the parameter being solved "
                        f"for; do not give it")
     missing = [a.name for a in cls.parameters().values()
                if a.default is attrs.NOTHING and a.name not in params and a.name != solve]
     if missing:
         raise CLIError(f"{name}: missing parameter "
-                       + ", ".join(f"--{_option_names(m)[0]}" for m in missing))
+                       + ", ".join(f"--{option_spellings(m)[0]}" for m in missing))
     return params
 
 
-def _mechanism_use(prog: str, name: str, extras: list[str], registry: Registry,
-                   count: int, *, options: Sequence[str] = ()) -> Use:
+def mechanism_use(prog: str, name: str, extras: list[str], registry: Registry,
+                  count: int, *, options: Sequence[str] = ()) -> Use:
     """The mechanism ``name`` from its ``--PARAM VALUE`` options in ``extras``, as a
     workload ``Use`` run ``count`` times (``options``: the command's own, for
-    ``_parse_params``)."""
+    ``parse_params``)."""
     cls = registry.mechanism(name)
 
     def hint() -> str:
-        return "its parameters: " + ", ".join(f"--{_option_names(a.name)[0]}"
-                                              for a in _ordered(cls))
-    return make_use(registry, name, _parse_params(prog, cls, extras, hint, options=options),
+        return "its parameters: " + ", ".join(f"--{option_spellings(a.name)[0]}"
+                                              for a in parameters_in_order(cls))
+    return make_use(registry, name, parse_params(prog, cls, extras, hint, options=options),
                     count)
 
 
-def _mechanism_help(prog: str, mechanism: Optional[str], registry: Registry,
-                    description: str, add_options: Callable[[argparse.ArgumentParser], None]
+def mechanism_help(prog: str, mechanism: Optional[str], registry: Registry,
+                   description: str, add_options: Callable[[argparse.ArgumentParser], None]
                     ) -> int:
     """``--help`` of a subcommand taking MECHANISM: its options, and with a MECHANISM
     that mechanism's parameters first."""
     cls = registry.mechanism(mechanism) if mechanism else None
-    p = _Parser(prog=prog if cls is None else f"{prog} {mechanism}", add_help=False,
+    p = Parser(prog=prog if cls is None else f"{prog} {mechanism}", add_help=False,
                 description=description if cls is None else None)
     add_options(p)
     if cls is not None:
-        _param_parser(f"{prog} {mechanism}", cls).print_help()
+        param_parser(f"{prog} {mechanism}", cls).print_help()
         print()
     p.print_help()
     return 0
 
 
-def _mechanism_names(registry: Registry) -> str:
+def mechanism_names(registry: Registry) -> str:
+    """The registered mechanism names, sorted, comma-separated (for help and errors)."""
     return ", ".join(sorted(registry.mechanisms))

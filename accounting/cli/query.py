@@ -19,10 +19,10 @@ import json
 from typing import Any, Callable
 
 from accounting.cli import evaluate as ev
-from accounting.cli.base import PROG, CLIError, _count_text, _parse_float, _Parser
-from accounting.cli.output import (_certified, _json_num, _print_note, _provenance_lines,
-                                   _results_json, _results_table, _short)
-from accounting.cli.parser import _mechanism_names, _mechanism_use, _param_parser
+from accounting.cli.base import PROG, CLIError, Parser, count_text, parse_float
+from accounting.cli.output import (is_certified, json_num, print_note, provenance_lines,
+                                   results_json, results_table, shorten)
+from accounting.cli.parser import mechanism_names, mechanism_use, param_parser
 from accounting.curves.pld import DEFAULT_STEP
 from accounting.registry.registry import Registry
 from accounting.workload import ACCOUNTANT_CHOICES, MAX_COUNT_TEXT, Workload, load_workload
@@ -30,7 +30,7 @@ from accounting.workload import ACCOUNTANT_CHOICES, MAX_COUNT_TEXT, Workload, lo
 __all__: list[str] = []
 
 
-def _check_plot(path: "str | None") -> None:
+def check_plot(path: "str | None") -> None:
     """Refuse ``--plot`` up front (before any accounting) when matplotlib is missing,
     the path is empty, a directory or has no known suffix (the format follows the
     suffix and is never guessed: ``plot.format``), or no file can be written there
@@ -50,8 +50,8 @@ def _check_plot(path: "str | None") -> None:
             from None
 
 
-def _write_plot(path: str, draw: Callable[[Any], Any], title: str,
-                figsize: tuple[float, float] = (6.0, 4.0)) -> None:
+def write_plot(path: str, draw: Callable[[Any], Any], title: str,
+               figsize: tuple[float, float] = (6.0, 4.0)) -> None:
     """Draw on a fresh figure (the non-interactive Agg backend unless pyplot is
     already in use) and save it to ``path``; an unwritable path is a usage error."""
     import sys
@@ -64,7 +64,7 @@ def _write_plot(path: str, draw: Callable[[Any], Any], title: str,
     from accounting.plot import save
     ax = plt.figure(figsize=figsize).gca()
     draw(ax)
-    ax.set_title(_short(title, 70), fontsize="small")
+    ax.set_title(shorten(title, 70), fontsize="small")
     try:
         save(ax, path)
     except (OSError, ValueError) as exc:   # unknown suffix, read-only place, …
@@ -75,17 +75,17 @@ def _write_plot(path: str, draw: Callable[[Any], Any], title: str,
 _WHAT = {"epsilon": "ε(δ)", "delta": "δ(ε)"}
 
 
-def _query_options(p: argparse.ArgumentParser, query: str) -> None:
+def query_options(p: argparse.ArgumentParser, query: str) -> None:
     """Options shared by ``epsilon``, ``delta`` and ``run``."""
     if query == "epsilon":
-        p.add_argument("--delta", type=_parse_float, nargs="+", metavar="D",
+        p.add_argument("--delta", type=parse_float, nargs="+", metavar="D",
                        help="target δ in (0, 1); several values allowed")
     else:
-        p.add_argument("--epsilon", type=_parse_float, nargs="+", metavar="E",
+        p.add_argument("--epsilon", type=parse_float, nargs="+", metavar="E",
                        help="ε at which to report δ; several values allowed")
     p.add_argument("--accountant", choices=ACCOUNTANT_CHOICES, default=None,
                    help="representation to account under (default: all, or the workload's)")
-    p.add_argument("--step", type=_parse_float, default=None, metavar="S",
+    p.add_argument("--step", type=parse_float, default=None, metavar="S",
                    help=f"PLD grid step of the privacy loss (default {DEFAULT_STEP:g})")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -96,10 +96,10 @@ def _query_mode_options(p: argparse.ArgumentParser, query: str) -> None:
                    help="a registered mechanism (see 'accounting mechanisms')")
     p.add_argument("--workload", metavar="FILE", help="a TOML workload file instead of "
                    "MECHANISM")
-    p.add_argument("--compose", type=_count_text, default=None, metavar="K",
+    p.add_argument("--compose", type=count_text, default=None, metavar="K",
                    help=f"number of independent uses of MECHANISM (default 1; at most "
                         f"{MAX_COUNT_TEXT})")
-    _query_options(p, query)
+    query_options(p, query)
     p.add_argument("--plot", metavar="FILE", default=None,
                    help="also draw ε(δ) of the accountants asked to FILE (.png, .pdf, .svg; "
                         "needs matplotlib)")
@@ -120,12 +120,12 @@ def _help(query: str, ns: argparse.Namespace, registry: Registry) -> int:
     prog = f"{PROG} {query}"
     cls = registry.mechanism(ns.mechanism) if ns.mechanism else None
     if cls is None:
-        p = _Parser(prog=prog, add_help=False, description=(
+        p = Parser(prog=prog, add_help=False, description=(
             f"{_WHAT[query]} of MECHANISM or of a --workload. "
-            f"Give MECHANISM to see its parameters: {_mechanism_names(registry)}."))
+            f"Give MECHANISM to see its parameters: {mechanism_names(registry)}."))
         _query_mode_options(p, query)
     else:
-        p = _param_parser(f"{prog} {ns.mechanism}", cls,
+        p = param_parser(f"{prog} {ns.mechanism}", cls,
                           add_options=lambda q: _query_mode_options(q, query))
     p.print_help()
     return 0
@@ -148,24 +148,24 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         header = f"workload {workload.source}: {workload.describe()}"
     elif ns.mechanism is not None:
         count = 1 if ns.compose is None else ns.compose
-        use = _mechanism_use(prog, ns.mechanism, extras, registry, count,
+        use = mechanism_use(prog, ns.mechanism, extras, registry, count,
                              options=getattr(ns, "command_options", ()))
         workload = Workload((use,), source="command line")
         header = use.describe()
     else:
-        raise CLIError(f"give a MECHANISM (one of {_mechanism_names(registry)}) "
+        raise CLIError(f"give a MECHANISM (one of {mechanism_names(registry)}) "
                        f"or --workload FILE")
-    values = ev._query_values(query, ns.delta if query == "epsilon" else ns.epsilon, workload)
-    step = ev._step(ns.step, workload)
-    names = ev._accountant_names(ns.accountant, workload)
-    _check_plot(ns.plot)
-    acct, results = ev._evaluate(workload, query, values, names, step)
-    notes = ev._looseness_notes(query, results)
+    values = ev.query_values(query, ns.delta if query == "epsilon" else ns.epsilon, workload)
+    step = ev.workload_step(ns.step, workload)
+    names = ev.accountant_names(ns.accountant, workload)
+    check_plot(ns.plot)
+    acct, results = ev.evaluate_workload(workload, query, values, names, step)
+    notes = ev.looseness_notes(query, results)
     if ns.plot is not None:
         from accounting.plot import plot_accountants
         asked = [n for n in names if "error" not in results[n]]
         deltas = values if query == "epsilon" and values.size > 1 else None
-        _write_plot(ns.plot, lambda ax: plot_accountants({"": acct}, ax, deltas=deltas,
+        write_plot(ns.plot, lambda ax: plot_accountants({"": acct}, ax, deltas=deltas,
                                                          methods=asked), header)
     if ns.json:
         payload: dict[str, Any] = {"query": query}
@@ -173,21 +173,21 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
             only = workload.uses[0].as_dict()
             payload.update(mechanism=only["name"], params=only["params"], count=only["count"])
         payload["workload"] = workload.as_dict()
-        payload["delta" if query == "epsilon" else "epsilon"] = [_json_num(v) for v in values]
+        payload["delta" if query == "epsilon" else "epsilon"] = [json_num(v) for v in values]
         payload["step"] = step
         payload["bound"] = "upper bound, max over neighbouring directions"
-        payload["results"] = _results_json(results)
+        payload["results"] = results_json(results)
         if notes:
             payload["notes"] = notes
         print(json.dumps(payload, indent=2, ensure_ascii=False))
         return 0
-    print(_short(header))
-    kinds = ("upper bounds" if all(_certified(r) for r in results.values() if "error" not in r)
+    print(shorten(header))
+    kinds = ("upper bounds" if all(is_certified(r) for r in results.values() if "error" not in r)
              else "upper bounds, except those marked numerical (estimates, not certified)")
     print(f"{_WHAT[query]}: {kinds}, max over both neighbouring directions (PLD step {step:g})")
-    print("\n".join(_results_table(query, values, results)))
+    print("\n".join(results_table(query, values, results)))
     for note in notes:
-        _print_note(note)
+        print_note(note)
     print("provenance:")
-    print("\n".join(_provenance_lines(results)))
+    print("\n".join(provenance_lines(results)))
     return 0

@@ -36,10 +36,10 @@ from accounting.accountant import ACCOUNTANTS
 from accounting.analysis.risk import (GDP_ALPHA, advantage, bayes_risk, gdp_mu, tpr_at_fpr,
                                       tradeoff_gdp_mu)
 from accounting.cli import evaluate as ev
-from accounting.cli.base import PROG, CLIError, _count_text, _parse_float, _refusal
-from accounting.cli.output import _json_num, _num, _short
-from accounting.cli.parser import _mechanism_help, _mechanism_names, _mechanism_use
-from accounting.cli.query import _check_plot, _write_plot
+from accounting.cli.base import PROG, CLIError, count_text, parse_float, refusal_reason
+from accounting.cli.output import json_num, shorten, show_num
+from accounting.cli.parser import mechanism_help, mechanism_names, mechanism_use
+from accounting.cli.query import check_plot, write_plot
 from accounting.curves.pld import DEFAULT_STEP, PLD
 from accounting.registry.registry import Registry
 from accounting.validation import check_array
@@ -60,18 +60,18 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
     p.add_argument("mechanism", nargs="?", metavar="MECHANISM",
                    help="a registered mechanism (see 'accounting mechanisms')")
-    p.add_argument("--compose", type=_count_text, default=None, metavar="K",
+    p.add_argument("--compose", type=count_text, default=None, metavar="K",
                    help=f"number of independent uses of MECHANISM (default 1; at most "
                         f"{MAX_COUNT_TEXT})")
-    p.add_argument("--fpr", type=_parse_float, nargs="+", metavar="A", default=None,
+    p.add_argument("--fpr", type=parse_float, nargs="+", metavar="A", default=None,
                    help="false-positive rates in [0, 1] at which to bound the TPR "
                         f"(default {' '.join(map(str, DEFAULT_FPRS))})")
-    p.add_argument("--prior", type=_parse_float, default=0.5, metavar="P",
+    p.add_argument("--prior", type=parse_float, default=0.5, metavar="P",
                    help="prior probability in (0, 1) that the target is in the data "
                         "(default 0.5)")
-    p.add_argument("--gdp-alpha", type=_parse_float, default=GDP_ALPHA, metavar="A",
+    p.add_argument("--gdp-alpha", type=parse_float, default=GDP_ALPHA, metavar="A",
                    help=f"α at which the μ-GDP summary reads the curve (default {GDP_ALPHA})")
-    p.add_argument("--step", type=_parse_float, default=None, metavar="S",
+    p.add_argument("--step", type=parse_float, default=None, metavar="S",
                    help=f"PLD grid step of the privacy loss (default {DEFAULT_STEP:g})")
     p.add_argument("--accountant", choices=tuple(ACCOUNTANTS), default="pld",
                    help="the composition the figures are read from: the PLD (default; "
@@ -95,7 +95,7 @@ def _clt(workload: Workload, fprs: np.ndarray, step: float) -> dict:
     try:
         mu = clt_mu([(u.mechanism, u.count) for u in workload.uses], step=step)
     except Exception as exc:
-        reason = _refusal(exc)
+        reason = refusal_reason(exc)
         if reason is None:
             raise
         return {"error": reason}
@@ -105,11 +105,11 @@ def _clt(workload: Workload, fprs: np.ndarray, step: float) -> dict:
 def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     prog = f"{PROG} risk"
     if ns.help:
-        return _mechanism_help(prog, ns.mechanism, registry, _DESCRIPTION, _options)
+        return mechanism_help(prog, ns.mechanism, registry, _DESCRIPTION, _options)
     if ns.mechanism is None:
-        raise CLIError(f"give a MECHANISM (one of {_mechanism_names(registry)})")
+        raise CLIError(f"give a MECHANISM (one of {mechanism_names(registry)})")
     count = 1 if ns.compose is None else ns.compose
-    use = _mechanism_use(prog, ns.mechanism, extras, registry, count,
+    use = mechanism_use(prog, ns.mechanism, extras, registry, count,
                          options=getattr(ns, "command_options", ()))
     workload = Workload((use,), source="command line")
     fprs = check_array("fpr", list(ns.fpr if ns.fpr is not None else DEFAULT_FPRS),
@@ -117,8 +117,8 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     prior = float(check_array("prior", ns.prior, lo=0.0, hi=1.0, lo_open=True, hi_open=True))
     gdp_alpha = float(check_array("gdp-alpha", ns.gdp_alpha, lo=0.0, hi=1.0, lo_open=True,
                                   hi_open=True))
-    step = ev._step(ns.step, workload)
-    _check_plot(ns.plot)
+    step = ev.workload_step(ns.step, workload)
+    check_plot(ns.plot)
 
     acct = workload.accountant(step)
     if ns.accountant != "pld":
@@ -152,7 +152,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
             # the queried points: FPR α against the certified β = 1 − TPR
             ax.plot(fprs, 1.0 - tpr, "o", color="k", ms=4, label="queried FPR (1 − TPR bound)")
             ax.legend(fontsize="small")
-        _write_plot(ns.plot, draw, header, figsize=(5.0, 5.0))
+        write_plot(ns.plot, draw, header, figsize=(5.0, 5.0))
 
     if ns.json:
         payload: dict[str, Any] = {"query": "risk"}
@@ -163,43 +163,43 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
             payload["accountant"] = ns.accountant
         payload["tpr_at_fpr"] = {
             "bound": "upper bound on every attack's TPR",
-            "fpr": [_json_num(a) for a in fprs], "tpr": [_json_num(t) for t in tpr],
-            **({"tpr_lower": [_json_num(t) for t in tpr_lo]} if tpr_lo is not None else {})}
+            "fpr": [json_num(a) for a in fprs], "tpr": [json_num(t) for t in tpr],
+            **({"tpr_lower": [json_num(t) for t in tpr_lo]} if tpr_lo is not None else {})}
         payload["advantage"] = {"bound": "upper bound on every attack's TPR − FPR",
-                                "value": _json_num(adv),
-                                **({"lower": _json_num(adv_lo)} if adv_lo is not None else {})}
+                                "value": json_num(adv),
+                                **({"lower": json_num(adv_lo)} if adv_lo is not None else {})}
         payload["bayes_risk"] = {"bound": "lower bound on every attack's error probability",
-                                 "prior": prior, "value": _json_num(risk)}
-        payload["gdp"] = {"mu": _json_num(mu), "alpha": gdp_alpha,
+                                 "prior": prior, "value": json_num(risk)}
+        payload["gdp"] = {"mu": json_num(mu), "alpha": gdp_alpha,
                           "note": "summary, not a bound: μ with G_μ(α) = β at one α"}
         payload["clt"] = ({"error": clt["error"]} if "error" in clt else
-                          {"mu": _json_num(clt["mu"]),
-                           "tpr": [_json_num(t) for t in clt["tpr"]],
+                          {"mu": json_num(clt["mu"]),
+                           "tpr": [json_num(t) for t in clt["tpr"]],
                            "note": "CLT approximation (arXiv:1905.02383, Thm 3.5), not a "
                                    "bound: it can under-report the risk"})
         payload["provenance"] = provenance
         print(json.dumps(payload, indent=2, ensure_ascii=False))
         return 0
 
-    print(_short(header))
+    print(shorten(header))
     print("attack risk: worst over both neighbouring directions "
           + (f"(PLD step {step:g})" if ns.accountant == "pld" else f"(under {ns.accountant})"))
     print("  TPR at FPR — upper bound on every attack's TPR"
           + (" [optimistic side]" if tpr_lo is not None else ""))
     for i, a in enumerate(fprs):
-        lo = f"  [{_num(tpr_lo[i])}]" if tpr_lo is not None else ""
-        print(f"    FPR {_num(a)}: TPR ≤ {_num(tpr[i])}{lo}")
-    lo = f"  [{_num(adv_lo)}]" if adv_lo is not None else ""
-    print(f"  advantage (TPR − FPR) — upper bound: ≤ {_num(adv)}{lo}")
-    print(f"  Bayes risk at prior {_num(prior)} — lower bound on every attack's error: "
-          f"≥ {_num(risk)}")
-    print(f"  μ-GDP summary at α = {_num(gdp_alpha)}: μ = {_num(mu)} (summary of one point, "
+        lo = f"  [{show_num(tpr_lo[i])}]" if tpr_lo is not None else ""
+        print(f"    FPR {show_num(a)}: TPR ≤ {show_num(tpr[i])}{lo}")
+    lo = f"  [{show_num(adv_lo)}]" if adv_lo is not None else ""
+    print(f"  advantage (TPR − FPR) — upper bound: ≤ {show_num(adv)}{lo}")
+    print(f"  Bayes risk at prior {show_num(prior)} — lower bound on every attack's error: "
+          f"≥ {show_num(risk)}")
+    print(f"  μ-GDP summary at α = {show_num(gdp_alpha)}: μ = {show_num(mu)} (summary of one point, "
           f"not a bound)")
     if "error" in clt:
         print(f"  CLT approximation: none ({clt['error']})")
     else:
-        tprs = ", ".join(f"FPR {_num(a)}: {_num(t, 6)}" for a, t in zip(fprs, clt["tpr"]))
-        print(f"  CLT approximation (not a bound; may under-report): μ = {_num(clt['mu'])}; "
+        tprs = ", ".join(f"FPR {show_num(a)}: {show_num(t, 6)}" for a, t in zip(fprs, clt["tpr"]))
+        print(f"  CLT approximation (not a bound; may under-report): μ = {show_num(clt['mu'])}; "
               f"TPR {tprs}")
-    print(f"provenance: {_short(provenance)}")
+    print(f"provenance: {shorten(provenance)}")
     return 0

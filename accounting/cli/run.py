@@ -18,10 +18,10 @@ import numpy as np
 from accounting import __version__
 from accounting.analysis.risk import GDP_ALPHA, tradeoff_gdp_mu
 from accounting.cli import evaluate as ev
-from accounting.cli.base import PROG, CLIError, _refusal, _unknown
-from accounting.cli.output import (_json_num, _num, _print_note, _results_json,
-                                   _results_table, _seconds, _short)
-from accounting.cli.query import _query_options
+from accounting.cli.base import PROG, CLIError, refusal_reason, unknown_name_error
+from accounting.cli.output import (json_num, print_note, results_json, results_table, shorten,
+                                   show_num, show_seconds)
+from accounting.cli.query import query_options
 from accounting.registry.registry import Job, Registry
 from accounting.workload import Workload, load_workload, workload_from_dict
 
@@ -41,7 +41,7 @@ def add_parser(sub: Any) -> None:
                    "default job")
     p.add_argument("--job", metavar="NAME", help="a job registered by a plugin (listed by "
                    "'accounting mechanisms') instead of the default one")
-    _query_options(p, "epsilon")
+    query_options(p, "epsilon")
     p.set_defaults(handler=run, takes_extras=False)
 
 
@@ -60,7 +60,7 @@ def _workload(ns: argparse.Namespace, registry: Registry) -> tuple[Workload, dic
         return load_workload(ns.workload, registry), {}
     if ns.job is not None:
         if ns.job not in registry.jobs:
-            raise _unknown("job", ns.job, registry.jobs)
+            raise unknown_name_error("job", ns.job, registry.jobs)
         job = registry.jobs[ns.job]
     else:
         job = registry.default_job()
@@ -74,11 +74,11 @@ def _workload(ns: argparse.Namespace, registry: Registry) -> tuple[Workload, dic
 def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     t_start = time.perf_counter()
     workload, job_notes = _workload(ns, registry)
-    values = ev._query_values("epsilon", ns.delta, workload, default=(1e-5,))
-    step = ev._step(ns.step, workload)
-    names = ev._accountant_names(ns.accountant, workload)
-    acct, results = ev._evaluate(workload, "epsilon", values, names, step)
-    notes = ev._looseness_notes("epsilon", results)
+    values = ev.query_values("epsilon", ns.delta, workload, default=(1e-5,))
+    step = ev.workload_step(ns.step, workload)
+    names = ev.accountant_names(ns.accountant, workload)
+    acct, results = ev.evaluate_workload(workload, "epsilon", values, names, step)
+    notes = ev.looseness_notes("epsilon", results)
 
     t0 = time.perf_counter()
     tradeoff = tradeoff_error = None
@@ -88,7 +88,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         betas = np.atleast_1d(tradeoff.beta(alphas))
         mu = tradeoff_gdp_mu(tradeoff, GDP_ALPHA)
     except Exception as exc:  # the trade-off needs the PLD; report its refusal
-        tradeoff_error = _refusal(exc)
+        tradeoff_error = refusal_reason(exc)
         if tradeoff_error is None:
             raise
     t_tradeoff = time.perf_counter() - t0
@@ -99,17 +99,17 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         payload = {
             "query": "epsilon",
             "workload": workload.as_dict(),
-            "delta": [_json_num(v) for v in values],
+            "delta": [json_num(v) for v in values],
             "step": step,
             "bound": "upper bound, max over neighbouring directions",
-            "results": _results_json(results),
+            "results": results_json(results),
             "seconds": total,
         }
         if tradeoff is not None:
             payload["tradeoff"] = {
-                "alpha": list(_ALPHAS), "beta": [_json_num(b) for b in betas],
+                "alpha": list(_ALPHAS), "beta": [json_num(b) for b in betas],
                 "provenance": str(tradeoff.provenance),
-                "gdp_mu": _json_num(mu), "gdp_alpha": GDP_ALPHA,
+                "gdp_mu": json_num(mu), "gdp_alpha": GDP_ALPHA,
                 "gdp_note": "summary, not a bound: μ with G_μ(α) = β at one α",
                 "seconds": t_tradeoff,
             }
@@ -122,20 +122,20 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         return 0
 
     title = workload.description or workload.describe()
-    print(_short(f"{PROG} {__version__}: {title}"))
-    print(_short(f"  workload: {workload.describe()}  ({workload.source})"))
+    print(shorten(f"{PROG} {__version__}: {title}"))
+    print(shorten(f"  workload: {workload.describe()}  ({workload.source})"))
     print(f"  ε(δ): upper bounds, max over add/remove (PLD step {step:g}; the PLD interval is "
           f"its certified bracket)")
-    print("\n".join(_results_table("epsilon", values, results)))
+    print("\n".join(results_table("epsilon", values, results)))
     for note in [*notes, *extra_notes]:
-        _print_note(note)
+        print_note(note)
     if tradeoff is None:
         print(f"  trade-off (f-DP) of the composed PLD: refused: {tradeoff_error}")
     else:
         print(f"  trade-off (f-DP) of the composed PLD, min over directions "
-              f"({_seconds(t_tradeoff)}):")
-        print("    " + "   ".join(f"β(α={a:g}) = {_num(b, 6)}" for a, b in zip(_ALPHAS, betas)))
-        print(f"    summary, not a bound: ≈ μ-GDP with μ = {_num(mu, 4)} (G_μ(α) = β at "
+              f"({show_seconds(t_tradeoff)}):")
+        print("    " + "   ".join(f"β(α={a:g}) = {show_num(b, 6)}" for a, b in zip(_ALPHAS, betas)))
+        print(f"    summary, not a bound: ≈ μ-GDP with μ = {show_num(mu, 4)} (G_μ(α) = β at "
               f"α = {GDP_ALPHA:g})")
-    print(f"  total {_seconds(total)}")
+    print(f"  total {show_seconds(total)}")
     return 0

@@ -15,7 +15,7 @@ import json
 import sys
 from typing import Any
 
-from accounting.cli.base import CLIError, _count_text, _parse_float, _stdout_to_stderr
+from accounting.cli.base import CLIError, count_text, parse_float, stdout_to_stderr
 from accounting.parallel.executor import Engine, EngineError, TaskError
 from accounting.progress import format_duration
 from accounting.parallel.sweep import load_sweep, run_sweep
@@ -44,15 +44,15 @@ def add_parser(sub: Any) -> None:
                       help="skip the points whose rows are already in --output")
     mode.add_argument("--overwrite", action="store_true", help="start --output afresh")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_count_text, metavar="N",
+    where.add_argument("--workers", type=count_text, metavar="N",
                        help="run on N local processes (default: serially)")
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="run on the Dask cluster at ADDRESS (tcp://HOST:PORT)")
-    p.add_argument("--threads", type=_count_text, default=1, metavar="T",
+    p.add_argument("--threads", type=count_text, default=1, metavar="T",
                    help="BLAS/OpenMP threads per task (default 1)")
-    p.add_argument("--connect-timeout", type=_parse_float, default=10.0, metavar="S",
+    p.add_argument("--connect-timeout", type=parse_float, default=10.0, metavar="S",
                    help="seconds to reach the scheduler and see a worker (default 10)")
-    p.add_argument("--timeout", type=_parse_float, default=None, metavar="S",
+    p.add_argument("--timeout", type=parse_float, default=None, metavar="S",
                    help="give up when no point finishes for S seconds (default: never)")
     p.add_argument("--keep-going", action="store_true",
                    help="record a failing point's error in its row and go on (exit 2 at "
@@ -70,7 +70,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     engine = Engine(workers=ns.workers, scheduler=ns.scheduler, threads=ns.threads,
                     connect_timeout=ns.connect_timeout, timeout=ns.timeout)
     try:
-        with _stdout_to_stderr():
+        with stdout_to_stderr():
             result = run_sweep(spec, output=ns.output, resume=ns.resume,
                                overwrite=ns.overwrite, engine=engine,
                                on_error="record" if ns.keep_going else "raise",

@@ -315,20 +315,20 @@ def _zcdp_to_rdp(z: ZCDP, **options: Any) -> RDP:
     return RDP(CGF.of(lambda t, d: t * (xi[d] + rho[d] * (t + 1.0)), limit=limit))
 
 
-_E, _U = Exactness.EXACT, Exactness.UPPER
+_EXACT, _UPPER = Exactness.EXACT, Exactness.UPPER
 
 #: The core's edges, as a plugin's ``register`` takes them: (source, target, func,
 #: exactness, name). Built in: a plugin edge is used only where these give no path.
 CONVERTERS: tuple[tuple[type, type, Callable[..., Any], Exactness, str], ...] = (
-    (PLD, PrivacyProfile, _pld_to_profile, _E, "pld→profile"),
-    (PrivacyProfile, PLD, profile_to_pld, _E, "profile→pld (connect-the-dots)"),
-    (PLD, TradeOff, _pld_to_tradeoff, _E, "pld→tradeoff"),
-    (PrivacyProfile, TradeOff, _profile_to_tradeoff, _E, "profile→tradeoff"),
-    (TradeOff, PrivacyProfile, _tradeoff_to_profile, _E, "tradeoff→profile"),
-    (PLD, RDP, _pld_to_rdp, _U, "pld→rdp"),
-    (RDP, ZCDP, _rdp_to_zcdp, _U, "rdp→zcdp (envelope)"),
-    (RDP, PrivacyProfile, _rdp_to_profile, _U, "rdp→profile (improved conversion)"),
-    (ZCDP, RDP, _zcdp_to_rdp, _U, "zcdp→rdp"),
+    (PLD, PrivacyProfile, _pld_to_profile, _EXACT, "pld→profile"),
+    (PrivacyProfile, PLD, profile_to_pld, _EXACT, "profile→pld (connect-the-dots)"),
+    (PLD, TradeOff, _pld_to_tradeoff, _EXACT, "pld→tradeoff"),
+    (PrivacyProfile, TradeOff, _profile_to_tradeoff, _EXACT, "profile→tradeoff"),
+    (TradeOff, PrivacyProfile, _tradeoff_to_profile, _EXACT, "tradeoff→profile"),
+    (PLD, RDP, _pld_to_rdp, _UPPER, "pld→rdp"),
+    (RDP, ZCDP, _rdp_to_zcdp, _UPPER, "rdp→zcdp (envelope)"),
+    (RDP, PrivacyProfile, _rdp_to_profile, _UPPER, "rdp→profile (improved conversion)"),
+    (ZCDP, RDP, _zcdp_to_rdp, _UPPER, "zcdp→rdp"),
 )
 
 #: query → the kind whose own formula answers it (``Curve.answered_by`` converts a

@@ -43,7 +43,7 @@ from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
 from accounting.curves.zcdp import ZCDP
-from accounting.registry.registry import _plugin_code, default_registry
+from accounting.registry.registry import default_registry, plugin_code
 from accounting.vocabulary import Exactness
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ class Converter:
             out = self.func(curve, **options)
         else:
             try:
-                with _plugin_code():
+                with plugin_code():
                     out = self.func(curve, **options)
             except KeyboardInterrupt:
                 raise

@@ -36,7 +36,7 @@ import numpy as np
 from accounting.curves.curve import Curve, Provenance, headline
 from accounting.curves.profile import compose_via_pld
 from accounting.vocabulary import Direction
-from accounting.numerics.loss import LossPMF, hockey_stick
+from accounting.numerics.loss import UNIT_ROUNDOFF, LossPMF, hockey_stick
 from accounting.validation import check_array, check_count
 
 #: the roundoff a probability built from sums of masses may exceed 1 by (as LossPMF)
@@ -199,10 +199,6 @@ class _ReverseLaw:
         return np.where(alpha > a_star, chord, self.trusted(alpha))
 
 
-#: the unit roundoff of float64
-_U = np.finfo(float).eps / 2.0
-
-
 def _add_up(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a + b rounded up: the float sum, one ulp higher where it fell below the exact sum
     (the error term of Knuth's TwoSum, exact, says which)."""
@@ -303,7 +299,8 @@ class VertexSide:
         # is non-negative), and above α* its extension min(p* + (α − α*), p* + rest)
         a_star, p_star = float(rev.alpha[-1]), float(rev.power[-1])
         inside = np.interp(alpha, rev.alpha, rev.power)
-        inside = np.where(inside > 0, np.nextafter(inside * (1.0 + 8.0 * _U), np.inf), 0.0)
+        inside = np.where(inside > 0,
+                          np.nextafter(inside * (1.0 + 8.0 * UNIT_ROUNDOFF), np.inf), 0.0)
         line = np.minimum(_add_up(p_star, _add_up(alpha, -a_star)), _add_up(p_star, rev.rest))
         rev_power = np.where(alpha > a_star, line, inside)
         return np.clip(np.minimum(own_power, rev_power), 0.0, 1.0)

@@ -14,8 +14,8 @@ from typing import Optional
 
 import numpy as np
 
-from accounting.numerics.loss import (_U, MAX_GRID_POINTS, LossPMF, _fsum, check_built_mass,
-                                      check_grid_points, hockey_stick)
+from accounting.numerics.loss import (MAX_GRID_POINTS, UNIT_ROUNDOFF, LossPMF, array_fsum,
+                                      check_built_mass, check_grid_points, hockey_stick)
 from accounting.numerics.summed_cgf import SummedCGF
 from accounting.validation import check_count, check_real
 
@@ -272,7 +272,7 @@ class TiltedPasses:
             k, t, s = self.cgf.k, self.cgf.thetas, self.s
             j = _best_lines(k, t, s)
             val = k[j] - t[j] * s
-            cap = self.log_f + val + 8.0 * _U * (np.abs(k[j]) + np.abs(t[j] * s)) + 1e-12
+            cap = self.log_f + val + 8.0 * UNIT_ROUNDOFF * (np.abs(k[j]) + np.abs(t[j] * s)) + 1e-12
             self._log_cap = np.minimum(cap, self.log_f + 1e-9)
         return self._log_cap
 
@@ -304,7 +304,7 @@ class TiltedPasses:
             # end the fold comes from (Chernoff, ``SummedCGF.tails``); the lower end
             # must allow for it. The untilting's own rounding: 8u(1 + |log|) relative
             w = cgf.tails_at(i, self._above, True) + cgf.tails_at(i, self._below, False)
-            rel = eta + 8.0 * _U * (1.0 + np.abs(log_scale))
+            rel = eta + 8.0 * UNIT_ROUNDOFF * (1.0 + np.abs(log_scale))
             # (an end that overflows is inf or NaN: fmin/fmax pass over it, the cap or
             # another pass decides there)
             with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
@@ -349,13 +349,13 @@ def _direct_pair(a: LossPMF, b: LossPMF, inf: float, slack: float, sup: Optional
     (k + 1)·u·1.01 of the exact value (Higham, Accuracy and Stability, §3.1) — full
     relative precision everywhere, tails included, without any tilting."""
     raw = np.convolve(a.masses, b.masses)
-    rel = 1.01 * (min(a.masses.size, b.masses.size) + 1) * _U
+    rel = 1.01 * (min(a.masses.size, b.masses.size) + 1) * UNIT_ROUNDOFF
     if pessimistic:
-        target = _fsum(a.masses) * _fsum(b.masses) + inf
+        target = array_fsum(a.masses) * array_fsum(b.masses) + inf
         masses, inf = _settle_up(raw * (1.0 + rel), inf, target)
     else:
         masses = raw * (1.0 - rel)
-    roundoff = a.roundoff + b.roundoff + 2.0 * rel * _fsum(raw)
+    roundoff = a.roundoff + b.roundoff + 2.0 * rel * array_fsum(raw)
     return _truncate(a.step, a.offset + b.offset, masses, inf, slack, pessimistic, sup_loss=sup,
                      roundoff=roundoff, bounded=bounded)
 
@@ -453,12 +453,12 @@ def _settle_to(masses: np.ndarray, inf: float, target: float,
     # R[t] = inf + Σ_{s≥t} m_s and L[t] = Σ_{s<t} floor_s, t = 0…n, at lower bounds
     r_low = _running_sums_below(np.concatenate([[inf], masses[::-1]]))[::-1]
     l_low = _running_sums_below(np.concatenate([[0.0], floor]))
-    enough = (r_low[:n] + l_low[:n]) * (1.0 - 2.0 * _U) >= target
+    enough = (r_low[:n] + l_low[:n]) * (1.0 - 2.0 * UNIT_ROUNDOFF) >= target
     if not enough.any():
         return masses, inf            # an excess within rounding: pessimistic as it is
     k = int(np.flatnonzero(enough)[-1])
     # two subtractions of terms ≤ target, each within u of its result: 2u·target
-    need = (target - l_low[k]) - r_low[k + 1] + 2.02 * _U * target
+    need = (target - l_low[k]) - r_low[k + 1] + 2.02 * UNIT_ROUNDOFF * target
     out = masses.copy()
     out[:k] = floor[:k]
     out[k] = min(max(need, floor[k]), masses[k])
@@ -543,7 +543,7 @@ def _sum_below(a: np.ndarray) -> float:
     costs 40× as much on a composed window.)"""
     total = float(np.sum(a))
     k = 24 + math.ceil(math.log2(max(a.size, 2)))
-    return total * (1.0 - 1.01 * k * _U)
+    return total * (1.0 - 1.01 * k * UNIT_ROUNDOFF)
 
 
 def _running_sums_below(a: np.ndarray) -> np.ndarray:
@@ -566,7 +566,7 @@ def _running_sums_below(a: np.ndarray) -> np.ndarray:
     within = np.cumsum(block.reshape(rows, b), axis=1)
     before = np.concatenate([[0.0], np.cumsum(within[:, -1])[:-1]])
     run = (before[:, None] + within).ravel()[:n]
-    return run * (1.0 - 1.01 * (b + rows + 1) * _U)
+    return run * (1.0 - 1.01 * (b + rows + 1) * UNIT_ROUNDOFF)
 
 
 def _prepare(items, dtype) -> list:
@@ -672,7 +672,7 @@ def _circular_compose(items, n: int, theta: float, dtype,
     lmag = log_mag.astype(float)
     with np.errstate(over="ignore", invalid="ignore"):
         dz = np.where(d < 30, np.exp(lmag) * np.expm1(d), np.exp(log_hi))
-        dz = dz + np.exp(lmag) * (u_terms + 2 * _U)
+        dz = dz + np.exp(lmag) * (u_terms + 2 * UNIT_ROUNDOFF)
     dz = np.where(np.isfinite(dz), dz, np.inf)
     if dropped:
         dz = np.append(dz, np.full(dropped, max(math.exp(dropped_log), 1e-300)))

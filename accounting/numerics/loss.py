@@ -139,7 +139,7 @@ def check_law(law: "LossPMF", where: str, pessimistic: bool) -> None:
                          f"an optimistic law may subtract an allowance from δ)")
 
 
-def _fsum(a: np.ndarray) -> float:
+def array_fsum(a: np.ndarray) -> float:
     """``math.fsum`` of an array (correctly rounded), fed a list: iterating the array
     would box every element as a NumPy scalar, which doubles the time."""
     return math.fsum(np.asarray(a, dtype=float).tolist())
@@ -358,7 +358,7 @@ class LossPMF:
         shifts the start of the trade-off curve by 1e-13 in α, where the curve's slope
         is the largest likelihood ratio (e^{22} for 100 Gaussians of σ = 2): β was
         3e-4 too large at α = 3e-12."""
-        lost = (1.0 - self.inf_mass) - _fsum(self.masses)
+        lost = (1.0 - self.inf_mass) - array_fsum(self.masses)
         if lost <= 0.0:
             return self
         if self.masses.size == 0:
@@ -377,7 +377,7 @@ class LossPMF:
         the bottom.
         """
         p = self.masses
-        lead = (1.0 - self.inf_mass) - _fsum(p)
+        lead = (1.0 - self.inf_mass) - array_fsum(p)
         return np.concatenate([lead + np.concatenate([[0.0], np.cumsum(p)]), [1.0]])
 
     def tradeoff_slopes(self) -> np.ndarray:
@@ -472,11 +472,11 @@ def _blocked_log_moments(logp: np.ndarray, l0: float, step: float, t: np.ndarray
     """``log_moments`` of grid atoms by blocks of ``b`` (its docstring); the caller
     keeps |t|·b·step small enough that e^{t·b·step} cannot overflow (``log_moments``:
     40; the composition's CGF, ``SummedCGF``: 600)."""
-    return _stacked_log_moments(*_grid_blocks([logp], [l0], step, b), step, t)[0]
+    return stacked_log_moments(*grid_blocks([logp], [l0], step, b), step, t)[0]
 
 
-def _grid_blocks(logps: "list[np.ndarray]", l0s: "list[float]", step: float,
-                 b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def grid_blocks(logps: "list[np.ndarray]", l0s: "list[float]", step: float,
+                b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The part of ``_blocked_log_moments`` that does not depend on the order t, for
     one or several laws on grids of one ``step`` (log-masses ``logps``, first losses
     ``l0s``), so that a caller evaluating them at several sets of orders
@@ -505,9 +505,9 @@ def _grid_blocks(logps: "list[np.ndarray]", l0s: "list[float]", step: float,
     return scaled, top, first, starts
 
 
-def _stacked_log_moments(scaled: np.ndarray, top: np.ndarray, first: np.ndarray,
-                         starts: np.ndarray, step: float, t: np.ndarray) -> np.ndarray:
-    """``_blocked_log_moments`` of the laws whose ``_grid_blocks`` these are (law k's
+def stacked_log_moments(scaled: np.ndarray, top: np.ndarray, first: np.ndarray,
+                        starts: np.ndarray, step: float, t: np.ndarray) -> np.ndarray:
+    """``_blocked_log_moments`` of the laws whose ``grid_blocks`` these are (law k's
     rows from ``starts[k]``): one row of log-moments per law. One ramp e^{t·j·step}
     serves them all, and all but the matrix products are array passes over all the
     laws' blocks at once. A law's value is bitwise what it is alone, for several
@@ -549,5 +549,8 @@ def _stacked_log_moments(scaled: np.ndarray, top: np.ndarray, first: np.ndarray,
     return peak + np.log(total)
 
 
-#: Unit roundoff of float64.
-_U = np.finfo(float).eps / 2
+#: The unit roundoff u = eps/2 = 2^-53 of float64: a correctly rounded operation errs by
+#: at most a relative u (Higham, Accuracy and Stability of Numerical Algorithms, §2.2).
+#: One name, one meaning: ``UNIT_ROUNDOFF`` is u; a module that needs eps = 2u calls it
+#: ``_EPS``.
+UNIT_ROUNDOFF = np.finfo(float).eps / 2

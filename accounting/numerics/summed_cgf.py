@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from accounting.numerics.loss import _U, LossPMF, _grid_blocks, _stacked_log_moments
+from accounting.numerics.loss import UNIT_ROUNDOFF, LossPMF, grid_blocks, stacked_log_moments
 
 __all__ = ["SummedCGF", "FAR_TAIL", "TILT_SPREAD", "MAX_TILTS"]
 
@@ -70,7 +70,7 @@ def _prepare_laws(items: "list[tuple[LossPMF, int]]",
             width = int(max(1, min(m.size // 2048, 0.01 / (c * p.step))))
         b = _block_width(p, theta_max) if width == 1 and p.step is not None else None
         if b is not None:
-            # by blocks; the θ-independent half (``_grid_blocks``) once, in the group
+            # by blocks; the θ-independent half (``grid_blocks``) once, in the group
             logp_all = np.log(p.masses)
             l_first = p.offset * p.step
             blocks = -(-logp_all.size // b)
@@ -95,7 +95,7 @@ def _prepare_laws(items: "list[tuple[LossPMF, int]]",
 
 class _DenseGroup:
     """The laws of a composition that ``SummedCGF`` sums by blocks of ``b`` points of
-    one grid ``step`` (``_blocked_log_moments``), kept as their ``_grid_blocks`` stacked
+    one grid ``step`` (``_blocked_log_moments``), kept as their ``grid_blocks`` stacked
     (computed once, not at every evaluation) with what their rounding bounds need."""
 
     def __init__(self, step: float, b: int, members: list) -> None:
@@ -108,7 +108,7 @@ class _DenseGroup:
         l_last = l_first + (blocks * b - 1) * step
         self.count_terms = (b + blocks + 8).astype(float)
         self.loss_terms = (np.abs(l_first) + np.abs(l_last)) + b * step
-        self.scaled, self.top, self.first, self.starts = _grid_blocks(
+        self.scaled, self.top, self.first, self.starts = grid_blocks(
             [m[5] for m in members], [m[3] for m in members], step, b)
 
     def evaluate(self, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -120,12 +120,12 @@ class _DenseGroup:
         with c (relative to the value), moved to each side's safe side: right bounds
         K above for θ > 0, left for θ < 0."""
         with np.errstate(under="ignore"):
-            k = _stacked_log_moments(self.scaled, self.top, self.first, self.starts,
+            k = stacked_log_moments(self.scaled, self.top, self.first, self.starts,
                                      self.step, thetas)
             val = self.c[:, None] * (k - self.logm[:, None])
-        eta = (2.02 * _U * self.c)[:, None] * (
+        eta = (2.02 * UNIT_ROUNDOFF * self.c)[:, None] * (
             self.count_terms[:, None] + np.abs(thetas)[None, :] * self.loss_terms[:, None]) \
-            + 4.0 * _U * np.abs(val)
+            + 4.0 * UNIT_ROUNDOFF * np.abs(val)
         sign = np.where(thetas > 0, 1.0, -1.0)
         return val + sign * eta, val - sign * eta
 

@@ -51,8 +51,8 @@ from accounting.numerics.loss import LossPMF
 from accounting.pairs.mechanism import MECHANISM_PRIMITIVES, Mechanism
 from accounting.vocabulary import Bound, Direction, as_bound
 from accounting.pairs.primitives import PrimitiveError, check_primitive_output, culprit
-from accounting.pairs.pair import (LawPair, NoiseDensity, Pair, _overrides, corner_pair,
-                                   not_provided)
+from accounting.pairs.pair import (LawPair, NoiseDensity, Pair, corner_pair, not_provided,
+                                   overrides_method)
 
 __all__ = ["AdditiveNoise", "continuous_noise_pair", "integer_noise_pair", "log_integral",
            "support_extent", "NoiseSampler", "CutSupportLawPair"]
@@ -114,7 +114,7 @@ class AdditiveNoise(Mechanism):
 
     def provides(self, primitive: str) -> bool:
         if primitive in ("sample", "sample_noise"):
-            return _overrides(type(self), "sample_noise", AdditiveNoise)
+            return overrides_method(type(self), "sample_noise", AdditiveNoise)
         return super().provides(primitive)
 
     def _sampler(self) -> Optional[NoiseSampler]:
@@ -265,8 +265,8 @@ def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
     pts = np.concatenate([loss_e[:-1, None], loss_nodes, loss_e[1:, None]], axis=1)
     pts = np.where(np.isnan(pts), 0.0, pts)  # both densities zero there: no mass
     a, b = pts.min(axis=1), pts.max(axis=1)
-    fwd_u, fwd_l = _cell_laws(log_pc, log_qc, a, b)
-    bwd_u, bwd_l = _cell_laws(log_qc, log_pc, -b, -a)
+    fwd_u, fwd_l = cell_laws(log_pc, log_qc, a, b)
+    bwd_u, bwd_l = cell_laws(log_qc, log_pc, -b, -a)
     return _NoisePair((fwd_u, bwd_u), (fwd_l, bwd_l), label, logf=logf.logf, sensitivity=shift,
                       span=(lo, hi), width=width, symmetric=symmetric, sampler=sampler)
 
@@ -370,7 +370,7 @@ def log_integral(h, lo: float, hi: float, width: float, sensitivity: float,
     return float(logsumexp(h(nodes) + logw))
 
 
-def _cell_laws(log_pc, log_qc, a, b) -> tuple[LossPMF, LossPMF]:
+def cell_laws(log_pc, log_qc, a, b) -> tuple[LossPMF, LossPMF]:
     """Pessimistic (split to the cell's extreme losses) and optimistic (merged) laws
     of the loss log dP/dQ under P for outcomes grouped in cells."""
     pc = np.exp(log_pc)

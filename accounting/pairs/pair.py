@@ -90,7 +90,7 @@ def not_provided(owner: object, primitive: str) -> NotImplementedError:
         f"provides({primitive!r}) first; see accounting.pairs.pair)")
 
 
-def _overrides(cls: type, method: str, base: type) -> bool:
+def overrides_method(cls: type, method: str, base: type) -> bool:
     """Whether ``cls`` (a subclass of ``base``) defines ``method`` below ``base``."""
     for klass in cls.__mro__:
         if method in vars(klass):
@@ -107,7 +107,7 @@ def provides_by_override(obj: object, primitive: str, table: dict, base: type,
     except (KeyError, TypeError):
         raise ValueError(f"unknown primitive {primitive!r}; the {what} are "
                          f"{', '.join(table)}") from None
-    return _overrides(type(obj), method, base)
+    return overrides_method(type(obj), method, base)
 
 
 class Pair(abc.ABC):

@@ -168,7 +168,7 @@ def _distribution(ep: Any, cache: Optional[dict] = None) -> Optional[str]:
 
 
 @contextlib.contextmanager
-def _plugin_code():
+def plugin_code():
     """Around plugin code: its prints go to stderr."""
     with contextlib.redirect_stdout(sys.stderr):
         yield
@@ -351,7 +351,7 @@ class Registry:
         ``SystemExit`` and ``KeyboardInterrupt`` included."""
         name = str(getattr(ep, "name", "?"))
         try:
-            with _plugin_code():
+            with plugin_code():
                 return ep.load()
         except BaseException as exc:
             # SystemExit and KeyboardInterrupt too: one plugin must not end the process.
@@ -370,7 +370,7 @@ class Registry:
             self._fail(name, f"cannot be registered: the plugin name {name!r} is taken by {owner}")
             return []
         try:
-            with _plugin_code():
+            with plugin_code():
                 self.manager.register(plugin, name=name)
                 alone = _manager_of(plugin, name)
         except KeyboardInterrupt:
@@ -396,7 +396,7 @@ class Registry:
                 continue
             register = self._callback(kind, name, builtin, items)
             try:
-                with _plugin_code():
+                with plugin_code():
                     results = hook(register=register)
             except BaseException as exc:  # KeyboardInterrupt too: as in ``_load``
                 self._fail(name, f"raised in {kind.hook} ({_describe(exc)})")

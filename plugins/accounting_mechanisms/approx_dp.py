@@ -45,12 +45,12 @@ from accounting.registry.hookspecs import hookimpl
 from accounting.validation import check_count
 
 from .finite_product import exact_product
-from .gaussian_mixture import _float_tuple
+from .gaussian_mixture import float_tuple
 
 
-def _scalar_or_tuple(name: str):
+def scalar_or_tuple(name: str):
     """attrs converter: one real number (a single guarantee) or a sequence of them."""
-    convert = _float_tuple(name)
+    convert = float_tuple(name)
 
     def conv(value):
         if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
@@ -67,7 +67,8 @@ EPSILON = Range(0.0, 1e8)
 DELTA = Range(0.0, 1.0)
 
 
-def _one_sensitivity(instance, attribute, value) -> None:
+def one_sensitivity(instance, attribute, value) -> None:
+    """attrs validator: ``sensitivity`` is 1 (a stated guarantee has no sensitivity to scale)."""
     if value != 1:
         raise ValueError(f"{type(instance).name}: sensitivity must be 1 (a guarantee has no "
                          f"sensitivity of its own), got {value!r}")
@@ -132,7 +133,7 @@ class ApproxDP(Mechanism):
     """
 
     name = "approx_dp"
-    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=_one_sensitivity,
+    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
     epsilon: float = parameter(EPSILON)
     delta: float = parameter(DELTA, default=0.0)
@@ -147,7 +148,8 @@ def _same_length(instance, attribute, value) -> None:
                          f"got {len(value)}")
 
 
-def _entries_in(rng: Range):
+def entries_in(rng: Range):
+    """attrs validator factory: a non-empty sequence whose every entry lies in ``rng``."""
     def check(instance, attribute, value) -> None:
         if not value:
             raise ValueError(f"{attribute.name} must have at least one entry")
@@ -169,12 +171,12 @@ class ApproxDPComposition(Mechanism):
     """
 
     name = "approx_dp_composition"
-    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=_one_sensitivity,
+    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
-    epsilons: tuple = attrs.field(converter=_scalar_or_tuple("epsilons"),
-                                  validator=_entries_in(EPSILON), metadata={"range": EPSILON})
-    deltas: tuple = attrs.field(converter=_scalar_or_tuple("deltas"),
-                                validator=[_entries_in(DELTA), _same_length],
+    epsilons: tuple = attrs.field(converter=scalar_or_tuple("epsilons"),
+                                  validator=entries_in(EPSILON), metadata={"range": EPSILON})
+    deltas: tuple = attrs.field(converter=scalar_or_tuple("deltas"),
+                                validator=[entries_in(DELTA), _same_length],
                                 metadata={"range": DELTA})
 
     def pair(self) -> LawPair:

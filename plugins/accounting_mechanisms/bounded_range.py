@@ -86,7 +86,7 @@ from accounting.registry.hookspecs import hookimpl
 from accounting.validation import check_array, check_count, check_positive
 from accounting.vocabulary import Bound
 
-from .approx_dp import _one_sensitivity, approx_dp_pair
+from .approx_dp import approx_dp_pair, one_sensitivity
 
 __all__ = ["BoundedRange", "BoundedRangePair", "BoundedRangeBatchPair", "br_masses",
            "br_profile", "br_composed_profile", "bounded_range_pair", "br_max_kl", "EPSILON",
@@ -364,7 +364,8 @@ def bounded_range_pair(epsilon: float, adaptive: bool = True, label: str = "") -
     return BoundedRangePair(float(epsilon), bool(adaptive))
 
 
-def _boolean(instance, attribute, value) -> None:
+def check_boolean(instance, attribute, value) -> None:
+    """attrs validator: the field is ``True`` or ``False`` (a NumPy bool too), else TypeError."""
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{type(instance).name}: {attribute.name} must be True or False, "
                         f"got {value!r}")
@@ -373,7 +374,7 @@ def _boolean(instance, attribute, value) -> None:
 def adaptive_field():
     """The ``adaptive`` parameter of BR mechanisms: True (the default) unless the
     repeated uses are fixed before any runs (a non-adaptive batch)."""
-    return attrs.field(default=True, kw_only=True, validator=_boolean)
+    return attrs.field(default=True, kw_only=True, validator=check_boolean)
 
 
 @attrs.frozen
@@ -389,7 +390,7 @@ class BoundedRange(Mechanism):
     """
 
     name = "bounded_range"
-    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=_one_sensitivity,
+    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
     epsilon: float = parameter(EPSILON)
     adaptive: bool = adaptive_field()

@@ -376,7 +376,8 @@ LATTICE_MAX_REMOVE_ORDER = 64.0
 #: standard deviations of the window beyond the integrand's bulk (its terms outside are
 #: below e^{−800} of the bulk's; they are bounded, not dropped)
 _LATTICE_SIGMAS = 40.0
-_U = np.finfo(float).eps
+#: the machine epsilon eps = 2^-52 of float64 (twice the unit roundoff)
+_EPS = np.finfo(float).eps
 
 
 def _log_gauss_tail(s: np.ndarray, s2: float) -> np.ndarray:
@@ -447,8 +448,8 @@ def dgauss_subsampled_cgf(sigma: float, sensitivity: int, q: float, t: np.ndarra
             + 4.0 * (1.0 + np.abs(lam_x)) * (1.0 + np.abs(ell))
         shift = np.maximum.reduceat(terms, starts)
         shift = np.where(np.isfinite(shift), shift, 0.0)
-        scaled = np.exp(terms - shift[owner]) * (1.0 + 16.0 * _U * size)
-        window = np.add.reduceat(scaled, starts) * (1.0 + (counts + 2.0) * _U)
+        scaled = np.exp(terms - shift[owner]) * (1.0 + 16.0 * _EPS * size)
+        window = np.add.reduceat(scaled, starts) * (1.0 + (counts + 2.0) * _EPS)
         log_window = shift + np.log(window)
         lq, lq1 = math.log(q), math.log1p(-q)
         coef = np.log(np.abs(lam_u * (lam_u - 1.0)) / 2.0) + 2.0 * lq
@@ -456,7 +457,7 @@ def dgauss_subsampled_cgf(sigma: float, sensitivity: int, q: float, t: np.ndarra
         right = coef + (c_u * c_u - c_u) * d * d / (2.0 * s2) \
             + _log_gauss_tail(b_u + 1.0 - c_u * d, s2) - log_z
         log_excess = np.logaddexp(log_window, np.logaddexp(left, right))
-        k = np.logaddexp(0.0, log_excess) * (1.0 + 8.0 * _U)
+        k = np.logaddexp(0.0, log_excess) * (1.0 + 8.0 * _EPS)
     out[use] = np.where(np.isnan(k), np.inf, k)
     return out.reshape(t.shape)
 

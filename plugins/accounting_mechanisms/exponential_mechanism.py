@@ -24,8 +24,8 @@ from accounting.pairs.mechanism import Mechanism, Range, parameter
 from accounting.pairs.pair import Pair
 from accounting.registry.hookspecs import hookimpl
 
-from .approx_dp import _one_sensitivity
-from .bounded_range import EPSILON, _boolean, adaptive_field, bounded_range_pair
+from .approx_dp import one_sensitivity
+from .bounded_range import EPSILON, adaptive_field, bounded_range_pair, check_boolean
 
 __all__ = ["ExponentialMechanism"]
 
@@ -42,10 +42,10 @@ class ExponentialMechanism(Mechanism):
     """
 
     name = "exponential_mechanism"
-    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=_one_sensitivity,
+    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
     epsilon: float = parameter(EPSILON)
-    monotone: bool = attrs.field(default=False, kw_only=True, validator=_boolean)
+    monotone: bool = attrs.field(default=False, kw_only=True, validator=check_boolean)
     adaptive: bool = adaptive_field()
 
     @property

@@ -38,7 +38,7 @@ SCALE = Range(1e-4, 1e4, per="sensitivity", log=True)
 WEIGHT_TOLERANCE = 1e-9
 
 
-def _float_tuple(name: str):
+def float_tuple(name: str):
     """attrs converter: a non-empty sequence of real numbers → tuple of floats."""
     def convert(value: Any) -> tuple[float, ...]:
         if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
@@ -56,7 +56,7 @@ def _float_tuple(name: str):
 def _weights(value: Any) -> tuple[float, ...]:
     """attrs converter of ``weights``: a tuple of floats, normalised exactly when it sums
     to 1 within ``WEIGHT_TOLERANCE`` (any other sum is left for the check to refuse)."""
-    weights = _float_tuple("weights")(value)
+    weights = float_tuple("weights")(value)
     total = math.fsum(weights)
     if abs(total - 1.0) > WEIGHT_TOLERANCE:
         return weights
@@ -116,9 +116,9 @@ class GaussianMixture(AdditiveNoise):
     weights: tuple = attrs.field(converter=_weights,
                                  validator=[_all_positive, in_range(WEIGHT)],
                                  metadata={"range": WEIGHT})
-    means: tuple = attrs.field(converter=_float_tuple("means"),
+    means: tuple = attrs.field(converter=float_tuple("means"),
                                validator=[_finite, in_range(MEAN)], metadata={"range": MEAN})
-    scales: tuple = attrs.field(converter=_float_tuple("scales"),
+    scales: tuple = attrs.field(converter=float_tuple("scales"),
                                 validator=[_all_positive, in_range(SCALE)],
                                 metadata={"range": SCALE})
 

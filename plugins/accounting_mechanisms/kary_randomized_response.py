@@ -31,7 +31,7 @@ from accounting.pairs.mechanism import Mechanism, Neighbouring, Range, as_neighb
 from accounting.pairs.pair import discrete_pair
 from accounting.registry.hookspecs import hookimpl
 
-from .approx_dp import _one_sensitivity
+from .approx_dp import one_sensitivity
 from .finite_product import FiniteLawPair
 
 __all__ = ["KaryRandomizedResponse", "kary_rr_distributions"]
@@ -60,7 +60,7 @@ class KaryRandomizedResponse(Mechanism):
     """
 
     name = "kary_randomized_response"
-    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=_one_sensitivity,
+    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
     r: float = parameter(NOISE)
     k: int = parameter(BUCKETS, default=2)

@@ -32,7 +32,7 @@ from accounting.pairs.mechanism import (Mechanism, Neighbouring, Range, as_neigh
 from accounting.pairs.pair import Pair, not_provided
 from accounting.registry.hookspecs import hookimpl
 
-from .approx_dp import _entries_in, _one_sensitivity, _scalar_or_tuple
+from .approx_dp import entries_in, one_sensitivity, scalar_or_tuple
 
 __all__ = ["MechanismMixture", "MixturePair"]
 
@@ -131,11 +131,11 @@ class MechanismMixture(Mechanism):
     """
 
     name = "mechanism_mixture"
-    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=_one_sensitivity,
+    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
     mechanisms: tuple = attrs.field(converter=_mechanisms)
-    probs: tuple = attrs.field(converter=_scalar_or_tuple("probs"),
-                               validator=[_entries_in(PROBABILITY),
+    probs: tuple = attrs.field(converter=scalar_or_tuple("probs"),
+                               validator=[entries_in(PROBABILITY),
                                           probabilities_for("mechanisms")],
                                metadata={"range": PROBABILITY})
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.ADD_REMOVE, kw_only=True,

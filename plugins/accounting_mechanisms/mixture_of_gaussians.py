@@ -46,7 +46,7 @@ from accounting.pairs.pair import Pair, discrete_pair, disjoint_pair, identical_
 from accounting.registry.hookspecs import hookimpl
 from accounting.vocabulary import Direction, Exactness
 
-from .approx_dp import _entries_in, _one_sensitivity, _scalar_or_tuple
+from .approx_dp import entries_in, one_sensitivity, scalar_or_tuple
 
 __all__ = ["MixtureOfGaussians", "MixtureOfGaussiansPair"]
 
@@ -214,14 +214,14 @@ class MixtureOfGaussians(Mechanism):
     """
 
     name = "mixture_of_gaussians"
-    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=_one_sensitivity,
+    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
     sigma: float = parameter(SIGMA)
-    sensitivities: tuple = attrs.field(converter=_scalar_or_tuple("sensitivities"),
-                                       validator=_entries_in(SENSITIVITY_ENTRY),
+    sensitivities: tuple = attrs.field(converter=scalar_or_tuple("sensitivities"),
+                                       validator=entries_in(SENSITIVITY_ENTRY),
                                        metadata={"range": SENSITIVITY_ENTRY})
-    sampling_probs: tuple = attrs.field(converter=_scalar_or_tuple("sampling_probs"),
-                                        validator=[_entries_in(PROBABILITY),
+    sampling_probs: tuple = attrs.field(converter=scalar_or_tuple("sampling_probs"),
+                                        validator=[entries_in(PROBABILITY),
                                                    probabilities_for("sensitivities")],
                                         metadata={"range": PROBABILITY})
 

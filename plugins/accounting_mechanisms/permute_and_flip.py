@@ -52,7 +52,7 @@ from accounting.pairs.mechanism import Mechanism, Range, parameter
 from accounting.pairs.pair import Pair, identical_pair
 from accounting.registry.hookspecs import hookimpl
 
-from .approx_dp import EPSILON, _one_sensitivity
+from .approx_dp import EPSILON, one_sensitivity
 from .laplace import LaplacePair
 
 __all__ = ["PermuteAndFlip", "PermuteAndFlipPair"]
@@ -76,7 +76,7 @@ class PermuteAndFlip(Mechanism):
     taken over."""
 
     name = "permute_and_flip"
-    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=_one_sensitivity,
+    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
     epsilon: float = parameter(EPSILON)
 

@@ -82,7 +82,7 @@ from scipy.special import expit, log_ndtr, logsumexp
 
 from accounting.vocabulary import Exactness
 from accounting.numerics.loss import LossPMF
-from accounting.pairs.additive import (AdditiveNoise, CutSupportLawPair, _cell_laws, log_integral,
+from accounting.pairs.additive import (AdditiveNoise, CutSupportLawPair, cell_laws, log_integral,
                                       support_extent)
 from accounting.pairs.mechanism import (RATE, Mechanism, Neighbouring, Range, as_neighbouring,
                                         parameter)
@@ -355,8 +355,8 @@ def _law_pair(log_pc, log_qc, a, b, label: str, exact: bool) -> LawPair:
         fwd = LossPMF.from_atoms(loss, np.exp(log_pc[both]), only_p)
         bwd = LossPMF.from_atoms(-loss, np.exp(log_qc[both]), only_q)
         return CutSupportLawPair((fwd, bwd), (fwd, bwd), label, symmetric=True)
-    fwd_u, fwd_l = _cell_laws(log_pc, log_qc, a, b)
-    bwd_u, bwd_l = _cell_laws(log_qc, log_pc, -b, -a)
+    fwd_u, fwd_l = cell_laws(log_pc, log_qc, a, b)
+    bwd_u, bwd_l = cell_laws(log_qc, log_pc, -b, -a)
     return CutSupportLawPair((fwd_u, bwd_u), (fwd_l, bwd_l), label, symmetric=True)
 
 

@@ -59,7 +59,7 @@ from accounting.registry.hookspecs import hookimpl
 from accounting.validation import check_real
 from accounting.vocabulary import Bound, Direction, Exactness
 
-from .approx_dp import _one_sensitivity
+from .approx_dp import one_sensitivity
 
 __all__ = ["RepeatAndSelect", "RepeatAndSelectPair", "truncated_negative_binomial_mean",
            "truncated_negative_binomial_gamma", "MEAN", "SHAPE"]
@@ -297,7 +297,7 @@ class RepeatAndSelect(Mechanism):
     """
 
     name = "repeat_and_select"
-    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=_one_sensitivity,
+    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
     base: Mechanism = attrs.field(validator=_base)
     mean: float = parameter(MEAN)

@@ -600,7 +600,8 @@ def _check_t(t: Any) -> np.ndarray:
 #: the chords of neighbouring integer orders are within ~1e-4 relative of K), and
 #: the number of series terms beyond the order
 _SERIES_MAX_ALPHA, _SERIES_EXTRA_TERMS = 64.0, 160
-_U = np.finfo(float).eps
+#: the machine epsilon eps = 2^-52 of float64 (twice the unit roundoff)
+_EPS = np.finfo(float).eps
 
 
 def _series_bracket(q: float, sigma: float, alphas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -659,16 +660,16 @@ def _series_bracket(q: float, sigma: float, alphas: np.ndarray) -> tuple[np.ndar
     for parts, log_t in zip((parts1, parts2), log_terms):
         scaled = np.exp(log_t - shift[:, None])
         terms.append(sign * scaled)
-        errs.append(16.0 * _U * (size + sum(np.abs(p) for p in parts)) * scaled)
+        errs.append(16.0 * _EPS * (size + sum(np.abs(p) for p in parts)) * scaled)
     terms = np.concatenate(terms, axis=1)
     total = terms.sum(axis=1)
     absum = np.abs(terms).sum(axis=1)
-    err = np.concatenate(errs, axis=1).sum(axis=1) + (2.0 * big_k + 3.0) * _U * absum
+    err = np.concatenate(errs, axis=1).sum(axis=1) + (2.0 * big_k + 3.0) * _EPS * absum
     rest = np.exp(tail1 - shift) + np.exp(tail2 - shift)
     # log_t − shift rounds by u |log_t − shift| ≤ u (|log_t| + |shift|): within the 16 u
     # (...) margin for the terms near the largest (|log_t| ≈ |shift|), and far below the
     # 4 u |total| slack for the others (e^{log_t − shift} small)
-    err = (err + rest) * (1.0 + 8.0 * _U) + 4.0 * _U * np.abs(total)
+    err = (err + rest) * (1.0 + 8.0 * _EPS) + 4.0 * _EPS * np.abs(total)
     lo, hi = total - err, total + err
     log_lo = np.where(lo > 0, np.log(np.where(lo > 0, lo, 1.0)) + shift, -np.inf)
     log_hi = np.where(np.isfinite(hi) & (hi > 0), np.log(np.where(hi > 0, hi, 1.0)) + shift,

@@ -67,7 +67,8 @@ MAX_TAYLOR_ORDER = 64
 TAYLOR_DEGREES = (3, 5, 7)
 #: relative accuracy assumed of an exact base CGF's values (``central_moments``)
 BASE_CGF_ULPS = 64
-_U = np.finfo(float).eps
+#: the machine epsilon eps = 2^-52 of float64 (twice the unit roundoff)
+_EPS = np.finfo(float).eps
 
 BaseCGF = Callable[[np.ndarray], np.ndarray]
 
@@ -127,7 +128,7 @@ def _binomial_log_moment(order: int, q: float, base_k: np.ndarray) -> float:
     """
     ell = np.arange(2, order + 1)
     k0 = np.asarray(base_k[1:order], dtype=float)
-    k0 = np.maximum(k0 + BASE_CGF_ULPS * _U * np.abs(k0), 0.0)
+    k0 = np.maximum(k0 + BASE_CGF_ULPS * _EPS * np.abs(k0), 0.0)
     lq1 = np.log1p(-q) if q < 1 else -np.inf
     # exact integers, each rounded once to float and once by the log
     log_coef = np.log([float(math.comb(order, int(i))) for i in ell])
@@ -145,9 +146,9 @@ def _binomial_log_moment(order: int, q: float, base_k: np.ndarray) -> float:
         # |terms − shift| rounds by u(|terms| + |shift|): the shift is counted in the size
         size = np.where(live, 1.0 + np.abs(log_coef) + np.abs(rest) + ell * abs(math.log(q))
                         + 2.0 * np.abs(k0) + np.abs(log_em1) + abs(shift), 0.0)
-        scaled = np.where(live, np.exp(terms - shift) * (1.0 + 16.0 * _U * size), 0.0)
-    log_excess = shift + math.log(float(scaled.sum()) * (1.0 + (order + 2) * _U))
-    return float(np.logaddexp(0.0, log_excess) * (1.0 + 8.0 * _U))
+        scaled = np.where(live, np.exp(terms - shift) * (1.0 + 16.0 * _EPS * size), 0.0)
+    log_excess = shift + math.log(float(scaled.sum()) * (1.0 + (order + 2) * _EPS))
+    return float(np.logaddexp(0.0, log_excess) * (1.0 + 8.0 * _EPS))
 
 
 @functools.lru_cache(maxsize=8)
@@ -177,9 +178,9 @@ def central_moments(log_moments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                     1.0, -1.0)
     with np.errstate(over="ignore", invalid="ignore"):
         em1 = np.expm1(lm)
-        d_em1 = _U * np.abs(em1) + (1.0 + np.abs(em1)) * np.expm1(BASE_CGF_ULPS * _U * np.abs(lm))
+        d_em1 = _EPS * np.abs(em1) + (1.0 + np.abs(em1)) * np.expm1(BASE_CGF_ULPS * _EPS * np.abs(lm))
         nu = (binom * sign) @ em1
-        err = binom @ d_em1 + (top + 2) * _U * (binom @ np.abs(em1))
+        err = binom @ d_em1 + (top + 2) * _EPS * (binom @ np.abs(em1))
     nu[0], err[0] = 1.0, 0.0
     return nu, err
 
@@ -212,7 +213,7 @@ def taylor_remove_bound(log_moments: np.ndarray, q: float, t: np.ndarray,
     lq = math.log(q)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         qk = np.exp(k * lq)
-        qk_rel = (2.0 + k * (1.0 + abs(lq))) * _U          # exp of a rounded k·log q
+        qk_rel = (2.0 + k * (1.0 + abs(lq))) * _EPS          # exp of a rounded k·log q
     ni, fu = n[use].astype(int), f[use]
     best = np.full(ni.shape, np.inf)
     for d in degrees:
@@ -237,11 +238,11 @@ def taylor_remove_bound(log_moments: np.ndarray, q: float, t: np.ndarray,
             size = cabs[:, 2:] * (qk[2:] * np.abs(nu[2:]))[None, :]
             excess = terms.sum(axis=1)
             err = (np.abs(c[:, 2:]) * (qk[2:] * nu_err[2:])[None, :]).sum(axis=1) \
-                + (size * ((4.0 * d + 8.0) * _U + qk_rel[2:])[None, :]).sum(axis=1) \
-                + (top + 2) * _U * np.abs(terms).sum(axis=1)
+                + (size * ((4.0 * d + 8.0) * _EPS + qk_rel[2:])[None, :]).sum(axis=1) \
+                + (top + 2) * _EPS * np.abs(terms).sum(axis=1)
             upper = excess + err
             ok = fits & np.isfinite(upper) & (upper > -1.0)
-            bound = np.where(ok, np.log1p(np.where(ok, upper, 0.0)) * (1.0 + 4.0 * _U), np.inf)
+            bound = np.where(ok, np.log1p(np.where(ok, upper, 0.0)) * (1.0 + 4.0 * _EPS), np.inf)
         best = np.minimum(best, bound)
     out[use] = best
     return out.reshape(t.shape)

@@ -30,8 +30,8 @@ from accounting.curves.profile import symmetric_profile
 from accounting.vocabulary import Bound, Direction, Exactness
 from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import RATE, Mechanism, Neighbouring, Range, as_neighbouring, parameter
-from accounting.pairs.pair import (LawPair, Pair, _overrides, disjoint_pair, identical_pair,
-                                   not_provided)
+from accounting.pairs.pair import (LawPair, Pair, disjoint_pair, identical_pair, not_provided,
+                                   overrides_method)
 from accounting.validation import check_count, check_probability
 
 from . import subsampled_rdp as _rdp
@@ -210,7 +210,7 @@ class PoissonSubsampledPair(Pair):
         for the law and quadrature routes, samples where the base has them (a
         subclass's own closed forms count as provided)."""
         method = {"cgf": "_cgf", "cgf_lower": "cgf_lower"}.get(primitive)
-        if method is not None and _overrides(type(self), method, PoissonSubsampledPair):
+        if method is not None and overrides_method(type(self), method, PoissonSubsampledPair):
             return True
         if primitive == "cgf":
             return self._cgf_route() is not None

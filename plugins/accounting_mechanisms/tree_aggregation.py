@@ -56,7 +56,7 @@ from accounting.pairs.pair import Pair, corner_pair, identical_pair
 from accounting.registry.hookspecs import hookimpl
 from accounting.validation import check_count, check_positive
 
-from .approx_dp import _entries_in
+from .approx_dp import entries_in
 from .gaussian import GaussianPair, gaussian_delta
 
 __all__ = ["TreeAggregation", "TreeAggregationMultiEpoch", "TreePair", "TreeBracketPair",
@@ -398,7 +398,7 @@ class TreeAggregation(Mechanism):
 
     name = "tree_aggregation"
     sigma: float = parameter(NOISE_SCALE)
-    step_counts: tuple = attrs.field(converter=_step_counts, validator=_entries_in(STEPS),
+    step_counts: tuple = attrs.field(converter=_step_counts, validator=entries_in(STEPS),
                                      metadata={"range": STEPS})
     completed: bool = _flag_field("completed")
 
