@@ -40,7 +40,8 @@ TAIL_MASS = 1e-9
 
 def poisson_gaussian_mu(q: float, sigma: float, steps: int) -> float:
     """μ = q·sqrt(T·(e^{1/σ²} − 1)) for T Poisson-subsampled Gaussians of rate q and
-    noise multiplier σ (Bu et al., arXiv:1911.11607, Cor. 4)."""
+    noise standard deviation σ at sensitivity 1, i.e. noise multiplier z = σ/Δ = σ
+    (Bu et al., arXiv:1911.11607, Cor. 4)."""
     q = float(check_array("q", q, lo=0.0, hi=1.0))
     sigma = check_positive("sigma", sigma)
     steps = check_count("steps", steps)

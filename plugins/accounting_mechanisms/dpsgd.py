@@ -26,7 +26,8 @@ __all__ = ["calibrate_dpsgd", "dpsgd_ledger"]
 
 def dpsgd_ledger(q: float, steps: int, sigma: float) -> Ledger:
     """The ledger of ``steps`` DP-SGD steps at sampling rate ``q`` ∈ (0, 1] and noise
-    multiplier ``sigma`` (sensitivity 1, add/remove)."""
+    multiplier ``sigma`` (sensitivity 1, so the noise standard deviation ``sigma`` of
+    the ``subsampled_gaussian`` it builds is the multiplier σ/Δ; add/remove)."""
     q = check_probability("q", q, hi_open=False)
     steps = check_count("steps", steps)
     sigma = check_positive("sigma", sigma)

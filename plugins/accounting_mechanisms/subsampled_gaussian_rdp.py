@@ -4,7 +4,8 @@
 Source: I. Mironov, K. Talwar, L. Zhang, "Rényi Differential Privacy of the
 Sampled Gaussian Mechanism", arXiv:1908.10530 (2019), §3.3.
 
-With sensitivity 1 and noise multiplier ``sigma``::
+With sensitivity 1 and noise standard deviation ``sigma`` (at sensitivity 1 it is also
+the noise multiplier z = σ/Δ; callers with Δ ≠ 1 pass z)::
 
     mu0 = N(0, sigma^2),   mu1 = N(1, sigma^2),   mu = (1 - q) mu0 + q mu1,
 
@@ -131,7 +132,7 @@ def _check_q(q: Any) -> float:
 def _check_sigma(sigma: Any) -> float:
     x = _check_scalar("sigma", sigma)
     if not x > 0.0:
-        raise ValueError(f"sigma (noise multiplier) must be finite and > 0, got {x}")
+        raise ValueError(f"sigma (noise standard deviation at sensitivity 1) must be finite and > 0, got {x}")
     return x
 
 

@@ -40,8 +40,9 @@ def gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> fl
     delta = check_probability("delta", delta)
     sensitivity = check_positive("sensitivity", sensitivity)
 
-    def excess(log_sigma: float) -> float:
-        mech = accounting.mechanism("gaussian", sigma=math.exp(log_sigma) * sensitivity,
+    # searched in log z, the noise multiplier z = σ/Δ (``sigma`` is always σ itself)
+    def excess(log_z: float) -> float:
+        mech = accounting.mechanism("gaussian", sigma=math.exp(log_z) * sensitivity,
                                     sensitivity=sensitivity)
         return float(mech.curve(PrivacyProfile).delta(epsilon)) - delta
 
