@@ -93,23 +93,30 @@ class Accountant:
     """Composes mechanisms (or pairs) and answers privacy queries about the whole.
 
     ``step``: the PLD grid step, at least ``MIN_STEP`` (default ``DEFAULT_STEP``).
+    ``registry``: where the composed mechanisms' pairs and curves are looked up (a
+    ``make_registry()`` registry, say); None, the default, is the process-wide one.
     """
 
     step: float = attrs.field(default=DEFAULT_STEP, converter=check_step)
     ledger: Ledger = attrs.field(factory=Ledger, init=False)
+    #: the registry given (None: the process-wide one); not part of the state
+    registry: Any = attrs.field(default=None, init=False, eq=False, repr=False)
     #: computed curves, keyed by (kind, options): never part of the state
     _cache: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
-    def __init__(self, step: float = DEFAULT_STEP, **options: Any) -> None:
-        check_options("Accountant()", options, ["step"])
+    def __init__(self, step: float = DEFAULT_STEP, *, registry: Any = None,
+                 **options: Any) -> None:
+        check_options("Accountant()", options, ["step", "registry"])
         self.__attrs_init__(step)
+        self.registry = registry
 
     @classmethod
-    def of(cls, ledger: Ledger, step: float = DEFAULT_STEP) -> "Accountant":
-        """An accountant whose composition is ``ledger``."""
+    def of(cls, ledger: Ledger, step: float = DEFAULT_STEP, *,
+           registry: Any = None) -> "Accountant":
+        """An accountant whose composition is ``ledger`` (curves through ``registry``)."""
         if not isinstance(ledger, Ledger):
             raise TypeError(f"ledger must be a Ledger, got {type(ledger).__name__}")
-        acct = cls(step=step)
+        acct = cls(step=step, registry=registry)
         acct.ledger = ledger
         return acct
 
@@ -141,7 +148,11 @@ class Accountant:
     def pair(self) -> ComposedPair:
         if not self.ledger:
             raise ValueError("nothing composed yet: call compose(mechanism, count) first")
-        return self.ledger.pair()
+        if self.registry is None:
+            return self.ledger.pair()
+        # each mechanism's pair built through the accountant's registry (``pair_in``)
+        return ComposedPair(tuple((m.pair_in(self.registry) if isinstance(m, Mechanism) else m, n)
+                                  for m, n in self.ledger.mechanisms(self.registry)))
 
     # ------------------------------------------------------------- state
     def to_dict(self) -> dict:
@@ -164,7 +175,7 @@ class Accountant:
             raise TypeError(f"step must be a number, got {type(step).__name__} {step!r}")
         check_keys(data["ledger"], "ledger", ("entries",), required=("entries",))
         ledger = Ledger.from_entries(data["ledger"]["entries"], "ledger.entries", registry)
-        return cls.of(ledger, step=float(step))
+        return cls.of(ledger, step=float(step), registry=registry)
 
     def state_dict(self) -> dict:
         """The state (``to_dict``), for ``load_state_dict`` — the names Opacus and torch use."""
@@ -195,7 +206,7 @@ class Accountant:
             options["step"] = check_step(options["step"])
         if kind in (PrivacyProfile, TradeOff):
             # they come from the composed PLD, at this accountant's step like the PLD itself
-            return self.curve(PLD, **options).to(kind)
+            return self.curve(PLD, **options).to(kind, registry=self.registry)
         if kind is PLD:
             options.setdefault("step", self.step)
             if set(options) <= {"step", "lower"} and options["step"] == self.step:
@@ -203,7 +214,7 @@ class Accountant:
                 return self._refining(options.get("lower", True)).pld()
         key = (kind, tuple(sorted(options.items())))
         if key not in self._cache:
-            self._cache[key] = self.pair().curve(kind, **options)
+            self._cache[key] = self.pair().curve(kind, registry=self.registry, **options)
         return self._cache[key]
 
     def _refining(self, lower: bool) -> RefiningPLD:
@@ -214,8 +225,8 @@ class Accountant:
             got = self._cache.get(("refining", with_lower))
             if got is not None:
                 return got
-        got = self._cache[("refining", lower)] = self.pair().refining_pld(step=self.step,
-                                                                           lower=lower)
+        got = self._cache[("refining", lower)] = self.pair().refining_pld(
+            registry=self.registry, step=self.step, lower=lower)
         return got
 
     def _profile(self, accountant: str) -> "RefiningPLD | PrivacyProfile":
@@ -223,7 +234,7 @@ class Accountant:
         if kind is PLD:
             # the sound side alone costs half
             return self._refining(lower=False)
-        return self.curve(kind).to(PrivacyProfile)
+        return self.curve(kind).to(PrivacyProfile, registry=self.registry)
 
     @_strict
     def epsilon(self, delta, accountant: str = "pld"):
@@ -275,4 +286,4 @@ class Accountant:
 
     @_strict
     def tradeoff(self) -> TradeOff:
-        return self.curve(PLD).to(TradeOff)
+        return self.curve(PLD).to(TradeOff, registry=self.registry)

@@ -122,7 +122,7 @@ from accounting.numerics.loss import MAX_GRID_POINTS  # noqa: E402
 
 
 @pytest.mark.parametrize("call,keyword,allowed", [
-    (lambda: Accountant(stpe=1e-2), "stpe", "step"),
+    (lambda: Accountant(stpe=1e-2), "stpe", "registry, step"),
     (lambda: Accountant().compose(accounting.mechanism("gaussian", sigma=1.0), cout=2), "cout",
      "count, mechanism"),
     (lambda: Accountant().epsilon(1e-5, acountant="rdp"), "acountant", "accountant, delta"),

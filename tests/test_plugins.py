@@ -161,6 +161,78 @@ def test_a_registry_is_used_where_it_is_given(monkeypatch):
                                gaussian_delta(np.sqrt(2.0), eps), rtol=2e-2)
 
 
+def test_a_registry_reaches_pairs_compositions_and_the_accountant():
+    """Below ``accounting.mechanism(..., registry=r)`` every lookup is made in r: the
+    specialisation a subsampled pair is built with (registered on r alone), the
+    components of a composition, and an ``Accountant(registry=r)``'s curves; the
+    process-wide registry sees none of it."""
+    from accounting import Accountant, Ledger
+    from accounting_mechanisms.subsampling import PoissonSubsampledPair
+
+    reg = make_registry(entry_points=False)
+    reg.register_plugin(MY_PLUGIN, "mine")
+    base = accounting.mechanism("my_noise", registry=reg, s=1.0)
+
+    class Marked(PoissonSubsampledPair):
+        """The same pair, marked: built only where the registry says so."""
+
+    reg.register_plugin(_plugin(accounting_register_specialisations=hookimpl(
+        lambda register: register(PoissonSubsampledPair, type(base.pair()), Marked))),
+        "marked")
+    sub = default_registry().mechanism("poisson_subsampled")(base=base, q=0.5)
+    assert type(sub.pair_in(reg)) is Marked
+    assert type(sub.pair()) is PoissonSubsampledPair          # the default registry's
+    eps = np.array([0.0, 1.0])
+    # the mark changes no number: both are the same mixture
+    np.testing.assert_allclose(sub.curve(PrivacyProfile, registry=reg, step=1e-2).delta(eps),
+                               sub.curve(PrivacyProfile, step=1e-2).delta(eps), rtol=1e-12)
+
+    # a ledger by name, on the registry only; the accountant of that registry composes it
+    with pytest.raises(ValueError, match="unknown mechanism 'my_noise'"):
+        Ledger.build("my_noise", 2, s=1.0)
+    ledger = Ledger.build("my_noise", 2, registry=reg, s=1.0)
+    acct = Accountant(step=1e-2, registry=reg).compose(ledger)
+    # two Gaussians of σ = 1 compose to μ = √2
+    np.testing.assert_allclose(acct.curve(PrivacyProfile).delta(eps),
+                               gaussian_delta(np.sqrt(2.0), eps), rtol=2e-2)
+    alphas = np.array([2.0, 3.0])
+    np.testing.assert_allclose(acct.curve(RDP).renyi(alphas), alphas, rtol=1e-6)
+    composed = Accountant(step=1e-2, registry=reg).compose(sub, 3)
+    assert all(type(p) is Marked for p, _ in composed.pair().components)
+    assert all(type(p) is PoissonSubsampledPair
+               for p, _ in Accountant(step=1e-2).compose(sub, 3).pair().components)
+    assert Accountant.of(ledger, registry=reg).registry is reg
+    assert "my_noise" not in default_registry().mechanisms
+    assert not any(r.plugin == "marked" for r in default_registry().records("specialisation"))
+
+
+@pytest.mark.parametrize("hook, call, name", [
+    ("accounting_register_converters",
+     lambda register: register(PLD, RDP, lambda c, **o: c.to(RDP), Exactness.UPPER, "pld→rdp"),
+     "pld→rdp"),
+    ("accounting_register_curve_kinds", lambda register: register(PLD, lambda p, **o: None),
+     "accounting.curves.pld.PLD"),
+])
+def test_a_core_name_is_refused_when_registered(hook, call, name):
+    """A converter or curve kind named like one of the core's own tables is refused at
+    registration (strict: a PluginError naming the plugin and the name), before any
+    conversion merges the tables; nothing of it joins the registry."""
+    import accounting.curves.graph  # noqa: F401  (the core tables: loaded with the package's curves)
+    import accounting.pairs.derive  # noqa: F401
+    reg = make_registry(entry_points=False)
+    with pytest.warns(RuntimeWarning, match="clash"):
+        with pytest.raises(PluginError, match=f"'clash'.*{name!r} is already registered by "
+                                              f"plugin 'core(.pairs)?' \\(built-in\\)") as info:
+            reg.register_plugin(_plugin(**{hook: hookimpl(call)}), "clash", strict=True)
+    assert info.value.plugin == "clash"
+    assert reg.converters == [] and reg.records("curve kind") == []
+    # the same registration without strict is recorded, not raised, and not admitted
+    with pytest.warns(RuntimeWarning, match="clash-2"):
+        reg.register_plugin(_plugin(**{hook: hookimpl(call)}), "clash-2", strict=False)
+    assert [e.plugin for e in reg.errors] == ["clash", "clash-2"]
+    assert reg.converters == [] and reg.records("curve kind") == []
+
+
 # ------------------------------------------------------------ collisions, failures
 def test_duplicate_mechanism_name_names_the_plugin():
     @attrs.frozen
@@ -223,11 +295,13 @@ def test_a_bad_converter_exactness_is_rejected():
         with pytest.raises(PluginError, match="exactness must be an Exactness"):
             reg.register_plugin(_plugin(accounting_register_converters=hookimpl(
                 lambda register: register(PLD, RDP, lambda c: c, "exact", "x"))), "conv")
-    # a core converter's name: refused where the core's table meets the registry's
-    reg.register_plugin(_plugin(accounting_register_converters=hookimpl(
-        lambda register: register(PLD, RDP, lambda c: c, Exactness.EXACT, "pld→rdp"))), "conv2")
+    # a core converter's name: refused when it is registered
     with pytest.warns(RuntimeWarning, match="'pld→rdp' is already registered by plugin 'core'"):
-        graph = [(c.name, c.plugin) for c in edges(reg)]
+        with pytest.raises(PluginError, match="'conv2'.*'pld→rdp' is already registered"):
+            reg.register_plugin(_plugin(accounting_register_converters=hookimpl(
+                lambda register: register(PLD, RDP, lambda c: c, Exactness.EXACT, "pld→rdp"))),
+                "conv2")
+    graph = [(c.name, c.plugin) for c in edges(reg)]
     assert ("pld→rdp", "core") in graph and ("pld→rdp", "conv2") not in graph
     assert [e.plugin for e in reg.errors] == ["conv", "conv2"] and reg.converters == []
 

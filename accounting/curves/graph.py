@@ -43,7 +43,7 @@ from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
 from accounting.curves.zcdp import ZCDP
-from accounting.registry.registry import default_registry, plugin_code
+from accounting.registry.registry import default_registry, plugin_code, reserve
 from accounting.vocabulary import Exactness
 
 if TYPE_CHECKING:
@@ -121,6 +121,8 @@ class Converter:
 
 #: the core's own edges (``converters.CONVERTERS``), built in, of the plugin "core"
 CORE: tuple[Converter, ...] = tuple(Converter(*row) for row in CONVERTERS)
+# a plugin's converter named like one of these is refused when it registers
+reserve("converter", (c.name for c in CORE), "core")
 
 
 def edges(registry: Optional["Registry"] = None) -> list[Converter]:

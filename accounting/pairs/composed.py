@@ -140,8 +140,9 @@ class ComposedPair(Pair):
     def exact(self) -> bool:  # type: ignore[override]
         return False  # its profile comes from a discretised PLD
 
-    def _pld_parts(self, **options: Any) -> list:
-        """(PLD, count) of each component, at the discretisation ``options``."""
+    def _pld_parts(self, registry: Any = None, **options: Any) -> list:
+        """(PLD, count) of each component, at the discretisation ``options``, each
+        derived through ``registry``."""
         # a closed-form n-fold product (Gaussians: μ ↦ μ√n) beats an FFT power
         parts = []
         closed = [p._self_compose(c) if c > 1 else None for p, c in self.components]
@@ -155,27 +156,30 @@ class ComposedPair(Pair):
             if isinstance(cl, LawPair):
                 parts.append((_law_pld(cl, **options), 1))
             else:
-                parts.append((cl.curve(PLD, **options), 1) if cl is not None
-                             else (p.curve(PLD, **options), c))
+                parts.append((cl.curve(PLD, registry=registry, **options), 1) if cl is not None
+                             else (p.curve(PLD, registry=registry, **options), c))
         return parts
 
-    def refining_pld(self, **options: Any) -> RefiningPLD:
+    def refining_pld(self, *, registry: Any = None, **options: Any) -> RefiningPLD:
         """The composed PLD as a ``RefiningPLD``: δ(ε) and ε(δ) from the tilts each
-        query needs, the full PLD on demand (``options`` as for ``curve(PLD)``)."""
-        return RefiningPLD(self._pld_parts(**options), lower=options.get("lower", True))
+        query needs, the full PLD on demand (``options`` as for ``curve(PLD)``; the
+        components' PLDs derived through ``registry``)."""
+        return RefiningPLD(self._pld_parts(registry, **options),
+                           lower=options.get("lower", True))
 
     def curve(self, kind: type, *, registry: Any = None, **options: Any):
         if kind is PLD:
             # the composition refuses its own grid, from the Chernoff window of these
             # laws, before allocating it
-            return compose_plds(self._pld_parts(**options))
+            return compose_plds(self._pld_parts(registry, **options))
         if kind in (RDP, ZCDP):
             parts = [p.curve(kind, registry=registry, **options).self_compose(c) if c > 1
                      else p.curve(kind, registry=registry, **options)
                      for p, c in self.components]
             return compose(*parts)
         if kind in (PrivacyProfile, TradeOff):
-            return self.curve(PLD, **options).to(kind, registry=registry, **options)
+            return self.curve(PLD, registry=registry, **options).to(kind, registry=registry,
+                                                                    **options)
         return super().curve(kind, registry=registry, **options)
 
     @functools.cached_property

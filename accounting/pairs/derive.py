@@ -31,7 +31,7 @@ from accounting.numerics.loss import LossPMF
 from accounting.vocabulary import Bound, Direction, Exactness
 from accounting.pairs.pair import LawPair
 from accounting.pairs.primitives import check_primitive_output, check_renyi_output
-from accounting.registry.registry import default_registry
+from accounting.registry.registry import curve_kind_name, default_registry, reserve
 from accounting.curves.pld import PLD
 from accounting.curves.profile import FunctionSide, PrivacyProfile
 from accounting.curves.rdp import CGF, RDP
@@ -202,6 +202,8 @@ CURVE_KINDS: dict[type, Any] = {PrivacyProfile: _profile, PLD: _pld, TradeOff: _
                                 RDP: _rdp, ZCDP: _zcdp}
 #: the name the core's curve kinds go by (``registry.CORE_PLUGINS``)
 _CORE = "core.pairs"
+# a plugin's builder of one of these kinds is refused when it registers
+reserve("curve kind", (curve_kind_name(kind) for kind in CURVE_KINDS), _CORE)
 
 
 def builders(registry) -> dict:

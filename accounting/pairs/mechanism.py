@@ -245,10 +245,18 @@ class Mechanism(abc.ABC):
     def pair(self) -> Pair:
         """The dominating ordered pair (P, Q) (forward = remove, backward = add)."""
 
+    def pair_in(self, registry: Any = None) -> Pair:
+        """The dominating pair, with every lookup its construction makes (a plugin's
+        specialisation of a subsampled base, say) made in ``registry`` (None: the
+        process-wide one). A mechanism whose pair needs no registry keeps this default,
+        ``pair()``; one that needs it overrides this method and makes ``pair()`` call
+        ``pair_in(None)``."""
+        return self.pair()
+
     def curve(self, kind: type, *, registry: Any = None, **options: Any):
         """This mechanism's curve of the given kind (``PLD``, ``RDP``, …), through
-        ``registry`` (``Pair.curve``)."""
-        return self.pair().curve(kind, registry=registry, **options)
+        ``registry`` (``pair_in`` and ``Pair.curve``)."""
+        return self.pair_in(registry).curve(kind, registry=registry, **options)
 
     def sample(self, rng: np.random.Generator, shape: "tuple[int, ...] | int"
                ) -> tuple[np.ndarray, np.ndarray]:

@@ -79,9 +79,10 @@ def answer(config: Mapping[str, Any], query: str, at: Any,
     return values, UPPER if curve.provenance.exactness.certified else NUMERICAL
 
 
-def mechanism_parameters(name: str) -> tuple[str, ...]:
-    """The parameter names of registered mechanism ``name`` (and ``count``)."""
-    return (*default_registry().mechanism(name).parameters(), "count")
+def mechanism_parameters(name: str, registry: Any = None) -> tuple[str, ...]:
+    """The parameter names of mechanism ``name`` registered on ``registry`` (None: the
+    process-wide one), and ``count``."""
+    return (*(registry or default_registry()).mechanism(name).parameters(), "count")
 
 
 class _Fixed:
@@ -95,23 +96,25 @@ class _Fixed:
         return self.mechanism
 
 
-def calibration_terms(config: Mapping[str, Any], solve: str) -> list[Term]:
+def calibration_terms(config: Mapping[str, Any], solve: str,
+                      registry: Any = None) -> list[Term]:
     """The calibration terms of ``config`` with the shared unknown ``solve``.
 
     Every mechanism with a parameter ``solve`` is one term whose ``solve`` is
     (its written value, default 1) × x — equal values share one x, a value of 2 is
     twice it; the other mechanisms are fixed terms. A ``ValueError`` if no
-    mechanism has the parameter.
+    mechanism has the parameter. Names are looked up in ``registry`` (None: the
+    process-wide one).
     """
+    registry = registry or default_registry()
     check_config({**config, "mechanism": [
-        {**entry, solve: entry.get(solve, 1.0)} if solve in _params_of(entry) else entry
-        for entry in config.get("mechanism", [])]})
-    registry = default_registry()
+        {**entry, solve: entry.get(solve, 1.0)} if solve in _params_of(entry, registry)
+        else entry for entry in config.get("mechanism", [])]})
     terms = []
     for entry in config["mechanism"]:
         params = {k: v for k, v in entry.items() if k not in ("name", "count")}
         count = entry.get("count", 1)
-        if solve in _params_of(entry):
+        if solve in _params_of(entry, registry):
             multiplier = params.pop(solve, 1.0)
             terms.append(Term(entry["name"], solve, count=count, multiplier=multiplier,
                               params=params))
@@ -125,11 +128,11 @@ def calibration_terms(config: Mapping[str, Any], solve: str) -> list[Term]:
     return terms
 
 
-def _params_of(entry: Mapping[str, Any]) -> tuple[str, ...]:
+def _params_of(entry: Mapping[str, Any], registry: Any) -> tuple[str, ...]:
     name = entry.get("name") if isinstance(entry, Mapping) else None
     if not isinstance(name, str):
         return ()
     try:
-        return tuple(default_registry().mechanism(name).parameters())
+        return tuple(registry.mechanism(name).parameters())
     except (KeyError, ValueError):
         return ()

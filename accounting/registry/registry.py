@@ -63,8 +63,8 @@ from accounting.validation import check_depth
 from accounting.vocabulary import Exactness
 
 __all__ = ["Registry", "PluginError", "Job", "Record", "Kind", "KINDS", "CORE_PLUGINS",
-           "make_registry", "default_registry", "ENTRY_POINT_GROUP", "builtin_distributions",
-           "did_you_mean", "specialisation_name"]
+           "RESERVED", "reserve", "make_registry", "default_registry", "ENTRY_POINT_GROUP",
+           "builtin_distributions", "did_you_mean", "specialisation_name", "curve_kind_name"]
 
 ENTRY_POINT_GROUP = "accounting"
 
@@ -74,6 +74,23 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 #: the names the core's own tables are listed under (its converters: "core"; its curve
 #: kinds: "core.pairs"): built in, and taken, so that no plugin can pose as the core
 CORE_PLUGINS = ("core", "core.pairs")
+
+#: kind → name → owner: the names the core's own tables hold (its converter edges, its
+#: curve kinds), which no plugin may register. The registry imports nothing above it,
+#: so the tables declare their names here when their modules load (``reserve``); a
+#: converter or curve kind is then refused when it is registered, not only when the
+#: tables are merged with the registry's where they are used.
+RESERVED: dict[str, dict[str, str]] = {}
+
+
+def reserve(kind: str, names: Iterable[str], owner: str) -> None:
+    """Declare ``names`` of the registration ``kind`` (a key of ``KINDS``) as held by the
+    core table of plugin ``owner`` (one of ``CORE_PLUGINS``)."""
+    if owner not in CORE_PLUGINS:
+        raise ValueError(f"owner must be one of {CORE_PLUGINS}, got {owner!r}")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
+    RESERVED.setdefault(kind, {}).update(dict.fromkeys(names, owner))
 
 
 def did_you_mean(name: str, known: Iterable[str], *, prefix: str = "") -> str:
@@ -434,8 +451,9 @@ class Registry:
             claims.setdefault((item.kind, item.name), []).append(item)
         for (kind, name), group in claims.items():
             taken = self.table[kind].get(name)
-            if taken is not None:
-                owner = taken.plugin
+            core = RESERVED.get(kind, {}).get(name)
+            if taken is not None or core is not None:
+                owner = taken.plugin if taken is not None else core
                 builtin = " (built-in)" if owner in self.builtin_plugins else ""
                 for item in group:
                     self._fail(item.plugin, f"{kind} name {name!r} is already registered by "
@@ -505,7 +523,7 @@ class Registry:
         """The builder of the curve class ``kind`` that a plugin registered; a
         ValueError naming the registered kinds otherwise (with the core's kinds:
         ``accounting.pairs.derive.curve_builder``)."""
-        record = self.table["curve kind"].get(_kind_name(kind)) if isinstance(kind, type) \
+        record = self.table["curve kind"].get(curve_kind_name(kind)) if isinstance(kind, type) \
             else None
         if record is None or record.value[0] is not kind:
             names = ", ".join(k.__name__ for k in self.curve_kinds) or "none"
@@ -559,7 +577,7 @@ def _is_class_with(value: Any, methods: tuple[str, ...]) -> bool:
     return isinstance(value, type) and all(callable(getattr(value, m, None)) for m in methods)
 
 
-def _kind_name(kind: type) -> str:
+def curve_kind_name(kind: type) -> str:
     """The name a curve kind is registered under: ``module.Class``."""
     return f"{kind.__module__}.{kind.__qualname__}"
 
@@ -669,7 +687,7 @@ def _check_curve_kind(plugin: str, kind: Any, builder: Any) -> tuple[str, Any]:
     if not callable(builder):
         raise _Refused(f"curve kind {kind.__name__}: builder must be callable, got "
                        f"{_short(builder)}")
-    return _kind_name(kind), (kind, builder)
+    return curve_kind_name(kind), (kind, builder)
 
 
 @attrs.frozen

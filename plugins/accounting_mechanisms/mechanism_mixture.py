@@ -22,6 +22,7 @@ must all declare the neighbouring relation the mixture is accounted under.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -150,8 +151,12 @@ class MechanismMixture(Mechanism):
                                  f"neighbouring={m.neighbouring.value!r} or rebuild the branch")
 
     def pair(self) -> MixturePair:
+        return self.pair_in(None)
+
+    def pair_in(self, registry: Any = None) -> MixturePair:
+        """The mixture of the components' pairs, each looked up in ``registry``."""
         total = math.fsum(self.probs)
-        return MixturePair(tuple(m.pair() for m in self.mechanisms),
+        return MixturePair(tuple(m.pair_in(registry) for m in self.mechanisms),
                            tuple(w / total for w in self.probs))
 
 

@@ -47,6 +47,8 @@ which *is* the base: its pair is returned as it is).
 from __future__ import annotations
 
 import math
+from typing import Any
+
 import attrs
 import numpy as np
 
@@ -313,10 +315,14 @@ class RepeatAndSelect(Mechanism):
                              f"neighbouring={self.base.neighbouring.value!r}")
 
     def pair(self) -> Pair:
-        base = self.base.pair()
+        return self.pair_in(None)
+
+    def pair_in(self, registry: Any = None) -> Pair:
+        """The pair of the base looked up in ``registry``, repeated and selected."""
+        base = self.base.pair_in(registry)
         if self.mean == 1 and not math.isinf(self.shape):
             return base                      # K ≡ 1: one run of the base, exactly
-        if float(base.curve(RDP).renyi(np.inf, "max")) == 0.0:
+        if float(base.curve(RDP, registry=registry).renyi(np.inf, "max")) == 0.0:
             # D_∞ = 0: every run ignores the record (sensitivity 0, rate 0), so the
             # best of them does too — no privacy cost, exactly
             return identical_pair(f"{self.name} of a base with no privacy loss")

@@ -22,6 +22,8 @@ Gaussian) overrides ``_cgf`` in a subclass.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import attrs
 import numpy as np
 
@@ -29,6 +31,7 @@ from accounting.pairs.additive import log_integral
 from accounting.curves.profile import symmetric_profile
 from accounting.vocabulary import Bound, Direction, Exactness
 from accounting.registry.hookspecs import hookimpl
+from accounting.registry.registry import Registry, default_registry
 from accounting.pairs.mechanism import RATE, Mechanism, Neighbouring, Range, as_neighbouring, parameter
 from accounting.pairs.pair import (LawPair, Pair, disjoint_pair, identical_pair, not_provided,
                                    overrides_method)
@@ -307,12 +310,12 @@ def _outward(value: float, y: float, up: bool) -> float:
     return float(value + err) if up else float(value - err)
 
 
-def poisson_pair(base: Pair, q: float, registry=None) -> PoissonSubsampledPair:
+def poisson_pair(base: Pair, q: float, registry: Optional[Registry] = None
+                 ) -> PoissonSubsampledPair:
     """The Poisson-subsampled pair of ``base``, specialised where a plugin registered a
     closed form for its class (hook ``accounting_register_specialisations``, resolved by
     ``registry``, default the process-wide one): the same answer whatever modules are
     imported, in whatever order."""
-    from accounting.registry.registry import default_registry
     reg = default_registry() if registry is None else registry
     return reg.specialisation(PoissonSubsampledPair, base)(base, q)
 
@@ -473,9 +476,13 @@ class PoissonSubsampled(PoissonMechanism):
         return mixture_sample(self.base, float(self.q), rng, shape)
 
     def pair(self) -> Pair:
+        return self.pair_in(None)
+
+    def pair_in(self, registry: Optional[Registry] = None) -> Pair:
+        """The pair, its base's and the specialisation looked up in ``registry``."""
         if self.q == 0:
             return identical_pair(f"{self.name} (q = 0: no privacy loss)")
-        return poisson_pair(self.base.pair(), float(self.q))
+        return poisson_pair(self.base.pair_in(registry), float(self.q), registry)
 
 
 @attrs.frozen
@@ -523,9 +530,13 @@ class SampledWithoutReplacement(Mechanism):
         return mixture_sample(self.base, self.gamma, rng, shape)
 
     def pair(self) -> Pair:
+        return self.pair_in(None)
+
+    def pair_in(self, registry: Optional[Registry] = None) -> Pair:
+        """The pair, its base's looked up in ``registry``."""
         if self.batch_size == 0:
             return identical_pair(f"{self.name} (batch_size 0: no privacy loss)")
-        return WithoutReplacementPair(self.base.pair(), self.gamma)
+        return WithoutReplacementPair(self.base.pair_in(registry), self.gamma)
 
 
 @attrs.frozen
