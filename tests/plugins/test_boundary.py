@@ -169,7 +169,7 @@ def test_optional_primitives_default_to_a_clear_error():
     for name, method in OPTIONAL_PRIMITIVES.items():
         assert not bare.provides(name)
         args = {"cgf": (np.array([1.0]), None), "cgf_lower": (np.array([1.0]), None),
-                "beta": (np.array([0.5]), None), "noise_density": (),
+                "cgf_analytic": (np.array([1j]), None), "beta": (np.array([0.5]), None), "noise_density": (),
                 "sample": (np.random.default_rng(0), 3), "loss_atoms": (None,)}[name]
         with pytest.raises(NotImplementedError, match=f"does not provide the primitive "
                                                       f"'{name}'"):
@@ -328,7 +328,7 @@ def test_curve_kinds_come_from_the_core_table_and_the_registry():
     from accounting.pairs.derive import CURVE_KINDS, builders
     reg = accounting.default_registry()
     assert reg.listing()["curve kinds"] == [] and reg.curve_kinds == {}   # none from plugins
-    assert builders(reg) == CURVE_KINDS and len(CURVE_KINDS) == 5
+    assert builders(reg) == CURVE_KINDS and len(CURVE_KINDS) == 6
     core = make_registry(entry_points=False)
     assert builders(core) == builders(reg)
     with pytest.raises(ValueError, match="unknown curve kind .*expected one of PrivacyProfile"):
