@@ -144,6 +144,15 @@ def test_inverted_gaussian_brackets_the_exact_gdp_profile():
     assert pld.law("forward").inf_mass < 1e-8
 
 
+def test_privacy_queries_on_phi_go_through_the_inversion():
+    phi = _phi("gaussian", sigma=1.0)
+    assert "characteristic→pld (inversion)" in phi.explain("delta").path
+    lo, up = phi.delta_interval(EPS)
+    exact = _gdp_delta(1.0, EPS)
+    assert np.all(lo <= exact) and np.all(exact <= up)
+    assert float(phi.epsilon(1e-6)) == pytest.approx(float(phi.to(PLD).epsilon(1e-6)), rel=1e-12)
+
+
 def test_inverted_gaussian_composition_is_mu_gdp():
     # 3 × N(σ = 2) and 2 × N(σ = 1): μ = sqrt(3/4 + 2)
     phi = _phi("gaussian", sigma=2.0) * 3 + _phi("gaussian", sigma=1.0) * 2

@@ -46,7 +46,9 @@ and
   less η (at least 0) and puts the rest at +∞ — moving mass to larger losses only
   raises δ(ε) = E[(1 − e^{ε−L})₊], so it still dominates;
 * the optimistic law takes the masses of the rounding-down law less η and drops the
-  rest (δ only falls).
+  rest (δ only falls; rounding down lowers every loss, and δ(ε) = E_P[(1 − e^{ε−L})₊]
+  grows with the loss, so the bound survives composition); the optimistic lattice
+  laws' slacks add.
 
 The bracket pays Σ_k min(m_k, η) of δ at every ε, as mass at +∞ (about 1e-11
 for a Gaussian on 6·10⁴ grid points),
@@ -337,6 +339,18 @@ def _phase(j: np.ndarray, offset: int, n: int) -> np.ndarray:
     return np.exp(2j * np.pi * r / n)
 
 
+def _chernoff_bottom(cgf: Callable[[np.ndarray], np.ndarray], tail: float) -> float:
+    """x with P(L < x) ≤ tail: max over λ ∈ (0, 1] of (log tail − K(−λ))/λ
+    (Chernoff; K(−λ) ≤ 0 there for any loss law, K being convex with K(0) ≤ 0 and
+    K(−1) = log Q(L > −∞) ≤ 0, so λ = 1 gives the bound P(L < x) ≤ e^{x})."""
+    lam = np.linspace(0.01, 1.0, 100)
+    with np.errstate(over="ignore", invalid="ignore"):
+        k = np.asarray(cgf(-lam), dtype=float)
+    x = (math.log(tail) - k) / lam
+    x = x[np.isfinite(x)]
+    return float(x.max()) if x.size else math.log(tail)
+
+
 def _chernoff_top(cgf: Callable[[np.ndarray], np.ndarray], tail: float) -> float:
     """x with P(L > x) ≤ tail: min over λ > 0 of (K(λ) + log(1/tail))/λ."""
     lam = np.logspace(-3, 3, 241)
@@ -375,19 +389,29 @@ def _invert(curve: CharacteristicFunction, d: Direction, step: float, tail: floa
     log_finite = sum(c * math.log1p(-law.inf_mass) if law.inf_mass < 1 else -math.inf
                      for c, law, _ in laws)
     folded, remainder = 0.0, 0.0
+
+    def real_cgf(lam: np.ndarray) -> np.ndarray:
+        """Σ c·K(λ) of the finite part of the sum (the mass at +∞ is not in φ)."""
+        total = np.zeros(lam.shape)
+        for c, term, _ in smooth:
+            total += c * np.asarray(term.cgf(lam.astype(complex), d), dtype=complex).real
+        for c, law, _ in laws:
+            total += c * law_log_mgf(law, lam.astype(complex)).real
+        return total
+    # the Chernoff window of the sum, P(S > top), P(S < bottom) ≤ tail/4 each (one grid
+    # step of padding: the discretisation moves a loss by less than a step); a window
+    # narrower than the lattice supports' sum folds at most tail/2 into each entry
+    top = _chernoff_top(real_cgf, tail / 4.0)
+    bottom = _chernoff_bottom(real_cgf, tail / 4.0)
+    w_lo, w_hi = math.floor(bottom / step) - 1, math.ceil(top / step) + 1
     if smooth:
-        def real_cgf(lam: np.ndarray) -> np.ndarray:
-            total = np.zeros(lam.shape)
-            for c, term, _ in smooth:
-                total += c * np.asarray(term.cgf(lam.astype(complex), d), dtype=complex).real
-            return total
-        top = _chernoff_top(real_cgf, tail / 2.0)
-        bottom = math.log(2.0 / tail)          # P(L < −x) ≤ e^{−x}
-        lo += math.floor(-bottom / step) - 1
-        hi += math.ceil(top / step) + 1
-        folded = tail
+        lo, hi = w_lo, w_hi
+        folded = tail / 2.0
         remainder = rounding_remainder(sum(c * rate for c, _, rate in smooth), step,
                                        connect_the_dots=pessimistic)
+    elif w_lo > lo or w_hi < hi:
+        lo, hi = max(lo, w_lo), min(hi, w_hi)
+        folded = tail / 2.0
     size = hi - lo + 1
     n = 1 << max(int(size - 1).bit_length(), 1)
     if n > MAX_GRID_POINTS:
@@ -433,7 +457,10 @@ def _invert(curve: CharacteristicFunction, d: Direction, step: float, tail: floa
         return LossPMF.on_grid(step, lo, kept, inf_mass=max(1.0 - finite, 0.0))
     inf_low = -math.expm1(log_finite) if laws else 0.0
     inf_low = min(max(inf_low, 0.0), max(1.0 - finite, 0.0))
-    return LossPMF.on_grid(step, lo, kept, inf_mass=inf_low)
+    # an optimistic law's slack (the allowance it subtracts from δ) adds under
+    # composition, as in ``fourier.compose_pmfs``
+    slack = sum(c * law.slack for c, law, _ in laws)
+    return LossPMF.on_grid(step, lo, kept, inf_mass=inf_low, slack=slack)
 
 
 def characteristic_to_pld(curve: CharacteristicFunction, step: Optional[float] = None,
