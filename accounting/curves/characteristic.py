@@ -35,9 +35,10 @@ e^{−aπ²/h²}, for a decay rate a, times 1 + 4/(1 − e^{−h}) for connect-t
 lattice law on the grid is its own discretisation. Sampling the product at the N
 frequencies t_j = 2πj/(Nh) and one FFT gives the masses of the rounded law folded
 modulo N (the discrete Poisson summation formula), which are the masses themselves
-when N covers the support: the lattice terms' supports add up exactly, and the
-atomless part's window leaves out at most ``tail`` below (P(L < −x) ≤ e^{−x} for
-every loss law) and above (Chernoff, P(L > x) ≤ e^{K(λ) − λx}). Every mass is then
+when N covers the support. The window is the sum's Chernoff window (from Σ c_i K_i at
+real orders, of the finite part: P(S > x) ≤ e^{K(λ) − λx}, and P(S < x) ≤
+e^{K(−λ) + λx} for λ ∈ (0, 1], where K(−λ) ≤ 0), narrowed to the lattice supports'
+sum; what it leaves out, at most ``tail``/2, folds into the entries. Every mass is then
 within η of the truth, η = R + (mass folded in) + (rounding: the ℓ2 error of the
 transforms, 5u·log₂N times the ℓ2 norms (Higham's bound, doubled), and of their inputs),
 and
