@@ -28,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("ComposedPair", "compose"), "accounting.pairs.composed"),
     **dict.fromkeys(("Converter", "convert"), "accounting.curves.graph"),
     **dict.fromkeys(("Curve", "Provenance"), "accounting.curves.curve"),
+    "CharacteristicFunction": "accounting.curves.characteristic",
     "PLD": "accounting.curves.pld",
     "PrivacyProfile": "accounting.curves.profile",
     "RDP": "accounting.curves.rdp",

@@ -108,7 +108,7 @@ def test_core_only_registry_has_no_mechanisms():
     reg = make_registry(entry_points=False)
     assert reg.listing()["mechanisms"] == [] and reg.converters == []
     core = [c.name for c in edges(default_registry()) if c.plugin == "core"]
-    assert [c.name for c in edges(reg)] == core and len(core) == 9
+    assert [c.name for c in edges(reg)] == core and len(core) == 11
 
 
 # ------------------------------------------------------------ explicit registries

@@ -24,6 +24,8 @@ from accounting.numerics.discretise import (connect_the_dots, convex_minorant, g
                                            grid_profiles, profile_support)
 from accounting.numerics.loss import LossPMF
 from accounting.numerics.order_search import ORDER_GRID, envelope_sup, minimise_over_orders
+from accounting.curves.characteristic import (CharacteristicFunction, characteristic_to_pld,
+                                              rdp_to_characteristic)
 from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, check_step
 from accounting.curves.profile import FunctionSide, LawSide, PrivacyProfile
 from accounting.curves.rdp import CGF, RDP
@@ -329,6 +331,12 @@ CONVERTERS: tuple[tuple[type, type, Callable[..., Any], Exactness, str], ...] = 
     (RDP, ZCDP, _rdp_to_zcdp, _UPPER, "rdp→zcdp (envelope)"),
     (RDP, PrivacyProfile, _rdp_to_profile, _UPPER, "rdp→profile (improved conversion)"),
     (ZCDP, RDP, _zcdp_to_rdp, _UPPER, "zcdp→rdp"),
+    (CharacteristicFunction, PLD, characteristic_to_pld, _UPPER, "characteristic→pld (inversion)"),
+    # labelled a bound, not exact, although φ = exp(K(it)) is exact where it is defined:
+    # only RDP curves whose every term is an exact closed form continue analytically, so
+    # the graph must never route RDP → PLD through φ (a tie with rdp→profile→pld)
+    (RDP, CharacteristicFunction, rdp_to_characteristic, _UPPER,
+     "rdp→characteristic (analytic continuation)"),
 )
 
 #: query → the kind whose own formula answers it (``Curve.answered_by`` converts a

@@ -58,15 +58,18 @@ class LimitedCGF:
     K (an upper bound for a sound CGF, a lower one for an optimistic CGF)."""
 
     fn: CGFFn
-    limit: LimitFn
+    limit: Optional[LimitFn] = None
+    #: K at complex orders, where the CGF is an exact closed form with an analytic
+    #: continuation (``curves.characteristic``: φ(t) = exp(K(it))); None otherwise
+    analytic: Optional[CGFFn] = attrs.field(default=None, kw_only=True)
 
     def __call__(self, t: np.ndarray, direction: Direction) -> np.ndarray:
         return self.fn(t, direction)
 
-    def renyi_limit(self, order: float, direction: Direction) -> float:
+    def renyi_limit(self, order: float, direction: Direction) -> Optional[float]:
         if order not in _LIMITS:
             raise ValueError(f"order must be 1 or inf, got {order!r}")
-        return float(self.limit(order, direction))
+        return None if self.limit is None else float(self.limit(order, direction))
 
 
 class _Checked:
@@ -104,10 +107,14 @@ class CGF:
     terms: tuple[tuple[float, CGFFn], ...] = attrs.field(converter=_cgf_terms)
 
     @classmethod
-    def of(cls, fn: CGFFn, limit: Optional[LimitFn] = None) -> "CGF":
+    def of(cls, fn: CGFFn, limit: Optional[LimitFn] = None,
+           analytic: Optional[CGFFn] = None) -> "CGF":
         """The CGF of one function; ``limit(order, direction)`` declares its D_1 and
-        D_∞ (see ``LimitedCGF``)."""
-        return cls(((1.0, fn if limit is None else LimitedCGF(fn, limit)),))
+        D_∞, ``analytic(z, direction)`` its values at complex orders (see
+        ``LimitedCGF``)."""
+        if limit is None and analytic is None:
+            return cls(((1.0, fn),))
+        return cls(((1.0, LimitedCGF(fn, limit, analytic=analytic)),))
 
     def limit(self, order: float, direction: Direction) -> Optional[float]:
         """Σ_i c_i·D_order,i for order 1 (KL) or ∞ (D_∞): composition adds both limits
@@ -117,9 +124,10 @@ class CGF:
             if c == 0:
                 continue
             get = getattr(fn, "renyi_limit", None)
-            if get is None:
+            value = None if get is None else get(order, direction)
+            if value is None:
                 return None
-            total += c * get(order, direction)
+            total += c * value
         return total
 
     def __call__(self, t: np.ndarray, direction: Direction) -> np.ndarray:

@@ -11,6 +11,8 @@ one, else a route through curves the pair surely has (its profile, then the PLD)
   ``LawPair``), else the vertices of its PLD;
 * RDP: the pair's ``_cgf`` if it provides one (lower side: ``cgf_lower`` if provided,
   else ``_cgf`` itself for an exact pair with an exact CGF), else the CGF of its PLD;
+* characteristic function: the pair's ``cgf_analytic`` (exact), the product of the
+  parts' for a composition, else the φ of its PLD law (numerical, stated error);
 * zCDP: the pair's ``_rho`` per direction if any, else the envelope of its RDP (or
   the pair's ``rho_bound`` where that is smaller, e.g. a sup only reached as t → ∞).
 """
@@ -25,10 +27,13 @@ import numpy as np
 
 from accounting.curves.converters import (DEFAULT_STEP, DEFAULT_TAIL, check_options,
                                           profile_laws, profile_to_pld, zcdp_envelope)
+from accounting.curves.characteristic import (AnalyticContinuation, CharacteristicFunction, PhiTerm,
+                                              lattice_phi_error, law_log_mgf)
 from accounting.curves.curve import Provenance
 from accounting.numerics.atoms import AtomSplit, finite_law_on_grid
 from accounting.numerics.loss import LossPMF
 from accounting.vocabulary import Bound, Direction, Exactness
+from accounting.pairs.composed import ComposedPair
 from accounting.pairs.pair import LawPair
 from accounting.pairs.primitives import check_primitive_output, check_renyi_output
 from accounting.registry.registry import curve_kind_name, default_registry, reserve
@@ -160,7 +165,13 @@ def _rdp(pair, registry=None, **options: Any) -> RDP:
         elif pair.exact and exactness is Exactness.EXACT:
             lower = CGF.of(_checked_cgf(pair._cgf, "_cgf", pair, lower=True),
                            limits.get(Bound.LOWER))
-        return RDP(CGF.of(_checked_cgf(pair._cgf, "_cgf", pair), limits.get(Bound.UPPER)),
+        # an exact closed-form CGF's continuation to complex orders (φ = exp(K(it)))
+        analytic = None
+        if exactness is Exactness.EXACT and pair.exact and pair.provides("cgf_analytic"):
+            analytic = AnalyticContinuation(pair.cgf_analytic, decay=tuple(
+                pair.characteristic_decay(d) for d in (Direction.FORWARD, Direction.BACKWARD)))
+        return RDP(CGF.of(_checked_cgf(pair._cgf, "_cgf", pair), limits.get(Bound.UPPER),
+                          analytic),
                    lower, provenance=Provenance(exactness, (f"{pair.describe()} rdp",)))
     return _pld(pair, **options).to(RDP, registry=registry, **options)
 
@@ -194,12 +205,62 @@ def _zcdp(pair, registry=None, **options: Any) -> ZCDP:
     return ZCDP(tuple(rhos), lower, provenance=Provenance(label, (f"{pair.describe()} zcdp",)))
 
 
+def _characteristic(pair, registry=None, **options: Any) -> CharacteristicFunction:
+    """φ of both directions (``curves.characteristic``): the pair's K at complex
+    orders where it provides one (an exact term, with its decay rate), the product of
+    the parts' φ for a composition, else the φ of its pessimistic PLD law with the
+    stated connect-the-dots error (a numerical term, whose inversion uses the PLD)."""
+    label = pair.describe()
+    lattice = _lattice(pair, registry, options)
+    if pair.exact and pair.provides("cgf_analytic"):
+        decay = tuple(pair.characteristic_decay(d) for d in (Direction.FORWARD, Direction.BACKWARD))
+        term = PhiTerm(pair.cgf_analytic, decay=decay, lattice=lattice, label=label)
+        return CharacteristicFunction(((1, term),), provenance=_exact(f"{label} φ"))
+    if isinstance(pair, ComposedPair):
+        parts = [p.curve(CharacteristicFunction, registry=registry, **options).self_compose(c)
+                 for p, c in pair.components]
+        out = parts[0]
+        for part in parts[1:]:
+            out = out.compose(part)
+        return out
+    pld = lattice(options.get("step") or DEFAULT_STEP)
+    laws = {d: pld.law(d, "upper") for d in (Direction.FORWARD, Direction.BACKWARD)}
+    inf_true = {d: float(pair._profile(np.array([np.inf]), d)[0]) for d in laws}
+    # δ(ℓ_0) − (1 − e^{ℓ_0}) at the lowest grid point: bounds the mass below the grid
+    gap = {}
+    for d, law in laws.items():
+        low = float(law.losses[0]) if law.losses.size else 0.0
+        gap[d] = float(pair._profile(np.array([low]), d)[0]) + float(np.expm1(low))
+
+    def cgf(z, d):
+        return law_log_mgf(laws[d], z)
+
+    def error(t, d):
+        return lattice_phi_error(laws[d], inf_true[d], gap[d], t)
+    term = PhiTerm(cgf, error, lattice=lattice, exactness=Exactness.NUMERICAL,
+                   label=f"{label} (its PLD law)")
+    return CharacteristicFunction(((1, term),), provenance=Provenance(
+        Exactness.NUMERICAL, (f"{label} φ (its PLD law)",)))
+
+
+def _lattice(pair, registry, options: dict):
+    """step ↦ the pair's certified PLD on that grid (the options' tail), built once
+    per step."""
+    cache: dict = {}
+
+    def lattice(step: float) -> PLD:
+        if step not in cache:
+            cache[step] = _pld(pair, registry, **dict(options, step=step))
+        return cache[step]
+    return lattice
+
+
 #: The core's curve kinds and their routes from a pair (module docstring): a plain
 #: table, which ``builders`` merges with the kinds plugins register. Each builder
 #: takes the pair, the registry its conversions use (``registry=``) and the checked
 #: grid options.
 CURVE_KINDS: dict[type, Any] = {PrivacyProfile: _profile, PLD: _pld, TradeOff: _tradeoff,
-                                RDP: _rdp, ZCDP: _zcdp}
+                                RDP: _rdp, ZCDP: _zcdp, CharacteristicFunction: _characteristic}
 #: the name the core's curve kinds go by (``registry.CORE_PLUGINS``)
 _CORE = "core.pairs"
 # a plugin's builder of one of these kinds is refused when it registers

@@ -18,6 +18,10 @@ primitive                  default when the pair does not provide it
                            or numerical)
 ``cgf_lower(t, d)``        ``NotImplementedError``: a lower Rényi curve; without it an
                            exact pair with an exact ``_cgf`` uses ``_cgf`` for both sides
+``cgf_analytic(z, d)``     ``NotImplementedError``: K(z) at complex orders z, the analytic
+                           continuation of an exact ``_cgf`` (φ(t) = exp(K(it)), the
+                           characteristic function; ``curves.characteristic``)
+``characteristic_decay(d)`` ``None``: a rate a with |φ(s)| ≤ e^{−a s²} (Gaussian: μ²/2)
 ``_beta(alpha, d)``        ``NotImplementedError``: the trade-off function in closed form
 ``_rho(d)``                ``None``: the exact zCDP ρ* = sup_t K(t)/(t(t+1))
 ``rho_bound(d)``           ``None``: an upper bound on ρ* where the envelope cannot
@@ -50,6 +54,7 @@ from typing import Callable, NamedTuple, Optional
 import attrs
 import numpy as np
 
+from accounting.curves.characteristic import law_log_mgf
 from accounting.curves.converters import law_limit
 from accounting.vocabulary import Bound, Direction, Exactness, as_bound, as_direction
 from accounting.numerics.loss import LossPMF
@@ -62,6 +67,7 @@ __all__ = ["Pair", "LawPair", "NoiseDensity", "OPTIONAL_PRIMITIVES", "discrete_p
 OPTIONAL_PRIMITIVES: dict[str, str] = {
     "cgf": "_cgf",
     "cgf_lower": "cgf_lower",
+    "cgf_analytic": "cgf_analytic",
     "beta": "_beta",
     "noise_density": "noise_density",
     "sample": "sample",
@@ -136,6 +142,16 @@ class Pair(abc.ABC):
         """A lower bound (or the numerical value) of K(t); optional
         (``provides("cgf_lower")``)."""
         raise not_provided(self, "cgf_lower")
+
+    def cgf_analytic(self, z: np.ndarray, direction: Direction) -> np.ndarray:
+        """K(z) = log E[e^{zL}] at complex z (complex array), the analytic continuation
+        of the exact CGF, so that φ(t) = exp(K(it)); optional
+        (``provides("cgf_analytic")``)."""
+        raise not_provided(self, "cgf_analytic")
+
+    def characteristic_decay(self, direction: Direction) -> Optional[float]:
+        """A rate a > 0 with |φ(s)| ≤ e^{−a s²} for every real s, or None."""
+        return None
 
     def _beta(self, alpha: np.ndarray, direction: Direction) -> np.ndarray:
         """The trade-off function β(α) in closed form; optional (``provides("beta")``)."""
@@ -251,6 +267,17 @@ class LawPair(Pair):
 
     def cgf_lower(self, t, direction):
         return self.law(direction, "lower").cgf(t)
+
+    def cgf_analytic(self, z, direction):
+        """log Σ m e^{zℓ} over the upper law's finite atoms (exact laws only)."""
+        if not self.exact:
+            raise not_provided(self, "cgf_analytic")
+        return law_log_mgf(self.law(direction, "upper"), z)
+
+    def provides(self, primitive: str) -> bool:
+        if primitive == "cgf_analytic":
+            return self.exact
+        return super().provides(primitive)
 
     def _renyi_limit(self, order, direction, side=Bound.UPPER):
         """E[L] or the largest loss of the law (``curves.converters.law_limit``)."""

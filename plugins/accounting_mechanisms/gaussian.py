@@ -64,6 +64,16 @@ class GaussianPair(Pair):
         t = np.asarray(t, dtype=float)
         return t * (t + 1.0) * self.mu ** 2 / 2.0
 
+    def cgf_analytic(self, z, direction):
+        """K(z) = μ²z(z + 1)/2, entire: φ(t) = exp(itμ²/2 − t²μ²/2), the
+        characteristic function of L ~ N(μ²/2, μ²)."""
+        z = np.asarray(z, dtype=complex)
+        return z * (z + 1.0) * self.mu ** 2 / 2.0
+
+    def characteristic_decay(self, direction):
+        """|φ(s)| = e^{−μ²s²/2}."""
+        return self.mu ** 2 / 2.0
+
     def _rho(self, direction):
         return self.mu ** 2 / 2.0
 

@@ -8,6 +8,8 @@ and the pair (Lap(Δ, b), Lap(0, b)) is symmetric.
   D_α = e + log1p((α − 1)·expm1(e(1 − 2α))/(2α − 1))/(α − 1);
 * ρ* = e + e^{−e} − 1, the KL divergence: the sup of K(t)/(t(t+1)) sits at t → 0
   (unifying-accounting paper, arXiv:2610.02414, §6);
+* characteristic function φ(t) = M(it), M(z) = ((1 + z)e^{ze} + z e^{−e(1+z)})/(1 + 2z)
+  (``cgf_analytic``, from the loss law below);
 * loss atoms: L = |x| − |x − e| under P = Lap(e, 1) is e on x ≥ e (P-mass ½) and −e on
   x ≤ 0 (P-mass ½e^{−e}), continuous in between; the pair is symmetric, so the
   backward law (−L under Q) has the same atoms. Declared, they sit on the PLD grid
@@ -48,6 +50,20 @@ class LaplacePair(Pair):
         t = np.asarray(t, dtype=float)
         a = 1.0 + t
         return t * self.e + np.log1p(t * np.expm1(self.e * (1.0 - 2.0 * a)) / (2.0 * a - 1.0))
+
+    def cgf_analytic(self, z, direction):
+        """K(z) = log M(z), M(z) = ((1 + z)e^{ze} + z e^{−e(1+z)})/(1 + 2z): the atoms e
+        (mass ½) and −e (mass ½e^{−e}) plus ∫_0^e ½e^{x−e}e^{z(2x−e)}dx (the module
+        docstring's law), in both directions; M(0) = M(−1) = 1. At z = −½ the
+        singularity is removable: M(−½) = e^{−e/2}(1 + e/2)."""
+        z = np.asarray(z, dtype=complex)
+        e = self.e
+        near = np.abs(1.0 + 2.0 * z) < 1e-6
+        w = np.where(near, 0.0, z)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = ((1.0 + w) * np.exp(w * e) + w * np.exp(-e * (1.0 + w))) / (1.0 + 2.0 * w)
+        m = np.where(near, np.exp(-e / 2.0) * (1.0 + e / 2.0), m)
+        return np.log(m)
 
     def _rho(self, direction):
         return self.e + np.expm1(-self.e)

@@ -169,7 +169,7 @@ def test_optional_primitives_default_to_a_clear_error():
     for name, method in OPTIONAL_PRIMITIVES.items():
         assert not bare.provides(name)
         args = {"cgf": (np.array([1.0]), None), "cgf_lower": (np.array([1.0]), None),
-                "beta": (np.array([0.5]), None), "noise_density": (),
+                "cgf_analytic": (np.array([1j]), None), "beta": (np.array([0.5]), None), "noise_density": (),
                 "sample": (np.random.default_rng(0), 3), "loss_atoms": (None,)}[name]
         with pytest.raises(NotImplementedError, match=f"does not provide the primitive "
                                                       f"'{name}'"):
@@ -328,7 +328,7 @@ def test_curve_kinds_come_from_the_core_table_and_the_registry():
     from accounting.pairs.derive import CURVE_KINDS, builders
     reg = accounting.default_registry()
     assert reg.listing()["curve kinds"] == [] and reg.curve_kinds == {}   # none from plugins
-    assert builders(reg) == CURVE_KINDS and len(CURVE_KINDS) == 5
+    assert builders(reg) == CURVE_KINDS and len(CURVE_KINDS) == 6
     core = make_registry(entry_points=False)
     assert builders(core) == builders(reg)
     with pytest.raises(ValueError, match="unknown curve kind .*expected one of PrivacyProfile"):
@@ -353,9 +353,9 @@ def test_a_plugin_curve_kind_is_built_and_a_builtin_kind_cannot_be_taken():
     taken = types.SimpleNamespace(accounting_register_curve_kinds=hookimpl(
         lambda register: register(accounting.PLD, lambda pair, **o: None)))
     thief = make_registry(entry_points=False)
-    thief.register_plugin(taken, "thief")       # refused where the core's table meets it
-    with pytest.warns(RuntimeWarning, match="curve kind name .*PLD.* already registered by "
-                                            "plugin 'core.pairs'"):
-        assert curve_builder(accounting.PLD, thief).__name__ == "_pld"
+    with pytest.raises(PluginError, match="curve kind name .*PLD.* already registered by "
+                                          "plugin 'core.pairs'"):
+        thief.register_plugin(taken, "thief")   # refused at registration (core names reserved)
+    assert curve_builder(accounting.PLD, thief).__name__ == "_pld"
     assert [e.plugin for e in thief.errors] == ["thief"] and thief.curve_kinds == {}
     assert curve_builder(accounting.PLD, reg).__name__ == "_pld"
