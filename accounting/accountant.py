@@ -246,10 +246,12 @@ class Accountant:
                accountant: Optional[str]) -> np.ndarray:
         direction, name = self._legacy(query, direction, accountant)
         d, b = as_direction(direction), as_bound(bound)
-        if name not in (None, "pld"):
-            return getattr(self.curve(ACCOUNTANTS[name]), query)(x, d, b)
-        # the composed PLD, tilts composed per query; the sound side alone costs half
-        return getattr(self._refining(lower=b is Bound.LOWER), query)(x, d, b)
+        answerer = (self.curve(ACCOUNTANTS[name]) if name not in (None, "pld")
+                    # the composed PLD, tilts composed per query; the sound side alone
+                    # costs half
+                    else self._refining(lower=b is Bound.LOWER))
+        out: np.ndarray = getattr(answerer, query)(x, d, b)
+        return out
 
     def under(self, accountant: str) -> "Accountant | Curve":
         """What answers the queries under the representation named ``accountant`` (one
@@ -312,7 +314,8 @@ class Accountant:
         d = as_direction(direction)
         name = f"{query}_interval"
         if rtol is None:
-            return getattr(self._refining(lower=True), name)(x, d)
+            bracket: tuple[np.ndarray, np.ndarray] = getattr(self._refining(lower=True), name)(x, d)
+            return bracket
         rtol = check_real("rtol", rtol, lo=0.0, hi=1.0, lo_open=True)
         step = self.step
         floor = max(MIN_STEP, self.step / 2.0 ** MAX_REFINEMENTS)

@@ -150,7 +150,7 @@ def test_rdp_conversion_reaches_order_infinity(b, k):
     assert 0.0 < float(rdp.delta(0.99 * pure)) < 0.1
     # the Accountant's RDP accountant and the command line's sweep of many δ agree
     acct = accounting.Accountant().compose(accounting.mechanism("laplace", b=b), k)
-    assert float(acct.epsilon(1e-10, accountant="rdp")) <= pure
+    assert float(acct.under("rdp").epsilon(1e-10)) <= pure
 
 
 def test_rdp_conversion_trusts_no_undeclared_sup():

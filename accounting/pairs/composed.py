@@ -11,7 +11,7 @@ self-composition done by one FFT power per distinct component. It is built by
 from __future__ import annotations
 
 import functools
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional, Sequence
 
 import attrs
 
@@ -62,24 +62,24 @@ def compose(*parts: Any) -> "Pair | Curve":
                         "take the curves of the pairs first (pair.curve(Kind))")
     if curves:
         return _compose_curves(items)
-    merged: dict = {}
+    merged: dict[Any, tuple[Pair, int]] = {}
     for part, count in items:
-        pair = part.pair() if isinstance(part, Mechanism) else part
+        pair: Pair = part.pair() if isinstance(part, Mechanism) else part
         key = _merge_key(pair)
         total = merged.get(key, (pair, 0))[1] + count
         merged[key] = (pair, check_count("count", total))
     components = tuple(merged.values())
     if len(components) == 1:
-        pair, count = components[0]
+        only, count = components[0]
         if count == 1:
-            return pair
-        closed = pair._self_compose(count)
+            return only
+        closed: Optional[Pair] = only._self_compose(count)
         if closed is not None:
             return closed
     return ComposedPair(components)
 
 
-def composition_parts(parts: "tuple | list") -> list:
+def composition_parts(parts: Sequence[Any]) -> list[tuple[Any, int]]:
     """``[(part, count), …]`` of ``compose``'s arguments (a bare part counts once), each
     part a ``Mechanism``, ``Pair`` or ``Curve`` and each count checked; a TypeError or
     ValueError naming the argument otherwise."""
@@ -106,7 +106,7 @@ def _merge_key(pair: Pair) -> Any:
     return ("eq", pair)
 
 
-def _compose_curves(items: list) -> Curve:
+def _compose_curves(items: list[tuple[Curve, int]]) -> Curve:
     """Curves of one kind, each repeated its count, composed left to right by the
     kind's rules (``compose``, ``self_compose``)."""
     kinds = list(dict.fromkeys(type(c).__name__ for c, _ in items))
@@ -114,7 +114,10 @@ def _compose_curves(items: list) -> Curve:
         raise TypeError(f"compose() needs curves of one kind, got {', '.join(kinds)}; "
                         f"convert them first with .to()")
     curves = [c if n == 1 else c.self_compose(n) for c, n in items]
-    return functools.reduce(lambda a, b: a.compose(b), curves)
+    out = curves[0]
+    for c in curves[1:]:
+        out = out.compose(c)
+    return out
 
 
 def _components(value: Iterable) -> tuple:

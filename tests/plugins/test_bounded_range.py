@@ -260,7 +260,7 @@ def test_bounded_range_composition_is_tighter_than_pure_dp():
     def answer(mech, accountant="pld"):
         acct = Accountant()
         acct.compose(mech, k)
-        return float(acct.epsilon(delta, accountant=accountant))
+        return float(acct.under(accountant).epsilon(delta))
     pure = answer(_mech("approx_dp", epsilon=eps))
     adaptive = answer(_mech("exponential_mechanism", epsilon=eps))
     batch = answer(_mech("exponential_mechanism", epsilon=eps, adaptive=False))
@@ -283,9 +283,9 @@ def test_autodp_exponential_mechanism_agrees():
     theirs = transformers.Composition()([zoo.ExponentialMechanism(0.1)], [100])
     acct = Accountant()
     acct.compose(_mech("exponential_mechanism", epsilon=0.1), 100)
-    assert float(acct.epsilon(1e-6, accountant="rdp")) == pytest.approx(
+    assert float(acct.under("rdp").epsilon(1e-6)) == pytest.approx(
         theirs.get_approxDP(1e-6), rel=1e-8)
-    assert float(acct.epsilon(1e-6, accountant="pld")) <= theirs.get_approxDP(1e-6) * 1.1
+    assert float(acct.epsilon(1e-6)) <= theirs.get_approxDP(1e-6) * 1.1
 
 
 def test_zcdp_is_epsilon_squared_over_eight():
@@ -364,8 +364,8 @@ def test_epsilon_zero_costs_nothing(name):
     free = Accountant()
     free.compose(_mech("gaussian", sigma=1.0, sensitivity=0.0), 50)
     for accountant in ("rdp", "zcdp"):
-        assert float(acct.epsilon(1e-6, accountant=accountant)) == \
-            float(free.epsilon(1e-6, accountant=accountant))
+        assert float(acct.under(accountant).epsilon(1e-6)) == \
+            float(free.under(accountant).epsilon(1e-6))
     assert float(mech.curve(ZCDP).rho()) == 0.0
 
 
@@ -583,4 +583,4 @@ def test_kl_composes_and_orders_from_two_are_unchanged():
                                       np.minimum(t * (t + 1) * eps ** 2 / 8, rr))
     assert _mech("exponential_mechanism", epsilon=eps).curve(ZCDP).rho() == \
         pytest.approx(eps ** 2 / 8, rel=1e-12)
-    assert acct.epsilon(1e-6, accountant="rdp") > 0
+    assert acct.under("rdp").epsilon(1e-6) > 0

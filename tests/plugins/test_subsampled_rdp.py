@@ -111,7 +111,7 @@ def test_subsampled_discrete_gaussian_rdp_is_finite_and_sound(alpha):
     assert np.isfinite(rdp.rdp(1000.0))
     # the PLD's ε is never below the RDP-free truth: its lower side brackets the RDP's
     acct = Accountant(step=1e-3).compose(mech, 50)
-    assert acct.epsilon(1e-6, accountant="rdp") >= acct.epsilon(1e-6) * (1 - 1e-9)
+    assert acct.under("rdp").epsilon(1e-6) >= acct.epsilon(1e-6) * (1 - 1e-9)
 
 
 # ------------------------------------------------------------- the law route

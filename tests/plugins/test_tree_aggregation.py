@@ -129,7 +129,7 @@ def test_dp_accounting_stackoverflow_figures(sigma, published):
     exact Gaussian ε (which it bounds) are both below."""
     m = _mech(sigma=sigma, step_counts=1600)
     acct = Accountant(step=1e-3).compose(m)
-    rdp_eps = float(acct.epsilon(1e-6, accountant="rdp"))
+    rdp_eps = float(acct.under("rdp").epsilon(1e-6))
     want = improved_rdp_epsilon(lambda a: a * 11 / (2 * sigma ** 2), 1e-6)
     assert rdp_eps == pytest.approx(want, rel=1e-6)
     exact = gaussian_epsilon(math.sqrt(11) / sigma, 1e-6)
