@@ -239,7 +239,7 @@ class Accountant:
                f"acct.curve({ACCOUNTANTS[name].__name__}).{query}(...)")
         warnings.warn(f"Accountant.{query}(..., accountant={name!r}) is deprecated and will "
                       f"be removed in the next release; use {new}", DeprecationWarning,
-                      stacklevel=4)
+                      stacklevel=5)   # past _query, the method and its _strict wrapper
         return direction, name
 
     def _query(self, query: str, x: Any, direction: Any, bound: Any,
@@ -309,7 +309,7 @@ class Accountant:
             # the old positional form epsilon_interval(delta, rtol)
             warnings.warn(f"Accountant.{query}_interval(x, rtol) with rtol positional is "
                           f"deprecated and will be removed in the next release; use "
-                          f"{query}_interval(x, rtol=rtol)", DeprecationWarning, stacklevel=3)
+                          f"{query}_interval(x, rtol=rtol)", DeprecationWarning, stacklevel=4)
             direction, rtol = "max", direction
         d = as_direction(direction)
         name = f"{query}_interval"

@@ -139,7 +139,7 @@ def test_rdp_conversion_reaches_order_infinity(b, k):
     takes α = ∞ too, so ε(δ) ≤ k/b at every δ and δ(ε) = 0 from ε = k/b on. Finite
     orders alone (main) gave ε(1e-10) = 1.0288·k/b for b = 1 and δ(1) = 9.2e-6."""
     pure = k / b
-    rdp = accounting.mechanism("laplace", b=b).curve(RDP) * k
+    rdp = accounting.compose((accounting.mechanism("laplace", b=b).curve(RDP), k))
     deltas = np.geomspace(1e-300, 0.9, 40)
     eps = rdp.epsilon(deltas)
     assert np.all(eps <= pure)

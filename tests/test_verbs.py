@@ -254,6 +254,17 @@ def test_every_curve_refuses_bad_query_options(curves, kind):
         curve.epsilon(1e-5, bound="tight")
 
 
+def test_deprecation_warnings_point_at_the_caller(acct, curves, gauss):
+    calls = [lambda: acct.epsilon(1e-5, accountant="rdp"), lambda: acct.delta(1.0, "zcdp"),
+             lambda: acct.epsilon_interval(1e-5, 0.5), lambda: curves[PLD] + curves[PLD],
+             lambda: curves[RDP] * 2, lambda: 2 * curves[ZCDP],
+             lambda: gauss.pair().self_compose(2)]
+    for call in calls:
+        with pytest.warns(DeprecationWarning) as record:
+            call()
+        assert [w.filename for w in record] == [__file__]
+
+
 # --------------------------------------------- no warning inside the library
 def test_the_library_uses_no_deprecated_route(gauss, lap):
     from accounting.cli import main

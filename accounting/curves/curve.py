@@ -180,7 +180,13 @@ class Curve:
     (``PrivacyProfile`` for δ and ε, ``TradeOff`` for β, ``RDP`` for D_α, ``ZCDP``
     for ρ). ``explain(query)`` gives the ``Provenance`` of the curve that answered:
     the converters on its path and whether the answer is exact, a bound, or
-    numerical. Answers themselves stay plain floats and arrays.
+    numerical. Answers themselves stay plain floats and arrays. The ``*_interval``
+    forms of δ and ε take ``rtol`` too, for one signature with the ``Accountant``
+    (which refines its grid to meet it); a curve is fixed and accepts only ``None``.
+
+    **Composition.** ``accounting.compose(a, b, (c, n))`` is the users' route; it
+    applies each kind's rule, ``compose`` and ``self_compose``. The operators
+    ``a + b`` and ``a * n`` are deprecated (DeprecationWarning) for one release.
     """
 
     #: the queries this kind answers by its own formula (the others: by conversion)

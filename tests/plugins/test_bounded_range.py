@@ -209,7 +209,7 @@ def test_batch_pair_brackets_the_exact_profile(k):
     """Between grid points the batch pair's upper profile is a chord (above the truth)
     and its lower one below; both within 1e-3 of the exact value."""
     eps = 0.3
-    pair = _mech("bounded_range", epsilon=eps, adaptive=False).pair().self_compose(k)
+    pair = accounting.compose((_mech("bounded_range", epsilon=eps, adaptive=False).pair(), k))
     assert isinstance(pair, BoundedRangeBatchPair) and not pair.exact
     e = np.linspace(0.0, 0.8 * k * eps, 37) + 1e-3
     exact, _ = br_composed_profile(e, eps, k)
@@ -308,7 +308,7 @@ def test_monotone_utility_halves_the_range():
 def test_adaptive_uses_compose_as_the_dominating_pair():
     pair = _mech("bounded_range", epsilon=0.5).pair()
     assert pair._self_compose(10) is None
-    assert type(pair.self_compose(10)).__name__ == "ComposedPair"
+    assert type(accounting.compose((pair, 10))).__name__ == "ComposedPair"
     batch = _mech("bounded_range", epsilon=0.5, adaptive=False).pair()
     assert isinstance(batch.self_compose(10), BoundedRangeBatchPair)
     assert isinstance(batch.self_compose(10).self_compose(3), BoundedRangeBatchPair)
@@ -571,7 +571,7 @@ def test_kl_is_the_largest_over_bounded_range_pairs(eps):
 def test_kl_composes_and_orders_from_two_are_unchanged():
     eps, k = 0.7, 40
     acct = Accountant().compose(_mech("exponential_mechanism", epsilon=eps), k)
-    rdp = _mech("exponential_mechanism", epsilon=eps).curve(RDP) * k
+    rdp = accounting.compose((_mech("exponential_mechanism", epsilon=eps).curve(RDP), k))
     assert float(rdp.rdp(1.0)) == pytest.approx(k * _max_kl_brute_force(eps), rel=1e-10)
     assert float(rdp.rdp(np.inf)) == pytest.approx(k * eps, rel=1e-15)
     # Cesar–Rogers' αε²/8 (and pure DP's) from α = 2 on: the zCDP ρ stays ε²/8

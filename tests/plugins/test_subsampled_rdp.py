@@ -282,7 +282,7 @@ def test_taylor_majorant_makes_the_bound_route_tight_between_integer_orders():
     assert 50 * exact == pytest.approx(6.5007e-4, rel=1e-4)
     # … and the same through the registered specialisation, composed 50 times
     mech = PoissonSubsampled(accounting.mechanism("discrete_gaussian", sigma=sigma), q)
-    composed = float((mech.curve(RDP) * 50).rdp(1.5, "forward"))
+    composed = float(accounting.compose((mech.curve(RDP), 50)).rdp(1.5, "forward"))
     assert 50 * exact <= composed <= 50 * exact * (1 + 1e-9)
 
 
