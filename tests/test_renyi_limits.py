@@ -88,8 +88,8 @@ def test_discrete_pair_laws_and_composition(p):
     kl, dinf = _rr(p)
     rdp = discrete_pair(np.array([p, 1 - p]), np.array([1 - p, p])).curve(RDP)
     k = 7
-    np.testing.assert_allclose((rdp * k).renyi(np.array([1.0, INF])), [k * kl, k * dinf], rtol=1e-13)
-    np.testing.assert_allclose((rdp + rdp).renyi(np.array([1.0, INF]), bound="lower"),
+    np.testing.assert_allclose(accounting.compose((rdp, k)).renyi(np.array([1.0, INF])), [k * kl, k * dinf], rtol=1e-13)
+    np.testing.assert_allclose(accounting.compose(rdp, rdp).renyi(np.array([1.0, INF]), bound="lower"),
                                [2 * kl, 2 * dinf], rtol=1e-13)
 
 

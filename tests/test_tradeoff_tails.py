@@ -101,7 +101,7 @@ def test_k_fold_rr_power_is_the_binomial_neyman_pearson(p, k):
 def test_k_fold_rr_closed_form_law_and_rdp():
     one = accounting.mechanism("randomized_response", p=0.7).pair()
     k = 25
-    comp = one.self_compose(k)
+    comp = accounting.compose((one, k))
     eps0 = math.log(0.7 / 0.3)
     law = comp.upper[0]
     P, _ = rr_kfold(0.7, k)
@@ -111,7 +111,7 @@ def test_k_fold_rr_closed_form_law_and_rdp():
     np.testing.assert_allclose(comp._cgf(t, accounting.Direction.FORWARD),
                                k * one._cgf(t, accounting.Direction.FORWARD), rtol=1e-13)
     # composing twice multiplies the counts
-    assert comp.self_compose(2).count == 2 * k
+    assert accounting.compose((comp, 2)).count == 2 * k
 
 
 def test_discrete_laplace_power_at_small_fpr():

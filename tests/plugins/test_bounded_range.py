@@ -310,9 +310,10 @@ def test_adaptive_uses_compose_as_the_dominating_pair():
     assert pair._self_compose(10) is None
     assert type(accounting.compose((pair, 10))).__name__ == "ComposedPair"
     batch = _mech("bounded_range", epsilon=0.5, adaptive=False).pair()
-    assert isinstance(batch.self_compose(10), BoundedRangeBatchPair)
-    assert isinstance(batch.self_compose(10).self_compose(3), BoundedRangeBatchPair)
-    assert batch.self_compose(10).self_compose(3).count == 30
+    ten = accounting.compose((batch, 10))
+    assert isinstance(ten, BoundedRangeBatchPair)
+    assert isinstance(accounting.compose((ten, 3)), BoundedRangeBatchPair)
+    assert accounting.compose((ten, 3)).count == 30
 
 
 def test_large_batch_falls_back_to_the_adaptive_composition(monkeypatch):
