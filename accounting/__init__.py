@@ -4,6 +4,11 @@ Pairs of output distributions, the five privacy curves (PLD, privacy profile,
 trade-off, Rényi DP, zCDP) with converters that say whether they are exact or a
 bound, composition, and an accountant. Mechanisms, converters and auditors come
 from plugins (pluggy, entry-point group ``accounting``).
+
+Five verbs, one way each (``docs/five-verbs.md``): describe (``mechanism``), compose
+(``compose``), query (``epsilon``/``delta`` and their ``_interval`` forms, one
+signature on every curve and the ``Accountant``), convert (``curve.to``) and save
+(``save``/``load``).
 """
 
 __version__ = "0.2.0.dev0"

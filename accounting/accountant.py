@@ -1,15 +1,17 @@
 """The accountant: compose mechanisms, then ask for ε or δ under a representation.
 
 A stateful convenience over curves. ``compose(mechanism, count)`` any number of
-times (identical mechanisms are merged so their repetitions become one n-fold
-self-composition); ``epsilon(delta, accountant=…)`` and ``delta(epsilon, …)``
-report the max over both neighbouring directions, as an upper bound:
-
-* ``"pld"``: the composed PLD (tight; ``epsilon_interval`` gives the certified
-  bracket);
-* ``"rdp"``: the summed Rényi curves, converted by the improved conversion over
-  continuous α (Canonne, Kamath, Steinke 2020, Prop. 12);
-* ``"zcdp"``: the summed ρ*, converted by the tight CKS conversion (ibid. Cor. 13).
+times (the verb *compose* on a running composition; identical mechanisms are merged
+so their repetitions become one n-fold self-composition). The queries have the
+curves' one signature (``docs/five-verbs.md``): ``epsilon(delta, direction="max",
+bound="upper")``, ``delta(epsilon, …)``, and ``epsilon_interval(delta,
+direction="max", *, rtol=None)``, ``delta_interval(epsilon, …)``, all from the
+composed PLD (tight; the intervals certified, refined to ``rtol`` on request).
+Another representation is a curve: ``curve(RDP).epsilon(delta)`` (the summed Rényi
+curves, converted by the improved conversion over continuous α; Canonne, Kamath,
+Steinke 2020, arXiv:2004.00010, Prop. 12) or ``curve(ZCDP).epsilon(delta)`` (the
+summed ρ*, by the tight CKS conversion, ibid. Cor. 13). The old keyword
+``accountant="rdp"`` still works for one release, with a DeprecationWarning.
 
 State. The composition is one ``Ledger`` (``Accountant.ledger``): merged, in canonical
 order, so the same mechanisms composed in any order give the same ε to the last bit.
@@ -30,6 +32,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import numbers
+import warnings
 from typing import Any, Callable, Optional
 
 import attrs
@@ -37,6 +41,7 @@ import numpy as np
 
 from accounting.pairs.composed import ComposedPair, check_grid_size
 from accounting.ledger import SCHEMA, Ledger, check_keys, check_schema
+from accounting.curves.curve import Curve
 from accounting.curves.converters import GRID_OPTIONS, check_options as check_grid_options
 from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import Pair
@@ -46,6 +51,7 @@ from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
 from accounting.validation import check_count, check_depth, check_options, check_real
 from accounting.curves.zcdp import ZCDP
+from accounting.vocabulary import Bound, Direction, as_bound, as_direction
 
 __all__ = ["Accountant", "ACCOUNTANTS", "MIN_STEP", "CURVE_OPTIONS", "check_accountant"]
 
@@ -229,25 +235,65 @@ class Accountant:
             registry=self.registry, step=self.step, lower=lower)
         return got
 
-    def _profile(self, accountant: str) -> "RefiningPLD | PrivacyProfile":
+    def _legacy(self, query: str, direction: Any, accountant: Optional[str]
+                ) -> tuple[Any, Optional[str]]:
+        """(direction, accountant name or None): the deprecated ``accountant=`` keyword
+        (also given positionally, ``epsilon(delta, "rdp")``, where ``direction`` now
+        sits) is read, with a DeprecationWarning naming the replacement."""
+        if (accountant is None and isinstance(direction, str)
+                and direction.lower() in ACCOUNTANTS):
+            accountant, direction = direction, "max"
+        if accountant is None:
+            return direction, None
+        name = check_accountant(accountant)
+        new = (f"acct.{query}(...)" if name == "pld" else
+               f"acct.curve({ACCOUNTANTS[name].__name__}).{query}(...)")
+        warnings.warn(f"Accountant.{query}(..., accountant={name!r}) is deprecated and will "
+                      f"be removed in the next release; use {new}", DeprecationWarning,
+                      stacklevel=5)   # past _query, the method and its _strict wrapper
+        return direction, name
+
+    def _query(self, query: str, x: Any, direction: Any, bound: Any,
+               accountant: Optional[str]) -> np.ndarray:
+        direction, name = self._legacy(query, direction, accountant)
+        d, b = as_direction(direction), as_bound(bound)
+        answerer = (self.curve(ACCOUNTANTS[name]) if name not in (None, "pld")
+                    # the composed PLD, tilts composed per query; the sound side alone
+                    # costs half
+                    else self._refining(lower=b is Bound.LOWER))
+        out: np.ndarray = getattr(answerer, query)(x, d, b)
+        return out
+
+    def under(self, accountant: str) -> "Accountant | Curve":
+        """What answers the queries under the representation named ``accountant`` (one
+        of ``ACCOUNTANTS``; for callers that take the name as a string, such as the
+        command line's ``--accountant``): this accountant for ``"pld"``, else its
+        composed curve of that kind (``curve(RDP)``, ``curve(ZCDP)``); both answer
+        ``epsilon``/``delta`` with the one signature."""
         kind = _kind(accountant)
-        if kind is PLD:
-            # the sound side alone costs half
-            return self._refining(lower=False)
-        return self.curve(kind).to(PrivacyProfile, registry=self.registry)
+        return self if kind is PLD else self.curve(kind)
 
     @_strict
-    def epsilon(self, delta, accountant: str = "pld"):
-        """ε(δ), max over directions, an upper bound; vectorised over δ."""
-        return self._profile(accountant).epsilon(delta)
+    def epsilon(self, delta: "np.ndarray | float", direction: "Direction | str" = "max",
+                bound: "Bound | str" = "upper", *, accountant: Optional[str] = None
+                ) -> np.ndarray:
+        """ε(δ) of the composition from its PLD (``Curve.epsilon``'s signature and
+        meaning): ``direction`` ``"max"`` (default, the larger of both neighbouring
+        directions), ``"forward"`` or ``"backward"``; ``bound`` ``"upper"`` (default,
+        sound) or ``"lower"`` (optimistic); vectorised over δ. Another representation:
+        ``acct.curve(RDP).epsilon(delta)`` (``accountant=`` is deprecated for it)."""
+        return self._query("epsilon", delta, direction, bound, accountant)
 
     @_strict
-    def delta(self, epsilon, accountant: str = "pld"):
-        """δ(ε), max over directions, an upper bound; vectorised over ε."""
-        return self._profile(accountant).delta(epsilon)
+    def delta(self, epsilon: "np.ndarray | float", direction: "Direction | str" = "max",
+              bound: "Bound | str" = "upper", *, accountant: Optional[str] = None
+              ) -> np.ndarray:
+        """δ(ε) of the composition from its PLD, as ``epsilon``; vectorised over ε."""
+        return self._query("delta", epsilon, direction, bound, accountant)
 
     @_strict
-    def epsilon_interval(self, delta, rtol: Optional[float] = None):
+    def epsilon_interval(self, delta: "np.ndarray | float", direction: "Direction | str" = "max",
+                         *, rtol: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
         """Certified (lower, upper) ε(δ) from the PLD.
 
         With ``rtol`` the grid is refined (step halved, at most ``MAX_REFINEMENTS``
@@ -259,8 +305,28 @@ class Accountant:
         meet ``rtol`` at the smallest step allowed, the request is refused at once
         instead of allocating the finer grids.
         """
+        return self._interval("epsilon", delta, direction, rtol)
+
+    @_strict
+    def delta_interval(self, epsilon: "np.ndarray | float", direction: "Direction | str" = "max",
+                       *, rtol: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
+        """Certified (lower, upper) δ(ε) from the PLD; ``rtol`` as for
+        ``epsilon_interval`` (upper − lower ≤ rtol·upper for every ε)."""
+        return self._interval("delta", epsilon, direction, rtol)
+
+    def _interval(self, query: str, x: Any, direction: Any, rtol: Any
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        if rtol is None and isinstance(direction, numbers.Real) and not isinstance(direction, bool):
+            # the old positional form epsilon_interval(delta, rtol)
+            warnings.warn(f"Accountant.{query}_interval(x, rtol) with rtol positional is "
+                          f"deprecated and will be removed in the next release; use "
+                          f"{query}_interval(x, rtol=rtol)", DeprecationWarning, stacklevel=4)
+            direction, rtol = "max", direction
+        d = as_direction(direction)
+        name = f"{query}_interval"
         if rtol is None:
-            return self._refining(lower=True).epsilon_interval(delta)
+            bracket: tuple[np.ndarray, np.ndarray] = getattr(self._refining(lower=True), name)(x, d)
+            return bracket
         rtol = check_real("rtol", rtol, lo=0.0, hi=1.0, lo_open=True)
         step = self.step
         floor = max(MIN_STEP, self.step / 2.0 ** MAX_REFINEMENTS)
@@ -268,7 +334,7 @@ class Accountant:
             if (PLD, (("step", step),)) not in self._cache:
                 # refuse before allocating a grid too large (names rtol, the cause)
                 check_grid_size(self.pair(), 1, step, option=f"rtol than {rtol:g}")
-            lo, hi = self.curve(PLD, step=step).epsilon_interval(delta)
+            lo, hi = getattr(self.curve(PLD, step=step), name)(x, d)
             gap = np.max(hi - lo - rtol * hi)
             if gap <= 0:
                 return lo, hi

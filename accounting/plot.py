@@ -236,7 +236,7 @@ def plot_accountants(accountants: "Mapping[str, Any] | Any", ax: Any = None, *,
                 ax.semilogx(dl, hi, color=f"C{k}", label=f"{tag} (certified upper)")
                 ax.fill_between(dl, lo, hi, color=f"C{k}", alpha=0.25)
             else:
-                ax.semilogx(dl, acct.epsilon(dl, accountant=method), color=f"C{k}",
+                ax.semilogx(dl, acct.under(method).epsilon(dl), color=f"C{k}",
                             ls=("--", "-.", ":")[j % 3], label=tag)
     low, high = ax.get_ylim()
     if low > 0 and high / low > 20:    # methods far apart: a log scale keeps both legible

@@ -22,7 +22,7 @@ def _eps(mech, k: int, accountant: str = "pld") -> tuple[float, float]:
     start = time.perf_counter()
     acct = Accountant()
     acct.compose(mech, k)
-    value = float(acct.epsilon(DELTA, accountant=accountant))
+    value = float(acct.under(accountant).epsilon(DELTA))
     return value, time.perf_counter() - start
 
 

@@ -147,7 +147,7 @@ def small_delta_table(workload, repeat):
             acct.compose(ac.mechanism("subsampled_gaussian", q=q, sigma=sigma), count)
         return acct.epsilon_interval(deltas), acct
     ((lo, hi), acct), t = timed(ours, repeat)
-    rdp = acct.epsilon(deltas, accountant="rdp")
+    rdp = acct.under("rdp").epsilon(deltas)
     cols = {"ours lower": lo, "ours upper": hi, "width %": 100 * (hi - lo) / hi, "RDP": rdp}
     times = {"ours (interval, all δ)": t}
     if dp_event is not None:

@@ -40,7 +40,7 @@ def ours(q: float, sigma: float, steps: int, delta: float) -> float:
     sgm._log_a_integer.cache_clear()          # a cold start each repeat
     acc = accounting.Accountant().compose(
         accounting.mechanism("subsampled_gaussian", q=q, sigma=sigma), steps)
-    return float(acc.epsilon(delta, accountant="rdp"))
+    return float(acc.under("rdp").epsilon(delta))
 
 
 def curve_only(q: float, sigma: float) -> None:

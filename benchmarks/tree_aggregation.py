@@ -38,7 +38,7 @@ def single_epoch(repeat: int) -> None:
             acct = Accountant()
             for t in counts:
                 acct.compose(accounting.mechanism("tree_aggregation", sigma=sigma, step_counts=t))
-            return float(acct.epsilon(DELTA, accountant="rdp")), acct
+            return float(acct.under("rdp").epsilon(DELTA)), acct
 
         def theirs():
             acc = RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_SPECIAL)

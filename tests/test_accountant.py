@@ -41,8 +41,8 @@ def test_rdp_and_zcdp_accountants(gauss10):
     rho = 10 / (2 * 2.0 ** 2)
     for delta in (1e-5, 1e-8):
         pld = float(gauss10.epsilon(delta))
-        rdp = float(gauss10.epsilon(delta, accountant="rdp"))
-        zc = float(gauss10.epsilon(delta, accountant="ZCDP"))
+        rdp = float(gauss10.curve(RDP).epsilon(delta))
+        zc = float(gauss10.curve(ZCDP).epsilon(delta))
         assert rdp >= pld and zc >= pld
         assert rdp == pytest.approx(improved_rdp_epsilon(lambda a: rho * a, delta), rel=1e-7)
         assert zc == pytest.approx(cks_zcdp_epsilon(rho, delta), rel=1e-6)
@@ -85,7 +85,7 @@ def test_subsampled_pld_beats_rdp():
     acc = Accountant(step=STEP).compose(
         accounting.mechanism("subsampled_gaussian", q=0.01, sigma=1.0), count=100)
     pld = float(acc.epsilon(1e-5))
-    rdp = float(acc.epsilon(1e-5, accountant="rdp"))
+    rdp = float(acc.curve(RDP).epsilon(1e-5))
     lo, up = acc.epsilon_interval(1e-5)
     assert lo <= pld <= up + 1e-12
     assert 0 < pld < rdp
@@ -111,7 +111,7 @@ def test_accountant_errors():
     with pytest.raises(ValueError, match="delta"):
         acc.epsilon(0.0)
     with pytest.raises(ValueError, match="delta"):
-        acc.epsilon(1.0, accountant="rdp")
+        acc.curve(RDP).epsilon(1.0)
 
 
 # ------------------------------------------------- strict options, guards (issue 10)
@@ -125,9 +125,11 @@ from accounting.numerics.loss import MAX_GRID_POINTS  # noqa: E402
     (lambda: Accountant(stpe=1e-2), "stpe", "registry, step"),
     (lambda: Accountant().compose(accounting.mechanism("gaussian", sigma=1.0), cout=2), "cout",
      "count, mechanism"),
-    (lambda: Accountant().epsilon(1e-5, acountant="rdp"), "acountant", "accountant, delta"),
-    (lambda: Accountant().delta(1.0, bound="lower"), "bound", "accountant, epsilon"),
-    (lambda: Accountant().epsilon_interval(1e-5, tol=1e-3), "tol", "delta, rtol"),
+    (lambda: Accountant().epsilon(1e-5, acountant="rdp"), "acountant",
+     "accountant, bound, delta, direction"),
+    (lambda: Accountant().delta(1.0, rtol=1e-3), "rtol", "accountant, bound, direction, epsilon"),
+    (lambda: Accountant().epsilon_interval(1e-5, tol=1e-3), "tol", "delta, direction, rtol"),
+    (lambda: Accountant().delta_interval(1.0, bound="upper"), "bound", "direction, epsilon, rtol"),
     (lambda: Accountant().tradeoff(step=1e-3), "step", "none"),
     (lambda: Accountant().pair(x=1), "x", "none"),
     (lambda: Accountant().curve(PLD, stpe=1e-3), "stpe", "step, tail, lower"),
@@ -141,7 +143,7 @@ def test_unknown_options_are_refused_naming_the_allowed_ones(call, keyword, allo
 def test_known_options_still_work():
     acc = Accountant(step=STEP).compose(mechanism=accounting.mechanism("gaussian", sigma=2.0),
                                         count=10)
-    a = float(acc.epsilon(delta=1e-6, accountant="pld"))
+    a = float(acc.epsilon(delta=1e-6, direction="max", bound="upper"))
     assert a == pytest.approx(gaussian_epsilon(np.sqrt(10) / 2, 1e-6), abs=1e-3)
     assert isinstance(acc.curve(PLD, step=2e-3, tail=1e-15, lower=False), PLD)
 
@@ -199,7 +201,7 @@ def test_huge_counts_are_refused(count):
 def test_largest_count_is_answered_by_rdp():
     acc = Accountant().compose(accounting.mechanism("gaussian", sigma=1e8), 2 ** 53)
     rho = 2 ** 53 / (2 * 1e16)
-    assert float(acc.epsilon(1e-5, accountant="zcdp")) == pytest.approx(
+    assert float(acc.curve(ZCDP).epsilon(1e-5)) == pytest.approx(
         cks_zcdp_epsilon(rho, 1e-5), rel=1e-6)
 
 
@@ -228,7 +230,7 @@ def _job(name: str, step: float = STEP) -> Accountant:
 def _answers(acct: Accountant) -> list:
     out = []
     for name in ("pld", "rdp", "zcdp"):
-        out += [acct.epsilon([1e-5, 1e-8], accountant=name), acct.delta([0.5, 2.0], accountant=name)]
+        out += [acct.under(name).epsilon([1e-5, 1e-8]), acct.under(name).delta([0.5, 2.0])]
     out += list(acct.epsilon_interval(1e-6))
     return [np.asarray(a, dtype=float).tobytes() for a in out]
 

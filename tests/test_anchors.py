@@ -151,7 +151,7 @@ def test_rdp_accountant_epsilon_not_above_dp_accounting(q, sigma, steps):
     theirs = float(acc.get_epsilon(DELTA))
     mine_acc = ac.Accountant().compose(ac.mechanism("subsampled_gaussian", q=q, sigma=sigma),
                                        steps)
-    mine = float(mine_acc.epsilon(DELTA, accountant="rdp"))
+    mine = float(mine_acc.under("rdp").epsilon(DELTA))
     assert mine <= theirs
     assert mine >= 0.8 * theirs
     assert mine_acc.curve(ac.RDP).provenance.exactness is ac.Exactness.UPPER

@@ -428,7 +428,7 @@ def test_rdp_sweep_of_1000_values_is_fast_and_sound(capsys):
     got = np.array(json.loads(out)["results"]["rdp"]["delta"], dtype=float)
     acct = Accountant().compose(accounting.mechanism("subsampled_gaussian", q=0.01, sigma=1.0), 10)
     idx = np.array([0, 400, 999])
-    ref = np.asarray(acct.delta(eps[idx], accountant="rdp"))
+    ref = np.asarray(acct.under("rdp").delta(eps[idx]))
     assert np.all(got[idx] >= ref * (1 - 1e-12))
     assert np.all(got[idx] <= ref * (1 + 1e-3))
     assert np.all(np.diff(got) <= 1e-300)  # δ(ε) non-increasing

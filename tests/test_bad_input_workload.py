@@ -189,8 +189,8 @@ def test_2000_distinct_entries_under_rdp_are_fast_and_exact(capsys, alarm, tmp_p
     assert time.perf_counter() - t0 < CASE_SECONDS
     got = json.loads(out)["results"]["rdp"]["epsilon"][0]
     sigma = float(np.sum(sigmas ** -2.0) ** -0.5)
-    ref = Accountant().compose(accounting.mechanism("gaussian", sigma=sigma)).epsilon(
-        1e-5, accountant="rdp")
+    ref = Accountant().compose(accounting.mechanism("gaussian", sigma=sigma)).under(
+        "rdp").epsilon(1e-5)
     assert got == pytest.approx(float(ref), rel=1e-9)
     code, out, err = run(capsys, "epsilon", "--workload", str(path), "--delta", "1e-5",
                          "--accountant", "zcdp")
@@ -244,8 +244,8 @@ def test_workload_reads_into_a_ledger_and_as_dict_round_trips():
     assert (back.source, back.description, back.delta, back.epsilon, back.accountant_name,
             back.step) == (wl.source, wl.description, wl.delta, wl.epsilon,
                            wl.accountant_name, wl.step)
-    assert back.accountant().epsilon(1e-5, accountant="rdp") == \
-        acct.epsilon(1e-5, accountant="rdp")
+    assert back.accountant().under("rdp").epsilon(1e-5) == \
+        acct.under("rdp").epsilon(1e-5)
     # a source given by the caller wins over the recorded one
     assert workload_from_dict(doc, source="again.json").source == "again.json"
 

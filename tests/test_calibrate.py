@@ -54,7 +54,7 @@ def test_result_is_feasible_end_of_a_narrow_bracket():
     assert c.epsilon <= 1.0
     # the library's own RDP accountant (global search over α) agrees at both ends
     at = lambda b: float(Accountant().compose(accounting.mechanism("laplace", b=b), 20)
-                         .epsilon(1e-6, accountant="rdp"))
+                         .under("rdp").epsilon(1e-6))
     assert at(hi) <= 1.0 < at(lo)
     assert math.isclose(at(hi), c.epsilon, rel_tol=1e-9)
     assert c.order > 1 and c.evaluations >= 3
@@ -137,7 +137,7 @@ def test_dpsgd_sigma_is_feasible_and_tight(accountant):
 
     def eps_at(sigma):
         m = accounting.mechanism("subsampled_gaussian", q=q, sigma=sigma)
-        return float(Accountant().compose(m, steps).epsilon(delta, accountant=accountant))
+        return float(Accountant().compose(m, steps).under(accountant).epsilon(delta))
     assert c.parameter == "sigma" and c.uses[0][0].q == q
     assert c.ledger == pytest.importorskip("accounting_mechanisms.dpsgd").dpsgd_ledger(
         q, steps, c.value)
@@ -276,7 +276,7 @@ def test_family_of_ledgers_matches_terms():
     assert a.uses == a.ledger.mechanisms()
     # the ledger at the answer meets the target, checked by an accountant (whose own
     # order search lands within 1e-10 of calibration's certified order)
-    eps = Accountant.of(a.ledger).epsilon(1e-6, accountant="rdp")
+    eps = Accountant.of(a.ledger).under("rdp").epsilon(1e-6)
     assert a.epsilon <= 1.0 and eps == pytest.approx(a.epsilon, rel=1e-9)
 
 

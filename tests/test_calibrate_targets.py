@@ -58,7 +58,7 @@ def test_integer_noise_scale_is_the_smallest_integer():
 
     def eps(sigma):
         return float(Accountant().compose(accounting.mechanism("gaussian", sigma=sigma), 4)
-                     .epsilon(1e-5, accountant="rdp"))
+                     .under("rdp").epsilon(1e-5))
     assert eps(c.value) <= 0.3 < eps(c.value - 1)
 
 
@@ -79,7 +79,7 @@ def test_count_is_the_largest_meeting_the_target():
     k = calibrate_count(mech, epsilon=1.0, delta=1e-5, accountant="rdp")
 
     def eps(n):
-        return float(Accountant().compose(mech, n).epsilon(1e-5, accountant="rdp"))
+        return float(Accountant().compose(mech, n).under("rdp").epsilon(1e-5))
     assert k > 1 and eps(k) <= 1.0 < eps(k + 1)
     assert calibrate_count(accounting.mechanism("gaussian", sigma=0.5), epsilon=1.0,
                            delta=1e-5, accountant="rdp") == 0

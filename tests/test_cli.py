@@ -104,7 +104,7 @@ def test_epsilon_gaussian_rdp_matches_library_and_closed_form(capsys):
     assert code == 0 and err == ""
     printed = row_value(out, "rdp")
     acct = Accountant().compose(accounting.mechanism("gaussian", sigma=1.0), count=100)
-    library = float(acct.epsilon(1e-5, accountant="rdp"))
+    library = float(acct.under("rdp").epsilon(1e-5))
     assert printed == pytest.approx(library, rel=1e-7)
     # 100 Gaussians of μ = 1: D_α = 100·α/2
     assert library == pytest.approx(gaussian_rdp_epsilon(10.0, 1e-5), rel=1e-8)
@@ -144,7 +144,7 @@ def test_delta_vectorised_matches_library(capsys):
     data = json.loads(out)
     got = data["results"]["rdp"]["delta"]
     acct = Accountant().compose(accounting.mechanism("laplace", b=2.0), count=10)
-    want = acct.delta(np.array([1.0, 2.0, 3.0]), accountant="rdp")
+    want = acct.under("rdp").delta(np.array([1.0, 2.0, 3.0]))
     assert got == pytest.approx(list(want), rel=1e-9)
     assert got[0] > got[1] > got[2]
 
@@ -253,7 +253,7 @@ def test_workload_matches_hand_built_accountant(capsys, tmp_path):
     assert data["step"] == 1e-3  # from the file
     acct = hand_built()
     for name in ("pld", "rdp", "zcdp"):
-        want = float(acct.epsilon(1e-5, accountant=name))
+        want = float(acct.under(name).epsilon(1e-5))
         assert data["results"][name]["epsilon"][0] == pytest.approx(want, rel=1e-12), name
     lo, hi = acct.epsilon_interval(1e-5)
     assert data["results"]["pld"]["interval"][0] == pytest.approx([float(lo), float(hi)])
@@ -268,7 +268,7 @@ def test_workload_defaults_and_overrides(capsys, tmp_path):
     code, out, _ = run(capsys, "delta", "--workload", str(path), "--epsilon", "1", "--json")
     data = json.loads(out)
     assert code == 0 and data["epsilon"] == [1.0]
-    want = float(hand_built().delta(1.0, accountant="rdp"))
+    want = float(hand_built().under("rdp").delta(1.0))
     assert data["results"]["rdp"]["delta"][0] == pytest.approx(want, rel=1e-12)
     code, out, _ = run(capsys, "epsilon", "--workload", str(path), "--delta", "1e-6",
                        "--accountant", "pld")
@@ -414,7 +414,7 @@ def test_subprocess_ok_and_error():
     assert ok.returncode == 0, ok.stderr
     acct = Accountant().compose(accounting.mechanism("gaussian", sigma=1.0), count=100)
     assert row_value(ok.stdout, "rdp") == pytest.approx(
-        float(acct.epsilon(1e-5, accountant="rdp")), rel=1e-7)
+        float(acct.under("rdp").epsilon(1e-5)), rel=1e-7)
     bad = _subprocess("epsilon", "gaussian", "--sigma", "-1", "--delta", "1e-5")
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.splitlines() == [bad.stderr.strip()]

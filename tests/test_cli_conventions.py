@@ -216,7 +216,7 @@ def test_a_plugin_job_runs_by_name_with_its_notes(capsys, monkeypatch):
     assert "  workload: gaussian(sigma=2) × 5  (Tiny workload of plugin 'tiny_plugin')" in out
     assert "  note: the RDP line is a bound" in out
     want = float(Accountant().compose(accounting.mechanism("gaussian", sigma=2.0), 5)
-                 .epsilon(1e-5, accountant="rdp"))
+                 .under("rdp").epsilon(1e-5))
     m = re.search(r"^  rdp\s+1e-05\s+(\S+)", out, re.M)
     assert m and float(m.group(1)) == pytest.approx(want, rel=1e-7)
     code, out, _ = run(capsys, "run", "--job", "tiny", "--accountant", "rdp", "--json")

@@ -29,8 +29,8 @@ def test_vector_parameters_on_the_command_line(capsys):
     payload = json.loads(out)
     assert payload["params"]["weights"] == [0.25, 0.75]
     # two equal components are the Gaussian N(0, 2²): its RDP answer, from the library
-    expected = Accountant().compose(accounting.mechanism("gaussian", sigma=2.0)).epsilon(
-        1e-5, accountant="rdp")
+    expected = Accountant().compose(accounting.mechanism("gaussian", sigma=2.0)).under(
+        "rdp").epsilon(1e-5)
     got = payload["results"]["rdp"]["epsilon"][0]
     assert got == pytest.approx(float(expected), rel=1e-9)
 
@@ -44,7 +44,7 @@ def test_mechanism_parameter_on_the_command_line(capsys):
     assert payload["params"]["base"] == {"name": "discrete_gaussian", "sigma": 2.0,
                                          "sensitivity": 1.0, "neighbouring": "add_remove"}
     mech = PoissonSubsampled(accounting.mechanism("discrete_gaussian", sigma=2.0), 0.05)
-    expected = Accountant().compose(mech, 20).epsilon(1e-6, accountant="rdp")
+    expected = Accountant().compose(mech, 20).under("rdp").epsilon(1e-6)
     assert payload["results"]["rdp"]["epsilon"][0] == pytest.approx(float(expected), rel=1e-9)
 
 
@@ -98,7 +98,7 @@ def test_workload_file_with_vectors_and_a_nested_base():
     assert wor.gamma == pytest.approx(0.01) and wor.base.sigma == 2.0
     assert work.uses[1].as_dict()["params"]["base"]["neighbouring"] == "replace_one"
     # and it accounts: the WOR part is the remove direction of a subsampled Gaussian
-    eps = work.accountant().epsilon(1e-6, accountant="rdp")
+    eps = work.accountant().under("rdp").epsilon(1e-6)
     assert np.isfinite(eps) and eps > 0
 
 

@@ -55,7 +55,7 @@ def _rdp_epsilon(sigma: float) -> float:
     """ε(1e-5) of 10 Gaussians of σ under RDP, computed without the sweep."""
     acct = workload_from_dict({"mechanism": [{"name": "gaussian", "sigma": sigma,
                                                "count": 10}]}).accountant()
-    return float(acct.epsilon(1e-5, accountant="rdp"))
+    return float(acct.under("rdp").epsilon(1e-5))
 
 
 # ------------------------------------------------------------ resumed sweep rows

@@ -613,7 +613,7 @@ def test_a_nan_converter_labelled_exact_never_reaches_an_answer(site, clean, mon
     # not NaN, above the exact value
     monkeypatch.setattr(accounting.registry.registry, "default_registry", lambda: reg)
     eps = float(Accountant(step=1e-3).compose(reg.mechanism("gaussian")(sigma=1.0), count=10)
-                .epsilon(1e-5, accountant="rdp"))
+                .under("rdp").epsilon(1e-5))
     assert np.isfinite(eps) and EXACT_G10 <= eps < EXACT_G10 + 1.5
     assert len(reg.errors) == 1                 # the plugin edge was not even tried
 
@@ -893,8 +893,8 @@ def test_a_negative_cgf_is_a_plugin_error_naming_the_order(site, monkeypatch):
     negative = re.compile(r"plugin 'negative_cgf': mechanism '[^']+': _cgf returned K\(t\) = "
                           r"(\S+) at t = (\S+) \(order α = \S+, \w+\), below 0")
     with pytest.raises(PrimitiveError) as info:
-        Accountant().compose(reg.mechanism("negative_cgf")(), count=3).epsilon(
-            1e-5, accountant="rdp")
+        Accountant().compose(reg.mechanism("negative_cgf")(), count=3).under(
+            "rdp").epsilon(1e-5)
     found = negative.search(str(info.value))
     assert found is not None and float(found.group(1)) == -float(found.group(2)) < 0
     # within the rounding bound: 0, on both sides, so D_α = 0 exactly

@@ -390,11 +390,11 @@ def check_workload(w: Workload, known: Optional[dict] = None, points: Optional[d
 
     for name in ACCOUNTANTS:
         q = f".epsilon(DELTAS, accountant={name!r})"
-        e = p.nonnegative(q, p.ask(q, lambda: acc.epsilon(DELTAS, accountant=name)))
+        e = p.nonnegative(q, p.ask(q, lambda: acc.under(name).epsilon(DELTAS)))
         p.monotone(q, e, increasing=True)
         sound(q, "epsilon", e)
         q = f".delta(EPS, accountant={name!r})"
-        d = p.probability(q, p.ask(q, lambda: acc.delta(EPS, accountant=name)))
+        d = p.probability(q, p.ask(q, lambda: acc.under(name).delta(EPS)))
         p.monotone(q, d, increasing=False)
         sound(q, "delta", d)
     q = ".epsilon_interval(DELTAS)"

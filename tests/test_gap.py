@@ -58,7 +58,7 @@ def test_gaussian_gap_is_identically_zero(sigma):
     assert np.all(np.abs(g.gap) <= 1e-12 * np.maximum(1.0, g.envelope))
     assert np.all(np.abs(g.gap[t <= 10]) <= 1e-12)
     # n copies: still a Gaussian, still no gap
-    g10 = information_gap(gaussian(sigma).pair().self_compose(10), t)
+    g10 = information_gap(accounting.compose((gaussian(sigma).pair(), 10)), t)
     assert np.isclose(g10.rho, 10 * g.rho, rtol=1e-14)
     assert np.all(np.abs(g10.gap) <= 1e-12 * np.maximum(1.0, g10.envelope))
 
@@ -272,7 +272,7 @@ def test_n_copies_scale_rho_and_gap_by_n(mech):
     t = np.array([0.25, 1.0, 4.0])
     one = information_gap(mech, t)
     n = 7
-    many = information_gap(mech.pair().self_compose(n), t)
+    many = information_gap(accounting.compose((mech.pair(), n)), t)
     assert many.rho == pytest.approx(n * one.rho, rel=1e-13)
     assert many.t_star == one.t_star
     assert np.allclose(many.gap, n * one.gap, rtol=1e-12)

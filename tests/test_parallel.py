@@ -171,7 +171,7 @@ def test_epsilon_sweep_matches_the_accountant():
         if row["workload"] == "mixed":
             mechs.append({"name": "laplace", "b": 2.0, "count": 5})
         acct = workload_from_dict({"mechanism": mechs}).accountant()
-        assert row["epsilon"] == float(acct.epsilon(row["delta"], accountant="rdp"))
+        assert row["epsilon"] == float(acct.under("rdp").epsilon(row["delta"]))
         assert row["label"] == "upper bound" and row["error"] is None
 
 
@@ -287,7 +287,7 @@ def test_ledgers_are_accounted_once_and_every_row_answered(pool):
         key = json.dumps(ledger, sort_keys=True)
         if key not in expected:
             acct = workload_from_dict(ledger).accountant()
-            expected[key] = acct.epsilon(np.array([1e-5, 1e-6]), accountant="rdp")
+            expected[key] = acct.under("rdp").epsilon(np.array([1e-5, 1e-6]))
         assert np.array_equal(table[r], expected[key])
     assert len(expected) == 6
     on_pool = account_ledgers(rows, delta=[1e-5, 1e-6], accountant="rdp",

@@ -127,10 +127,14 @@ def test_compose_equals_self_compose(laplace_pld):
     twice = laplace_pld.self_compose(2)
     for b in ("upper", "lower"):
         np.testing.assert_allclose(two.delta(eps, bound=b), twice.delta(eps, bound=b), atol=1e-12)
-    # operator forms
-    np.testing.assert_allclose((laplace_pld + laplace_pld).delta(eps), two.delta(eps))
-    np.testing.assert_allclose((2 * laplace_pld).delta(eps), twice.delta(eps))
-    np.testing.assert_allclose((laplace_pld * 2).delta(eps), twice.delta(eps))
+    # the one route, and the operator forms it replaces (deprecated for one release)
+    np.testing.assert_allclose(accounting.compose(laplace_pld, laplace_pld).delta(eps),
+                               two.delta(eps))
+    np.testing.assert_allclose(accounting.compose((laplace_pld, 2)).delta(eps), twice.delta(eps))
+    with pytest.warns(DeprecationWarning, match="accounting.compose"):
+        np.testing.assert_allclose((laplace_pld + laplace_pld).delta(eps), two.delta(eps))
+        np.testing.assert_allclose((2 * laplace_pld).delta(eps), twice.delta(eps))
+        np.testing.assert_allclose((laplace_pld * 2).delta(eps), twice.delta(eps))
 
 
 def test_heterogeneous_composition_brackets_the_convolution(laplace_pld, walk_pld):

@@ -242,7 +242,7 @@ MILLION_DELTAS = (1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
 @functools.lru_cache(maxsize=None)
 def million_rdp() -> np.ndarray:
     """The exact-RDP ε at MILLION_DELTAS (the conversion costs ~0.5 s per δ)."""
-    return subsampled_accountant(Q6, SIGMA6, K6).epsilon(np.array(MILLION_DELTAS), accountant="rdp")
+    return subsampled_accountant(Q6, SIGMA6, K6).under("rdp").epsilon(np.array(MILLION_DELTAS))
 
 
 def test_million_compositions_against_rdp():
@@ -335,7 +335,7 @@ def test_small_sigma_subsampled_composed_against_rdp():
     ([26.8313, 26.8347] at HEAD); exact RDP 31.885; dp_accounting (grid 1e-4) 26.83471."""
     acct = subsampled_accountant(0.01, 0.3, 100, step=STEP)
     lo, hi = (float(v) for v in acct.epsilon_interval(1e-5))
-    rdp = float(acct.epsilon(1e-5, accountant="rdp"))
+    rdp = float(acct.under("rdp").epsilon(1e-5))
     assert 0 < lo <= hi < 0.9 * rdp
     assert (hi - lo) / hi < 1e-3          # measured 3.6e-6 (1.3e-4 at HEAD)
 

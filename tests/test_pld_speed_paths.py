@@ -187,7 +187,7 @@ def test_distinct_subsampled_gaussians_bracket_every_delta():
         acct.compose(accounting.mechanism("subsampled_gaussian", q=0.01, sigma=float(s)), 200)
     deltas = np.array([1e-5, 1e-8, 1e-10])
     lo, hi = acct.epsilon_interval(deltas)
-    rdp = acct.epsilon(deltas, accountant="rdp")
+    rdp = acct.under("rdp").epsilon(deltas)
     assert np.all(lo <= hi) and np.all(hi <= rdp)
     assert np.all((hi - lo) / hi < 5e-3)
     assert np.all(np.diff(hi) > 0) and np.all(np.diff(lo) > 0)

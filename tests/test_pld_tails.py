@@ -258,5 +258,5 @@ def test_dp_sgd_bracket_is_tight_down_to_1e_15_and_below_rdp():
     lo, hi = acct.epsilon_interval(deltas)
     width = (hi - lo) / hi
     assert np.all(width[:3] < 2e-3) and width[3] < 1e-2
-    assert np.all(hi <= acct.epsilon(deltas, accountant="rdp"))
+    assert np.all(hi <= acct.under("rdp").epsilon(deltas))
     assert lo[0] <= 3.50026 <= hi[0] + 1e-3 and lo[1] <= 3.73635

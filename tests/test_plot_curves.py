@@ -94,7 +94,7 @@ def test_accountants_plot_compares_methods_on_one_axes():
         _, hi = _line(ax, f"{name}, pld")
         _, r = _line(ax, f"{name}, rdp")
         np.testing.assert_array_equal(hi, acct.epsilon_interval(deltas)[1])
-        np.testing.assert_array_equal(r, acct.epsilon(deltas, accountant="rdp"))
+        np.testing.assert_array_equal(r, acct.under("rdp").epsilon(deltas))
         assert np.all(hi <= r + 1e-9)          # the PLD is tighter than RDP
     with pytest.raises(TypeError, match="accountants"):
         plot.plot_accountants({})

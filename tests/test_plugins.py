@@ -154,7 +154,7 @@ def test_a_registry_is_used_where_it_is_given(monkeypatch):
     assert mech.curve(ZCDP, registry=reg).rho() == pytest.approx(0.5, rel=1e-4)
     np.testing.assert_allclose(mech.curve(TradeOff, registry=reg, step=1e-2).beta(0.5),
                                gaussian_beta(1.0, 0.5), atol=1e-2)
-    twice = mech.pair().self_compose(2)             # a composed pair: the same, below it
+    twice = accounting.compose((mech.pair(), 2))             # a composed pair: the same, below it
     np.testing.assert_allclose(twice.curve(RDP, registry=reg).renyi(alphas), alphas,
                                rtol=1e-6)
     np.testing.assert_allclose(twice.curve(PrivacyProfile, registry=reg, step=1e-2).delta(eps),

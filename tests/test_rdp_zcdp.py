@@ -49,11 +49,16 @@ def test_rdp_composition_adds(gaussian1):
     both = gaussian1.curve(RDP).compose(lap.curve(RDP))
     want = np.array([a / 2 + laplace_rdp(a, 0.5) for a in ALPHAS])
     np.testing.assert_allclose(both.rdp(ALPHAS), want, rtol=1e-10)
-    np.testing.assert_allclose((gaussian1.curve(RDP) + lap.curve(RDP)).rdp(ALPHAS), want, rtol=1e-10)
+    with pytest.warns(DeprecationWarning):   # the old route, for one release
+        np.testing.assert_allclose((gaussian1.curve(RDP) + lap.curve(RDP)).rdp(ALPHAS), want,
+                                   rtol=1e-10)
     np.testing.assert_allclose(compose(gaussian1.curve(RDP), lap.curve(RDP)).rdp(ALPHAS), want,
                                rtol=1e-10)
-    np.testing.assert_allclose((7 * lap.curve(RDP)).rdp(ALPHAS),
+    np.testing.assert_allclose(compose((lap.curve(RDP), 7)).rdp(ALPHAS),
                                [7 * laplace_rdp(a, 0.5) for a in ALPHAS], rtol=1e-10)
+    with pytest.warns(DeprecationWarning):
+        np.testing.assert_allclose((7 * lap.curve(RDP)).rdp(ALPHAS),
+                                   [7 * laplace_rdp(a, 0.5) for a in ALPHAS], rtol=1e-10)
 
 
 def test_rdp_argument_errors(gaussian1):
@@ -169,8 +174,11 @@ def test_zcdp_rdp_and_composition():
     both = z.compose(w)
     assert both.rho("forward") == pytest.approx(0.35) and both.rho("backward") == pytest.approx(0.55)
     assert both.rho() == pytest.approx(0.55)
-    assert (z + w).rho() == pytest.approx(0.55)
-    assert (4 * z).rho() == pytest.approx(1.0) and z.self_compose(4).rho() == pytest.approx(1.0)
+    assert compose(z, w).rho() == pytest.approx(0.55)
+    assert compose((z, 4)).rho() == pytest.approx(1.0)
+    assert z.self_compose(4).rho() == pytest.approx(1.0)
+    with pytest.warns(DeprecationWarning):   # the old routes, for one release
+        assert (z + w).rho() == pytest.approx(0.55) and (4 * z).rho() == pytest.approx(1.0)
 
 
 def test_zcdp_argument_errors():

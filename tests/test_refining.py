@@ -150,7 +150,7 @@ def test_accountant_queries_match_its_full_pld():
     d, d_full = acct.delta([1.0, 3.0]), full.delta([1.0, 3.0])
     assert np.all(d <= d_full * (1 + 1e-7)) and np.all(d >= d_full * (1 - 1e-5))
     # and the RDP bound is never below it
-    assert np.all(eps <= acct.epsilon(deltas, accountant="rdp"))
+    assert np.all(eps <= acct.under("rdp").epsilon(deltas))
 
 
 @settings(max_examples=50, deadline=None)

@@ -88,8 +88,8 @@ def test_discrete_pair_laws_and_composition(p):
     kl, dinf = _rr(p)
     rdp = discrete_pair(np.array([p, 1 - p]), np.array([1 - p, p])).curve(RDP)
     k = 7
-    np.testing.assert_allclose((rdp * k).renyi(np.array([1.0, INF])), [k * kl, k * dinf], rtol=1e-13)
-    np.testing.assert_allclose((rdp + rdp).renyi(np.array([1.0, INF]), bound="lower"),
+    np.testing.assert_allclose(accounting.compose((rdp, k)).renyi(np.array([1.0, INF])), [k * kl, k * dinf], rtol=1e-13)
+    np.testing.assert_allclose(accounting.compose(rdp, rdp).renyi(np.array([1.0, INF]), bound="lower"),
                                [2 * kl, 2 * dinf], rtol=1e-13)
 
 
@@ -139,7 +139,7 @@ def test_rdp_conversion_reaches_order_infinity(b, k):
     takes α = ∞ too, so ε(δ) ≤ k/b at every δ and δ(ε) = 0 from ε = k/b on. Finite
     orders alone (main) gave ε(1e-10) = 1.0288·k/b for b = 1 and δ(1) = 9.2e-6."""
     pure = k / b
-    rdp = accounting.mechanism("laplace", b=b).curve(RDP) * k
+    rdp = accounting.compose((accounting.mechanism("laplace", b=b).curve(RDP), k))
     deltas = np.geomspace(1e-300, 0.9, 40)
     eps = rdp.epsilon(deltas)
     assert np.all(eps <= pure)
@@ -150,7 +150,7 @@ def test_rdp_conversion_reaches_order_infinity(b, k):
     assert 0.0 < float(rdp.delta(0.99 * pure)) < 0.1
     # the Accountant's RDP accountant and the command line's sweep of many δ agree
     acct = accounting.Accountant().compose(accounting.mechanism("laplace", b=b), k)
-    assert float(acct.epsilon(1e-10, accountant="rdp")) <= pure
+    assert float(acct.under("rdp").epsilon(1e-10)) <= pure
 
 
 def test_rdp_conversion_trusts_no_undeclared_sup():

@@ -42,7 +42,7 @@ def test_ledger_and_accountant_files(acct, tmp_path):
     back = accounting.load(path)
     assert back == acct
     assert back.epsilon([1e-5, 1e-9]).tobytes() == acct.epsilon([1e-5, 1e-9]).tobytes()
-    assert back.delta(1.0, accountant="rdp") == acct.delta(1.0, accountant="rdp")
+    assert back.under("rdp").delta(1.0) == acct.under("rdp").delta(1.0)
     accounting.save(acct.ledger, tmp_path / "ledger.json")
     assert accounting.load(tmp_path / "ledger.json") == acct.ledger
     assert S.loads(S.dumps(acct.ledger)).entries == acct.ledger.entries

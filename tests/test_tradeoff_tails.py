@@ -86,7 +86,7 @@ def test_binary_rr_power_through_the_accountant():
 
 @pytest.mark.parametrize("p,k", [(0.75, 10), (0.6, 50), (0.55, 400), (0.9, 3)])
 def test_k_fold_rr_power_is_the_binomial_neyman_pearson(p, k):
-    pair = accounting.mechanism("randomized_response", p=p).pair().self_compose(k)
+    pair = accounting.compose((accounting.mechanism("randomized_response", p=p).pair(), k))
     to = pair.curve(TradeOff)
     assert to.is_exact
     P, Q = rr_kfold(p, k)
@@ -101,7 +101,7 @@ def test_k_fold_rr_power_is_the_binomial_neyman_pearson(p, k):
 def test_k_fold_rr_closed_form_law_and_rdp():
     one = accounting.mechanism("randomized_response", p=0.7).pair()
     k = 25
-    comp = one.self_compose(k)
+    comp = accounting.compose((one, k))
     eps0 = math.log(0.7 / 0.3)
     law = comp.upper[0]
     P, _ = rr_kfold(0.7, k)
@@ -111,7 +111,7 @@ def test_k_fold_rr_closed_form_law_and_rdp():
     np.testing.assert_allclose(comp._cgf(t, accounting.Direction.FORWARD),
                                k * one._cgf(t, accounting.Direction.FORWARD), rtol=1e-13)
     # composing twice multiplies the counts
-    assert comp.self_compose(2).count == 2 * k
+    assert accounting.compose((comp, 2)).count == 2 * k
 
 
 def test_discrete_laplace_power_at_small_fpr():
@@ -239,7 +239,7 @@ def test_composed_finite_pair_bracket_is_sound_and_convex(pq, k):
     P, Q = p, q
     for _ in range(k - 1):
         P, Q = np.outer(P, p).ravel(), np.outer(Q, q).ravel()
-    to = discrete_pair(p, q).curve(PLD, step=1e-2).self_compose(k).to(TradeOff)
+    to = accounting.compose((discrete_pair(p, q).curve(PLD, step=1e-2), k)).to(TradeOff)
     alphas = np.concatenate([np.geomspace(1e-12, 1e-2, 21), np.linspace(0.0, 1.0, 201)])
     for d, (a, b) in (("forward", (P, Q)), ("backward", (Q, P))):
         exact = discrete_beta(a, b, alphas)      # float NP: 1e-16 absolute suffices here

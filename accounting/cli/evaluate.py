@@ -120,10 +120,8 @@ def _evaluate_one(acct: Any, name: str, query: str, values: np.ndarray) -> dict:
     if sweep:
         answer, n_orders = _rdp_sweep(curve, query, values)
         note = f"; minimised over one shared grid of {n_orders} orders for {values.size} values"
-    elif query == "epsilon":
-        answer = acct.epsilon(values, accountant=name)
     else:
-        answer = acct.delta(values, accountant=name)
+        answer = getattr(acct.under(name), query)(values)
     res[query] = np.atleast_1d(answer)
     if name == "pld":
         lo, hi = (curve.epsilon_interval(values) if query == "epsilon"

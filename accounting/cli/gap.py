@@ -11,6 +11,7 @@ from typing import Any
 from accounting.cli.base import PROG, CLIError, count_text, parse_float
 from accounting.cli.output import json_num, show_num
 from accounting.cli.parser import mechanism_help, mechanism_names, mechanism_use
+from accounting.pairs.composed import compose
 from accounting.registry.registry import Registry
 from accounting.validation import check_array, check_count
 
@@ -66,7 +67,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
                          options=getattr(ns, "command_options", ()))
     orders = check_array("t", list(ns.orders) if ns.orders else list(_GAP_T),
                          lo=0.0, hi=T_MAX, lo_open=True)
-    target = use.mechanism if count == 1 else use.mechanism.pair().self_compose(count)
+    target = use.mechanism if count == 1 else compose((use.mechanism.pair(), count))
     res = information_gap(target, orders, ns.direction)
     if ns.json:
         only = use.as_dict()

@@ -25,7 +25,8 @@ import numpy as np
 from accounting.validation import check_array
 from accounting.vocabulary import Bound, Direction, Exactness, as_bound, as_direction
 
-__all__ = ["Exactness", "Provenance", "Curve", "QUERIES", "directional_max", "as_kind"]
+__all__ = ["Exactness", "Provenance", "Curve", "QUERIES", "directional_max", "as_kind",
+           "check_no_rtol", "deprecated_operator"]
 
 
 def _check_path(path: tuple) -> None:
@@ -143,6 +144,24 @@ def headline(get: Callable[[], Any]) -> str:
         return "?"
 
 
+def check_no_rtol(curve: object, rtol: object) -> None:
+    """A ValueError unless ``rtol`` is None: ``rtol`` asks for a bracket refined to a
+    relative width, which only something that can recompute at a finer grid (the
+    ``Accountant``) can give; a curve's bracket is what it holds."""
+    if rtol is not None:
+        raise ValueError(f"rtol must be None for a {type(curve).__name__}, got {rtol!r}: a "
+                         f"curve cannot refine its bracket; use Accountant.epsilon_interval"
+                         f"(delta, rtol=...) or build the curve at a smaller step")
+
+
+def deprecated_operator(old: str, new: str) -> None:
+    """Warn (``DeprecationWarning``, at the caller of the operator) that the composition
+    route ``old`` goes in the next release and ``new`` replaces it."""
+    import warnings   # only on the deprecated paths
+    warnings.warn(f"{old} is deprecated and will be removed in the next release; use {new}",
+                  DeprecationWarning, stacklevel=3)
+
+
 @attrs.frozen(eq=False, repr=False)
 class Curve:
     """Base class: the five queries, conversion by ``to``, bracket sides, composition,
@@ -161,7 +180,13 @@ class Curve:
     (``PrivacyProfile`` for δ and ε, ``TradeOff`` for β, ``RDP`` for D_α, ``ZCDP``
     for ρ). ``explain(query)`` gives the ``Provenance`` of the curve that answered:
     the converters on its path and whether the answer is exact, a bound, or
-    numerical. Answers themselves stay plain floats and arrays.
+    numerical. Answers themselves stay plain floats and arrays. The ``*_interval``
+    forms of δ and ε take ``rtol`` too, for one signature with the ``Accountant``
+    (which refines its grid to meet it); a curve is fixed and accepts only ``None``.
+
+    **Composition.** ``accounting.compose(a, b, (c, n))`` is the users' route; it
+    applies each kind's rule, ``compose`` and ``self_compose``. The operators
+    ``a + b`` and ``a * n`` are deprecated (DeprecationWarning) for one release.
     """
 
     #: the queries this kind answers by its own formula (the others: by conversion)
@@ -242,12 +267,18 @@ class Curve:
         """D_α for an array of real orders α ≥ 1 (the same as ``renyi``)."""
         return self.renyi(alphas, direction, bound)
 
-    def delta_interval(self, epsilon, direction: "Direction | str" = "max"):
-        """(lower, upper) bracket of δ(ε)."""
+    def delta_interval(self, epsilon: "np.ndarray | float", direction: "Direction | str" = "max",
+                       *, rtol: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) bracket of δ(ε). ``rtol`` (refine until upper − lower ≤
+        rtol·upper) is the ``Accountant``'s: a curve is fixed and cannot refine, so
+        it accepts ``rtol=None`` only (``check_no_rtol``)."""
+        check_no_rtol(self, rtol)
         return self.delta(epsilon, direction, Bound.LOWER), self.delta(epsilon, direction, Bound.UPPER)
 
-    def epsilon_interval(self, delta, direction: "Direction | str" = "max"):
-        """(lower, upper) bracket of ε(δ)."""
+    def epsilon_interval(self, delta: "np.ndarray | float", direction: "Direction | str" = "max",
+                         *, rtol: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) bracket of ε(δ); ``rtol`` as for ``delta_interval``."""
+        check_no_rtol(self, rtol)
         return (self.epsilon(delta, direction, Bound.LOWER),
                 self.epsilon(delta, direction, Bound.UPPER))
 
@@ -315,13 +346,32 @@ class Curve:
 
     # ------------------------------------------------------------ composition
     def compose(self, other: "Curve") -> "Curve":
-        """The curve of the independent composition; kinds without a composition rule
-        refuse (TypeError naming the kinds)."""
+        """The curve of the independent composition (this kind's rule, which
+        ``accounting.compose`` applies); kinds without a composition rule refuse
+        (TypeError naming the kinds)."""
         raise TypeError(f"a {type(self).__name__} does not compose (with a "
                         f"{type(other).__name__}); convert both to PLD, RDP or ZCDP first")
 
+    def self_compose(self, count: int) -> "Curve":
+        """The curve of ``count`` independent copies (this kind's rule, which
+        ``accounting.compose((curve, count))`` applies); kinds without one refuse."""
+        raise TypeError(f"a {type(self).__name__} does not compose; convert it to PLD, RDP "
+                        f"or ZCDP first")
+
     def __add__(self, other: "Curve") -> "Curve":
+        """Deprecated: ``accounting.compose(a, b)``."""
+        deprecated_operator("curve + curve", "accounting.compose(a, b)")
         return self.compose(other)
+
+    def __mul__(self, count: int) -> "Curve":
+        """Deprecated: ``accounting.compose((curve, count))`` (kinds with a
+        ``self_compose`` rule only)."""
+        if type(self).self_compose is Curve.self_compose:
+            return NotImplemented
+        deprecated_operator("curve * n", "accounting.compose((curve, n))")
+        return self.self_compose(count)
+
+    __rmul__ = __mul__
 
     @property
     def is_exact(self) -> bool:

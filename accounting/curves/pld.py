@@ -15,7 +15,7 @@ from typing import Optional
 import attrs
 import numpy as np
 
-from accounting.curves.curve import Curve, Provenance, headline
+from accounting.curves.curve import Curve, Provenance, check_no_rtol, headline
 from accounting.vocabulary import Bound, Direction, as_bound, as_direction
 from accounting.numerics.fourier import RefiningLaw, compose_laws, compose_pmfs
 from accounting.numerics.loss import MAX_GRID_POINTS, LossPMF, check_law
@@ -160,15 +160,6 @@ class PLD(Curve):
         """The PLD of ``count`` independent copies (one FFT power per law)."""
         return compose_plds([(self, check_count("count", count))])
 
-    def __add__(self, other: "PLD") -> "PLD":
-        return self.compose(other)
-
-    def __mul__(self, count: int) -> "PLD":
-        return self.self_compose(count)
-
-    __rmul__ = __mul__
-
-
 
 def _checked_items(items) -> list:
     if not items:
@@ -188,7 +179,8 @@ def _joined(items) -> Provenance:
 
 
 def compose_plds(items: "list[tuple[PLD, int]]") -> PLD:
-    """The PLD of a heterogeneous composition: each PLD repeated its count times.
+    """Internal (the users' route is ``accounting.compose((pld, count), …)``): the PLD of
+    a heterogeneous composition, each PLD repeated its count times.
 
     All laws go through one Fourier-domain composition on one common grid
     (``fourier.compose_pmfs``): one forward FFT per distinct PLD (per tilt), raised to
@@ -267,12 +259,17 @@ class RefiningPLD:
         dl = check_array("delta", delta, lo=0.0, hi=1.0, hi_open=True)
         return self._answer("epsilon", dl, direction, bound)
 
-    def delta_interval(self, epsilon, direction: "Direction | str" = "max"):
-        """(lower, upper) bracket of δ(ε)."""
+    def delta_interval(self, epsilon: "np.ndarray | float", direction: "Direction | str" = "max",
+                       *, rtol: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) bracket of δ(ε), as ``Curve.delta_interval`` (``rtol=None``
+        only: the grid is fixed)."""
+        check_no_rtol(self, rtol)
         return (self.delta(epsilon, direction, Bound.LOWER),
                 self.delta(epsilon, direction, Bound.UPPER))
 
-    def epsilon_interval(self, delta, direction: "Direction | str" = "max"):
-        """(lower, upper) bracket of ε(δ)."""
+    def epsilon_interval(self, delta: "np.ndarray | float", direction: "Direction | str" = "max",
+                         *, rtol: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) bracket of ε(δ), as ``Curve.epsilon_interval``."""
+        check_no_rtol(self, rtol)
         return (self.epsilon(delta, direction, Bound.LOWER),
                 self.epsilon(delta, direction, Bound.UPPER))

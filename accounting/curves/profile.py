@@ -17,9 +17,10 @@ from accounting.curves.curve import Curve, Provenance, headline
 from accounting.curves.pld import PLD
 from accounting.vocabulary import Bound, Direction
 from accounting.numerics.loss import LossPMF
+from accounting.validation import check_count
 
 __all__ = ["PrivacyProfile", "ProfileSide", "LawSide", "FunctionSide", "invert_decreasing",
-           "symmetric_profile", "compose_via_pld"]
+           "symmetric_profile", "compose_via_pld", "repeat_via_pld"]
 
 
 class ProfileSide(Protocol):
@@ -130,6 +131,11 @@ class PrivacyProfile(Curve):
         then its grid laws are no dominating pair to convolve)."""
         return compose_via_pld(self, other)
 
+    def self_compose(self, count: int) -> "PrivacyProfile":
+        """``count`` independent copies, through the PLD (exact profiles only,
+        ``repeat_via_pld``)."""
+        return repeat_via_pld(self, count)
+
     def _summary(self) -> str:
         return f"δ(ε=1) = {headline(lambda: self.delta(1.0))}"
 
@@ -143,14 +149,31 @@ def compose_via_pld(a: Curve, b: Curve) -> Curve:
         raise TypeError(f"cannot compose a {kind.__name__} with a {type(b).__name__}; "
                         f"convert both to one of PLD, RDP, ZCDP first")
     for c in (a, b):
-        if not c.is_exact:
-            raise TypeError(f"cannot compose {kind.__name__} curves labelled "
-                            f"{c.provenance.exactness.value} ({c.provenance}): only an exact "
-                            f"{kind.__name__} composes (through its PLD); compose its PLD, "
-                            f"RDP or ZCDP instead")
+        _check_exact(c)
     pa = a.to(PLD)
     pb = pa if b is a else b.to(PLD)
     return pa.compose(pb).to(kind)
+
+
+def repeat_via_pld(curve: Curve, count: int) -> Curve:
+    """``count`` independent copies of an exact curve without a composition rule of its
+    own (profile, trade-off): its PLD raised to the ``count``-th power by one FFT
+    power (``PLD.self_compose``), converted back; the same soundness condition as
+    ``compose_via_pld``."""
+    count = check_count("count", count)
+    _check_exact(curve)
+    return curve.to(PLD).self_compose(count).to(type(curve))
+
+
+def _check_exact(c: Curve) -> None:
+    """A TypeError unless ``c`` is exact: a profile or trade-off that is only a bound
+    need not belong to any pair, so its grid laws are no dominating pair to convolve."""
+    if not c.is_exact:
+        kind = type(c).__name__
+        raise TypeError(f"cannot compose {kind} curves labelled "
+                        f"{c.provenance.exactness.value} ({c.provenance}): only an exact "
+                        f"{kind} composes (through its PLD); compose its PLD, "
+                        f"RDP or ZCDP instead")
 
 
 def symmetric_profile(eps: "np.ndarray | float", positive: Callable[[np.ndarray], np.ndarray]

@@ -219,10 +219,3 @@ class RDP(Curve):
         count = check_count("count", count)
         lower = self.lower.scale(count) if self.lower is not None else None
         return RDP(self.upper.scale(count), lower, provenance=self.provenance)
-
-    __add__ = compose
-
-    def __mul__(self, count: int) -> "RDP":
-        return self.self_compose(count)
-
-    __rmul__ = __mul__

@@ -34,7 +34,7 @@ import attrs
 import numpy as np
 
 from accounting.curves.curve import Curve, Provenance, headline
-from accounting.curves.profile import compose_via_pld
+from accounting.curves.profile import compose_via_pld, repeat_via_pld
 from accounting.vocabulary import Direction
 from accounting.numerics.loss import UNIT_ROUNDOFF, LossPMF, hockey_stick
 from accounting.validation import check_array, check_count
@@ -397,6 +397,11 @@ class TradeOff(Curve):
         """The trade-off functions of the independent composition, through the PLDs
         (only for exact curves; see ``profile.compose_via_pld``)."""
         return compose_via_pld(self, other)
+
+    def self_compose(self, count: int) -> "TradeOff":
+        """``count`` independent copies, through the PLD (exact curves only,
+        ``profile.repeat_via_pld``)."""
+        return repeat_via_pld(self, count)
 
     def _summary(self) -> str:
         return f"β(α=0.1) = {headline(lambda: self.beta(0.1))}"

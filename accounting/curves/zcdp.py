@@ -117,13 +117,6 @@ class ZCDP(Curve):
         return ZCDP((self.upper[0] * count, self.upper[1] * count), lower,
                     xi=(self.xi[0] * count, self.xi[1] * count), provenance=self.provenance)
 
-    __add__ = compose
-
-    def __mul__(self, count: int) -> "ZCDP":
-        return self.self_compose(count)
-
-    __rmul__ = __mul__
-
 
 #: the largest integer order at which ``poisson_subsampled_rdp`` sums Zhu and Wang's
 #: bound (O(α) terms per order); above it the base bound ξ + ρα is used

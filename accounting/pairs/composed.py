@@ -1,15 +1,17 @@
 """Composition: of curves of one kind, and of pairs (heterogeneous and n-fold).
 
+``compose`` is the users' one route (the verb *compose* of ``docs/five-verbs.md``).
 Curves compose by their own rule (PLD: convolution; RDP: adding K; zCDP: adding ρ).
 ``ComposedPair`` is the product of several pairs, each repeated some number of
 times; its curves are the compositions of its components' curves, with n-fold
-self-composition done by one FFT power per distinct component.
+self-composition done by one FFT power per distinct component. It is built by
+``compose`` (and the ledger); constructing it directly is internal.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional, Sequence
 
 import attrs
 
@@ -17,6 +19,7 @@ from accounting.numerics.discretise import atoms_to_grid, profile_support
 from accounting.numerics.fourier import composed_grid_points
 from accounting.numerics.loss import check_grid_points
 from accounting.curves.curve import Curve
+from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import LawPair, Pair
 from accounting.progress import progress
 from accounting.vocabulary import Direction
@@ -27,26 +30,94 @@ from accounting.curves.tradeoff import TradeOff
 from accounting.validation import check_count, check_positive
 from accounting.curves.zcdp import ZCDP
 
-__all__ = ["compose", "ComposedPair", "estimate_grid_points", "check_grid_size"]
+__all__ = ["compose", "composition_parts", "ComposedPair", "estimate_grid_points",
+           "check_grid_size"]
 
 
-def compose(*curves):
-    """Compose curves of one kind left to right: ``PLD`` (convolution), ``RDP`` (adding
-    K), ``ZCDP`` (adding ρ); an exact ``PrivacyProfile`` or ``TradeOff`` through its PLD.
+def compose(*parts: Any) -> "Pair | Curve":
+    """The verb *compose*, the one composition route: the independent composition of
+    ``parts``, each a mechanism, a pair or a curve, or a ``(part, count)`` tuple for
+    ``count`` independent uses (an integer in [1, 2^53]).
 
-    Curves of different kinds, or of a kind that cannot compose soundly (a profile or
-    trade-off that is only a bound), raise a TypeError naming the kinds."""
-    if not curves:
-        raise ValueError("compose() needs at least one curve")
-    for c in curves:
-        if not isinstance(c, Curve):
-            raise TypeError(f"compose() needs curves (PLD, RDP, ZCDP, PrivacyProfile, "
-                            f"TradeOff), got {type(c).__name__}")
-    kinds = list(dict.fromkeys(type(c).__name__ for c in curves))
+    * Mechanisms and pairs (mixed freely) give a pair: the product of their pairs
+      (``ComposedPair``), equal parts merged into one count, in order of first
+      appearance; a single part repeated ``count`` times gives its closed-form
+      ``count``-fold product where the pair has one (Gaussian: μ ↦ μ√n), else a
+      ``ComposedPair``.
+    * Curves of one kind give a curve of that kind, by the kind's own rule, left to
+      right: ``PLD`` convolution (Koskela, Jälkö, Honkela 2020, arXiv:1906.03049, §3;
+      a count by one FFT power), ``RDP`` adding the CGFs (Mironov 2017,
+      arXiv:1702.07476, Prop. 1), ``ZCDP`` adding ξ and ρ (Bun and Steinke 2016,
+      arXiv:1605.02065, Lemma 2.3); an exact ``PrivacyProfile`` or ``TradeOff``
+      through its PLD.
+
+    Curves of different kinds, curves mixed with pairs, or a kind that cannot compose
+    soundly (a profile or trade-off that is only a bound) raise a TypeError naming
+    them. A running ``Accountant`` composes with ``Accountant.compose(part, count)``.
+    """
+    items = composition_parts(parts)
+    curves = [c for c, _ in items if isinstance(c, Curve)]
+    if curves and len(curves) < len(items):
+        raise TypeError("compose() needs either curves or mechanisms and pairs, not both; "
+                        "take the curves of the pairs first (pair.curve(Kind))")
+    if curves:
+        return _compose_curves(items)
+    merged: dict[Any, tuple[Pair, int]] = {}
+    for part, count in items:
+        pair: Pair = part.pair() if isinstance(part, Mechanism) else part
+        key = _merge_key(pair)
+        total = merged.get(key, (pair, 0))[1] + count
+        merged[key] = (pair, check_count("count", total))
+    components = tuple(merged.values())
+    if len(components) == 1:
+        only, count = components[0]
+        if count == 1:
+            return only
+        closed: Optional[Pair] = only._self_compose(count)
+        if closed is not None:
+            return closed
+    return ComposedPair(components)
+
+
+def composition_parts(parts: Sequence[Any]) -> list[tuple[Any, int]]:
+    """``[(part, count), …]`` of ``compose``'s arguments (a bare part counts once), each
+    part a ``Mechanism``, ``Pair`` or ``Curve`` and each count checked; a TypeError or
+    ValueError naming the argument otherwise."""
+    if not parts:
+        raise ValueError("compose() needs at least one part (a mechanism, pair or curve, "
+                         "or a (part, count) tuple)")
+    out = []
+    for i, item in enumerate(parts):
+        part, count = item if isinstance(item, tuple) and len(item) == 2 else (item, 1)
+        if not isinstance(part, (Mechanism, Pair, Curve)):
+            raise TypeError(f"compose() argument {i} must be a mechanism, pair or curve (PLD, "
+                            f"RDP, ZCDP, PrivacyProfile, TradeOff), or a (part, count) tuple; "
+                            f"got {type(part).__name__}")
+        out.append((part, check_count("count", count)))
+    return out
+
+
+def _merge_key(pair: Pair) -> Any:
+    """Equal pairs (value equality where the class defines it, else identity) merge."""
+    try:
+        hash(pair)
+    except TypeError:
+        return ("id", id(pair))
+    return ("eq", pair)
+
+
+def _compose_curves(items: list[tuple[Curve, int]]) -> Curve:
+    """Curves of one kind, each repeated its count, composed left to right by the
+    kind's rules (``compose``, ``self_compose``)."""
+    kinds = list(dict.fromkeys(type(c).__name__ for c, _ in items))
     if len(kinds) > 1:
         raise TypeError(f"compose() needs curves of one kind, got {', '.join(kinds)}; "
                         f"convert them first with .to()")
-    return functools.reduce(lambda a, b: a.compose(b), curves)
+    curves = [c if n == 1 else c.self_compose(n) for c, n in items]
+    out = curves[0]
+    for c in curves[1:]:
+        out = out.compose(c)
+    return out
 
 
 def _components(value: Iterable) -> tuple:
@@ -132,7 +203,9 @@ def _cut_tails(options: dict, uses: int) -> dict:
 
 @attrs.frozen(eq=False, slots=False)  # slots off: the PLD is cached on the instance
 class ComposedPair(Pair):
-    """The product of ``components`` = ((pair, count), …) in both directions."""
+    """The product of ``components`` = ((pair, count), …) in both directions.
+
+    Internal construction: users build one with ``accounting.compose((pair, count), …)``."""
 
     components: tuple = attrs.field(converter=_components)
 

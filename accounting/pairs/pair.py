@@ -49,6 +49,7 @@ Every curve then follows from ``accounting.pairs.derive`` (``pair.curve(Kind)``)
 from __future__ import annotations
 
 import abc
+import warnings
 from typing import Callable, NamedTuple, Optional
 
 import attrs
@@ -222,10 +223,13 @@ class Pair(abc.ABC):
         return curve_of_pair(self, kind, registry=registry, **options)
 
     def self_compose(self, count: int) -> "Pair":
-        """The count-fold product pair, in closed form where the pair has one."""
-        from accounting.pairs.composed import ComposedPair   # it imports this module
-        closed = self._self_compose(count)
-        return closed if closed is not None else ComposedPair(((self, count),))
+        """Deprecated: ``accounting.compose((pair, count))``, the same pair (the
+        count-fold product, in closed form where the pair has one)."""
+        from accounting.pairs.composed import compose   # it imports this module
+        warnings.warn("pair.self_compose(n) is deprecated and will be removed in the next "
+                      "release; use accounting.compose((pair, n))", DeprecationWarning,
+                      stacklevel=2)
+        return compose((self, count))
 
     def describe(self) -> str:
         return type(self).__name__

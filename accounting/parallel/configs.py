@@ -74,8 +74,8 @@ def answer(config: Mapping[str, Any], query: str, at: Any,
     kind = ACCOUNTANTS[accountant]
     # the curve the answer is read from (cached: the query below reuses it)
     curve = acct.curve(PLD, lower=False) if kind is PLD else acct.curve(kind)
-    ask = acct.epsilon if query == "epsilon" else acct.delta
-    values = np.atleast_1d(np.asarray(ask(at, accountant), dtype=float))
+    ask = getattr(acct.under(accountant), "epsilon" if query == "epsilon" else "delta")
+    values = np.atleast_1d(np.asarray(ask(at), dtype=float))
     return values, UPPER if curve.provenance.exactness.certified else NUMERICAL
 
 

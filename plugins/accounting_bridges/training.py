@@ -137,7 +137,7 @@ class TrainingAccountant:
         acc = self.accountant()
         if acc.count == 0:
             return 0.0
-        return float(acc.epsilon(delta, accountant=accountant))
+        return float(acc.under(accountant).epsilon(delta))
 
     def get_epsilon_interval(self, delta: float) -> tuple[float, float]:
         """The certified (lower, upper) bracket of ε(δ) from the PLD."""
@@ -158,7 +158,7 @@ class TrainingAccountant:
         acc = self.accountant()
         if acc.count == 0:
             return 0.0
-        return float(acc.delta(epsilon, accountant=accountant))
+        return float(acc.under(accountant).delta(epsilon))
 
     def state_dict(self, destination: Optional[MutableMapping] = None) -> MutableMapping:
         """The history, the mechanism name and the grid step: plain numbers only (what

@@ -144,7 +144,7 @@ def test_nested_gaussians_in_a_poisson_sample_are_one_gaussian():
     assert lo - 1e-5 <= theirs <= hi + 1e-5
     # our RDP accountant (continuous orders) is at most dp_accounting's (a grid of
     # orders) and close to it: the same Rényi curve, the same conversion
-    ours_rdp = from_dp_event(E.SelfComposedDpEvent(nested, 100)).epsilon(DELTA, accountant="rdp")
+    ours_rdp = from_dp_event(E.SelfComposedDpEvent(nested, 100)).under("rdp").epsilon(DELTA)
     their_rdp = dp_rdp_epsilon(E.SelfComposedDpEvent(nested, 100))
     assert their_rdp * 0.97 <= ours_rdp <= their_rdp + 1e-9
 
@@ -162,7 +162,7 @@ def test_sampling_without_replacement_replace_one():
     # and our RDP must not exceed it, and the PLD is the tighter of ours
     theirs = dp_rdp_epsilon(event, NR.REPLACE_ONE)
     ours_pld = acc.epsilon(DELTA)
-    ours_rdp = acc.epsilon(DELTA, accountant="rdp")
+    ours_rdp = acc.under("rdp").epsilon(DELTA)
     assert ours_pld <= ours_rdp <= theirs
     # and the replace-one sample is at least as costly as a Poisson sample at the same
     # rate under add/remove (one replacement is a removal followed by an addition)

@@ -72,7 +72,7 @@ def test_accountant_brackets_the_exact_composition():
 
 @pytest.mark.parametrize("eps,delta,k", [(0.5, 0.0, 7), (1.0, 1e-3, 10), (0.1, 1e-5, 40)])
 def test_self_composition_is_kov_optimal_composition(eps, delta, k):
-    pair = accounting.mechanism("approx_dp", epsilon=eps, delta=delta).pair().self_compose(k)
+    pair = accounting.compose((accounting.mechanism("approx_dp", epsilon=eps, delta=delta).pair(), k))
     assert pair.exact
     for i in range(0, k // 2 + 1):
         e = (k - 2 * i) * eps
@@ -82,7 +82,7 @@ def test_self_composition_is_kov_optimal_composition(eps, delta, k):
 
 def test_heterogeneous_equals_homogeneous_when_equal():
     a = accounting.mechanism("approx_dp_composition", epsilons=(0.3,) * 5, deltas=(1e-4,) * 5)
-    b = accounting.mechanism("approx_dp", epsilon=0.3, delta=1e-4).pair().self_compose(5)
+    b = accounting.compose((accounting.mechanism("approx_dp", epsilon=0.3, delta=1e-4).pair(), 5))
     eps = np.linspace(-2, 2, 81)
     np.testing.assert_allclose(a.pair().profile(eps), b.profile(eps), rtol=1e-12, atol=1e-16)
 

@@ -209,7 +209,7 @@ def test_batch_pair_brackets_the_exact_profile(k):
     """Between grid points the batch pair's upper profile is a chord (above the truth)
     and its lower one below; both within 1e-3 of the exact value."""
     eps = 0.3
-    pair = _mech("bounded_range", epsilon=eps, adaptive=False).pair().self_compose(k)
+    pair = accounting.compose((_mech("bounded_range", epsilon=eps, adaptive=False).pair(), k))
     assert isinstance(pair, BoundedRangeBatchPair) and not pair.exact
     e = np.linspace(0.0, 0.8 * k * eps, 37) + 1e-3
     exact, _ = br_composed_profile(e, eps, k)
@@ -260,7 +260,7 @@ def test_bounded_range_composition_is_tighter_than_pure_dp():
     def answer(mech, accountant="pld"):
         acct = Accountant()
         acct.compose(mech, k)
-        return float(acct.epsilon(delta, accountant=accountant))
+        return float(acct.under(accountant).epsilon(delta))
     pure = answer(_mech("approx_dp", epsilon=eps))
     adaptive = answer(_mech("exponential_mechanism", epsilon=eps))
     batch = answer(_mech("exponential_mechanism", epsilon=eps, adaptive=False))
@@ -283,9 +283,9 @@ def test_autodp_exponential_mechanism_agrees():
     theirs = transformers.Composition()([zoo.ExponentialMechanism(0.1)], [100])
     acct = Accountant()
     acct.compose(_mech("exponential_mechanism", epsilon=0.1), 100)
-    assert float(acct.epsilon(1e-6, accountant="rdp")) == pytest.approx(
+    assert float(acct.under("rdp").epsilon(1e-6)) == pytest.approx(
         theirs.get_approxDP(1e-6), rel=1e-8)
-    assert float(acct.epsilon(1e-6, accountant="pld")) <= theirs.get_approxDP(1e-6) * 1.1
+    assert float(acct.epsilon(1e-6)) <= theirs.get_approxDP(1e-6) * 1.1
 
 
 def test_zcdp_is_epsilon_squared_over_eight():
@@ -308,11 +308,12 @@ def test_monotone_utility_halves_the_range():
 def test_adaptive_uses_compose_as_the_dominating_pair():
     pair = _mech("bounded_range", epsilon=0.5).pair()
     assert pair._self_compose(10) is None
-    assert type(pair.self_compose(10)).__name__ == "ComposedPair"
+    assert type(accounting.compose((pair, 10))).__name__ == "ComposedPair"
     batch = _mech("bounded_range", epsilon=0.5, adaptive=False).pair()
-    assert isinstance(batch.self_compose(10), BoundedRangeBatchPair)
-    assert isinstance(batch.self_compose(10).self_compose(3), BoundedRangeBatchPair)
-    assert batch.self_compose(10).self_compose(3).count == 30
+    ten = accounting.compose((batch, 10))
+    assert isinstance(ten, BoundedRangeBatchPair)
+    assert isinstance(accounting.compose((ten, 3)), BoundedRangeBatchPair)
+    assert accounting.compose((ten, 3)).count == 30
 
 
 def test_large_batch_falls_back_to_the_adaptive_composition(monkeypatch):
@@ -364,8 +365,8 @@ def test_epsilon_zero_costs_nothing(name):
     free = Accountant()
     free.compose(_mech("gaussian", sigma=1.0, sensitivity=0.0), 50)
     for accountant in ("rdp", "zcdp"):
-        assert float(acct.epsilon(1e-6, accountant=accountant)) == \
-            float(free.epsilon(1e-6, accountant=accountant))
+        assert float(acct.under(accountant).epsilon(1e-6)) == \
+            float(free.under(accountant).epsilon(1e-6))
     assert float(mech.curve(ZCDP).rho()) == 0.0
 
 
@@ -571,7 +572,7 @@ def test_kl_is_the_largest_over_bounded_range_pairs(eps):
 def test_kl_composes_and_orders_from_two_are_unchanged():
     eps, k = 0.7, 40
     acct = Accountant().compose(_mech("exponential_mechanism", epsilon=eps), k)
-    rdp = _mech("exponential_mechanism", epsilon=eps).curve(RDP) * k
+    rdp = accounting.compose((_mech("exponential_mechanism", epsilon=eps).curve(RDP), k))
     assert float(rdp.rdp(1.0)) == pytest.approx(k * _max_kl_brute_force(eps), rel=1e-10)
     assert float(rdp.rdp(np.inf)) == pytest.approx(k * eps, rel=1e-15)
     # Cesar–Rogers' αε²/8 (and pure DP's) from α = 2 on: the zCDP ρ stays ε²/8
@@ -583,4 +584,4 @@ def test_kl_composes_and_orders_from_two_are_unchanged():
                                       np.minimum(t * (t + 1) * eps ** 2 / 8, rr))
     assert _mech("exponential_mechanism", epsilon=eps).curve(ZCDP).rho() == \
         pytest.approx(eps ** 2 / 8, rel=1e-12)
-    assert acct.epsilon(1e-6, accountant="rdp") > 0
+    assert acct.under("rdp").epsilon(1e-6) > 0

@@ -115,7 +115,7 @@ def test_k_gaussians_are_one_gaussian_on_every_curve(plds, sigma, k):
     big = exact > 1e-8
     np.testing.assert_allclose(composed.delta(eps)[big], direct.delta(eps)[big], rtol=2e-3)
     # profiles: the pair's closed-form self-composition is the Gaussian with μ√k
-    pair_k = one.pair().self_compose(k)
+    pair_k = accounting.compose((one.pair(), k))
     np.testing.assert_allclose(pair_k.curve(PrivacyProfile).delta(eps),
                                merged.curve(PrivacyProfile).delta(eps), rtol=1e-12, atol=1e-300)
     # trade-off: the composed PLD's against G_{μ√k} (α < 1e-6: see the xfails below)

@@ -82,7 +82,7 @@ def test_exact_composition_against_direct_convolution():
     """50 uses: the exact law's δ against a direct sum over the trinomial outcomes."""
     r, k, n = 0.2, 4, 50
     m = _mech(r=r, k=k)
-    comp = m.pair().self_compose(n)
+    comp = accounting.compose((m.pair(), n))
     assert comp.exact
     p, s = 1 - r + r / k, r / k
     e0 = math.log(p / s)
@@ -114,7 +114,7 @@ def test_dp_accounting_agrees():
     """dp_accounting's own PLD of the same mechanism (pessimistic, 1e-4 grid)."""
     pld_mod = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
     theirs = pld_mod.from_randomized_response(0.2, 4).self_compose(10)
-    ours = _mech(r=0.2, k=4).pair().self_compose(10)
+    ours = accounting.compose((_mech(r=0.2, k=4).pair(), 10))
     for e in (0.0, 1.0, 5.0, 10.0):
         t, o = theirs.get_delta_for_epsilon(e), float(ours.profile(e))
         assert o <= t + 1e-12 and t - o < 1e-3 * max(t, 1e-6) + 1e-9, (e, o, t)

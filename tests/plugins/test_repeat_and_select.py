@@ -282,7 +282,7 @@ def test_composition_adds_the_renyi_bounds():
     one = mech.curve(RDP)
     np.testing.assert_allclose(acc.curve(RDP).rdp([2.0, 8.0]), 5 * one.rdp([2.0, 8.0]),
                                rtol=1e-12)
-    assert acc.epsilon(1e-6, accountant="rdp") <= acc.epsilon(1e-6) * (1 + 1e-9)
+    assert acc.under("rdp").epsilon(1e-6) <= acc.epsilon(1e-6) * (1 + 1e-9)
 
 
 def test_bad_input_is_named():
@@ -351,7 +351,7 @@ def test_command_line_takes_the_base_as_a_table(capsys):
     out, err = capsys.readouterr()
     assert code == 0, err
     payload = json.loads(out)
-    want = Accountant().compose(select(gaussian(2.0), 10.0, INF)).epsilon(1e-6, accountant="rdp")
+    want = Accountant().compose(select(gaussian(2.0), 10.0, INF)).under("rdp").epsilon(1e-6)
     assert payload["results"]["rdp"]["epsilon"][0] == pytest.approx(float(want), rel=1e-9)
     assert payload["results"]["rdp"]["exactness"] == "upper bound"
 

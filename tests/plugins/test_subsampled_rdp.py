@@ -111,7 +111,7 @@ def test_subsampled_discrete_gaussian_rdp_is_finite_and_sound(alpha):
     assert np.isfinite(rdp.rdp(1000.0))
     # the PLD's ε is never below the RDP-free truth: its lower side brackets the RDP's
     acct = Accountant(step=1e-3).compose(mech, 50)
-    assert acct.epsilon(1e-6, accountant="rdp") >= acct.epsilon(1e-6) * (1 - 1e-9)
+    assert acct.under("rdp").epsilon(1e-6) >= acct.epsilon(1e-6) * (1 - 1e-9)
 
 
 # ------------------------------------------------------------- the law route
@@ -282,7 +282,7 @@ def test_taylor_majorant_makes_the_bound_route_tight_between_integer_orders():
     assert 50 * exact == pytest.approx(6.5007e-4, rel=1e-4)
     # … and the same through the registered specialisation, composed 50 times
     mech = PoissonSubsampled(accounting.mechanism("discrete_gaussian", sigma=sigma), q)
-    composed = float((mech.curve(RDP) * 50).rdp(1.5, "forward"))
+    composed = float(accounting.compose((mech.curve(RDP), 50)).rdp(1.5, "forward"))
     assert 50 * exact <= composed <= 50 * exact * (1 + 1e-9)
 
 

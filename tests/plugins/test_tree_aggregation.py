@@ -129,7 +129,7 @@ def test_dp_accounting_stackoverflow_figures(sigma, published):
     exact Gaussian ε (which it bounds) are both below."""
     m = _mech(sigma=sigma, step_counts=1600)
     acct = Accountant(step=1e-3).compose(m)
-    rdp_eps = float(acct.epsilon(1e-6, accountant="rdp"))
+    rdp_eps = float(acct.under("rdp").epsilon(1e-6))
     want = improved_rdp_epsilon(lambda a: a * 11 / (2 * sigma ** 2), 1e-6)
     assert rdp_eps == pytest.approx(want, rel=1e-6)
     exact = gaussian_epsilon(math.sqrt(11) / sigma, 1e-6)
@@ -357,7 +357,7 @@ def test_dp_event_bridge_maps_the_tree_event():
     (mech, count), = acct.ledger.mechanisms()
     assert mech.name == "tree_aggregation" and mech.step_counts == (100, 60) and count == 3
     # three uses of depth 7 at σ = 1.5: one Gaussian of μ = √21/1.5, in closed form
-    composed = mech.pair().self_compose(count)
+    composed = accounting.compose((mech.pair(), count))
     assert composed.mu == pytest.approx(math.sqrt(3 * 7) / 1.5, rel=1e-15)
     assert float(composed.curve(PrivacyProfile).epsilon(1e-5)) == pytest.approx(
         gaussian_epsilon(math.sqrt(21) / 1.5, 1e-5), rel=1e-9)
