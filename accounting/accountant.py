@@ -40,11 +40,13 @@ from accounting.ledger import SCHEMA, Ledger, check_keys, check_schema
 from accounting.curves.converters import GRID_OPTIONS, check_options as check_grid_options
 from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import Pair
-from accounting.curves.pld import DEFAULT_STEP, MIN_STEP, PLD, RefiningPLD, check_step
+from accounting.curves.pld import (DEEP_BELOW, DEEP_TAIL, DEFAULT_STEP, MIN_STEP, PLD,
+                                   RefiningPLD, check_step)
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
 from accounting.validation import check_count, check_depth, check_options, check_real
+from accounting.vocabulary import Bound, Direction, as_bound
 from accounting.curves.zcdp import ZCDP
 
 __all__ = ["Accountant", "ACCOUNTANTS", "MIN_STEP", "CURVE_OPTIONS", "check_accountant"]
@@ -86,6 +88,66 @@ def check_accountant(accountant: Any, *, allow_all: bool = False) -> str:
 
 def _kind(accountant: str) -> type:
     return ACCOUNTANTS[check_accountant(accountant)]
+
+
+class _Tiered:
+    """δ(ε) and ε(δ) of a composition from two tiers of its PLD, both certified.
+
+    The default tier (``default``) discretises each use with the default tail and
+    leaves ``FAR_TAIL`` (1e-32) above each composed window; the pessimistic side puts
+    both at +∞, about 1e-20 in all, so its upper ε(δ) is ∞ below δ ≈ 1e-20 and loose
+    near it. The deep tier (``deep()``, built on first need) cuts ``DEEP_TAIL``
+    (1e-40) in all and leaves as much above its windows; the tilted composition
+    (``fourier.RefiningLaw``: the e^{θL}-weighted laws composed, so that the far tail
+    is the tilted sum's bulk) then resolves δ to 1e-30 and below with the same
+    relative precision as 1e-5. An element is answered by the deep tier when its δ
+    (for ε(δ)), or the default tier's upper δ (for δ(ε)), is positive and below
+    ``DEEP_BELOW`` (1e-15); else by the default tier, so answers above it are
+    unchanged and a query costs the deep tier only when it asks that far. Each
+    answer depends on its own element alone. Both tiers bracket the truth; at the
+    boundary they agree to about 1e-8 relative in ε.
+    """
+
+    def __init__(self, default: RefiningPLD, deep: Callable[[], RefiningPLD]) -> None:
+        self._default = default
+        self._deep = deep
+
+    def epsilon(self, delta: Any, direction: "Direction | str" = "max",
+                bound: "Bound | str" = "upper") -> Any:
+        """ε(δ), as ``RefiningPLD.epsilon``."""
+        out = self._default.epsilon(delta, direction, bound)
+        dl = np.asarray(delta, dtype=float)
+        deep = (dl > 0) & (dl < DEEP_BELOW)
+        if not np.any(deep):
+            return out
+        full = np.array(out, dtype=float, copy=True).reshape(dl.shape)
+        full[deep] = self._deep().epsilon(dl[deep], direction, bound)
+        return full if full.ndim else full[()]
+
+    def delta(self, epsilon: Any, direction: "Direction | str" = "max",
+              bound: "Bound | str" = "upper") -> Any:
+        """δ(ε), as ``RefiningPLD.delta``."""
+        out = self._default.delta(epsilon, direction, bound)
+        upper = out if as_bound(bound) is Bound.UPPER else \
+            self._default.delta(epsilon, direction, Bound.UPPER)
+        upper = np.asarray(upper, dtype=float)
+        deep = (upper > 0) & (upper < DEEP_BELOW)
+        if not np.any(deep):
+            return out
+        eps = np.broadcast_to(np.asarray(epsilon, dtype=float), upper.shape)
+        full = np.array(out, dtype=float, copy=True).reshape(upper.shape)
+        full[deep] = self._deep().delta(eps[deep], direction, bound)
+        return full if full.ndim else full[()]
+
+    def epsilon_interval(self, delta: Any,
+                         direction: "Direction | str" = "max") -> tuple[Any, Any]:
+        """(lower, upper) bracket of ε(δ)."""
+        return (self.epsilon(delta, direction, "lower"), self.epsilon(delta, direction, "upper"))
+
+    def delta_interval(self, epsilon: Any,
+                       direction: "Direction | str" = "max") -> tuple[Any, Any]:
+        """(lower, upper) bracket of δ(ε)."""
+        return (self.delta(epsilon, direction, "lower"), self.delta(epsilon, direction, "upper"))
 
 
 @attrs.define(init=False)
@@ -206,23 +268,34 @@ class Accountant:
             self._cache[key] = self.pair().curve(kind, **options)
         return self._cache[key]
 
-    def _refining(self, lower: bool) -> RefiningPLD:
+    def _refining(self, lower: bool, deep: bool = False) -> RefiningPLD:
         """The composition at this accountant's step as a ``RefiningPLD`` (cached): δ(ε)
         and ε(δ) compose only the tilts each query needs. One composed with
-        ``lower=True`` serves upper-only queries too."""
+        ``lower=True`` serves upper-only queries too. ``deep``: the deep tier
+        (``_Tiered``), whose uses together cut at most ``DEEP_TAIL`` of tail and whose
+        windows leave at most ``DEEP_TAIL`` above them."""
+        def key(with_lower: bool) -> tuple:
+            return ("refining", with_lower, "deep") if deep else ("refining", with_lower)
+
         for with_lower in (True,) if lower else (False, True):
-            got = self._cache.get(("refining", with_lower))
+            got = self._cache.get(key(with_lower))
             if got is not None:
                 return got
-        got = self._cache[("refining", lower)] = self.pair().refining_pld(step=self.step,
-                                                                           lower=lower)
+        options: dict = {"step": self.step, "lower": lower}
+        if deep:
+            # per use: the count of uses bounds the number of discretised laws composed
+            options.update(tail=DEEP_TAIL / self.count, far_tail=DEEP_TAIL)
+        got = self._cache[key(lower)] = self.pair().refining_pld(**options)
         return got
 
-    def _profile(self, accountant: str) -> "RefiningPLD | PrivacyProfile":
+    def _tiered(self, lower: bool) -> "_Tiered":
+        return _Tiered(self._refining(lower), lambda: self._refining(lower, deep=True))
+
+    def _profile(self, accountant: str) -> "_Tiered | PrivacyProfile":
         kind = _kind(accountant)
         if kind is PLD:
             # the sound side alone costs half
-            return self._refining(lower=False)
+            return self._tiered(lower=False)
         return self.curve(kind).to(PrivacyProfile)
 
     @_strict
@@ -249,7 +322,7 @@ class Accountant:
         instead of allocating the finer grids.
         """
         if rtol is None:
-            return self._refining(lower=True).epsilon_interval(delta)
+            return self._tiered(lower=True).epsilon_interval(delta)
         rtol = check_real("rtol", rtol, lo=0.0, hi=1.0, lo_open=True)
         step = self.step
         floor = max(MIN_STEP, self.step / 2.0 ** MAX_REFINEMENTS)

@@ -16,6 +16,7 @@ import attrs
 from accounting.numerics.discretise import atoms_to_grid, profile_support
 from accounting.numerics.fourier import composed_grid_points
 from accounting.numerics.loss import check_grid_points
+from accounting.numerics.summed_cgf import FAR_TAIL
 from accounting.curves.curve import Curve
 from accounting.pairs.pair import LawPair, Pair
 from accounting.progress import progress
@@ -159,10 +160,12 @@ class ComposedPair(Pair):
                              else (p.curve(PLD, **options), c))
         return parts
 
-    def refining_pld(self, **options: Any) -> RefiningPLD:
+    def refining_pld(self, *, far_tail: float = FAR_TAIL, **options: Any) -> RefiningPLD:
         """The composed PLD as a ``RefiningPLD``: δ(ε) and ε(δ) from the tilts each
-        query needs, the full PLD on demand (``options`` as for ``curve(PLD)``)."""
-        return RefiningPLD(self._pld_parts(**options), lower=options.get("lower", True))
+        query needs, the full PLD on demand (``options`` as for ``curve(PLD)``;
+        ``far_tail``: the mass allowed above the composed window, see RefiningPLD)."""
+        return RefiningPLD(self._pld_parts(**options), lower=options.get("lower", True),
+                           far_tail=far_tail)
 
     def curve(self, kind: type, *, registry: Any = None, **options: Any):
         if kind is PLD:
