@@ -115,12 +115,14 @@ class _Tiered:
     def epsilon(self, delta: Any, direction: "Direction | str" = "max",
                 bound: "Bound | str" = "upper") -> Any:
         """ε(δ), as ``RefiningPLD.epsilon``."""
-        out = self._default.epsilon(delta, direction, bound)
         dl = np.asarray(delta, dtype=float)
         deep = (dl > 0) & (dl < DEEP_BELOW)
         if not np.any(deep):
-            return out
-        full = np.array(out, dtype=float, copy=True).reshape(dl.shape)
+            return self._default.epsilon(delta, direction, bound)
+        # (the default tier is built only when some element needs it)
+        full = np.full(dl.shape, np.nan)
+        if not np.all(deep):
+            full[~deep] = self._default.epsilon(dl[~deep], direction, bound)
         full[deep] = self._deep().epsilon(dl[deep], direction, bound)
         return full if full.ndim else full[()]
 
