@@ -42,6 +42,7 @@ from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import Pair
 from accounting.curves.pld import (DEEP_BELOW, DEEP_TAIL, DEFAULT_STEP, MIN_STEP, PLD,
                                    RefiningPLD, check_step)
+from accounting.curves.curve import Provenance
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
@@ -289,6 +290,13 @@ class Accountant:
             options.update(tail=DEEP_TAIL / self.count, far_tail=DEEP_TAIL)
         got = self._cache[key(lower)] = self.pair().refining_pld(**options)
         return got
+
+    @property
+    def pld_provenance(self) -> Provenance:
+        """The provenance of the composed PLD at this accountant's step (what its ε
+        is: exact, a sound bound, numerical), read from the parts without composing
+        the full window, as ``curve(PLD)`` would (a calibration asks it at every σ)."""
+        return self._refining(lower=False).provenance
 
     def _tiered(self, lower: bool) -> "_Tiered":
         return _Tiered(self._refining(lower), lambda: self._refining(lower, deep=True))
