@@ -277,18 +277,19 @@ class Accountant:
         ``lower=True`` serves upper-only queries too. ``deep``: the deep tier
         (``_Tiered``), whose uses together cut at most ``DEEP_TAIL`` of tail and whose
         windows leave at most ``DEEP_TAIL`` above them."""
-        def key(with_lower: bool) -> tuple:
+        def key(with_lower: bool) -> tuple[object, ...]:
             return ("refining", with_lower, "deep") if deep else ("refining", with_lower)
 
         for with_lower in (True,) if lower else (False, True):
-            got = self._cache.get(key(with_lower))
-            if got is not None:
-                return got
-        options: dict = {"step": self.step, "lower": lower}
+            cached: Optional[RefiningPLD] = self._cache.get(key(with_lower))
+            if cached is not None:
+                return cached
+        options: dict[str, Any] = {"step": self.step, "lower": lower}
         if deep:
             # per use: the count of uses bounds the number of discretised laws composed
             options.update(tail=DEEP_TAIL / self.count, far_tail=DEEP_TAIL)
-        got = self._cache[key(lower)] = self.pair().refining_pld(**options)
+        got: RefiningPLD = self.pair().refining_pld(**options)
+        self._cache[key(lower)] = got
         return got
 
     @property
