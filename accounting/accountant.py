@@ -35,6 +35,7 @@ from typing import Any, Callable, Optional
 import attrs
 import numpy as np
 
+from accounting.numerics.loss import GridSizeError
 from accounting.pairs.composed import ComposedPair, check_grid_size
 from accounting.ledger import SCHEMA, Ledger, check_keys, check_schema
 from accounting.curves.converters import GRID_OPTIONS, check_options as check_grid_options
@@ -111,7 +112,17 @@ class _Tiered:
 
     def __init__(self, default: RefiningPLD, deep: Callable[[], RefiningPLD]) -> None:
         self._default = default
-        self._deep = deep
+        self._build_deep = deep
+
+    def _deep(self) -> RefiningPLD:
+        """The deep tier, or the default one where the deep tier's grid would exceed
+        ``MAX_GRID_POINTS`` (its wider tails): that answer is as sound, only looser
+        (∞ where the default tier's +∞ mass exceeds δ), and the query is not refused
+        for asking a small δ."""
+        try:
+            return self._build_deep()
+        except GridSizeError:
+            return self._default
 
     def epsilon(self, delta: Any, direction: "Direction | str" = "max",
                 bound: "Bound | str" = "upper") -> Any:

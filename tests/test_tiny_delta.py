@@ -164,3 +164,18 @@ def test_delta_of_a_large_epsilon_comes_from_the_deep_tier(dpsgd):
     d = float(dpsgd.delta(eps_30))
     assert 0 < d <= 1e-30 * (1 + 1e-6)
     assert float(dpsgd._refining(lower=False).delta(eps_30)) > 1e-22   # the default tier's
+
+
+def test_a_deep_tier_too_large_for_the_grid_falls_back_to_the_default_tier(dpsgd):
+    """Where the deep tier's grid would be refused for its size, the default tier
+    answers (as sound, looser: ∞ below its +∞ mass) instead of an error."""
+    from accounting.accountant import _Tiered
+    from accounting.numerics.loss import GridSizeError
+
+    def refused():
+        raise GridSizeError("too large")
+    default = dpsgd._refining(lower=True)
+    tiered = _Tiered(default, refused)
+    lo, hi = (float(x) for x in tiered.epsilon_interval(1e-30))
+    assert hi == float(default.epsilon(1e-30)) == math.inf
+    assert lo == float(default.epsilon(1e-30, bound="lower"))
