@@ -347,14 +347,17 @@ def tiny_delta_table():
         print(f"  {'δ':>8} {'ours lower':>12} {'ours upper':>12} {'width %':>9} {'time s':>7}"
               f" {'dpa 1e-4':>12} {'prv upper':>22}")
         worst = 0.0
+        dpa = None
+        if dp_event is not None:     # one composition, queried at every δ
+            dpa = _dpa_job(job, 1e-4)
         for d in TINY_DELTAS:
             (lo, hi), t = timed(lambda: _job_accountant(job).epsilon_interval(d), 1)
             lo, hi = float(lo), float(hi)
             worst = max(worst, (hi - lo) / hi)
             theirs = prv_text = "not installed"
-            if dp_event is not None:
+            if dpa is not None:
                 try:
-                    theirs = f"{_dpa_job(job, 1e-4).get_epsilon(d):.5f}"
+                    theirs = f"{dpa.get_epsilon(d):.5f}"
                 except Exception as exc:  # noqa: BLE001 - report the anchor's refusal
                     theirs = type(exc).__name__
             if prv_accountant is not None:
