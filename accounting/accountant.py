@@ -39,13 +39,16 @@ from typing import Any, Callable, Optional
 import attrs
 import numpy as np
 
+from accounting.numerics.loss import GridSizeError
 from accounting.pairs.composed import ComposedPair, check_grid_size
 from accounting.ledger import SCHEMA, Ledger, check_keys, check_schema
 from accounting.curves.curve import Curve
 from accounting.curves.converters import GRID_OPTIONS, check_options as check_grid_options
 from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import Pair
-from accounting.curves.pld import DEFAULT_STEP, MIN_STEP, PLD, RefiningPLD, check_step
+from accounting.curves.pld import (DEEP_BELOW, DEEP_TAIL, DEFAULT_STEP, MIN_STEP, PLD,
+                                   RefiningPLD, check_step)
+from accounting.curves.curve import Provenance
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
@@ -92,6 +95,78 @@ def check_accountant(accountant: Any, *, allow_all: bool = False) -> str:
 
 def _kind(accountant: str) -> type:
     return ACCOUNTANTS[check_accountant(accountant)]
+
+
+class _Tiered:
+    """δ(ε) and ε(δ) of a composition from two tiers of its PLD, both certified.
+
+    The default tier (``default``) discretises each use with the default tail and
+    leaves ``FAR_TAIL`` (1e-32) above each composed window; the pessimistic side puts
+    both at +∞, about 1e-20 in all, so its upper ε(δ) is ∞ below δ ≈ 1e-20 and loose
+    near it. The deep tier (``deep()``, built on first need) cuts ``DEEP_TAIL``
+    (1e-40) in all and leaves as much above its windows; the tilted composition
+    (``fourier.RefiningLaw``: the e^{θL}-weighted laws composed, so that the far tail
+    is the tilted sum's bulk) then resolves δ to 1e-30 and below with the same
+    relative precision as 1e-5. An element is answered by the deep tier when its δ
+    (for ε(δ)), or the default tier's upper δ (for δ(ε)), is positive and below
+    ``DEEP_BELOW`` (1e-15); else by the default tier, so answers above it are
+    unchanged and a query costs the deep tier only when it asks that far. Each
+    answer depends on its own element alone. Both tiers bracket the truth; at the
+    boundary they agree to about 1e-8 relative in ε.
+    """
+
+    def __init__(self, default: RefiningPLD, deep: Callable[[], RefiningPLD]) -> None:
+        self._default = default
+        self._build_deep = deep
+
+    def _deep(self) -> RefiningPLD:
+        """The deep tier, or the default one where the deep tier's grid would exceed
+        ``MAX_GRID_POINTS`` (its wider tails): that answer is as sound, only looser
+        (∞ where the default tier's +∞ mass exceeds δ), and the query is not refused
+        for asking a small δ."""
+        try:
+            return self._build_deep()
+        except GridSizeError:
+            return self._default
+
+    def epsilon(self, delta: Any, direction: "Direction | str" = "max",
+                bound: "Bound | str" = "upper") -> Any:
+        """ε(δ), as ``RefiningPLD.epsilon``."""
+        dl = np.asarray(delta, dtype=float)
+        deep = (dl > 0) & (dl < DEEP_BELOW)
+        if not np.any(deep):
+            return self._default.epsilon(delta, direction, bound)
+        # (the default tier is built only when some element needs it)
+        full = np.full(dl.shape, np.nan)
+        if not np.all(deep):
+            full[~deep] = self._default.epsilon(dl[~deep], direction, bound)
+        full[deep] = self._deep().epsilon(dl[deep], direction, bound)
+        return full if full.ndim else full[()]
+
+    def delta(self, epsilon: Any, direction: "Direction | str" = "max",
+              bound: "Bound | str" = "upper") -> Any:
+        """δ(ε), as ``RefiningPLD.delta``."""
+        out = self._default.delta(epsilon, direction, bound)
+        upper = out if as_bound(bound) is Bound.UPPER else \
+            self._default.delta(epsilon, direction, Bound.UPPER)
+        upper = np.asarray(upper, dtype=float)
+        deep = (upper > 0) & (upper < DEEP_BELOW)
+        if not np.any(deep):
+            return out
+        eps = np.broadcast_to(np.asarray(epsilon, dtype=float), upper.shape)
+        full = np.array(out, dtype=float, copy=True).reshape(upper.shape)
+        full[deep] = self._deep().delta(eps[deep], direction, bound)
+        return full if full.ndim else full[()]
+
+    def epsilon_interval(self, delta: Any,
+                         direction: "Direction | str" = "max") -> tuple[Any, Any]:
+        """(lower, upper) bracket of ε(δ)."""
+        return (self.epsilon(delta, direction, "lower"), self.epsilon(delta, direction, "upper"))
+
+    def delta_interval(self, epsilon: Any,
+                       direction: "Direction | str" = "max") -> tuple[Any, Any]:
+        """(lower, upper) bracket of δ(ε)."""
+        return (self.delta(epsilon, direction, "lower"), self.delta(epsilon, direction, "upper"))
 
 
 @attrs.define(init=False)
@@ -223,17 +298,36 @@ class Accountant:
             self._cache[key] = self.pair().curve(kind, registry=self.registry, **options)
         return self._cache[key]
 
-    def _refining(self, lower: bool) -> RefiningPLD:
+    def _refining(self, lower: bool, deep: bool = False) -> RefiningPLD:
         """The composition at this accountant's step as a ``RefiningPLD`` (cached): δ(ε)
         and ε(δ) compose only the tilts each query needs. One composed with
-        ``lower=True`` serves upper-only queries too."""
+        ``lower=True`` serves upper-only queries too. ``deep``: the deep tier
+        (``_Tiered``), whose uses together cut at most ``DEEP_TAIL`` of tail and whose
+        windows leave at most ``DEEP_TAIL`` above them."""
+        def key(with_lower: bool) -> tuple[object, ...]:
+            return ("refining", with_lower, "deep") if deep else ("refining", with_lower)
+
         for with_lower in (True,) if lower else (False, True):
-            got = self._cache.get(("refining", with_lower))
-            if got is not None:
-                return got
-        got = self._cache[("refining", lower)] = self.pair().refining_pld(
-            registry=self.registry, step=self.step, lower=lower)
+            cached: Optional[RefiningPLD] = self._cache.get(key(with_lower))
+            if cached is not None:
+                return cached
+        options: dict[str, Any] = {"step": self.step, "lower": lower}
+        if deep:
+            # per use: the count of uses bounds the number of discretised laws composed
+            options.update(tail=DEEP_TAIL / self.count, far_tail=DEEP_TAIL)
+        got: RefiningPLD = self.pair().refining_pld(registry=self.registry, **options)
+        self._cache[key(lower)] = got
         return got
+
+    @property
+    def pld_provenance(self) -> Provenance:
+        """The provenance of the composed PLD at this accountant's step (what its ε
+        is: exact, a sound bound, numerical), read from the parts without composing
+        the full window, as ``curve(PLD)`` would (a calibration asks it at every σ)."""
+        return self._refining(lower=False).provenance
+
+    def _tiered(self, lower: bool) -> "_Tiered":
+        return _Tiered(self._refining(lower), lambda: self._refining(lower, deep=True))
 
     def _legacy(self, query: str, direction: Any, accountant: Optional[str]
                 ) -> tuple[Any, Optional[str]]:
@@ -260,7 +354,7 @@ class Accountant:
         answerer = (self.curve(ACCOUNTANTS[name]) if name not in (None, "pld")
                     # the composed PLD, tilts composed per query; the sound side alone
                     # costs half
-                    else self._refining(lower=b is Bound.LOWER))
+                    else self._tiered(lower=b is Bound.LOWER))
         out: np.ndarray = getattr(answerer, query)(x, d, b)
         return out
 
@@ -325,7 +419,7 @@ class Accountant:
         d = as_direction(direction)
         name = f"{query}_interval"
         if rtol is None:
-            bracket: tuple[np.ndarray, np.ndarray] = getattr(self._refining(lower=True), name)(x, d)
+            bracket: tuple[np.ndarray, np.ndarray] = getattr(self._tiered(lower=True), name)(x, d)
             return bracket
         rtol = check_real("rtol", rtol, lo=0.0, hi=1.0, lo_open=True)
         step = self.step

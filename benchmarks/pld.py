@@ -13,9 +13,15 @@ Workloads (issue 3):
       exactly (certified by our engine) beside its answer; (f') DP-SGD's interval at
       step 1e-3 against theirs
   (g) the RDP accountant for workload (a): ours, dp_accounting's, a compiled one
+  (h) tiny δ (1e-5 … 1e-30, issue 24): our certified bracket, its width and time, for
+      DP-SGD (q = 0.01, σ = 1, 1000 steps; σ = 0.8, 10⁴ steps) and a mixed job, with
+      dp_accounting's ε at grid 1e-4 and prv_accountant's (or the exception they raise)
+  (i) one default step (issue 24): ε of one DP-SGD run from the core, the command
+      line, the training accountant and the Opacus bridge, with times; DP-SGD
+      calibration to 1e-6 relative at the default step
 
 Prints ε (with our certified interval), wall times, and our time / their time.
-Run:  pip install -e ".[bench]" && python benchmarks/pld.py [--quick]
+Run:  pip install -e ".[bench]" && python benchmarks/pld.py [--quick] [--only tiny|step]
 The anchors are optional: a missing one is reported and skipped.
 """
 
@@ -275,11 +281,168 @@ def rdp_timing(repeat):
         print("  compiled RDP accountant (dp_accelerator) not installed: skipped")
 
 
+#: jobs of the tiny-δ table (h): (label, [(kind, params, count)]); "sg" is the
+#: Poisson-subsampled Gaussian (q, σ), "laplace" (b), "gaussian" (σ), sensitivity 1
+TINY_JOBS = [
+    ("DP-SGD q=0.01, σ=1, 1000 steps", [("sg", (0.01, 1.0), 1000)]),
+    ("DP-SGD q=0.01, σ=0.8, 10⁴ steps", [("sg", (0.01, 0.8), 10000)]),
+    ("mixed: DP-SGD (q=0.01, σ=1) × 1000 + Laplace(b=20) × 10 + Gaussian(σ=5) × 5",
+     [("sg", (0.01, 1.0), 1000), ("laplace", (20.0,), 10), ("gaussian", (5.0,), 5)]),
+]
+TINY_DELTAS = [1e-5, 1e-10, 1e-15, 1e-20, 1e-25, 1e-30]
+
+
+def _job_accountant(job):
+    acct = ac.Accountant()
+    for kind, par, count in job:
+        if kind == "sg":
+            m = ac.mechanism("subsampled_gaussian", q=par[0], sigma=par[1])
+        elif kind == "laplace":
+            m = ac.mechanism("laplace", b=par[0])
+        else:
+            m = ac.mechanism("gaussian", sigma=par[0])
+        acct.compose(m, count)
+    return acct
+
+
+def _dpa_job(job, grid):
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=grid)
+    for kind, par, count in job:
+        if kind == "sg":
+            ev = dp_event.PoissonSampledDpEvent(par[0], dp_event.GaussianDpEvent(par[1]))
+        elif kind == "laplace":
+            ev = dp_event.LaplaceDpEvent(par[0])
+        else:
+            ev = dp_event.GaussianDpEvent(par[0])
+        acc.compose(dp_event.SelfComposedDpEvent(ev, count))
+    return acc
+
+
+def _prv_job(job, delta):
+    mechs, counts = [], []
+    for kind, par, count in job:
+        if kind == "sg":
+            mechs.append(prv_accountant.PoissonSubsampledGaussianMechanism(
+                noise_multiplier=par[1], sampling_probability=par[0]))
+        elif kind == "laplace":
+            mechs.append(prv_accountant.LaplaceMechanism(mu=1.0 / par[0]))
+        else:
+            mechs.append(prv_accountant.GaussianMechanism(noise_multiplier=par[0]))
+        counts.append(count)
+    acc = prv_accountant.PRVAccountant(prvs=mechs, max_self_compositions=counts,
+                                       eps_error=0.01, delta_error=delta / 1000)
+    return acc.compute_epsilon(delta=delta, num_self_compositions=counts)[2]
+
+
+def tiny_delta_table():
+    """(h) Certified brackets down to δ = 1e-30 (issue 24): below ``DEEP_BELOW`` the
+    accountant answers from its deep tier (1e-40 of tail cut in all; the tilted
+    composition resolves the far tail), automatically. Each δ on a fresh accountant
+    (the time includes discretisation and composition); dp_accounting at grid 1e-4
+    and prv_accountant (eps_error 0.01) print what they give, or the exception."""
+    from accounting.curves.pld import DEEP_BELOW
+    print(f"\n(h) tiny δ: certified [lower, upper] (deep tier below δ = {DEEP_BELOW:g})")
+    for label, job in TINY_JOBS:
+        print(f"  {label}")
+        print(f"  {'δ':>8} {'ours lower':>12} {'ours upper':>12} {'width %':>9} {'time s':>7}"
+              f" {'dpa 1e-4':>12} {'prv upper':>22}")
+        worst = 0.0
+        dpa = None
+        if dp_event is not None:     # one composition, queried at every δ
+            dpa = _dpa_job(job, 1e-4)
+        for d in TINY_DELTAS:
+            (lo, hi), t = timed(lambda: _job_accountant(job).epsilon_interval(d), 1)
+            lo, hi = float(lo), float(hi)
+            worst = max(worst, (hi - lo) / hi)
+            theirs = prv_text = "not installed"
+            if dpa is not None:
+                try:
+                    theirs = f"{dpa.get_epsilon(d):.5f}"
+                except Exception as exc:  # noqa: BLE001 - report the anchor's refusal
+                    theirs = type(exc).__name__
+            if prv_accountant is not None:
+                try:
+                    prv_text = f"{_prv_job(job, d):.5f}"
+                except Exception as exc:  # noqa: BLE001 - report the anchor's refusal
+                    prv_text = type(exc).__name__
+            print(f"  {d:8.0e} {lo:12.6f} {hi:12.6f} {100 * (hi - lo) / hi:9.5f} {t:7.2f}"
+                  f" {theirs:>12} {prv_text:>22}", flush=True)
+        print(f"  widest bracket {100 * worst:.5f}% (target < 0.1%: "
+              f"{'met' if worst < 1e-3 else 'not met'})")
+
+
+def one_default_step():
+    """(i) One run, one ε (issue 24): the core, the command line, the training
+    accountant and the Opacus bridge at their default step, with times, and the
+    bridges' former step 1e-3 beside them (time: fresh objects, composition
+    included). Then DP-SGD calibration (σ to 1e-6 relative) at the default step."""
+    import contextlib
+    import io
+    import json
+
+    from accounting.cli import main as cli_main
+    from accounting.curves.pld import DEFAULT_STEP
+    from accounting_bridges.training import TrainingAccountant
+    from accounting_mechanisms.dpsgd import calibrate_dpsgd
+    print(f"\n(i) one default step ({DEFAULT_STEP:g}) for every entry point, δ = 1e-5")
+    runs = [(0.01, 1.0, 1000), (0.004, 0.8, 10000), (0.1, 1.0, 20)]
+    try:
+        from accounting_bridges.opacus import OpacusAccountant
+    except ImportError:
+        OpacusAccountant = None
+        print("  opacus not installed: the Opacus bridge is skipped (it is the training "
+              "accountant made an IAccountant)")
+    for q, sigma, steps in runs:
+        print(f"  q={q:g}, σ={sigma:g}, {steps} steps")
+
+        def core(step=DEFAULT_STEP):
+            acct = ac.Accountant(step=step).compose(
+                ac.mechanism("subsampled_gaussian", q=q, sigma=sigma), steps)
+            return float(acct.epsilon(1e-5))
+
+        def cli():
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                cli_main(["epsilon", "subsampled_gaussian", "--q", str(q), "--sigma",
+                          str(sigma), "--compose", str(steps), "--delta", "1e-5",
+                          "--accountant", "pld", "--json"])
+            return json.loads(buf.getvalue())["results"]["pld"]["epsilon"][0]
+
+        def training(cls=TrainingAccountant, step=None):
+            acc = cls() if step is None else cls(grid_step=step)
+            acc.history = [(sigma, q, steps)]
+            return acc.get_epsilon(1e-5)
+        values = {}
+        for name, fn in [("core Accountant", core), ("command line", cli),
+                         ("training accountant", training)] + (
+                [("Opacus bridge", lambda: training(OpacusAccountant))]
+                if OpacusAccountant is not None else []):
+            values[name], t = timed(fn, 3)
+            print(f"    {name + ', default step':<44} {values[name]:.6f}  {t:7.3f} s (best of 3)")
+        e_old, t_old = timed(lambda: training(step=1e-3), 3)
+        print(f"    {'training accountant, former step 1e-3':<44} {e_old:.6f}  {t_old:7.3f} s")
+        same = len(set(values.values())) == 1
+        base = values["core Accountant"]
+        print(f"  one ε for the run: {'yes' if same else 'NO'}; step 1e-3 gave "
+              f"{100 * (e_old - base) / base:+.3f}%")
+    print("  calibration: DP-SGD σ for ε = 3, δ = 1e-5 (q = 0.01, 1000 steps), "
+          "relative tolerance 1e-6, default step")
+    res, t = timed(lambda: calibrate_dpsgd(0.01, 1000, epsilon=3.0, delta=1e-5, rtol=1e-6), 3)
+    print(f"  σ = {res.value:.8f} in {t:.3f} s, best of 3, {res.evaluations} PLD evaluations "
+          f"(target under 1 s: {'met' if t < 1.0 else 'not met'})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="skip workload (c), the slow one for the anchors")
     ap.add_argument("--repeat", type=int, default=3, help="best of this many runs for the fast cases")
+    ap.add_argument("--only", choices=["tiny", "step"], default=None,
+                    help="run only the tiny-δ table (h) or the one-default-step section (i)")
     args = ap.parse_args()
+    if args.only == "tiny":
+        return tiny_delta_table()
+    if args.only == "step":
+        return one_default_step()
     dpsgd = [(256 / 60000, 1.1, 14062)]
     epsilon_workload("(a) DP-SGD q=256/60000, σ=1.1, 14062 steps, δ=1e-5", dpsgd, 1e-5, args.repeat)
     epsilon_workload("(b) q=0.01, σ=1.0, 1000 steps, δ=1e-5", [(0.01, 1.0, 1000)], 1e-5, args.repeat)
@@ -294,6 +457,8 @@ def main():
         heterogeneous(100, 1)
     dpsgd_interval_speed(args.repeat)
     rdp_timing(args.repeat)
+    tiny_delta_table()
+    one_default_step()
 
 
 if __name__ == "__main__":

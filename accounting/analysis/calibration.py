@@ -53,6 +53,7 @@ import numpy as np
 
 from accounting.accountant import Accountant, check_accountant
 from accounting.curves.converters import improved_epsilon
+from accounting.curves.curve import Provenance
 from accounting.numerics.loss import GridSizeError
 from accounting.numerics.order_search import minimise_near
 from accounting.progress import progress
@@ -304,9 +305,11 @@ class _Problem:
         if self.accountant == "pld":
             if self.direction is Direction.MAX:
                 eps = float(acct.epsilon(self.delta))
+                # (the provenance alone: the full PLD cost half of each evaluation)
+                self.labels[x] = _label_of(acct.pld_provenance)
             else:
                 eps = float(acct.curve(PLD, lower=False).epsilon(self.delta, self.direction))
-            self.labels[x] = _epsilon_label(acct.curve(PLD, lower=False))
+                self.labels[x] = _epsilon_label(acct.curve(PLD, lower=False))
             return eps, None
         # a product of pairs symmetric under reflection has equal directions: one will do
         symmetric = all(getattr(p, "symmetric", False) is True for p, _ in pairs)
@@ -345,7 +348,12 @@ class _Problem:
 def _epsilon_label(curve) -> Exactness:
     """What ε from the upper side of ``curve`` is: a certified upper bound when the
     curve is exact or a sound bound, else (a numerical curve) numerical."""
-    return Exactness.UPPER if curve.provenance.exactness.certified else Exactness.NUMERICAL
+    return _label_of(curve.provenance)
+
+
+def _label_of(provenance: Provenance) -> Exactness:
+    """``_epsilon_label`` of a curve with this ``provenance``."""
+    return Exactness.UPPER if provenance.exactness.certified else Exactness.NUMERICAL
 
 
 # --------------------------------------------------------------- the search

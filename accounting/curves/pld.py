@@ -19,15 +19,26 @@ from accounting.curves.curve import Curve, Provenance, check_no_rtol, headline
 from accounting.vocabulary import Bound, Direction, as_bound, as_direction
 from accounting.numerics.fourier import RefiningLaw, compose_laws, compose_pmfs
 from accounting.numerics.loss import MAX_GRID_POINTS, LossPMF, check_law
+from accounting.numerics.summed_cgf import FAR_TAIL
 from accounting.validation import check_array, check_count, check_positive
 
-__all__ = ["PLD", "DEFAULT_STEP", "DEFAULT_TAIL", "MIN_STEP", "check_step", "compose_plds",
-           "RefiningPLD"]
+__all__ = ["PLD", "DEFAULT_STEP", "DEFAULT_TAIL", "DEEP_TAIL", "DEEP_BELOW", "MIN_STEP",
+           "check_step", "compose_plds", "RefiningPLD"]
 
 #: Default grid step of the privacy loss: ε errors of order step² per composition.
 DEFAULT_STEP = 2e-4
 #: Default tail mass cut per direction when discretising a pair (sent to +∞).
 DEFAULT_TAIL = 1e-20
+#: The deep tier of a composition, for δ below ``DEEP_BELOW``: the discretisation
+#: tails of all uses together, and the mass above the composed window, are each at
+#: most this (both sent to +∞ by the pessimistic side). At the default tier they are
+#: ``DEFAULT_TAIL`` and ``summed_cgf.FAR_TAIL``, so that an upper ε(δ) is ∞ for δ
+#: below 1e-20 and loose near it; at 1e-40 the +∞ mass is at most 3e-40 (with the
+#: composition's own truncation, ``fourier._TRUNCATION``), 3e-10 of δ = 1e-30.
+DEEP_TAIL = 1e-40
+#: δ below this (1e5 × ``DEFAULT_TAIL``, where the default tier's +∞ mass starts to
+#: cost ε more than a relative 1e-8) is answered by the deep tier.
+DEEP_BELOW = 1e5 * DEFAULT_TAIL
 
 #: the finest grid step accepted anywhere: finer grids need more points than
 #: ``loss.MAX_GRID_POINTS`` for any mechanism worth accounting (one Gaussian at step
@@ -208,9 +219,12 @@ class RefiningPLD:
     that resolve the whole window. The answers are as sound as the full PLD's (each
     comes from a sound law) and agree with it within its roundoff allowance (usually
     tighter); ``pld()`` is the full PLD, composed from the same passes. Queries take the arguments of
-    ``Curve.delta``/``Curve.epsilon`` and their intervals."""
+    ``Curve.delta``/``Curve.epsilon`` and their intervals. ``far_tail``: the mass
+    allowed above each composed window (``fourier.RefiningLaw``; the accountant's
+    deep tier, for δ below ``DEEP_BELOW``, asks for ``DEEP_TAIL``)."""
 
-    def __init__(self, items: "list[tuple[PLD, int]]", lower: bool = True) -> None:
+    def __init__(self, items: "list[tuple[PLD, int]]", lower: bool = True,
+                 far_tail: float = FAR_TAIL) -> None:
         items = _checked_items(items)
         self._single = items[0][0] if len(items) == 1 and items[0][1] == 1 else None
         self.provenance = _joined(items)
@@ -218,11 +232,13 @@ class RefiningPLD:
         if self._single is not None:
             return
         self._sides = {Bound.UPPER: tuple(
-            RefiningLaw([(pld.upper[d], c) for pld, c in items], pessimistic=True)
+            RefiningLaw([(pld.upper[d], c) for pld, c in items], pessimistic=True,
+                        far_tail=far_tail)
             for d in (0, 1))}
         if lower and all(pld.lower is not None for pld, _ in items):
             self._sides[Bound.LOWER] = tuple(
-                RefiningLaw([(pld.lower[d], c) for pld, c in items], pessimistic=False)
+                RefiningLaw([(pld.lower[d], c) for pld, c in items], pessimistic=False,
+                            far_tail=far_tail)
                 for d in (0, 1))
 
     def pld(self) -> PLD:

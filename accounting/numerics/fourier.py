@@ -16,7 +16,7 @@ import numpy as np
 
 from accounting.numerics.loss import (MAX_GRID_POINTS, UNIT_ROUNDOFF, LossPMF, array_fsum,
                                       check_built_mass, check_grid_points, hockey_stick)
-from accounting.numerics.summed_cgf import SummedCGF
+from accounting.numerics.summed_cgf import FAR_TAIL, SummedCGF
 from accounting.validation import check_count, check_real
 
 __all__ = ["compose_pmfs", "compose_laws", "self_compose_law", "composed_grid_points",
@@ -157,7 +157,8 @@ class TiltedPasses:
     kept (8 bytes a grid point a tilt) for reuse by later sets.
     """
 
-    def __init__(self, items, tail: float, keep: bool = False) -> None:
+    def __init__(self, items, tail: float, keep: bool = False,
+                 far_tail: float = FAR_TAIL) -> None:
         self.items = items
         self.step = step = items[0][0].step
         self.inf, self.slack = _inf_and_slack(items)
@@ -167,7 +168,9 @@ class TiltedPasses:
         # normalised laws and scale by F at the end
         self.log_f = sum(c * math.log(float(p.masses.sum())) for p, c in items)
         self.cgf = cgf = SummedCGF(items)
-        self.lo_idx, self.hi_idx, _ = cgf.window(step, tail)
+        # (``far_tail``: the mass allowed above the window, sent to +∞ by the
+        # pessimistic side; a query for δ far below ``FAR_TAIL`` asks for less)
+        self.lo_idx, self.hi_idx, _ = cgf.window(step, tail, far_tail=far_tail)
         # (the optimistic side subtracts what the circle folds in; that is bounded per
         # entry, small except near the window's ends, where the untilted or oppositely
         # tilted estimate is chosen: no wider window is needed)
@@ -800,14 +803,20 @@ class RefiningLaw:
     elements — except that an array whose elements need as many distinct tilts as
     the canonical set has (a sweep over a wide range) is answered from ``full``,
     which is then no dearer. One query costs one or two passes instead of the three
-    to eight of the whole window.
+    to eight of the whole window. ``far_tail`` bounds the mass above the composed
+    window (``SummedCGF.window``, default ``FAR_TAIL``), which the pessimistic side
+    sends to +∞: an upper δ carries at most ``far_tail`` of it, so answers keep their
+    relative precision for δ well above ``far_tail``.
     """
 
-    def __init__(self, items, *, pessimistic: bool = True, tail: float = 1e-18) -> None:
+    def __init__(self, items, *, pessimistic: bool = True, tail: float = 1e-18,
+                 far_tail: float = FAR_TAIL) -> None:
         items, tail = _checked(items, tail)
+        far_tail = check_real("far_tail", far_tail, lo=0.0, hi=1e-3, lo_open=True)
         self.pessimistic = pessimistic
         self._full = _trivial(items, pessimistic)
-        self._passes = None if self._full is not None else TiltedPasses(items, tail, keep=True)
+        self._passes = None if self._full is not None else TiltedPasses(
+            items, tail, keep=True, far_tail=far_tail)
         self._laws: dict = {}
 
     def full(self) -> LossPMF:

@@ -285,13 +285,15 @@ class SummedCGF:
         """Bound on the mass outside [lo, hi] of the sum tilted by the i-th grid θ."""
         return self.tail(i, hi, True) + self.tail(i, lo, False)
 
-    def window(self, step: float, tail: float, refine: bool = True) -> tuple[int, int, float]:
+    def window(self, step: float, tail: float, refine: bool = True,
+               far_tail: float = FAR_TAIL) -> tuple[int, int, float]:
         """Grid indices [lo, hi]: below lo at most ``tail`` of the mass, above hi at
-        most ``FAR_TAIL`` (P(S > hi) ≤ exp(K(t) − t·hi), t > 0); and the bound on
-        the untilted mass outside."""
+        most ``far_tail`` (default ``FAR_TAIL``; P(S > hi) ≤ exp(K(t) − t·hi), t > 0);
+        and the bound on the untilted mass outside. A smaller ``far_tail`` serves
+        smaller δ: the pessimistic side sends the mass above hi to +∞."""
         z = self.zero
         tp, kp = self.thetas[z + 1:], self.k[z + 1:]
-        hi = min(np.min((kp - np.log(FAR_TAIL)) / tp), self.s_max)
+        hi = min(np.min((kp - np.log(far_tail)) / tp), self.s_max)
         # below lo at most ``tail`` of P (θ0 = 0) and of Q (θ0 = −1: Q's masses are
         # p·e^{−l}, the law tilted by −1, which the trade-off reads):
         # P_θ0(S < lo) ≤ exp(K(θ') − K(θ0) + (θ0 − θ')·lo) for θ' < θ0
@@ -304,7 +306,7 @@ class SummedCGF:
         if refine:
             # bisect where the window relies on it, then bound again on the finer grid
             self._refine(lo, hi)
-            return self.window(step, tail, refine=False)
+            return self.window(step, tail, refine=False, far_tail=far_tail)
         hi_idx = min(int(np.ceil(hi / step - 1e-9)), int(round(self.s_max / step)))
         lo_idx = max(int(np.floor(lo / step + 1e-9)), int(round(self.s_min / step)))
         return lo_idx, hi_idx, self.outside(z, lo_idx * step, hi_idx * step)

@@ -18,6 +18,7 @@ import attrs
 from accounting.numerics.discretise import atoms_to_grid, profile_support
 from accounting.numerics.fourier import composed_grid_points
 from accounting.numerics.loss import check_grid_points
+from accounting.numerics.summed_cgf import FAR_TAIL
 from accounting.curves.curve import Curve
 from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import LawPair, Pair
@@ -233,12 +234,14 @@ class ComposedPair(Pair):
                              else (p.curve(PLD, registry=registry, **options), c))
         return parts
 
-    def refining_pld(self, *, registry: Any = None, **options: Any) -> RefiningPLD:
+    def refining_pld(self, *, registry: Any = None, far_tail: float = FAR_TAIL,
+                     **options: Any) -> RefiningPLD:
         """The composed PLD as a ``RefiningPLD``: δ(ε) and ε(δ) from the tilts each
         query needs, the full PLD on demand (``options`` as for ``curve(PLD)``; the
-        components' PLDs derived through ``registry``)."""
+        components' PLDs derived through ``registry``; ``far_tail``: the mass allowed
+        above the composed window, see RefiningPLD)."""
         return RefiningPLD(self._pld_parts(registry, **options),
-                           lower=options.get("lower", True))
+                           lower=options.get("lower", True), far_tail=far_tail)
 
     def curve(self, kind: type, *, registry: Any = None, **options: Any):
         if kind is PLD:

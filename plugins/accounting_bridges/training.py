@@ -25,7 +25,7 @@ from collections import OrderedDict
 from typing import Any, MutableMapping, Optional
 
 from accounting.accountant import Accountant
-from accounting.curves.pld import check_step
+from accounting.curves.pld import DEFAULT_STEP, check_step
 from accounting.pairs.mechanism import Mechanism
 from accounting.validation import check_count, check_options, check_real
 
@@ -33,12 +33,10 @@ __all__ = ["TrainingAccountant", "dpsgd_mechanism", "MECHANISM", "GRID_STEP"]
 
 #: the name this accountant goes by (Opacus' accountant registry, state dicts)
 MECHANISM = "accounting_pld"
-#: the PLD grid step of a training accountant. Coarser than the core's default: the
-#: bound stays certified at any step, and a calibration asks for ε a dozen times.
-#: Measured (upper bound, time on a shared 2-core machine), q = 0.01, z = 1, 1000 steps:
-#: 1.82826 in 3.9 s at step 2e-4, 1.82893 (+0.04%) in 0.14 s at 1e-3; q = 0.004, z = 0.8,
-#: 10 000 steps: +0.12% at 1e-3.
-GRID_STEP = 1e-3
+#: the PLD grid step of a training accountant: the core's ``DEFAULT_STEP``, so that one
+#: run has one ε whichever entry point reports it (core, command line, this and the
+#: Opacus bridge). ``benchmarks/pld.py`` (bridge timing) prints what it costs.
+GRID_STEP = DEFAULT_STEP
 
 
 def dpsgd_mechanism(noise_multiplier: float, sample_rate: float) -> Optional[Mechanism]:
@@ -74,9 +72,10 @@ def _check_history_entry(i: int, entry: Any) -> tuple[float, float, int]:
 class TrainingAccountant:
     """DP-SGD privacy accountant over our PLD (see the module docstring).
 
-    ``grid_step``: the PLD grid step (default ``GRID_STEP`` = 1e-3); a finer grid gives a
-    slightly tighter certified bound at more cost (``get_epsilon_interval`` shows how
-    much is left to gain).
+    ``grid_step``: the PLD grid step (default ``GRID_STEP``, the core's default step);
+    a finer grid gives a slightly tighter certified bound at more cost, a coarser one
+    a slightly looser bound for less (``get_epsilon_interval`` shows how much is left
+    to gain).
     """
 
     def __init__(self, grid_step: float = GRID_STEP) -> None:
