@@ -16,17 +16,10 @@ from accounting.pairs.mechanism import Mechanism
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: files still allowed a frozen-record bypass, relative to the repository root
-ALLOWED = {
-    # the lead is reworking these two on other branches (issue 23)
-    "accounting/ledger.py",
-    "accounting/parallel/executor.py",
-    # params coerced by family / scale from the deprecated a: need a converter that
-    # sees the instance (attrs.Converter(takes_self=True), attrs >= 24.1), which the
-    # dpaccounting extra's attrs < 24 pin rules out for now
-    "accounting/analysis/calibration.py",
-    "plugins/accounting_mechanisms/discrete.py",
-}
+#: files still allowed a frozen-record bypass, relative to the repository root (none:
+#: computed fields use attrs defaults, instance-dependent coercion a hand-written
+#: ``__init__`` that calls ``__attrs_init__``)
+ALLOWED: set[str] = set()
 
 
 def _bypasses(path: Path) -> list[str]:

@@ -100,7 +100,40 @@ def _params(value: Any) -> tuple:
     return items
 
 
-@attrs.frozen
+def _family_class(family: Any, solve: Any, params: tuple) -> Optional[type]:
+    """The mechanism class of ``family`` (None for a callable family), with ``solve``
+    and ``params`` checked against it."""
+    if isinstance(family, str):
+        cls = default_registry().mechanism(family)
+    elif isinstance(family, type) and issubclass(family, Mechanism):
+        cls = family
+    elif callable(family) and not isinstance(family, type):
+        if params:
+            raise ValueError("params apply to a registered mechanism or a Mechanism "
+                             "class, not to a callable family (fix them in the callable)")
+        if solve is not None and not isinstance(solve, str):
+            raise TypeError(f"solve must be a string label, got {type(solve).__name__}")
+        return None
+    else:
+        raise TypeError(f"family must be a mechanism name, a Mechanism subclass or a "
+                        f"callable x -> Mechanism, got {type(family).__name__} ({family!r})")
+    known = cls.parameters()
+    floats = sorted(n for n, a in known.items()
+                    if parameter_kind(a) == "float" and n != "sensitivity")
+    if not isinstance(solve, str) or solve not in floats:
+        raise ValueError(f"{cls.name}: solve must name a real parameter to calibrate "
+                         f"(one of {', '.join(floats) or 'none'}), got {solve!r}")
+    for key, _ in params:
+        if key == solve:
+            raise ValueError(f"{cls.name}: {key!r} is the parameter being solved for; "
+                             f"it cannot also be fixed in params")
+        if key not in known:
+            raise ValueError(f"{cls.name}: unknown parameter {key!r} "
+                             f"(its parameters: {', '.join(sorted(known))})")
+    return cls
+
+
+@attrs.frozen(init=False)
 class MechanismFamily:
     """x ↦ the ledger of ``count`` uses of ``family`` with its noise parameter
     ``solve`` = multiplier·x (``Term`` before 0.2, now a deprecated alias).
@@ -116,43 +149,23 @@ class MechanismFamily:
     count: int = attrs.field(default=1, validator=_count)
     multiplier: float = attrs.field(default=1.0, validator=_positive)
     params: tuple = attrs.field(default=(), converter=_params)
-    _cls: Optional[type] = attrs.field(init=False, default=None, eq=False, repr=False)
+    _cls: Optional[type] = attrs.field(default=None, eq=False, repr=False, alias="cls")
 
-    def __attrs_post_init__(self) -> None:
-        family = self.family
-        if isinstance(family, str):
-            cls = default_registry().mechanism(family)
-        elif isinstance(family, type) and issubclass(family, Mechanism):
-            cls = family
-        elif callable(family) and not isinstance(family, type):
-            if self.params:
-                raise ValueError("params apply to a registered mechanism or a Mechanism "
-                                 "class, not to a callable family (fix them in the callable)")
-            if self.solve is not None and not isinstance(self.solve, str):
-                raise TypeError(f"solve must be a string label, got {type(self.solve).__name__}")
-            return
-        else:
-            raise TypeError(f"family must be a mechanism name, a Mechanism subclass or a "
-                            f"callable x -> Mechanism, got {type(family).__name__} ({family!r})")
-        known = cls.parameters()
-        floats = sorted(n for n, a in known.items()
-                        if parameter_kind(a) == "float" and n != "sensitivity")
-        if not isinstance(self.solve, str) or self.solve not in floats:
-            raise ValueError(f"{cls.name}: solve must name a real parameter to calibrate "
-                             f"(one of {', '.join(floats) or 'none'}), got {self.solve!r}")
-        for key, _ in self.params:
-            if key == self.solve:
-                raise ValueError(f"{cls.name}: {key!r} is the parameter being solved for; "
-                                 f"it cannot also be fixed in params")
-            if key not in known:
-                raise ValueError(f"{cls.name}: unknown parameter {key!r} "
-                                 f"(its parameters: {', '.join(sorted(known))})")
-        try:
-            coerced = tuple((k, coerce_parameter(known[k], v)) for k, v in self.params)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"{cls.name}: {exc}") from None
-        object.__setattr__(self, "params", coerced)
-        object.__setattr__(self, "_cls", cls)
+    def __init__(self, family: Any, solve: Optional[str] = None, count: int = 1,
+                 multiplier: float = 1.0, params: Any = (), cls: Optional[type] = None
+                 ) -> None:
+        # params are coerced by the family's class, which the family names: both are
+        # worked out before the record is built (``cls``, given by ``attrs.evolve``,
+        # is worked out again from ``family``, never taken as given)
+        items = _params(params)
+        kind = _family_class(family, solve, items)
+        if kind is not None:
+            known = kind.parameters()
+            try:
+                items = tuple((k, coerce_parameter(known[k], v)) for k, v in items)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{kind.name}: {exc}") from None
+        self.__attrs_init__(family, solve, count, multiplier, items, kind)
 
     @property
     def label(self) -> str:
