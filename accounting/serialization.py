@@ -339,7 +339,9 @@ def loads(text: "str | bytes", registry: Any = None, *, format: str = "json") ->
 def save(obj: Any, path: "str | os.PathLike", *, format: "str | None" = None) -> None:
     """Write ``obj`` (a Ledger, Accountant, curve or audit report) to ``path``, as JSON
     or TOML: ``format`` (``"json"``, ``"toml"``), else from the suffix (``.json``,
-    ``.toml``; any other is refused). The one way to save; ``load`` reads it back."""
+    ``.toml``; any other is refused). The one way to save; ``load`` reads it back.
+    TOML has no null, so a document holding one (a curve without a lower side) is
+    refused as TOML, naming the path, before the file is opened: save it as JSON."""
     fmt = _format(format, path)
     text = dumps(obj, indent=1) if fmt == "json" else dumps(obj, format="toml")
     with open(path, "w", encoding="utf-8") as fh:

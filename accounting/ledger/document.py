@@ -57,7 +57,7 @@ def check_keys(doc: Any, path: str, allowed: Sequence[str],
             raise ValueError(f"{at}: missing")
 
 
-def check_schema(doc: Mapping, path: str, kind: str, newest: int = SCHEMA) -> int:
+def check_schema(doc: Mapping[str, Any], path: str, kind: str, newest: int = SCHEMA) -> int:
     """The document's ``schema`` (an integer from 1 to ``newest``) and, if present, its
     ``kind`` (must be ``kind``); else an error naming the path."""
     at = f"{path}." if path else ""
@@ -76,22 +76,23 @@ def check_schema(doc: Mapping, path: str, kind: str, newest: int = SCHEMA) -> in
 
 
 # ------------------------------------------------------------------ writing
-def entries_document(ledger: Any) -> list[dict[str, Any]]:
-    """The ``entries`` list of a ledger's document, in the ledger's order (which fixes
-    the floating-point order of its computation, so a reloaded ledger gives the same ε
-    to the last bit); a TypeError naming the entry if one has no written form."""
-    for i, (c, _) in enumerate(ledger.entries):
+def entries_document(entries: Any) -> list[dict[str, Any]]:
+    """The ``entries`` list of a ledger's document from its ``entries``, in their order
+    (which fixes the floating-point order of the computation, so a reloaded ledger
+    gives the same ε to the last bit); a TypeError naming the entry if one has no
+    written form."""
+    for i, (c, _) in enumerate(entries):
         if isinstance(c, Unwritten):
             raise TypeError(f"entries[{i}].mechanism: {c.describe()} is a "
                             f"{type(c.value).__name__} with no written form (no "
                             f"registered name and parameters); compose registered "
                             f"mechanisms to save a ledger")
-    return [{"mechanism": c.to_dict(), "count": n} for c, n in ledger.entries]
+    return [{"mechanism": c.to_dict(), "count": n} for c, n in entries]
 
 
 def ledger_document(ledger: Any) -> dict[str, Any]:
     """The document of ``ledger``: ``{"kind": "ledger", "schema": 1, "entries": […]}``."""
-    return {"kind": "ledger", "schema": SCHEMA, "entries": entries_document(ledger)}
+    return {"kind": "ledger", "schema": SCHEMA, "entries": entries_document(ledger.entries)}
 
 
 # ------------------------------------------------------------------ reading
@@ -152,7 +153,7 @@ def accountant_document(step: float, ledger: Any) -> dict[str, Any]:
     "ledger": {"entries": […]}}``, everything that determines its answers (the grid
     step and the composition, not cached curves)."""
     return {"kind": "accountant", "schema": SCHEMA, "step": step,
-            "ledger": {"entries": entries_document(ledger)}}
+            "ledger": {"entries": entries_document(ledger.entries)}}
 
 
 def read_accountant_document(data: Any, registry: Any = None) -> tuple[float, Entries]:

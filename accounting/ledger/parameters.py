@@ -39,7 +39,7 @@ class WrittenMechanism(Protocol):
 
 
 # ------------------------------------------------------------------ parameters
-def parameter_kind(attribute: attrs.Attribute) -> str:
+def parameter_kind(attribute: "attrs.Attribute[Any]") -> str:
     """How a mechanism parameter is written: ``"float"``, ``"int"``, ``"bool"``,
     ``"str"``, ``"neighbouring"``, ``"vector"`` (a sequence of numbers, annotated
     ``tuple``) or ``"mechanism"`` (another mechanism, e.g. the base of a subsampling
@@ -68,7 +68,7 @@ def type_name(value: Any) -> str:
         type(value), type(value).__name__)
 
 
-def coerce_parameter(attribute: attrs.Attribute, value: Any, registry: Any = None,
+def coerce_parameter(attribute: "attrs.Attribute[Any]", value: Any, registry: Any = None,
                      _depth: int = 0, *, label: Optional[str] = None,
                      path: Optional[str] = None) -> Any:
     """``value`` (from a document, TOML or the command line) as the parameter's type; a
@@ -131,18 +131,19 @@ def coerce_parameter(attribute: attrs.Attribute, value: Any, registry: Any = Non
     return float(value)
 
 
-def ordered_parameters(params: Mapping[str, attrs.Attribute]) -> list[attrs.Attribute]:
+def ordered_parameters(params: Mapping[str, "attrs.Attribute[Any]"]
+                       ) -> list["attrs.Attribute[Any]"]:
     """A mechanism's own parameters first, then the shared keyword-only ones."""
     return sorted(params.values(), key=lambda a: a.kw_only)
 
 
-def _check_ranges(cls: type, kwargs: Mapping[str, Any], path: str) -> None:
+def _check_ranges(cls: type[Mechanism], kwargs: Mapping[str, Any], path: str) -> None:
     """The declared ``Range`` of each given parameter, checked before the mechanism is
     built so that a refusal names the parameter's path in the document. Ranges
     relative to another field (``per``) see that field's given or default value."""
     known = cls.parameters()
     values = {n: a.default for n, a in known.items()
-              if a.default is not attrs.NOTHING and not isinstance(a.default, attrs.Factory)}
+              if a.default is not attrs.NOTHING and not isinstance(a.default, attrs.Factory)}  # type: ignore[arg-type]
     values.update(kwargs)
     view = types.SimpleNamespace(**values)
     ranges = cls.ranges()
@@ -201,7 +202,8 @@ def build_mechanism(registry: Any, name: Any, params: Mapping[str, Any], *,
     if path is not None:
         _check_ranges(cls, kwargs, path)
     try:
-        return cls(**kwargs)
+        out: Mechanism = cls(**kwargs)
+        return out
     except (TypeError, ValueError) as exc:
         # prefixed once: a mechanism's own message may already begin with its name
         text = str(exc)

@@ -13,7 +13,7 @@ import hashlib
 import json
 import numbers
 import warnings
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, TypeAlias
 
 import attrs
 
@@ -34,12 +34,17 @@ from accounting.validation import MAX_COUNT, check_count
 
 __all__ = ["Ledger"]
 
+#: a ledger's component: a mechanism written down, or a pair kept as it is
+Component: TypeAlias = "MechanismSpec | Unwritten"
+#: ((component, count), …), merged, in the order each component first came
+Entries: TypeAlias = "tuple[tuple[MechanismSpec | Unwritten, int], ...]"
 
-def _entries(value: Iterable) -> tuple:
+
+def _entries(value: Iterable[Any]) -> Entries:
     """Merge equal components (counts add), keeping the order each was first seen."""
     if isinstance(value, (str, bytes, Mapping)):
         raise TypeError(f"entries must be (mechanism, count) pairs, got {type(value).__name__}")
-    merged: dict = {}
+    merged: dict[Component, int] = {}
     for i, item in enumerate(value):
         if not (isinstance(item, tuple) and len(item) == 2):
             raise TypeError(f"entries[{i}] must be a (mechanism, count) pair, got {item!r:.80}")
@@ -60,7 +65,7 @@ class Ledger:
     See the module docstring for how to build, read, save and load one.
     """
 
-    entries: tuple = attrs.field(default=(), converter=_entries)
+    entries: Entries = attrs.field(default=(), converter=_entries)
 
     # ---------------------------------------------------------------- building
     @classmethod
@@ -69,7 +74,7 @@ class Ledger:
         return cls(((mechanism, count),))
 
     @classmethod
-    def from_mechanisms(cls, items: Iterable) -> "Ledger":
+    def from_mechanisms(cls, items: Iterable[Any]) -> "Ledger":
         """A ledger from mechanisms (each once) or (mechanism, count) pairs."""
         return cls(tuple(item if isinstance(item, tuple) else (item, 1) for item in items))
 
@@ -103,7 +108,7 @@ class Ledger:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[tuple[Component, int]]:
         return iter(self.entries)
 
     def __bool__(self) -> bool:
@@ -114,17 +119,17 @@ class Ledger:
         """Total number of uses."""
         return sum(c for _, c in self.entries)
 
-    def mechanisms(self, registry: Any = None) -> tuple:
+    def mechanisms(self, registry: Any = None) -> tuple[tuple[Any, int], ...]:
         """((live Mechanism or Pair, count), …) in the ledger's order."""
         return tuple((c.value if isinstance(c, Unwritten) else c.mechanism(registry), n)
                      for c, n in self.entries)
 
-    def pairs(self, registry: Any = None) -> tuple:
+    def pairs(self, registry: Any = None) -> tuple[tuple[Pair, int], ...]:
         """((Pair, count), …) in the ledger's order."""
         return tuple((m.pair() if isinstance(m, Mechanism) else m, n)
                      for m, n in self.mechanisms(registry))
 
-    def pair(self, registry: Any = None):
+    def pair(self, registry: Any = None) -> ComposedPair:
         """The ``ComposedPair`` of the whole composition."""
         if not self.entries:
             raise ValueError("the ledger is empty: nothing to compose")
@@ -167,7 +172,7 @@ class Ledger:
         for the ledgers asked most recently, by their entries)."""
         if not self.writable:
             # refused naming the entry, before the entries are hashed for the memo
-            entries_document(Ledger(_sorted(self.entries)))
+            entries_document(_sorted(self.entries))
         return _canonical_json(self.entries)
 
     def digest(self) -> str:
@@ -176,13 +181,13 @@ class Ledger:
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()
 
     # ------------------------------------------ documents (deprecated routes)
-    def entries_dict(self) -> list:
+    def entries_dict(self) -> list[dict[str, Any]]:
         """Deprecated: the ``entries`` list of the document
         (``accounting.ledger.document.entries_document``)."""
         _deprecated("Ledger.entries_dict()")
-        return entries_document(self)
+        return entries_document(self.entries)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Deprecated: the document; use ``accounting.save`` (or
         ``accounting.serialization.to_document``)."""
         _deprecated("Ledger.to_dict()")
@@ -235,16 +240,16 @@ def _deprecated(what: str, verb: str = "save") -> None:
 
 
 @functools.lru_cache(maxsize=256)
-def _canonical_json(entries: tuple) -> str:
+def _canonical_json(entries: Entries) -> str:
     """``Ledger.canonical_json`` by the ledger's entries (an accountant asks for the
     hash of the same ledger again and again; the record itself is never changed)."""
     ordered = _sorted(entries)
     return json.dumps({"kind": "ledger", "schema": SCHEMA,
-                       "entries": entries_document(Ledger(ordered))},
+                       "entries": entries_document(ordered)},
                       sort_keys=True, separators=(",", ":"), allow_nan=True)
 
 
-def _sorted(entries: tuple) -> tuple:
+def _sorted(entries: Entries) -> Entries:
     """Entries in canonical order: described mechanisms by name, then by their
     canonical JSON; then unwritten ones in the order they came."""
     order = {c: i for i, (c, _) in enumerate(entries)}

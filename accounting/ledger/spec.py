@@ -37,7 +37,7 @@ def stable_hash(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
 
 
-def _describe_value(attribute: attrs.Attribute, value: Any, where: str) -> Any:
+def _describe_value(attribute: "attrs.Attribute[Any]", value: Any, where: str) -> Any:
     """A live parameter value as written in a document (and held by a spec): the same
     coercion as reading one, so a value reads back as it was written."""
     if parameter_kind(attribute) == "mechanism":
@@ -81,7 +81,7 @@ class MechanismSpec:
     """
 
     name: str
-    params: tuple = attrs.field(converter=_sorted_params)
+    params: tuple[tuple[str, Any], ...] = attrs.field(converter=_sorted_params)
     _live: Optional[Mechanism] = attrs.field(default=None, alias="live")
     key: str = attrs.field(init=False, default=attrs.Factory(_key_of, takes_self=True))
     _hash: int = attrs.field(init=False, repr=False,

@@ -51,8 +51,8 @@ def parse_json(text: "str | bytes", source: str = "invalid JSON") -> Any:
     def constant(name: str) -> Any:
         raise ValueError(f"invalid JSON: {name} is not a JSON number")
 
-    def pairs(items: list) -> dict:
-        out: dict = {}
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
         for k, v in items:
             if k in out:
                 raise ValueError(f"invalid JSON: duplicate key {k!r}")

@@ -20,15 +20,15 @@ __all__ = ["MechanismFamily", "check_family", "scales_noise", "ledger_at"]
 
 
 # --------------------------------------------------------------------- terms
-def _count(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _count(instance: Any, attribute: "attrs.Attribute[Any]", value: Any) -> None:
     check_count(attribute.name, value)
 
 
-def _positive(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _positive(instance: Any, attribute: "attrs.Attribute[Any]", value: Any) -> None:
     check_positive(attribute.name, value)
 
 
-def _params(value: Any) -> tuple:
+def _params(value: Any) -> tuple[tuple[str, Any], ...]:
     if value is None:
         return ()
     if isinstance(value, Mapping):
@@ -41,11 +41,12 @@ def _params(value: Any) -> tuple:
     return items
 
 
-def _family_class(family: Any, solve: Any, params: tuple) -> Optional[type]:
+def _family_class(family: Any, solve: Any, params: tuple[tuple[str, Any], ...]
+                  ) -> Optional[type[Mechanism]]:
     """The mechanism class of ``family`` (None for a callable family), with ``solve``
     and ``params`` checked against it."""
     if isinstance(family, str):
-        cls = default_registry().mechanism(family)
+        cls: type[Mechanism] = default_registry().mechanism(family)
     elif isinstance(family, type) and issubclass(family, Mechanism):
         cls = family
     elif callable(family) and not isinstance(family, type):
@@ -89,11 +90,11 @@ class MechanismFamily:
     solve: Optional[str] = None
     count: int = attrs.field(default=1, validator=_count)
     multiplier: float = attrs.field(default=1.0, validator=_positive)
-    params: tuple = attrs.field(default=(), converter=_params)
-    _cls: Optional[type] = attrs.field(default=None, eq=False, repr=False, alias="cls")
+    params: tuple[tuple[str, Any], ...] = attrs.field(default=(), converter=_params)
+    _cls: Optional[type[Mechanism]] = attrs.field(default=None, eq=False, repr=False, alias="cls")
 
     def __init__(self, family: Any, solve: Optional[str] = None, count: int = 1,
-                 multiplier: float = 1.0, params: Any = (), cls: Optional[type] = None
+                 multiplier: float = 1.0, params: Any = (), cls: Optional[type[Mechanism]] = None
                  ) -> None:
         # params are coerced by the family's class, which the family names: both are
         # worked out before the record is built (``cls``, given by ``attrs.evolve``,
@@ -109,7 +110,7 @@ class MechanismFamily:
         self.__attrs_init__(family, solve, count, multiplier, items, kind)
 
     @property
-    def mechanism_class(self) -> Optional[type]:
+    def mechanism_class(self) -> Optional[type[Mechanism]]:
         """The mechanism class whose parameter ``solve`` is x (None for a callable
         family, whose x means nothing known)."""
         return self._cls
@@ -131,7 +132,9 @@ class MechanismFamily:
                                 f"got {type(mech).__name__}")
             return mech
         try:
-            return self._cls(**dict(self.params), **{self.solve: value})
+            # solve is never among params (refused when the family is built)
+            kwargs: dict[str, Any] = {**dict(self.params), str(self.solve): value}
+            return self._cls(**kwargs)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{self._cls.name}: {exc}") from None
 
