@@ -104,17 +104,18 @@ __all__ = [
 ]
 
 
-def save(obj, path) -> None:
-    """Write ``obj`` (an Accountant, Ledger, curve or audit report) to ``path`` as
-    versioned JSON; see ``accounting.serialization``."""
+def save(obj, path, *, format=None) -> None:
+    """Write ``obj`` (an Accountant, Ledger, curve or audit report) to ``path`` as a
+    versioned document, JSON or TOML (``format``, else from the suffix ``.json`` or
+    ``.toml``); the one way to save, see ``accounting.serialization``."""
     from accounting.serialization import save as _save
-    _save(obj, path)
+    _save(obj, path, format=format)
 
 
-def load(path, registry=None):
-    """Read what ``save`` wrote (JSON, never pickle, nothing executed)."""
+def load(path, registry=None, *, format=None):
+    """Read what ``save`` wrote (JSON or TOML, never pickle, nothing executed)."""
     from accounting.serialization import load as _load
-    return _load(path, registry=registry)
+    return _load(path, registry=registry, format=format)
 
 
 def __getattr__(name: str):

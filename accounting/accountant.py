@@ -15,10 +15,11 @@ summed ρ*, by the tight CKS conversion, ibid. Cor. 13). The old keyword
 
 State. The composition is one ``Ledger`` (``Accountant.ledger``): merged, in canonical
 order, so the same mechanisms composed in any order give the same ε to the last bit.
-``to_dict()``/``from_dict()`` (and the Opacus-style ``state_dict()``/
+``accounting.save``/``accounting.load`` (and the Opacus-style ``state_dict()``/
 ``load_state_dict()``) write and read it with the grid step, exactly: a reloaded
 accountant reports the same ε to the last bit. Curves computed so far are a cache,
-never part of the state: pickling an accountant does not carry them.
+never part of the state: pickling an accountant (which Dask does to move one between
+processes; not a way to save) does not carry them.
 
 Strict inputs: an unknown keyword to the constructor or any method is a TypeError
 naming it and the allowed ones; a count must be an integer in [1, 2^53]; a grid step
@@ -41,7 +42,8 @@ import numpy as np
 
 from accounting.numerics.loss import GridSizeError
 from accounting.pairs.composed import ComposedPair, check_grid_size
-from accounting.ledger import SCHEMA, Ledger, check_keys, check_schema
+from accounting.ledger import Ledger
+from accounting.ledger.document import accountant_document, read_accountant_document
 from accounting.curves.curve import Curve
 from accounting.curves.converters import GRID_OPTIONS, check_options as check_grid_options
 from accounting.pairs.mechanism import Mechanism
@@ -52,7 +54,7 @@ from accounting.curves.curve import Provenance
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
-from accounting.validation import check_count, check_depth, check_options, check_real
+from accounting.validation import check_count, check_options, check_real
 from accounting.curves.zcdp import ZCDP
 from accounting.vocabulary import Bound, Direction, as_bound, as_direction
 
@@ -237,34 +239,35 @@ class Accountant:
 
     # ------------------------------------------------------------- state
     def to_dict(self) -> dict:
-        """``{"kind": "accountant", "schema": 1, "step": …, "ledger": {"entries": […]}}``:
-        everything that determines the answers (not the cached curves). A composed
-        ``Pair`` has no written form: a TypeError names its entry."""
-        return {"kind": "accountant", "schema": SCHEMA, "step": self.step,
-                "ledger": {"entries": self.ledger.entries_dict()}}
+        """Deprecated: use ``accounting.save`` (or ``accounting.serialization.
+        to_document``); the same document as ``state_dict``."""
+        _deprecated("Accountant.to_dict()", "save")
+        return self.state_dict()
 
     @classmethod
     def from_dict(cls, data: Any, registry: Any = None) -> "Accountant":
-        """The accountant of a ``to_dict`` document; each problem is a ValueError or
-        TypeError naming its path (``ledger.entries[0].mechanism.sigma``)."""
-        check_depth(data, "the document")
-        check_keys(data, "", ("kind", "schema", "step", "ledger"),
-                   required=("schema", "step", "ledger"))
-        check_schema(data, "", "accountant")
-        step = data["step"]
-        if isinstance(step, bool) or not isinstance(step, (int, float)):
-            raise TypeError(f"step must be a number, got {type(step).__name__} {step!r}")
-        check_keys(data["ledger"], "ledger", ("entries",), required=("entries",))
-        ledger = Ledger.from_entries(data["ledger"]["entries"], "ledger.entries", registry)
-        return cls.of(ledger, step=float(step), registry=registry)
+        """Deprecated: use ``accounting.load`` (or ``accounting.serialization.
+        from_document``)."""
+        _deprecated("Accountant.from_dict()", "load")
+        step, entries = read_accountant_document(data, registry)
+        return cls.of(Ledger(entries), step=step, registry=registry)
 
     def state_dict(self) -> dict:
-        """The state (``to_dict``), for ``load_state_dict`` — the names Opacus and torch use."""
-        return self.to_dict()
+        """``{"kind": "accountant", "schema": 1, "step": …, "ledger": {"entries": […]}}``:
+        everything that determines the answers (not the cached curves), for
+        ``load_state_dict``. Kept on the accountant only because PyTorch checkpoints
+        and the Opacus bridge ask for these two names; to save, use ``accounting.save``
+        (the same document). A composed ``Pair`` has no written form: a TypeError
+        names its entry."""
+        return accountant_document(self.step, self.ledger)
 
     def load_state_dict(self, state: Any, registry: Any = None) -> None:
-        """Replace this accountant's step and composition by those of ``state``."""
-        other = type(self).from_dict(state, registry)
+        """Replace this accountant's step and composition by those of ``state`` (a
+        ``state_dict``); each problem is a ValueError or TypeError naming its path
+        (``ledger.entries[0].mechanism.sigma``)."""
+        step, entries = read_accountant_document(state, registry)
+        other = type(self).of(Ledger(entries), step=step,
+                              registry=self.registry if registry is None else registry)
         self.step, self.ledger = other.step, other.ledger
         self._cache.clear()
 
@@ -447,3 +450,9 @@ class Accountant:
     @_strict
     def tradeoff(self) -> TradeOff:
         return self.curve(PLD).to(TradeOff, registry=self.registry)
+
+
+def _deprecated(what: str, verb: str) -> None:
+    warnings.warn(f"{what} is deprecated and will be removed in the next release; use "
+                  f"accounting.{verb} (or the functions of accounting.serialization)",
+                  DeprecationWarning, stacklevel=3)

@@ -1,8 +1,14 @@
-"""Save and reload: versioned JSON for ledgers, accountants, curves and audit reports.
+"""Save and reload: versioned documents for ledgers, accountants, curves and audit reports.
 
-``save(obj, path)`` writes one JSON document, ``load(path)`` reads it back;
-``to_document``/``from_document`` do the same with dicts, ``dumps``/``loads`` with
-text. Every document is a JSON object with ``kind`` (``"ledger"``, ``"accountant"``,
+The one way to save: ``save(obj, path)`` writes one document, as JSON or TOML (from
+the suffix, ``.json``/``.toml``, or ``format=``), ``load(path)`` reads it back (also
+``accounting.save``/``accounting.load``); ``to_document``/``from_document`` do the
+same with dicts, ``dumps``/``loads`` with text. This module is the home of the
+to/from-document code of every kind; the records carry none (their ``to_dict``/
+``to_json``/``to_toml``/``from_*`` are deprecated routes here). ``Accountant.
+state_dict``/``load_state_dict`` stay because PyTorch and the Opacus bridge ask for
+those names. Pickling is possible only because Dask transports objects between
+processes; it is not a way to save (a pickle executes code when read). Every document is a JSON object with ``kind`` (``"ledger"``, ``"accountant"``,
 ``"curve"`` or ``"audit_report"``) and ``schema`` (the layout version, 1 here; the
 compatibility promise of ``accounting.ledger`` covers every kind).
 
@@ -34,7 +40,6 @@ from __future__ import annotations
 
 import base64
 import enum
-import json
 import math
 import os
 import stat
@@ -44,12 +49,20 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 import attrs
 import numpy as np
 
-from accounting.ledger import SCHEMA, Ledger, check_keys, check_schema, parse_json
+from accounting.accountant import Accountant
+from accounting.ledger import Ledger
+from accounting.ledger.document import (SCHEMA, accountant_document, check_keys, check_schema,
+                                        ledger_document, read_accountant_document,
+                                        read_ledger_document)
+from accounting.ledger.text import json_text, parse_json, parse_toml, toml_dumps
 from accounting.validation import check_depth
 
 __all__ = ["save", "load", "dumps", "loads", "to_document", "from_document", "encode",
            "decode", "curve_types", "SavedReport", "MAX_DOCUMENT_BYTES", "read_text_file",
-           "check_writable_file"]
+           "check_writable_file", "FORMATS", "parse_json", "toml_dumps", "json_text"]
+
+#: the text formats of a saved document, by file suffix
+FORMATS = {".json": "json", ".toml": "toml"}
 
 #: the largest document read (bytes): a PLD of a few million grid points fits
 MAX_DOCUMENT_BYTES = 1 << 30
@@ -234,12 +247,11 @@ class SavedReport(Protocol):
 
 def to_document(obj: Any) -> dict:
     """The versioned document of a Ledger, Accountant, curve or audit report."""
-    from accounting.accountant import Accountant
     from accounting.curves.curve import Curve
     if isinstance(obj, Ledger):
-        return obj.to_dict()
+        return ledger_document(obj)
     if isinstance(obj, Accountant):
-        return obj.to_dict()
+        return accountant_document(obj.step, obj.ledger)
     if isinstance(obj, Curve):
         return {"kind": "curve", "schema": SCHEMA, "curve": encode(obj, curve_types(), "curve")}
     if isinstance(obj, SavedReport) and isinstance(obj.auditor, str):
@@ -251,16 +263,16 @@ def to_document(obj: Any) -> dict:
 
 def from_document(doc: Any, registry: Any = None) -> Any:
     """The object of a document written by ``to_document``."""
-    from accounting.accountant import Accountant
     if not isinstance(doc, Mapping):
         raise TypeError(f"the document must be a table (a JSON object), got "
                         f"{type(doc).__name__}")
     check_depth(doc, "the document")
     kind = doc.get("kind")
     if kind == "ledger":
-        return Ledger.from_dict(doc, registry)
+        return Ledger(read_ledger_document(doc, registry))
     if kind == "accountant":
-        return Accountant.from_dict(doc, registry)
+        step, entries = read_accountant_document(doc, registry)
+        return Accountant.of(Ledger(entries), step=step)
     if kind == "curve":
         check_keys(doc, "", ("kind", "schema", "curve"), required=("schema", "curve"))
         check_schema(doc, "", "curve")
@@ -288,28 +300,62 @@ def from_document(doc: Any, registry: Any = None) -> Any:
                      f"curve, audit_report)")
 
 
-def dumps(obj: Any, **json_options: Any) -> str:
-    """``to_document(obj)`` as JSON text (``json_options`` go to ``json.dumps``)."""
-    return json.dumps(to_document(obj), allow_nan=False, **json_options)
+def _format(format: Any, path: Any = None) -> str:
+    """``format`` checked (``"json"`` or ``"toml"``), else the one of ``path``'s suffix."""
+    if format is None:
+        if path is None:
+            return "json"
+        suffix = os.path.splitext(os.fspath(path))[1].lower()
+        if suffix not in FORMATS:
+            raise ValueError(f"{path}: cannot tell the format from the suffix {suffix!r} "
+                             f"(known: {', '.join(FORMATS)}); give format='json' or "
+                             f"format='toml'")
+        return FORMATS[suffix]
+    if format not in FORMATS.values():
+        raise ValueError(f"format must be 'json' or 'toml', got {format!r}")
+    return str(format)
 
 
-def loads(text: "str | bytes", registry: Any = None) -> Any:
-    """The object of JSON text written by ``dumps`` (strict JSON: no NaN/Infinity
-    literals, no duplicate keys)."""
-    return from_document(parse_json(text), registry)
+def dumps(obj: Any, *, format: str = "json", **json_options: Any) -> str:
+    """``to_document(obj)`` as text: JSON (``json_options`` go to ``json.dumps``; a
+    non-finite float is refused, JSON has none) or TOML (``format="toml"``)."""
+    fmt = _format(format)
+    if fmt == "toml":
+        if json_options:
+            raise TypeError(f"dumps(format='toml') takes no JSON options, got "
+                            f"{', '.join(sorted(json_options))}")
+        return toml_dumps(to_document(obj))
+    return json_text(to_document(obj), **json_options)
 
 
-def save(obj: Any, path: "str | os.PathLike") -> None:
-    """Write ``obj`` (a Ledger, Accountant, curve or audit report) to ``path`` as JSON."""
-    text = dumps(obj, indent=1)
+def loads(text: "str | bytes", registry: Any = None, *, format: str = "json") -> Any:
+    """The object of text written by ``dumps``: strict JSON (no NaN/Infinity literals,
+    no duplicate keys) or TOML (``format="toml"``)."""
+    fmt = _format(format)
+    doc = parse_toml(text) if fmt == "toml" else parse_json(text)
+    return from_document(doc, registry)
+
+
+def save(obj: Any, path: "str | os.PathLike", *, format: "str | None" = None) -> None:
+    """Write ``obj`` (a Ledger, Accountant, curve or audit report) to ``path``, as JSON
+    or TOML: ``format`` (``"json"``, ``"toml"``), else from the suffix (``.json``,
+    ``.toml``; any other is refused). The one way to save; ``load`` reads it back.
+    TOML has no null, so a document holding one (a curve without a lower side) is
+    refused as TOML, naming the path, before the file is opened: save it as JSON."""
+    fmt = _format(format, path)
+    text = dumps(obj, indent=1) if fmt == "json" else dumps(obj, format="toml")
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text + "\n")
+        fh.write(text if fmt == "toml" else text + "\n")
 
 
-def load(path: "str | os.PathLike", registry: Any = None) -> Any:
-    """Read back what ``save`` wrote."""
-    text = read_text_file(path, MAX_DOCUMENT_BYTES, "document")
-    return from_document(parse_json(text, str(path)), registry)
+def load(path: "str | os.PathLike", registry: Any = None, *,
+         format: "str | None" = None) -> Any:
+    """Read back what ``save`` wrote (format as for ``save``): never unpickles, never
+    executes anything."""
+    text = read_text_file(path, MAX_DOCUMENT_BYTES, "document")   # a regular file first
+    fmt = _format(format, path)
+    doc = parse_toml(text) if fmt == "toml" else parse_json(text, str(path))
+    return from_document(doc, registry)
 
 
 def read_text_file(path: "str | os.PathLike", limit: int, what: str = "file",

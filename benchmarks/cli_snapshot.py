@@ -89,10 +89,12 @@ def documented(root: Path = ROOT) -> list[Command]:
 
 def masked(text: str) -> str:
     """``text`` with its wall times replaced by ``<t>``, and the spaces before one made a
-    single space (a table right-aligns its time column: a run of 10 s or more would
+    single space, and so before a ``time`` header (a table right-aligns its time column: a run of 10 s or more would
     shift it). Masking masked text changes nothing."""
     text = _TIMES[0].sub("<t> s", text)
     text = re.sub(r" +<t> s", " <t> s", text)
+    # the header of a right-aligned time column moves with the widest time too
+    text = re.sub(r" +time$", " time", text, flags=re.M)
     return _TIMES[1].sub(r"\g<1><t>", text)
 
 

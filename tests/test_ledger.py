@@ -25,6 +25,11 @@ from accounting.ledger import SCHEMA, Ledger, MechanismSpec, Unwritten
 
 m = accounting.mechanism
 
+# the ledger's own document methods (to_dict/to_json/to_toml, from_*) are deprecated
+# routes kept for one release: this file checks they still read and write exactly;
+# tests/test_save_load.py checks that they warn and agree with accounting.save/load
+pytestmark = pytest.mark.filterwarnings("ignore:Ledger\\.:DeprecationWarning")
+
 
 def bits(x: float) -> bytes:
     return struct.pack("<d", x)
@@ -314,9 +319,9 @@ def test_bad_toml_and_types():
         Ledger.from_json({"schema": 1})
     # TOML has inf; JSON does not (a document with inf cannot even be built here, since
     # every mechanism refuses it: checked on the writer alone)
-    from accounting.ledger import _check_finite, toml_dumps
+    from accounting.ledger.text import check_finite, toml_dumps
     with pytest.raises(ValueError, match=r"^entries\[0\]\.x: inf cannot be written as JSON"):
-        _check_finite({"entries": [{"x": float("inf")}]}, "")
+        check_finite({"entries": [{"x": float("inf")}]}, "")
     assert tomllib.loads(toml_dumps({"x": float("inf"), "s": 'a"\\\x7f\n'})) == {
         "x": float("inf"), "s": 'a"\\\x7f\n'}
 

@@ -60,10 +60,9 @@ def test_no_iterable_cannot_be_iterated():
 
 
 def test_calibration_reports_its_evaluations(capsys, monkeypatch):
-    from accounting.analysis import calibration
-    from accounting.analysis.calibration import calibrate
+    from accounting.analysis.calibration import calibrate, search
     monkeypatch.setattr(prog, "_tqdm", lambda: None)
-    monkeypatch.setattr(calibration, "progress",
+    monkeypatch.setattr(search, "progress",
                         lambda desc: progress(desc=desc, enabled=True, delay=0.0, interval=0.0))
     result = calibrate("gaussian", "sigma", count=4, epsilon=2.0, delta=1e-5)
     lines = capsys.readouterr().err.splitlines()

@@ -16,17 +16,10 @@ from accounting.pairs.mechanism import Mechanism
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: files still allowed a frozen-record bypass, relative to the repository root
-ALLOWED = {
-    # the lead is reworking these two on other branches (issue 23)
-    "accounting/ledger.py",
-    "accounting/parallel/executor.py",
-    # params coerced by family / scale from the deprecated a: need a converter that
-    # sees the instance (attrs.Converter(takes_self=True), attrs >= 24.1), which the
-    # dpaccounting extra's attrs < 24 pin rules out for now
-    "accounting/analysis/calibration.py",
-    "plugins/accounting_mechanisms/discrete.py",
-}
+#: files still allowed a frozen-record bypass, relative to the repository root (none:
+#: computed fields use attrs defaults, instance-dependent coercion a hand-written
+#: ``__init__`` that calls ``__attrs_init__``)
+ALLOWED: set[str] = set()
 
 
 def _bypasses(path: Path) -> list[str]:
@@ -149,3 +142,45 @@ def test_attrs_subclass_gets_the_short_repr_unless_it_writes_its_own():
     assert repr(Own()) == "own"
     assert repr(Below(width=3.0)) == "Below(width=3.0)"
     assert repr(accounting.mechanism("gaussian", sigma=2.0)) == "Gaussian(sigma=2.0)"
+
+
+# ------------------------------------------- records emptied from the allow-list
+def test_discrete_laplace_deprecated_rate_is_fixed_before_the_record_is_built():
+    with pytest.warns(DeprecationWarning, match="the parameter a .* is deprecated"):
+        m = accounting.mechanism("discrete_laplace", a=0.3)
+    assert m.a == 0.3 and m.scale == 1.0 / 0.3          # the rate exactly as given
+    assert accounting.mechanism("discrete_laplace", scale=2.0).a == 0.5
+    with pytest.raises(TypeError, match="give scale or the deprecated a, not both"), \
+            pytest.warns(DeprecationWarning):
+        accounting.mechanism("discrete_laplace", a=0.3, scale=2.0)
+    with pytest.raises(TypeError, match="missing the parameter scale"):
+        accounting.mechanism("discrete_laplace")
+    # the rate's range is per unit of sensitivity: [1e-8, 1e8] / Δ
+    with pytest.raises(ValueError, match=r"a must be in"), pytest.warns(DeprecationWarning):
+        accounting.mechanism("discrete_laplace", a=1e8, sensitivity=2)
+    e = attrs.evolve(accounting.mechanism("discrete_laplace", scale=2.0), sensitivity=3)
+    assert e.sensitivity == 3 and e.scale == 2.0
+
+
+def test_engine_workers_checked_by_its_converter():
+    from accounting.parallel.executor import Engine
+    assert Engine(workers=2.0).workers == 2 and type(Engine(workers=2.0).workers) is int
+    assert Engine().workers is None
+    with pytest.raises(ValueError, match="workers"):
+        Engine(workers=0)
+    with pytest.raises(ValueError, match="workers"):
+        attrs.evolve(Engine(), workers=5000)
+
+
+def test_mechanism_family_params_coerced_before_the_record_is_built():
+    from accounting.analysis.calibration import MechanismFamily
+    f = MechanismFamily("gaussian", "sigma", count=3, params={"sensitivity": 2})
+    assert f.params == (("sensitivity", 2.0),) and type(f.params[0][1]) is float
+    assert f.mechanism_class is type(accounting.mechanism("gaussian", sigma=1.0))
+    g = attrs.evolve(f, count=5)
+    assert g.count == 5 and g.params == f.params and g.mechanism_class is f.mechanism_class
+    assert g(2.0).count == 5 and g.build(2.0).sigma == 2.0
+    with pytest.raises(ValueError, match="unknown parameter 'bogus'"):
+        attrs.evolve(f, params={"bogus": 1.0})
+    with pytest.raises(TypeError, match="sensitivity must be a number"):
+        MechanismFamily("gaussian", "sigma", params={"sensitivity": "2"})

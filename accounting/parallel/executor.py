@@ -135,7 +135,9 @@ class Engine:
     rebuilt after a worker died; ``chunksize``: tasks per submission.
     """
 
-    workers: Optional[int] = attrs.field(default=None)
+    workers: Optional[int] = attrs.field(
+        default=None,
+        converter=lambda v: None if v is None else check_count("workers", v, maximum=4096))
     scheduler: Optional[str] = attrs.field(default=None, converter=_check_scheduler)
     client: Any = attrs.field(default=None, repr=False)
     executor: Any = attrs.field(default=None, repr=False)
@@ -151,9 +153,6 @@ class Engine:
         default=None, converter=lambda v: None if v is None else check_count("chunksize", v))
 
     def __attrs_post_init__(self) -> None:
-        if self.workers is not None:
-            object.__setattr__(self, "workers", check_count("workers", self.workers,
-                                                            maximum=4096))
         given = [name for name, value in (("workers", self.workers if
                                            (self.workers or 1) > 1 else None),
                                           ("scheduler", self.scheduler),

@@ -28,8 +28,7 @@ import stat
 import tempfile
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from accounting.ledger import parse_json
-from accounting.serialization import check_writable_file
+from accounting.serialization import check_writable_file, parse_json
 
 __all__ = ["TableFile", "table_format", "check_output", "decode_value", "encode_json",
            "FORMATS"]

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import math
+import types
 import warnings
 from fractions import Fraction
 from typing import Any, Optional
@@ -632,7 +633,7 @@ class DiscreteLaplacePair(Pair):
         return f"DiscreteLaplace(a={self.a:g}, Δ={self.sensitivity})"
 
 
-@attrs.frozen
+@attrs.frozen(init=False)
 class DiscreteLaplace(AdditiveNoise):
     """Discrete Laplace (two-sided geometric) noise on an integer-valued query.
 
@@ -661,19 +662,25 @@ class DiscreteLaplace(AdditiveNoise):
     _given_rate: Optional[float] = attrs.field(default=None, kw_only=True, alias="a",
                                                repr=False, metadata={"deprecated": "scale"})
 
-    def __attrs_post_init__(self):
-        if self._given_rate is None:
-            if self.scale is None:
-                raise TypeError("discrete_laplace: missing the parameter scale (the noise "
-                                "scale, 1/decay rate)")
-            return
-        warnings.warn("discrete_laplace: the parameter a (decay rate) is deprecated; give "
-                      "scale = 1/a instead", DeprecationWarning, stacklevel=3)
-        if self.scale is not None:
-            raise TypeError("discrete_laplace: give scale or the deprecated a, not both")
-        rate = DECAY_RATE.check("a", self._given_rate, self)
-        object.__setattr__(self, "_given_rate", float(rate))
-        object.__setattr__(self, "scale", 1.0 / float(rate))
+    def __init__(self, *args: Any, scale: Optional[float] = None,
+                 a: Optional[float] = None, **kwargs: Any) -> None:
+        # the deprecated a= sets scale = 1/a, so both are fixed before the record is
+        # built (attrs' own __init__ then validates every field; nothing is set later)
+        if a is not None:
+            warnings.warn("discrete_laplace: the parameter a (decay rate) is deprecated; "
+                          "give scale = 1/a instead", DeprecationWarning, stacklevel=2)
+            if scale is not None:
+                raise TypeError("discrete_laplace: give scale or the deprecated a, not both")
+            # the sensitivity first, as attrs checks it first; the rate's range is per unit
+            # of it (its field default when not given)
+            sensitivity = kwargs.get("sensitivity", 1.0)
+            _check_integer_sensitivity(self.name, sensitivity)
+            a = float(DECAY_RATE.check("a", a, types.SimpleNamespace(sensitivity=sensitivity)))
+            scale = 1.0 / a
+        elif scale is None:
+            raise TypeError("discrete_laplace: missing the parameter scale (the noise "
+                            "scale, 1/decay rate)")
+        self.__attrs_init__(*args, scale=scale, a=a, **kwargs)
 
     @property
     def a(self) -> float:

@@ -1,0 +1,169 @@
+"""ε calibration: the smallest noise value x whose composition meets ε(δ) ≤ ε.
+
+See ``accounting.analysis.calibration`` for the accountants and the method.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+import attrs
+
+from accounting.accountant import check_accountant
+from accounting.analysis.calibration.family import (
+    MechanismFamily,
+    check_family,
+    ledger_at,
+    scales_noise,
+)
+from accounting.analysis.calibration.search import (
+    DEFAULT_RTOL,
+    Problem,
+    check_flag,
+    solve_bracket,
+)
+from accounting.curves.pld import DEFAULT_STEP
+from accounting.ledger import Ledger
+from accounting.validation import (
+    check_count,
+    check_positive,
+    check_probability,
+    check_real,
+)
+from accounting.vocabulary import Direction, Exactness, as_direction
+
+__all__ = ["Calibration", "calibrate_workload", "calibrate"]
+
+
+# -------------------------------------------------------------------- result
+@attrs.frozen
+class Calibration:
+    """A calibrated noise value and how it was certified.
+
+    ``value``: the feasible end of the final Brent bracket; ``epsilon``: ε(δ) at
+    ``value`` under ``accountant`` (an upper bound, max over directions, ≤ ``target``);
+    ``bracket`` = (lo, value): ε(lo) > target, so under monotonicity the smallest
+    feasible value lies in (lo, value]; (0, 0) when x = 0, no noise at all, meets the
+    target (``value`` = 0: a registered mechanism or class whose noise parameter is x,
+    at its degenerate corner); ``order``: the Rényi order α certifying
+    ``epsilon`` (``rdp``/``zcdp``; None for ``pld``); ``evaluations``: distinct
+    values of x at which ε was computed; ``ledger``: the composition at ``value``;
+    ``uses``: its (mechanism, count) entries;
+    ``exactness``: what ``epsilon`` is — ``Exactness.UPPER``, a certified upper bound
+    (the accountant's curve is exact or a sound bound), or ``Exactness.NUMERICAL``
+    when that curve is numerical (a quadrature Rényi curve): then neither ε nor the
+    order certifies anything, and ``describe``/``order_note`` say so.
+    """
+
+    parameter: str
+    value: float
+    epsilon: float
+    target: float
+    delta: float
+    accountant: str
+    bracket: tuple[float, float]
+    rtol: float
+    evaluations: int
+    order: Optional[float] = None
+    uses: tuple = attrs.field(default=(), eq=False, repr=False)
+    ledger: Optional[Ledger] = attrs.field(default=None, eq=False, repr=False)
+    exactness: Exactness = attrs.field(default=Exactness.UPPER,
+                                       validator=attrs.validators.instance_of(Exactness))
+
+    @property
+    def certified(self) -> bool:
+        """Whether ``epsilon`` is a certified upper bound (not a numerical value)."""
+        return self.exactness.certified
+
+    @property
+    def epsilon_label(self) -> str:
+        """What ``epsilon`` is, in words: "upper bound" or "numerical (not a certified bound)"."""
+        return "upper bound" if self.certified else "numerical (not a certified bound)"
+
+    @property
+    def order_note(self) -> str:
+        """The Rényi order, worded by the label: "certified at α = …" only when it is;
+        empty for ``pld``."""
+        if self.order is None:
+            return ""
+        word = "certified" if self.certified else "numerical, not certified,"
+        return f"{word} at α = {self.order:.6g}"
+
+    def describe(self) -> str:
+        alpha = f", {self.order_note}" if self.order is not None else ""
+        label = "" if self.certified or self.order is not None else ", numerical: not certified"
+        return (f"{self.parameter} = {self.value:.10g} gives ε = {self.epsilon:.10g} ≤ "
+                f"{self.target:g} at δ = {self.delta:g} ({self.accountant}{alpha}{label}); "
+                f"bracket ({self.bracket[0]:.10g}, {self.bracket[1]:.10g}], "
+                f"{self.evaluations} evaluations")
+
+
+def calibrate_workload(family: Any, *, epsilon: float, delta: float,
+                       accountant: str = "pld", step: float = DEFAULT_STEP,
+                       rtol: float = DEFAULT_RTOL, start: Optional[float] = None,
+                       parameter: Optional[str] = None, direction: "Direction | str" = "max",
+                       integer: bool = False) -> Calibration:
+    """The smallest shared x with ε(δ) ≤ ``epsilon`` for the composition ``family(x)``.
+
+    ``family``: a callable x ↦ ``Ledger``, a ``MechanismFamily`` or a sequence of them
+    (their ledgers add).
+
+    ``accountant``: ``"pld"`` (default; grid ``step``), ``"rdp"`` or ``"zcdp"``;
+    ``rtol`` ∈ [1e-12, 0.1]: relative width of the final bracket; ``start`` > 0: where
+    the bracket search begins (a good guess saves evaluations; default 1, and for
+    ``pld`` the RDP calibration to 1e-3 when it succeeds); ``parameter``: the name
+    reported for x (default: the first term's label); ``direction``: calibrate ε of
+    one neighbouring direction (``"forward"``, ``"backward"``) instead of the worse of
+    both (``"max"``, default); ``integer``: the smallest *integer* x ≥ 1 meeting the
+    target (a discrete noise scale), checked at x and x − 1 (``bracket`` = (x − 1, x)).
+    """
+    fn, default_label = check_family(family)
+    direction = as_direction(direction)
+    integer = check_flag("integer", integer)
+    target = check_positive("epsilon", epsilon)
+    accountant = check_accountant(accountant)
+    # δ = 0 (pure DP) only the PLD answers, where the composed loss is bounded
+    delta = check_probability("delta", delta, lo_open=accountant != "pld")
+    step = check_positive("step", step)
+    rtol = check_real("rtol", rtol, lo=1e-12, hi=0.1)
+    if start is not None:
+        start = check_positive("start", start)
+    elif accountant == "pld":
+        try:
+            start = calibrate_workload(family, epsilon=target, delta=delta, accountant="rdp",
+                                       rtol=1e-3, start=1.0, direction=direction).value
+        except ValueError:  # no finite Rényi curve: search from 1
+            start = 1.0
+    else:
+        start = 1.0
+    label = parameter if parameter is not None else default_label
+    if not isinstance(label, str):
+        raise TypeError(f"parameter must be a string, got {type(label).__name__}")
+
+    problem = Problem(fn, delta, accountant, step, direction, zero=scales_noise(family))
+    try:
+        lo, hi = solve_bracket(problem, start, target, label, rtol, integer)
+    finally:
+        problem.bar.close()
+    eps, order = problem.seen[hi]
+    eps += 0.0     # (−0.0, the ε of an identical pair, reads as 0)
+    ledger = ledger_at(fn, hi)
+    return Calibration(parameter=label, value=hi, epsilon=eps, target=target, delta=delta,
+                       accountant=accountant, bracket=(lo, hi), rtol=rtol,
+                       evaluations=len(problem.seen), order=order, uses=ledger.mechanisms(),
+                       ledger=ledger, exactness=problem.labels[hi])
+
+
+def calibrate(family: Any, solve: Optional[str] = None, *, epsilon: float, delta: float,
+              count: int = 1, params: Optional[Mapping[str, Any]] = None,
+              accountant: str = "pld", step: float = DEFAULT_STEP,
+              rtol: float = DEFAULT_RTOL, start: Optional[float] = None,
+              direction: "Direction | str" = "max", integer: bool = False) -> Calibration:
+    """The smallest ``solve`` of ``family`` (``params`` fixed) meeting (ε, δ) for
+    ``count`` independent uses. See ``MechanismFamily`` for ``family`` and
+    ``calibrate_workload`` for the rest.
+    """
+    term = MechanismFamily(family, solve, count=check_count("count", count), params=params)
+    return calibrate_workload(term, epsilon=epsilon, delta=delta, accountant=accountant,
+                              step=step, rtol=rtol, start=start, direction=direction,
+                              integer=integer)

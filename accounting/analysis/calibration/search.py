@@ -1,0 +1,273 @@
+"""The shared root finding of every calibration: a bracket by growing steps, then Brent.
+
+``Problem`` is the figure (ε(δ), or a risk figure) of a family's composition at x
+under one accountant, memoised; ``solve_bracket`` finds the final bracket (lo, hi],
+hi the smallest feasible x evaluated. The figure is *assumed* non-increasing in x and
+every evaluation is checked against that (see ``accounting.analysis.calibration``).
+Brent's method: scipy.optimize.brentq (Brent 1973, ch. 4). Orders for ``rdp``/``zcdp``:
+the improved conversion (Canonne, Kamath, Steinke 2020, Prop. 12) minimised around the
+previous best order (``numerics.order_search.minimise_near``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional
+
+import attrs
+import numpy as np
+
+from accounting.accountant import Accountant
+from accounting.analysis.calibration.family import ledger_at
+from accounting.curves.converters import improved_epsilon
+from accounting.curves.pld import PLD
+from accounting.curves.curve import Provenance
+from accounting.curves.rdp import RDP
+from accounting.curves.zcdp import ZCDP
+from accounting.ledger import Ledger
+from accounting.numerics.loss import GridSizeError
+from accounting.numerics.order_search import minimise_near
+from accounting.progress import progress
+from accounting.vocabulary import Direction, Exactness
+
+__all__ = ["DEFAULT_RTOL", "Problem", "solve_bracket", "epsilon_label", "label_of", "check_flag"]
+
+#: default relative width of the final bracket
+DEFAULT_RTOL = 1e-6
+#: bracket search: step n multiplies by min(1.1^(2^n), 16), within 1e±15 of the start
+_GROWTH, _MAX_GROWTH, _MAX_STEPS = 1.1, 16.0, 64
+_RANGE = (1e-15, 1e15)
+#: the bracket search gives up on a direction when the value it may still try lies
+#: within this relative distance of one the accountant refused for its grid size
+_WALL_RTOL = 1e-6
+_DIRECTIONS = (Direction.FORWARD, Direction.BACKWARD)
+
+
+def check_flag(name: str, value: Any) -> bool:
+    """``value`` as a bool (a numpy bool too); a TypeError naming ``name`` otherwise."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} ({value!r})")
+    return bool(value)
+
+
+def _best_order(cgf: Callable[[np.ndarray], np.ndarray], log_delta: float,
+                log_t0: float) -> tuple[float, float]:
+    """min over t = α − 1 of the improved conversion, searched around log t0
+    (``order_search.minimise_near``). Returns (ε, t). Any t gives a valid bound, so
+    the result is sound."""
+    best, t = minimise_near(cgf, lambda k, t: improved_epsilon(k, t, log_delta), log_t0)
+    return max(best, 0.0), t
+
+
+@attrs.define
+class Problem:
+    """ε(δ; x) of a workload under one accountant, memoised, with warm-started orders."""
+
+    family: Callable[[float], Ledger]
+    delta: float
+    accountant: str
+    step: float
+    #: the neighbouring direction whose ε is calibrated (``max``: the worse of both)
+    direction: Direction = Direction.MAX
+    #: a risk figure of the composition's accountant to calibrate instead of ε(δ)
+    metric: Optional[Callable[[Accountant], float]] = None
+    #: the name of the calibrated figure, for messages
+    what: str = "ε"
+    #: x = 0 is no noise at all (x scales the mechanisms' own noise parameters): a
+    #: value the search may answer when nothing smaller can be evaluated
+    zero: bool = False
+    seen: dict = attrs.field(factory=dict)
+    _log_t: dict = attrs.field(factory=dict)
+    #: what ε at each x is: a certified upper bound or a numerical value
+    labels: dict = attrs.field(factory=dict)
+    #: progress on stderr for long searches (silent for the first seconds; see
+    #: ``accounting.progress``); closed by the caller
+    bar: Any = attrs.field(factory=lambda: progress(desc="calibration: evaluations"))
+
+    def epsilon(self, x: float) -> float:
+        if x not in self.seen:
+            self.seen[x] = self._evaluate(x)
+            self.bar.update(1)
+        return self.seen[x][0]
+
+    def _evaluate(self, x: float) -> tuple[float, Optional[float]]:
+        ledger = ledger_at(self.family, x)
+        acct = Accountant.of(ledger, step=self.step)
+        pairs = ledger.pairs()
+        if self.metric is not None:
+            read = (acct.curve(PLD, lower=False) if self.accountant == "pld"
+                    else acct.curve(RDP if self.accountant == "rdp" else ZCDP))
+            self.labels[x] = epsilon_label(read)
+            return float(self.metric(acct)), None
+        if self.accountant == "pld":
+            if self.direction is Direction.MAX:
+                eps = float(acct.epsilon(self.delta))
+                # (the provenance alone: the full PLD cost half of each evaluation)
+                self.labels[x] = label_of(acct.pld_provenance)
+            else:
+                eps = float(acct.curve(PLD, lower=False).epsilon(self.delta, self.direction))
+                self.labels[x] = epsilon_label(acct.curve(PLD, lower=False))
+            return eps, None
+        # a product of pairs symmetric under reflection has equal directions: one will do
+        symmetric = all(getattr(p, "symmetric", False) is True for p, _ in pairs)
+        directions = (_DIRECTIONS[:1] if symmetric and self.direction is Direction.MAX
+                      else self.direction.components)
+        # the public queries, which refuse a curve that is only a lower bound
+        if self.accountant == "rdp":
+            rdp = acct.curve(RDP)
+            self.labels[x] = epsilon_label(rdp)
+            cgfs = {d: (lambda t, d=d: rdp.cgf(t, d)) for d in directions}
+        else:
+            zcdp = acct.curve(ZCDP)
+            self.labels[x] = epsilon_label(zcdp)
+            cgfs = {d: (lambda t, r=zcdp.rho(d): r * t * (t + 1.0)) for d in directions}
+        log_delta = math.log(self.delta)
+        best = (-math.inf, None)
+        for d, cgf in cgfs.items():
+            if d not in self._log_t:
+                # first guess: the best order of a Gaussian with ρ = K(1)/2,
+                # α − 1 ≈ √(log(1/δ)/ρ)
+                k1 = float(np.asarray(cgf(np.array([1.0])))[0])
+                rho = k1 / 2.0 if np.isfinite(k1) and k1 > 0 else 1.0
+                self._log_t[d] = 0.5 * math.log(-log_delta / rho)
+            eps, t = _best_order(cgf, log_delta, self._log_t[d])
+            self._log_t[d] = math.log(t)
+            if self.accountant == "rdp":
+                # the order α = ∞ of the conversion: ε ≤ D_∞ where that is finite
+                sup = float(np.asarray(rdp.renyi(np.inf, d)))
+                if sup < eps:
+                    eps, t = sup, math.inf
+            if eps > best[0]:
+                best = (eps, 1.0 + t)
+        return best
+
+
+def epsilon_label(curve) -> Exactness:
+    """What ε from the upper side of ``curve`` is: a certified upper bound when the
+    curve is exact or a sound bound, else (a numerical curve) numerical."""
+    return label_of(curve.provenance)
+
+
+def label_of(provenance: Provenance) -> Exactness:
+    """``epsilon_label`` of a curve with this ``provenance``."""
+    return Exactness.UPPER if provenance.exactness.certified else Exactness.NUMERICAL
+
+
+def _check_order(seen: dict, target: float, label: str, what: str = "ε") -> tuple[float, float]:
+    """(largest infeasible x, smallest feasible x); ValueError if they cross."""
+    feasible = [x for x, (e, _) in seen.items() if e <= target]
+    infeasible = [x for x, (e, _) in seen.items() if e > target]
+    lo, hi = max(infeasible), min(feasible)
+    if lo >= hi:
+        raise ValueError(f"{what} is not non-increasing in {label}: {what}({lo:.6g}) = "
+                         f"{seen[lo][0]:.6g} > {target:g} but {what}({hi:.6g}) = "
+                         f"{seen[hi][0]:.6g}; calibration assumes more noise never increases "
+                         f"{what}")
+    return lo, hi
+
+
+def _bracket(problem: Problem, start: float, target: float, label: str) -> tuple[float, float]:
+    """Steps from ``start`` until ε straddles ``target``: by factors 1.1, 1.21, 1.46,
+    2.1, 4.6, then 16 — cheap when the start is good, quick when it is not.
+
+    A step the accountant refuses for its grid size (``GridSizeError``: too little
+    noise for the grid at this step) is not the end of the search: the next tries go
+    halfway, in log x, between the last value evaluated and the refused one, so the
+    bracket is found wherever grids fit (100 subsampled Gaussians, q = 0.01, TPR 0.67
+    at FPR 0.1: the step from σ = 0.239 to 0.052 was refused; the answer is 0.1667)."""
+    x = start
+    feasible = problem.epsilon(x) <= target
+    n = 0
+    wall: Optional[GridSizeError] = None    # the last refusal, at ``wall_x``
+    wall_x = math.nan
+    for _ in range(_MAX_STEPS):
+        factor = min(_GROWTH ** (2 ** min(n, 5)), _MAX_GROWTH)
+        nxt = x / factor if feasible else x * factor
+        if wall is not None and (nxt <= wall_x if feasible else nxt >= wall_x):
+            nxt = math.sqrt(x * wall_x)
+        if not _RANGE[0] * start <= nxt <= _RANGE[1] * start:
+            break
+        if wall is not None and abs(math.log(nxt / x)) < _WALL_RTOL:
+            break
+        try:
+            e_next = problem.epsilon(nxt)
+        except GridSizeError as exc:
+            wall, wall_x = exc, nxt
+            continue
+        except ValueError:
+            # below the mechanism's range (or past what the accountant discretises):
+            # if no noise at all meets the target, that is the answer
+            if feasible and _zero_meets(problem, target):
+                return 0.0, 0.0
+            raise
+        small, large = (nxt, x) if feasible else (x, nxt)
+        e_small, e_large = problem.epsilon(small), problem.epsilon(large)
+        if e_large > e_small + 1e-9 * abs(e_small):
+            what = problem.what
+            raise ValueError(f"{what} is not non-increasing in {label}: {what}({small:.6g}) = "
+                             f"{e_small:.6g} < {what}({large:.6g}) = {e_large:.6g}; calibration "
+                             f"assumes more noise never increases {what}")
+        if (e_next <= target) != feasible:
+            return _check_order(problem.seen, target, label, problem.what)
+        x = nxt
+        n += 1
+    if feasible and _zero_meets(problem, target):
+        return 0.0, 0.0
+    if wall is not None:
+        # (once refused, every step stays short of the refusal: it ended the search)
+        side = "down to" if feasible else "up to"
+        met = "meets" if feasible else "misses"
+        raise GridSizeError(f"{label} = {x:.6g} {met} the target {problem.what} ≤ {target:g}, "
+                            f"and the search {side} {wall_x:.6g} was refused: {wall}") from wall
+    if feasible:
+        raise ValueError(f"{problem.what} ≤ {target:g} for every {label} down to {x:.3g}: "
+                         f"nothing to calibrate (is the target {problem.what} too large for "
+                         f"this workload?)")
+    if problem.metric is not None:
+        raise ValueError(f"no {label} up to {x:.3g} gives {problem.what} ≤ {target:g}")
+    raise ValueError(f"no {label} up to {x:.3g} gives ε ≤ {target:g} at δ = "
+                     f"{problem.delta:g} under {problem.accountant}")
+
+
+def _zero_meets(problem: Problem, target: float) -> bool:
+    """Whether x = 0 — no noise, when x is the noise parameter — meets the target (a
+    mechanism that refuses 0, or a figure that cannot be computed there, does not)."""
+    if not problem.zero:
+        return False
+    try:
+        return problem.epsilon(0.0) <= target
+    except ValueError:
+        return False
+
+
+def solve_bracket(problem: Problem, start: float, target: float, label: str, rtol: float,
+           integer: bool) -> tuple[float, float]:
+    """(lo, hi): the final bracket, hi the smallest feasible x evaluated; (0, 0) when
+    x = 0, no noise at all, meets the target (``Problem.zero``; tried first when
+    ``start`` is 0: another accountant's answer). With ``integer`` the answer is the
+    smallest integer n ≥ 1 with value ≤ target, checked by evaluating it and n − 1
+    (n = 1 when even 1 meets the target)."""
+    from scipy.optimize import brentq
+    if start == 0.0 and _zero_meets(problem, target):
+        lo, hi = 0.0, 0.0
+    else:
+        lo, hi = _bracket(problem, start if start > 0.0 else 1.0, target, label)
+    if hi > 0.0:
+        # the value can be +∞ (no finite order); Brent needs finite values, and any
+        # large value keeps the sign it needs
+        cap = 1e6 * (target + 1.0)
+        brentq(lambda x: min(problem.epsilon(x) - target, cap), lo, hi,
+               xtol=1e-3 * rtol * lo, rtol=rtol, maxiter=200)
+        lo, hi = _check_order(problem.seen, target, label, problem.what)
+    if not integer:
+        return lo, hi
+    n = max(math.floor(hi), 1)
+    if problem.epsilon(float(n)) > target:
+        n = math.ceil(hi) if math.ceil(hi) > n else n + 1
+    while problem.epsilon(float(n)) > target:     # monotone: at most a step or two
+        n += 1
+    if n > 1 and problem.epsilon(float(n - 1)) <= target:
+        raise ValueError(f"{problem.what} is not non-increasing in {label}: the integer "
+                         f"{n - 1} meets the target but the continuous search put the "
+                         f"threshold above it")
+    return (float(n - 1), float(n)) if n > 1 else (0.0, 1.0)
