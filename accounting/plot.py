@@ -321,10 +321,12 @@ def plot_allocation(families: dict, rho_total: float, n: int, ax: Any = None, *,
     t = np.linspace(0.1, 3.0, 30) if t is None else t
     ax = _axes(ax)
     for label, family in families.items():
-        line = None
+        # annotated: mypy cannot infer a fixed point for a variable that is both
+        # None and a matplotlib Line2D across the loop ("too many iterations")
+        line: Any = None
         for alloc, ls in (("uniform", "-"), ("concentrated", "--")):
             res = allocation_gap(family, rho_total, n, t, alloc)
-            kw = {} if line is None else {"color": line.get_color()}
+            kw: dict[str, Any] = {} if line is None else {"color": line.get_color()}
             line, = ax.plot(res.t, res.gap, ls=ls, label=f"{label}, {alloc}", **kw)
     ax.set_xlabel("order offset t = α − 1")
     ax.set_ylabel(f"composed gap (n = {n}, ρ_total = {rho_total:g})")
