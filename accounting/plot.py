@@ -23,7 +23,8 @@ Information gap (numbers from ``accounting.analysis.gap``; Su, Yang, Su, Wang,
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping, Optional, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ def _axes(ax: Any) -> Any:
     return plt.figure(figsize=(5.0, 3.4)).gca()
 
 
-def plot_format(path: "str | os.PathLike") -> str:
+def plot_format(path: str | os.PathLike) -> str:
     """The format of a figure file from the suffix of ``path`` (``.png``, ``.pdf``,
     ``.svg``, or any other that matplotlib writes), checked before anything is drawn.
     A path with no suffix (``plot``, ``.png``) or an unknown one is a ValueError naming
@@ -89,8 +90,8 @@ def _sides(curve: Any) -> list[tuple[Bound, str, str]]:
     return sides
 
 
-def plot_tradeoff(curve: Any, ax: Any = None, *, direction: "Direction | str" = "max",
-                  epsilons: Optional[Sequence[float]] = None, label: str = "") -> Any:
+def plot_tradeoff(curve: Any, ax: Any = None, *, direction: Direction | str = "max",
+                  epsilons: Sequence[float] | None = None, label: str = "") -> Any:
     """β = T(α) of ``curve`` (any kind; converted to a ``TradeOff``), both sides where
     known, the band between them shaded, with the (ε, δ(ε)) lines that bound it from
     below: max(0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)) (Dong, Roth, Su, arXiv:1905.02383,
@@ -129,8 +130,8 @@ def plot_tradeoff(curve: Any, ax: Any = None, *, direction: "Direction | str" = 
     return ax
 
 
-def plot_profile(curve: Any, ax: Any = None, *, direction: "Direction | str" = "max",
-                 epsilons: Optional[Sequence[float]] = None, label: str = "") -> Any:
+def plot_profile(curve: Any, ax: Any = None, *, direction: Direction | str = "max",
+                 epsilons: Sequence[float] | None = None, label: str = "") -> Any:
     """δ(ε) of ``curve`` (converted to a ``PrivacyProfile``) on a log scale, both sides
     where known."""
     from accounting.curves.profile import PrivacyProfile
@@ -159,7 +160,7 @@ def plot_profile(curve: Any, ax: Any = None, *, direction: "Direction | str" = "
     return ax
 
 
-def plot_pld(curve: Any, ax: Any = None, *, direction: "Direction | str" = "forward",
+def plot_pld(curve: Any, ax: Any = None, *, direction: Direction | str = "forward",
              label: str = "") -> Any:
     """The privacy-loss masses of ``curve`` (converted to a ``PLD``) in one direction
     (``forward`` is the loss log dP/dQ under P), both sides where known, on a log scale;
@@ -183,8 +184,8 @@ def plot_pld(curve: Any, ax: Any = None, *, direction: "Direction | str" = "forw
     return ax
 
 
-def plot_rdp(curve: Any, ax: Any = None, *, alphas: Optional[Sequence[float]] = None,
-             direction: "Direction | str" = "max", label: str = "") -> Any:
+def plot_rdp(curve: Any, ax: Any = None, *, alphas: Sequence[float] | None = None,
+             direction: Direction | str = "max", label: str = "") -> Any:
     """D_α of ``curve`` (converted to ``RDP``) against α, with the zCDP envelope ρα of
     the same curve (its smallest ρ with D_α ≤ ρα for every α > 1) and the gap between
     them shaded (unifying-accounting paper, arXiv:2610.02414v1, §3)."""
@@ -209,8 +210,8 @@ def plot_rdp(curve: Any, ax: Any = None, *, alphas: Optional[Sequence[float]] = 
     return ax
 
 
-def plot_accountants(accountants: "Mapping[str, Any] | Any", ax: Any = None, *,
-                     deltas: Optional[Sequence[float]] = None,
+def plot_accountants(accountants: Mapping[str, Any] | Any, ax: Any = None, *,
+                     deltas: Sequence[float] | None = None,
                      methods: Sequence[str] = ("pld",)) -> Any:
     """ε(δ) against δ for each accountant (a mapping ``{label: Accountant}``, or one
     accountant) under each of ``methods`` (``"pld"``, ``"rdp"``, ``"zcdp"``): the
@@ -250,8 +251,8 @@ def plot_accountants(accountants: "Mapping[str, Any] | Any", ax: Any = None, *,
     return ax
 
 
-def plot_gap(gap: "InformationGap | PairLike", ax: Any = None, *, t: Any = None,
-             label: Optional[str] = None) -> Any:
+def plot_gap(gap: InformationGap | PairLike, ax: Any = None, *, t: Any = None,
+             label: str | None = None) -> Any:
     """The exact Rényi curve D_α = K(t)/t and its zCDP line ρ*α against α = 1 + t, the
     gap Γ(t)/t = ρ*α − D_α shaded between them (paper §3, Fig. 3)."""
     if not isinstance(gap, InformationGap):

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numbers
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -44,24 +44,25 @@ reported below K(t)/(t(t+1)) at any order evaluated, so Γ ≥ 0 at every report
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional, Sequence, Union
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
 
-from accounting.pairs.additive import AdditiveNoise, log_integral
-from accounting.pairs.composed import ComposedPair
-from accounting.ledger import Ledger
-from accounting.numerics.order_search import ENVELOPE_T0, ENVELOPE_TOP, envelope_sup
-from accounting.vocabulary import Direction, as_direction
-from accounting.pairs.mechanism import Mechanism
-from accounting.pairs.pair import LawPair, Pair
 # T_MAX, the largest order t accepted (the library's one cap): beyond it Γ(t)/t =
 # ρ*(t+1) − K(t)/t has settled to its asymptote to the precision shown, while some
 # Rényi curves (the subsampled Gaussian's integer sums) cost memory in proportion to α
 from accounting.curves.rdp import RDP, T_MAX
-from accounting.validation import check_array, check_count, check_positive
 from accounting.curves.zcdp import ZCDP
+from accounting.ledger import Ledger
+from accounting.numerics.order_search import ENVELOPE_T0, ENVELOPE_TOP, envelope_sup
+from accounting.pairs.additive import AdditiveNoise, log_integral
+from accounting.pairs.composed import ComposedPair
+from accounting.pairs.mechanism import Mechanism
+from accounting.pairs.pair import LawPair, Pair
+from accounting.validation import check_array, check_count, check_positive
+from accounting.vocabulary import Direction, as_direction
 
 __all__ = ["LossCumulants", "LocalExpansion", "InformationGap", "CompositionGap",
            "AllocationGap", "information_gap", "loss_cumulants", "composition_gap",
@@ -70,7 +71,7 @@ __all__ = ["LossCumulants", "LocalExpansion", "InformationGap", "CompositionGap"
 #: orders t = α − 1 reported when none are given
 DEFAULT_T = np.geomspace(1e-2, 1e2, 41)
 
-PairLike = Union[Pair, Mechanism]
+PairLike = Pair | Mechanism
 
 _T0 = ENVELOPE_T0        # the t → 0 probe of the envelope search (order_search.envelope_sup)
 _T_BIG = ENVELOPE_TOP    # the t → ∞ probes (the envelope search's top decade)
@@ -109,12 +110,12 @@ class LossCumulants:
     k4: float
     method: str
 
-    def scaled(self, count: int) -> "LossCumulants":
+    def scaled(self, count: int) -> LossCumulants:
         """The cumulants of a sum of ``count`` independent copies (cumulants add)."""
         return LossCumulants(count * self.k1, count * self.k2, count * self.k3,
                              count * self.k4, f"{count} × ({self.method})")
 
-    def __add__(self, other: "LossCumulants") -> "LossCumulants":
+    def __add__(self, other: LossCumulants) -> LossCumulants:
         return LossCumulants(self.k1 + other.k1, self.k2 + other.k2, self.k3 + other.k3,
                              self.k4 + other.k4, "sum of independent components")
 
@@ -172,7 +173,7 @@ def _quadrature_cumulants(view, direction: Direction) -> LossCumulants:
                          "log-space quadrature of loss moments (additive noise)")
 
 
-def _law_cumulants(pair: LawPair, direction: Direction) -> Optional[LossCumulants]:
+def _law_cumulants(pair: LawPair, direction: Direction) -> LossCumulants | None:
     """Cumulants from the atoms of an exact finite loss law (none with mass at ±∞)."""
     law = pair.law(direction, "upper")
     if law.inf_mass > 0 or law.masses.size == 0:
@@ -197,7 +198,7 @@ def _noise_view(obj: Any, pair: Pair):
     return None
 
 
-def _cumulants(obj: Any, pair: Pair, direction: Direction) -> Optional[LossCumulants]:
+def _cumulants(obj: Any, pair: Pair, direction: Direction) -> LossCumulants | None:
     if isinstance(pair, ComposedPair):
         total = None
         for p, n in pair.components:
@@ -215,7 +216,7 @@ def _cumulants(obj: Any, pair: Pair, direction: Direction) -> Optional[LossCumul
     return None
 
 
-def loss_cumulants(pair_or_mechanism: PairLike, direction: "Direction | str" = "forward"
+def loss_cumulants(pair_or_mechanism: PairLike, direction: Direction | str = "forward"
                    ) -> LossCumulants:
     """κ₁..κ₄ of the privacy loss L = log dP/dQ under P (``"backward"``: of log dQ/dP
     under Q).
@@ -284,7 +285,7 @@ class _Directional:
     rho: float
     t_star: float
     method: str
-    cumulants: Optional[LossCumulants]
+    cumulants: LossCumulants | None
     parts: tuple = ()   # ((_Directional, count), …) of a ComposedPair
 
 
@@ -312,7 +313,7 @@ def _locate(cgf, rho: float) -> float:
 
 
 def _directional(obj: Any, pair: Pair, d: Direction, t: np.ndarray, local: bool,
-                 cache: Optional[dict] = None) -> _Directional:
+                 cache: dict | None = None) -> _Directional:
     cache = {} if cache is None else cache
     if d is Direction.BACKWARD and getattr(pair, "symmetric", False):
         d = Direction.FORWARD  # Q‖P is P‖Q relabelled: one computation serves both
@@ -349,7 +350,7 @@ def _pessimistic(rho: float, k: np.ndarray, t: np.ndarray) -> float:
 
 
 def _composed_directional(pair: ComposedPair, d: Direction, t: np.ndarray, local: bool,
-                          cache: Optional[dict] = None) -> _Directional:
+                          cache: dict | None = None) -> _Directional:
     parts = tuple((_directional(p, p, d, t, local, cache), n) for p, n in pair.components)
     k = sum(n * part.cgf for part, n in parts)
     rho_sum = sum(n * part.rho for part, n in parts)
@@ -393,7 +394,7 @@ class InformationGap:
     direction: Direction
     rho_direction: Direction
     method: str
-    local: Optional[LocalExpansion]
+    local: LocalExpansion | None
     description: str = ""
 
     @property
@@ -476,7 +477,7 @@ def _combine(dirs: dict, direction: Direction, t: np.ndarray, description: str) 
 
 
 def information_gap(pair_or_mechanism: PairLike, t: Any = None,
-                    direction: "Direction | str" = "max", *, local: bool = True
+                    direction: Direction | str = "max", *, local: bool = True
                     ) -> InformationGap:
     """ρ*, t* and Γ(t) = ρ*·t(t+1) − K(t) at orders ``t`` (vectorised; default
     ``DEFAULT_T``) — arXiv:2610.02414, §3.
@@ -556,7 +557,7 @@ def _components(components: Any) -> tuple:
     return tuple(out)
 
 
-def composition_gap(components: Any, t: Any = None, direction: "Direction | str" = "max",
+def composition_gap(components: Any, t: Any = None, direction: Direction | str = "max",
                     *, local: bool = False) -> CompositionGap:
     """The gap of the independent composition of ``components`` — a ``Ledger``, a
     ``ComposedPair`` or a sequence of (pair or mechanism, count) — at orders ``t``
@@ -602,8 +603,8 @@ class AllocationGap:
 
 
 def allocation_gap(family: Callable[[float], PairLike], rho_total: float, n: int,
-                   t: Any = 1.0, allocation: "str | Sequence[float]" = "uniform",
-                   direction: "Direction | str" = "max", *, rtol: float = 1e-6
+                   t: Any = 1.0, allocation: str | Sequence[float] = "uniform",
+                   direction: Direction | str = "max", *, rtol: float = 1e-6
                    ) -> AllocationGap:
     """The composed gap of n mechanisms ``family(ρ_i)`` with Σ ρ_i = ``rho_total``.
 
@@ -648,7 +649,7 @@ def allocation_gap(family: Callable[[float], PairLike], rho_total: float, n: int
 
 
 def calibrated_family(make: Callable[[float], PairLike], lo: float, hi: float,
-                      direction: "Direction | str" = "max") -> Callable[[float], PairLike]:
+                      direction: Direction | str = "max") -> Callable[[float], PairLike]:
     """ρ ↦ make(x) with x ∈ [lo, hi] solving ρ*(make(x)) = ρ (Brent's method on log x;
     ρ* must be monotone in x on the bracket). For families with ρ* in closed form
     (Laplace: ρ* = e + e^{−e} − 1 with e = Δ/b)."""

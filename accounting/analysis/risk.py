@@ -175,8 +175,8 @@ def _renyi_tpr(curve: Any, fpr: np.ndarray, direction: Direction) -> np.ndarray:
     return out
 
 
-def tpr_at_fpr(curve: Any, fpr: "np.ndarray | float", *, direction: "Direction | str" = "max",
-               bound: "Bound | str" = "upper", accountant: str = "pld") -> np.ndarray:
+def tpr_at_fpr(curve: Any, fpr: np.ndarray | float, *, direction: Direction | str = "max",
+               bound: Bound | str = "upper", accountant: str = "pld") -> np.ndarray:
     """The largest true-positive rate of any attack at false-positive rate ``fpr``:
     1 − T(fpr). With ``bound="upper"`` (default) a certified upper bound on every
     attack's TPR; ``bound="lower"`` gives the optimistic side beside it.
@@ -214,8 +214,8 @@ def tpr_at_fpr(curve: Any, fpr: "np.ndarray | float", *, direction: "Direction |
     return np.clip(tpr, a, 1.0) if side is Bound.UPPER else np.clip(tpr, 0.0, 1.0)
 
 
-def advantage(curve: Any, *, direction: "Direction | str" = "max",
-              bound: "Bound | str" = "upper", accountant: str = "pld") -> float:
+def advantage(curve: Any, *, direction: Direction | str = "max",
+              bound: Bound | str = "upper", accountant: str = "pld") -> float:
     """The largest TPR − FPR of any attack: δ(0), the total variation distance between
     the pair's distributions. ``bound="upper"`` (default) is a certified upper bound.
     ``curve`` and ``accountant`` as for ``tpr_at_fpr``."""
@@ -224,8 +224,8 @@ def advantage(curve: Any, *, direction: "Direction | str" = "max",
     return float(profile.delta(0.0, as_direction(direction), as_bound(bound)))
 
 
-def bayes_risk(curve: Any, prior: float, *, direction: "Direction | str" = "max",
-               bound: "Bound | str" = "upper", accountant: str = "pld") -> float:
+def bayes_risk(curve: Any, prior: float, *, direction: Direction | str = "max",
+               bound: Bound | str = "upper", accountant: str = "pld") -> float:
     """The smallest error probability of any attack when the target is present with
     probability ``prior`` (π in (0, 1)): π·(1 − δ(log((1 − π)/π))), with δ the
     profile in the direction that tests presence against absence; for ``max`` the
@@ -245,7 +245,7 @@ def bayes_risk(curve: Any, prior: float, *, direction: "Direction | str" = "max"
 GDP_ALPHA = 0.01
 
 
-def gdp_mu(alpha: Any, beta: Any) -> "float | np.ndarray":
+def gdp_mu(alpha: Any, beta: Any) -> float | np.ndarray:
     """μ with G_μ(α) = β, G_μ(α) = Φ(Φ⁻¹(1 − α) − μ) (arXiv:1905.02383, Def. 2.7).
 
     ``alpha`` in (0, 1), ``beta`` in [0, 1], broadcast together; μ = Φ⁻¹(1 − α) −

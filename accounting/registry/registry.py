@@ -53,7 +53,8 @@ import re
 import sys
 import warnings
 import weakref
-from typing import Any, Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import attrs
 import pluggy
@@ -104,7 +105,7 @@ class Job:
     plugin: str
     default: bool = False
     #: the noise parameter ``accounting calibrate`` solves for, if the job names one
-    solve: Optional[str] = None
+    solve: str | None = None
     #: accountant name → a note printed under that accountant's answer
     notes: tuple[tuple[str, str], ...] = attrs.field(default=(), repr=False)
 
@@ -130,7 +131,7 @@ def builtin_distributions() -> frozenset[str]:
     Their entry points are the built-in plugins. Empty when the package runs from a
     source tree that is not installed (then every entry point is a third party).
     """
-    import importlib.metadata   # lazy: ~0.1 s that `import accounting` need not pay
+    import importlib.metadata  # lazy: ~0.1 s that `import accounting` need not pay
     package = __name__.partition(".")[0]
     names = []
     # Only a distribution that declares entry points in our group can be the source of
@@ -149,7 +150,7 @@ def builtin_distributions() -> frozenset[str]:
     return frozenset(_canonical(n) for n in names if n)
 
 
-def _distribution(ep: Any, cache: Optional[dict] = None) -> Optional[str]:
+def _distribution(ep: Any, cache: dict | None = None) -> str | None:
     """The canonical name of the distribution declaring ``ep`` (None if unknown).
     Reading it parses METADATA: ``cache`` keeps one answer per distribution object."""
     dist = getattr(ep, "dist", None)
@@ -249,7 +250,7 @@ class Registry:
     curve_kind_sources = property(lambda self: self._sources("curve kind"))
 
     # -------------------------------------------------------------- loading
-    def register_plugin(self, plugin: object, name: Optional[str] = None, *,
+    def register_plugin(self, plugin: object, name: str | None = None, *,
                         strict: bool = True) -> str:
         """Register a third-party plugin object (module, class or instance) and its hooks.
 
@@ -330,7 +331,7 @@ class Registry:
 
     # -------------------------------------------------------------- internals
     @staticmethod
-    def _plugin_name(plugin: object, name: Optional[str]) -> str:
+    def _plugin_name(plugin: object, name: str | None) -> str:
         if name is None:
             name = getattr(plugin, "__name__", None)
             if not isinstance(name, str) or not name:
@@ -406,7 +407,7 @@ class Registry:
                                  f"calling register(...); the value is ignored")
         return items
 
-    def _callback(self, kind: "Kind", plugin: str, builtin: bool,
+    def _callback(self, kind: Kind, plugin: str, builtin: bool,
                   items: list[Record]) -> Callable[..., None]:
         """The ``register`` a hook receives: validates each registration (the kind's
         check), records a refusal as an error of this plugin (and returns normally, so a
@@ -487,7 +488,7 @@ class Registry:
                              f"{did_you_mean(name, self.table['mechanism'])}; "
                              f"registered: {known}") from None
 
-    def default_job(self) -> Optional[Job]:
+    def default_job(self) -> Job | None:
         """The job a built-in plugin marked as the default (what ``accounting`` runs)."""
         return next((j for j in self.jobs.values() if j.default), None)
 
@@ -512,7 +513,7 @@ class Registry:
             raise ValueError(f"unknown curve kind {kind!r}; expected one of {names}")
         return record.value[1]
 
-    def plugin_of(self, cls: type) -> Optional[str]:
+    def plugin_of(self, cls: type) -> str | None:
         """The plugin that registered the mechanism class ``cls``, if one did."""
         for record in self.table["mechanism"].values():
             if record.value is cls:
@@ -610,7 +611,7 @@ def _check_converter(plugin: str, source: Any, target: Any, func: Any, exactness
 
 
 def _check_auditor(plugin: str, name: Any, auditor: Any) -> tuple[str, Any]:
-    from accounting.registry.auditor import auditor_problems   # numpy: only when needed
+    from accounting.registry.auditor import auditor_problems  # numpy: only when needed
     if not isinstance(name, str) or not _NAME.match(name):
         raise _Refused(f"auditor name must be a lower-case identifier, got {_short(name)}")
     problems = auditor_problems(auditor)
@@ -621,8 +622,8 @@ def _check_auditor(plugin: str, name: Any, auditor: Any) -> tuple[str, Any]:
 
 
 def _check_job(plugin: str, name: Any, workload: Any, description: Any, *,
-               default: bool = False, solve: Optional[str] = None,
-               notes: Optional[dict] = None) -> tuple[str, Any]:
+               default: bool = False, solve: str | None = None,
+               notes: dict | None = None) -> tuple[str, Any]:
     import copy
     import tomllib
     if not isinstance(name, str) or not _NAME.match(name):

@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from accounting.vocabulary import Exactness
 from accounting.curves.graph import Converter, check_curve, edges
 from accounting.curves.pld import PLD
 from accounting.curves.profile import PrivacyProfile
@@ -35,6 +34,7 @@ from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
 from accounting.curves.zcdp import ZCDP
 from accounting.pairs.pair import Pair, discrete_pair
+from accounting.vocabulary import Exactness
 
 __all__ = ["ConverterContract", "default_pairs"]
 

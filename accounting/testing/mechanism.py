@@ -44,14 +44,14 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from accounting.vocabulary import Exactness
-from accounting.pairs.additive import AdditiveNoise
-from accounting.pairs.mechanism import Mechanism
 from accounting.curves.pld import PLD
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
 from accounting.curves.zcdp import ZCDP
+from accounting.pairs.additive import AdditiveNoise
+from accounting.pairs.mechanism import Mechanism
+from accounting.vocabulary import Exactness
 
 __all__ = ["MechanismContract"]
 

@@ -71,20 +71,18 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Optional
 
 import attrs
 import numpy as np
 from scipy.special import bdtr
 
-from accounting.vocabulary import Exactness
 from accounting.curves.profile import symmetric_profile
 from accounting.numerics.fourier import weighted_sum_up
 from accounting.pairs.mechanism import Mechanism, Range, parameter
 from accounting.pairs.pair import Pair, identical_pair
 from accounting.registry.hookspecs import hookimpl
 from accounting.validation import check_array, check_count, check_positive
-from accounting.vocabulary import Bound
+from accounting.vocabulary import Bound, Exactness
 
 from .approx_dp import _one_sensitivity, approx_dp_pair
 
@@ -109,7 +107,7 @@ MAX_EPS = 700.0
 ROUNDOFF = 64 * np.finfo(float).eps
 
 
-def br_masses(epsilon: float, t: "np.ndarray | float") -> tuple[np.ndarray, np.ndarray,
+def br_masses(epsilon: float, t: np.ndarray | float) -> tuple[np.ndarray, np.ndarray,
                                                                   np.ndarray, np.ndarray]:
     """(p_t, 1 − p_t, q_t, 1 − q_t) of the two-point pair RR_t (losses t and t − ε),
     computed without cancellation (``expm1``); t ∈ [0, ε], ε > 0."""
@@ -122,7 +120,7 @@ def br_masses(epsilon: float, t: "np.ndarray | float") -> tuple[np.ndarray, np.n
     return p, p_low, q, q_low
 
 
-def br_profile(eps: "np.ndarray | float", epsilon: float) -> np.ndarray:
+def br_profile(eps: np.ndarray | float, epsilon: float) -> np.ndarray:
     """δ(ε') of one ε-BR use, the sup over t of δ(RR_t)(ε') (module docstring):
     (1 − e^{(ε'−ε)/2})²/(1 − e^{−ε}) on [−ε, ε], 1 − e^{ε'} below, 0 above."""
     eps = np.asarray(eps, dtype=float)
@@ -135,7 +133,7 @@ def br_profile(eps: "np.ndarray | float", epsilon: float) -> np.ndarray:
     return np.where(eps <= -epsilon, below, np.where(eps >= epsilon, 0.0, mid))
 
 
-def br_composed_profile(eps: "np.ndarray | float", epsilon: float, count: int,
+def br_composed_profile(eps: np.ndarray | float, epsilon: float, count: int,
                         chunk: int = 1 << 21) -> tuple[np.ndarray, np.ndarray]:
     """(upper, lower) of δ_k(ε') = sup_t δ(RR_t^{⊗k})(ε') at each ε' in [0, ``MAX_EPS``]:
     max over m of G_m(t_m) (module docstring), ± the binomial CDFs' roundoff
@@ -249,7 +247,7 @@ class BoundedRangePair(Pair):
         return f"{self.epsilon:g}-BR"
 
 
-def batch_pair(epsilon: float, count: int) -> "Optional[BoundedRangeBatchPair]":
+def batch_pair(epsilon: float, count: int) -> BoundedRangeBatchPair | None:
     """The non-adaptive batch of ``count`` ε-BR uses, or None when the closed form is
     out of reach (count > ``MAX_BATCH``, or a profile not negligible by ``MAX_EPS``):
     the uses are then composed as adaptive ones, which is sound."""
@@ -276,7 +274,7 @@ class BoundedRangeBatchPair(Pair):
         return False
 
     @functools.cached_property
-    def _grid(self) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def _grid(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """(ε' nodes, upper δ, lower δ) on [0, E], E where δ falls below ``GRID_TAIL``
         (found on a coarse pass); None if that is beyond ``MAX_EPS``."""
         top = min(self.count * self.epsilon, MAX_EPS)

@@ -45,16 +45,16 @@ import functools
 import math
 import warnings
 from fractions import Fraction
-from typing import Any, Optional
+from typing import Any
 
 import attrs
 import numpy as np
 from scipy.special import log_ndtr, logsumexp
 
 from accounting.pairs.additive import AdditiveNoise
-from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import NOISE_SCALE, Range, in_range, parameter
 from accounting.pairs.pair import Pair, corner_pair, not_provided
+from accounting.registry.hookspecs import hookimpl
 from accounting.validation import check_count, check_positive, check_real
 from accounting.vocabulary import Direction
 
@@ -657,7 +657,7 @@ class DiscreteLaplace(AdditiveNoise):
                                validator=attrs.validators.optional(in_range(NOISE_SCALE)),
                                metadata={"range": NOISE_SCALE})
     #: the deprecated decay rate, as given (``a=``); None when ``scale`` is given
-    _given_rate: Optional[float] = attrs.field(default=None, kw_only=True, alias="a",
+    _given_rate: float | None = attrs.field(default=None, kw_only=True, alias="a",
                                                repr=False, metadata={"deprecated": "scale"})
 
     def __attrs_post_init__(self):

@@ -22,7 +22,7 @@ guarantees is #P-hard in general, Murtagh and Vadhan, arXiv:1507.03113).
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import attrs
 import numpy as np
@@ -99,7 +99,7 @@ def _exact_laws(pair: Pair) -> tuple[LossPMF, LossPMF]:
     return pair.upper
 
 
-def exact_product(components: Iterable["tuple[Pair, int] | Pair"],
+def exact_product(components: Iterable[tuple[Pair, int] | Pair],
                   label: str = "") -> LawPair:
     """The exact product pair of ``components`` — pairs, or (pair, count) tuples — whose
     loss laws are finite and exact (``LawPair`` with upper = lower).

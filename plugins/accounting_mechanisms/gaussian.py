@@ -18,9 +18,9 @@ import numpy as np
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from accounting.pairs.additive import AdditiveNoise
-from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import NOISE_SCALE, parameter
 from accounting.pairs.pair import NoiseDensity, Pair, corner_pair
+from accounting.registry.hookspecs import hookimpl
 from accounting.validation import check_positive
 
 __all__ = ["Gaussian", "GaussianPair", "gaussian_delta"]

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Optional
+from typing import Any
 
 import attrs
 import numpy as np
 
 from accounting.pairs.additive import AdditiveNoise, continuous_noise_pair
-from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import Range, in_range
 from accounting.pairs.pair import LawPair, Pair, corner_pair
+from accounting.registry.hookspecs import hookimpl
 
 from .gaussian import GaussianPair
 
@@ -205,7 +205,7 @@ class _EqualScalesMixturePair(LawPair):
     E_P[e^{tL}] to such x gives K(t) ≥ log w_max + t(t + 1)Δ²/(2s²) − o(1) (backward:
     x → −∞ and the smallest mean)."""
 
-    inner: Optional[Pair] = None
+    inner: Pair | None = None
     rho: float = 0.0
 
     def _cgf(self, t, direction):

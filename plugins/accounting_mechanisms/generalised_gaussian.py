@@ -19,9 +19,9 @@ import attrs
 import numpy as np
 
 from accounting.pairs.additive import AdditiveNoise
-from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import Range, parameter
 from accounting.pairs.pair import Pair, corner_pair
+from accounting.registry.hookspecs import hookimpl
 
 from .gaussian import GaussianPair
 from .laplace import LaplacePair

@@ -20,9 +20,9 @@ import attrs
 import numpy as np
 
 from accounting.pairs.additive import AdditiveNoise
-from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import NOISE_SCALE, parameter
 from accounting.pairs.pair import NoiseDensity, Pair, corner_pair
+from accounting.registry.hookspecs import hookimpl
 from accounting.validation import check_positive
 
 __all__ = ["Laplace", "LaplacePair"]

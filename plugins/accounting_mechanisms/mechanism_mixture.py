@@ -26,11 +26,16 @@ import math
 import attrs
 import numpy as np
 
-from accounting.vocabulary import Exactness
-from accounting.pairs.mechanism import (Mechanism, Neighbouring, Range, as_neighbouring,
-                                        probabilities_for)
+from accounting.pairs.mechanism import (
+    Mechanism,
+    Neighbouring,
+    Range,
+    as_neighbouring,
+    probabilities_for,
+)
 from accounting.pairs.pair import Pair, not_provided
 from accounting.registry.hookspecs import hookimpl
+from accounting.vocabulary import Exactness
 
 from .approx_dp import _entries_in, _one_sensitivity, _scalar_or_tuple
 

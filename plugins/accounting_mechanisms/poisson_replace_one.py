@@ -80,15 +80,26 @@ import attrs
 import numpy as np
 from scipy.special import expit, log_ndtr, logsumexp
 
-from accounting.vocabulary import Exactness
 from accounting.numerics.loss import LossPMF
-from accounting.pairs.additive import (AdditiveNoise, CutSupportLawPair, _cell_laws, log_integral,
-                                      support_extent)
-from accounting.pairs.mechanism import (RATE, Mechanism, Neighbouring, Range, as_neighbouring,
-                                        parameter)
+from accounting.pairs.additive import (
+    AdditiveNoise,
+    CutSupportLawPair,
+    _cell_laws,
+    log_integral,
+    support_extent,
+)
+from accounting.pairs.mechanism import (
+    RATE,
+    Mechanism,
+    Neighbouring,
+    Range,
+    as_neighbouring,
+    parameter,
+)
 from accounting.pairs.pair import LawPair, Pair, disjoint_pair, identical_pair
 from accounting.pairs.primitives import check_primitive_output
 from accounting.registry.hookspecs import hookimpl
+from accounting.vocabulary import Exactness
 
 __all__ = ["PoissonReplaceOne", "PoissonReplaceOneGaussian", "ReplaceOneGaussianPair",
            "replace_one_noise_pair", "check_replace_one_base"]

@@ -19,11 +19,17 @@ import math
 import attrs
 import numpy as np
 
-from accounting.registry.hookspecs import hookimpl
 from accounting.numerics.loss import LossPMF
-from accounting.pairs.mechanism import (Mechanism, Neighbouring, Range, as_neighbouring, parameter,
-                                  positive)
+from accounting.pairs.mechanism import (
+    Mechanism,
+    Neighbouring,
+    Range,
+    as_neighbouring,
+    parameter,
+    positive,
+)
 from accounting.pairs.pair import LawPair, discrete_pair
+from accounting.registry.hookspecs import hookimpl
 from accounting.validation import check_count
 
 __all__ = ["RandomizedResponse", "rr_cgf", "rr_composed_law"]

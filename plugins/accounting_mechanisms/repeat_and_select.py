@@ -47,6 +47,7 @@ which *is* the base: its pair is returned as it is).
 from __future__ import annotations
 
 import math
+
 import attrs
 import numpy as np
 

@@ -16,8 +16,8 @@ import attrs
 import numpy as np
 
 from accounting.pairs.additive import AdditiveNoise
-from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import Range, parameter
+from accounting.registry.hookspecs import hookimpl
 
 __all__ = ["StudentT"]
 

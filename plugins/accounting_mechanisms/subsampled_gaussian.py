@@ -24,11 +24,11 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from accounting.vocabulary import Direction, Exactness
-from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import RATE, Range, parameter
 from accounting.pairs.pair import disjoint_pair, identical_pair
+from accounting.registry.hookspecs import hookimpl
 from accounting.validation import check_positive
+from accounting.vocabulary import Direction, Exactness
 
 from . import subsampled_gaussian_rdp as _rdp
 from .gaussian import GaussianPair
@@ -47,7 +47,7 @@ class SubsampledGaussianPair(PoissonSubsampledPair):
             raise TypeError(f"base must be a GaussianPair, got {type(self.base).__name__}")
 
     @classmethod
-    def of(cls, q: float, z: float) -> "SubsampledGaussianPair":
+    def of(cls, q: float, z: float) -> SubsampledGaussianPair:
         """The pair for sampling rate q and noise multiplier z = σ/Δ."""
         return cls(GaussianPair(1.0 / check_positive("z", z)), q)
 

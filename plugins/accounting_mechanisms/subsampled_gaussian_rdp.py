@@ -207,14 +207,14 @@ def log_mixture_ratio(big_l: np.ndarray, q: float) -> np.ndarray:
     return out
 
 
-def log_power_excess(ell: np.ndarray, lam: "float | np.ndarray") -> np.ndarray:
+def log_power_excess(ell: np.ndarray, lam: float | np.ndarray) -> np.ndarray:
     """log F_lam(ell) = log(e^(lam ell) - 1 - lam (e^ell - 1)) >= -inf, accurate for every
     ell (``_log_f``): the non-negative integrand of A_lam - 1 = E[r^lam - 1 - lam (r - 1)]
     at r = e^ell, for lam > 1 or lam < 0."""
     return _log_f(np.asarray(ell, dtype=float), lam)
 
 
-def _log_f(ell: np.ndarray, lam: "float | np.ndarray") -> np.ndarray:
+def _log_f(ell: np.ndarray, lam: float | np.ndarray) -> np.ndarray:
     """log F_lam(ell), F_lam(ell) = e^(lam ell) - 1 - lam (e^ell - 1) >= 0.
 
     ``lam`` is one order or one per entry of ``ell``, all > 1 or all < 0."""
@@ -228,14 +228,14 @@ def _log_f(ell: np.ndarray, lam: "float | np.ndarray") -> np.ndarray:
 
 
 def _log_integrand_parts(x: np.ndarray, q: float, sigma: float,
-                         lam: "float | np.ndarray") -> tuple[np.ndarray, np.ndarray]:
+                         lam: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(log phi_sigma(x), log F_lam(ell(x))); their sum is the log-integrand of A_lam - 1."""
     log_phi = -0.5 * (x / sigma) ** 2 - math.log(sigma) - _LOG_SQRT_2PI
     return log_phi, _log_f(_log_ratio(x, q, sigma), lam)
 
 
 def _log_integrand(x: np.ndarray, q: float, sigma: float,
-                   lam: "float | np.ndarray") -> np.ndarray:
+                   lam: float | np.ndarray) -> np.ndarray:
     """log(phi_sigma(x) F_lam(ell(x))): the log-integrand of A_lam - 1."""
     log_phi, log_f = _log_integrand_parts(x, q, sigma, lam)
     return log_phi + log_f

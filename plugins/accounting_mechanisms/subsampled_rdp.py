@@ -47,13 +47,13 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from accounting.vocabulary import Direction
 from accounting.numerics.loss import LossPMF
+from accounting.vocabulary import Direction
 
 __all__ = ["law_cgf", "remove_cgf_bound", "add_cgf_bound", "taylor_remove_bound",
            "central_moments", "MAX_BINOMIAL_ORDER", "MAX_TAYLOR_ORDER", "TAYLOR_DEGREES"]
@@ -255,7 +255,6 @@ def remove_cgf_bound(base_forward: BaseCGF, q: float, t: np.ndarray, *,
     t = np.asarray(t, dtype=float)
     flat = np.ravel(t)
     jensen = _joint_convexity(base_forward, q, flat)
-    lq1 = np.log1p(-q) if q < 1 else -np.inf
     top = int(min(np.ceil(flat.max(initial=0.0)), MAX_BINOMIAL_ORDER - 1))
     out = jensen.copy()
     if top >= 1:

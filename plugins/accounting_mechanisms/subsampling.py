@@ -25,18 +25,31 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from accounting.pairs.additive import log_integral
 from accounting.curves.profile import symmetric_profile
-from accounting.vocabulary import Bound, Direction, Exactness
+from accounting.pairs.additive import log_integral
+from accounting.pairs.mechanism import (
+    RATE,
+    Mechanism,
+    Neighbouring,
+    Range,
+    as_neighbouring,
+    parameter,
+)
+from accounting.pairs.pair import (
+    LawPair,
+    Pair,
+    _overrides,
+    disjoint_pair,
+    identical_pair,
+    not_provided,
+)
 from accounting.registry.hookspecs import hookimpl
-from accounting.pairs.mechanism import RATE, Mechanism, Neighbouring, Range, as_neighbouring, parameter
-from accounting.pairs.pair import (LawPair, Pair, _overrides, disjoint_pair, identical_pair,
-                                   not_provided)
 from accounting.validation import check_count, check_probability
+from accounting.vocabulary import Bound, Direction, Exactness
 
 from . import subsampled_rdp as _rdp
-from .subsampled_gaussian_rdp import log_mixture_ratio, log_power_excess
 from .laplace import LaplacePair
+from .subsampled_gaussian_rdp import log_mixture_ratio, log_power_excess
 
 __all__ = ["PoissonSubsampledPair", "PoissonSubsampled", "WithoutReplacementPair",
            "SampledWithoutReplacement", "SubsampledLaplace", "check_rate", "poisson_pair",

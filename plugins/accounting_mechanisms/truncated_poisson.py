@@ -24,8 +24,6 @@ When B ≥ n (or t underflows to 0) it is the Poisson-subsampled Gaussian exactl
 
 from __future__ import annotations
 
-import math
-
 import attrs
 
 from accounting.pairs.mechanism import Mechanism, Range, parameter

@@ -20,7 +20,8 @@ other plugins' mechanisms or parameter names.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
@@ -64,9 +65,9 @@ class BootstrapResult:
 
 
 def bootstrap_test(x: Any, y: Any, *, mechanism: Any, shift: Any, alpha: float = 2.0,
-                   lam: float = 1e-2, n_boot: int = 99, bandwidth: Optional[float] = None,
-                   rng: Optional[np.random.Generator] = None,
-                   progress: Optional[Callable[[int, int], None]] = None) -> BootstrapResult:
+                   lam: float = 1e-2, n_boot: int = 99, bandwidth: float | None = None,
+                   rng: np.random.Generator | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> BootstrapResult:
     """p-value of D̂_{α,λ}(x, y) against ``mechanism`` applied to a query whose outputs on
     the two datasets differ by ``shift`` (a vector of length d, or a scalar for d = 1).
 

@@ -35,7 +35,8 @@ above it cannot be rejected by this audit whatever the mechanism does.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
@@ -63,7 +64,7 @@ class ThresholdResult:
     fnr_upper: float
     claimed_fnr: float
     beaten: bool
-    epsilon_bound: Optional[float] = None
+    epsilon_bound: float | None = None
 
     def to_dict(self) -> dict:
         return attrs.asdict(self)
@@ -85,8 +86,8 @@ class WitnessTest:
     m_p: int
     m_q: int
     rows: tuple
-    epsilon_lower_bound: Optional[float]
-    detectable_epsilon: Optional[float]
+    epsilon_lower_bound: float | None
+    detectable_epsilon: float | None
     detectable: bool
     min_fpr: float
 
@@ -205,7 +206,7 @@ def _plan_curve(cand: Candidate, claim: Any, m_p: int, m_q: int,
 
 def witness_test(cands: list[Candidate], xb: np.ndarray, yb: np.ndarray, *, claim: Any,
                  level: float, n_thresholds: int = 2,
-                 progress: Optional[Callable[[str], None]] = None) -> WitnessTest:
+                 progress: Callable[[str], None] | None = None) -> WitnessTest:
     """Choose among ``cands`` (learned on the training part) and test ``claim`` on the
     held-out part (xb, yb) at ``level``."""
     m_p, m_q = xb.shape[0], yb.shape[0]

@@ -10,7 +10,7 @@ The kernel divergence D̂ is shown only as a labelled descriptive statistic.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any
 
 import attrs
 
@@ -47,7 +47,7 @@ class RKRDPResult:
 
     alphas: tuple
     thresholds: tuple
-    held_out_statistics: Optional[tuple]
+    held_out_statistics: tuple | None
     level: float
     status: str
 
@@ -85,14 +85,14 @@ class AuditReport:
     level: float
     level_witness: float
     level_threshold: float
-    lambda0: Optional[float]
+    lambda0: float | None
     witness: WitnessTest
-    rkrdp: Optional[RKRDPResult]
-    statistics: Optional[tuple]
+    rkrdp: RKRDPResult | None
+    statistics: tuple | None
     seed: int
     settings: dict = attrs.field(eq=False)
-    bootstrap: Optional[BootstrapResult] = None
-    sweep: Optional[RKRDSweep] = attrs.field(default=None, eq=False, repr=False)
+    bootstrap: BootstrapResult | None = None
+    sweep: RKRDSweep | None = attrs.field(default=None, eq=False, repr=False)
     seconds: float = 0.0
     auditor: str = "rkrd"
     #: what makes the audit less informative than it looks (a degenerate kernel, …)
@@ -100,21 +100,21 @@ class AuditReport:
 
     # ------------------------------------------------------------ the claim
     @property
-    def epsilon(self) -> Optional[float]:
+    def epsilon(self) -> float | None:
         return self.claim.epsilon if isinstance(self.claim, EpsDeltaClaim) else None
 
     @property
-    def delta(self) -> Optional[float]:
+    def delta(self) -> float | None:
         return self.claim.delta if isinstance(self.claim, EpsDeltaClaim) else None
 
     # ------------------------------------------------------------- verdict
     @property
-    def epsilon_lower_bound(self) -> Optional[float]:
+    def epsilon_lower_bound(self) -> float | None:
         """The certified ε lower bound of an (ε, δ) claim's witness test (else None)."""
         return self.witness.epsilon_lower_bound
 
     @property
-    def lower_bound(self) -> Optional[LowerBound]:
+    def lower_bound(self) -> LowerBound | None:
         """The certified bound with its best threshold, as a ``LowerBound`` ((ε, δ)
         claims; None for a curve claim)."""
         eps = self.witness.epsilon_lower_bound
@@ -126,7 +126,7 @@ class AuditReport:
                           len(w.rows), None, f"{w.family}: {w.detail}")
 
     @property
-    def detectable_epsilon(self) -> Optional[float]:
+    def detectable_epsilon(self) -> float | None:
         """The largest ε a perfect witness could certify at these sizes and level."""
         return self.witness.detectable_epsilon
 
@@ -223,7 +223,7 @@ class AuditReport:
         return json_safe(out)
 
     @classmethod
-    def from_dict(cls, data: Any) -> "AuditReport":
+    def from_dict(cls, data: Any) -> AuditReport:
         """The report of ``to_dict(exact=True)``; nothing is executed or unpickled, and a
         problem is a ValueError/TypeError naming its path (``report.witness.rows[0]``)."""
         from accounting.serialization import decode
@@ -290,6 +290,7 @@ def report_types() -> dict:
     """The classes a saved report may hold (with the core's curve classes, for a claim
     that is a trade-off curve): the allow-list of ``accounting.serialization``."""
     from accounting.serialization import curve_types
+
     from .claims import CurveClaim
     return {**curve_types(), "AuditReport": AuditReport, "RKRDPResult": RKRDPResult,
             "WitnessTest": WitnessTest, "ThresholdResult": ThresholdResult,
