@@ -31,7 +31,7 @@ import numpy as np
 from accounting.analysis.gap import InformationGap, PairLike, allocation_gap, information_gap
 from accounting.curves.curve import as_kind
 from accounting.validation import check_array
-from accounting.vocabulary import Bound, Direction, as_direction
+from accounting.vocabulary import ArrayLike, Bound, Direction, as_direction
 
 __all__ = ["plot_tradeoff", "plot_profile", "plot_pld", "plot_rdp", "plot_accountants",
            "plot_gap", "plot_gap_vs_shift", "plot_gap_vs_parameter", "plot_allocation",
@@ -49,7 +49,7 @@ def _axes(ax: Any) -> Any:
     return plt.figure(figsize=(5.0, 3.4)).gca()
 
 
-def plot_format(path: str | os.PathLike) -> str:
+def plot_format(path: str | os.PathLike[str]) -> str:
     """The format of a figure file from the suffix of ``path`` (``.png``, ``.pdf``,
     ``.svg``, or any other that matplotlib writes), checked before anything is drawn.
     A path with no suffix (``plot``, ``.png``) or an unknown one is a ValueError naming
@@ -91,7 +91,7 @@ def _sides(curve: Any) -> list[tuple[Bound, str, str]]:
 
 
 def plot_tradeoff(curve: Any, ax: Any = None, *, direction: Direction | str = "max",
-                  epsilons: Sequence[float] | None = None, label: str = "") -> Any:
+                  epsilons: ArrayLike | None = None, label: str = "") -> Any:
     """β = T(α) of ``curve`` (any kind; converted to a ``TradeOff``), both sides where
     known, the band between them shaded, with the (ε, δ(ε)) lines that bound it from
     below: max(0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)) (Dong, Roth, Su, arXiv:1905.02383,
@@ -131,7 +131,7 @@ def plot_tradeoff(curve: Any, ax: Any = None, *, direction: Direction | str = "m
 
 
 def plot_profile(curve: Any, ax: Any = None, *, direction: Direction | str = "max",
-                 epsilons: Sequence[float] | None = None, label: str = "") -> Any:
+                 epsilons: ArrayLike | None = None, label: str = "") -> Any:
     """δ(ε) of ``curve`` (converted to a ``PrivacyProfile``) on a log scale, both sides
     where known."""
     from accounting.curves.profile import PrivacyProfile
@@ -167,6 +167,7 @@ def plot_pld(curve: Any, ax: Any = None, *, direction: Direction | str = "forwar
     the mass at +∞ is written in the legend."""
     from accounting.curves.pld import PLD
     pld = as_kind(curve, PLD)
+    assert isinstance(pld, PLD)            # as_kind converts to the kind it is given
     d = as_direction(direction)
     if d is Direction.MAX:
         raise ValueError("plot_pld needs direction 'forward' or 'backward', not 'max'")
@@ -192,6 +193,7 @@ def plot_rdp(curve: Any, ax: Any = None, *, alphas: Sequence[float] | None = Non
     from accounting.curves.rdp import RDP
     from accounting.curves.zcdp import ZCDP
     rdp = as_kind(curve, RDP)
+    assert isinstance(rdp, RDP)            # as_kind converts to the kind it is given
     d = as_direction(direction)
     a = check_array("alphas", np.geomspace(1.01, 64.0, 120) if alphas is None else alphas,
                     lo=1.0, lo_open=True)
@@ -294,7 +296,7 @@ def plot_gap_vs_shift(shifts: Sequence[float], gaps: Sequence[float], ax: Any = 
 
 
 def plot_gap_vs_parameter(make: Callable[[float], PairLike], values: Sequence[float],
-                          t: Sequence[float] = (1.0,), ax: Any = None, *,
+                          t: ArrayLike = (1.0,), ax: Any = None, *,
                           relative: bool = True, xlabel: str = "parameter",
                           logx: bool = True) -> Any:
     """Γ(t) (or Γ(t)/(ρ*t(t+1)) when ``relative``) of ``make(v)`` for each value v, one
@@ -314,7 +316,7 @@ def plot_gap_vs_parameter(make: Callable[[float], PairLike], values: Sequence[fl
     return ax
 
 
-def plot_allocation(families: dict, rho_total: float, n: int, ax: Any = None, *,
+def plot_allocation(families: dict[str, Callable[[float], PairLike]], rho_total: float, n: int, ax: Any = None, *,
                     t: Any = None) -> Any:
     """The composed gap Σ_i Γ_i(t) of n mechanisms sharing ``rho_total``, uniform
     against concentrated, for each ``{label: family}`` (family: ρ ↦ mechanism with

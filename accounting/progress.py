@@ -55,7 +55,7 @@ def format_duration(seconds: float) -> str:
 class Progress:
     """No progress shown: the iterable passes through, ``update`` does nothing."""
 
-    def __init__(self, iterable: Iterable | None = None, total: float | None = None,
+    def __init__(self, iterable: Iterable[Any] | None = None, total: float | None = None,
                  desc: str = "", delay: float = DEFAULT_DELAY, *,
                  stream: TextIO | None = None, interval: float = 1.0,
                  initial: float = 0) -> None:
@@ -68,7 +68,7 @@ class Progress:
         self.n = float(initial)
         self.initial = float(initial)
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[Any]:
         if self.iterable is None:
             raise TypeError("this progress has no iterable: call update(n) instead")
         try:
@@ -156,7 +156,7 @@ def _wanted(enabled: bool | None) -> bool:
         return False
 
 
-def progress(iterable: Iterable | None = None, *, total: float | None = None,
+def progress(iterable: Iterable[Any] | None = None, *, total: float | None = None,
              desc: str = "", enabled: bool | None = None,
              delay: float = DEFAULT_DELAY, stream: TextIO | None = None,
              interval: float = 1.0, initial: float = 0) -> Any:
@@ -169,7 +169,7 @@ def progress(iterable: Iterable | None = None, *, total: float | None = None,
             total = len(iterable)  # type: ignore[arg-type]
         except TypeError:
             total = None
-    options = dict(stream=stream, interval=interval, initial=initial)
+    options: dict[str, Any] = dict(stream=stream, interval=interval, initial=initial)
     if not _wanted(enabled):
         return Progress(iterable, total, desc, delay, **options)
     tqdm = _tqdm()

@@ -53,7 +53,7 @@ import re
 import sys
 import warnings
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -100,7 +100,7 @@ class Job:
 
     name: str
     #: the workload as the table of a workload file (``accounting.workload``)
-    table: dict = attrs.field(eq=False, repr=False)
+    table: dict[str, Any] = attrs.field(eq=False, repr=False)
     description: str
     plugin: str
     default: bool = False
@@ -150,7 +150,8 @@ def builtin_distributions() -> frozenset[str]:
     return frozenset(_canonical(n) for n in names if n)
 
 
-def _distribution(ep: Any, cache: dict | None = None) -> str | None:
+def _distribution(ep: Any, cache: dict[int, tuple[Any, str | None]] | None = None
+                  ) -> str | None:
     """The canonical name of the distribution declaring ``ep`` (None if unknown).
     Reading it parses METADATA: ``cache`` keeps one answer per distribution object."""
     dist = getattr(ep, "dist", None)
@@ -169,7 +170,7 @@ def _distribution(ep: Any, cache: dict | None = None) -> str | None:
 
 
 @contextlib.contextmanager
-def _plugin_code():
+def _plugin_code() -> Iterator[None]:
     """Around plugin code: its prints go to stderr."""
     with contextlib.redirect_stdout(sys.stderr):
         yield
@@ -271,7 +272,7 @@ class Registry:
         together (see the module docstring for the collision rules)."""
         own = builtin_distributions()
         eps = self._entry_points(group)
-        names: dict = {}
+        names: dict[int, tuple[Any, str | None]] = {}
         dist = {id(e): _distribution(e, names) for e in eps}
         builtin = sorted((e for e in eps if dist[id(e)] in own), key=lambda e: str(e.name))
         third = sorted((e for e in eps if dist[id(e)] not in own),
@@ -281,7 +282,7 @@ class Registry:
             if obj is not None:
                 self._commit(self._register(obj, str(ep.name), builtin=True))
         # two third-party entry points of one name: neither is loaded
-        by_name: dict[str, list] = {}
+        by_name: dict[str, list[Any]] = {}
         for ep in third:
             by_name.setdefault(str(ep.name), []).append(ep)
         staged: list[Record] = []
@@ -292,8 +293,9 @@ class Registry:
                                  f"third-party entry point ({dists}); none of them is loaded")
                 continue
             ep = group_eps[0]
-            if dist[id(ep)]:
-                self.distributions[name] = dist[id(ep)]
+            declared = dist[id(ep)]
+            if declared:
+                self.distributions[name] = declared
             if self.manager.has_plugin(name):   # refused before any of its code runs
                 self._fail(name, f"cannot be registered: the plugin name {name!r} is taken "
                                  f"by a built-in plugin; it is not loaded")
@@ -303,7 +305,7 @@ class Registry:
                 staged.extend(self._register(obj, name, builtin=False))
         self._commit(staged)
 
-    def _entry_points(self, group: str) -> list:
+    def _entry_points(self, group: str) -> list[Any]:
         """The entry points of ``group``; a distribution whose metadata cannot be read
         is recorded as an error (naming it) instead of hiding every plugin."""
         import importlib.metadata
@@ -311,7 +313,8 @@ class Registry:
             return list(importlib.metadata.entry_points(group=group))
         except Exception:  # one unreadable dist-info: go through them one by one
             pass
-        eps, seen = [], set()
+        eps: list[Any] = []
+        seen: set[str] = set()
         for dist in importlib.metadata.distributions():
             label = str(getattr(dist, "_path", None) or dist)
             try:
@@ -481,12 +484,13 @@ class Registry:
         if not isinstance(name, str):
             raise TypeError(f"mechanism name must be a string, got {type(name).__name__}")
         try:
-            return self.table["mechanism"][name].value
+            cls: type = self.table["mechanism"][name].value
         except KeyError:
             known = ", ".join(sorted(self.table["mechanism"])) or "none"
             raise ValueError(f"unknown mechanism {name!r}"
                              f"{did_you_mean(name, self.table['mechanism'])}; "
                              f"registered: {known}") from None
+        return cls
 
     def default_job(self) -> Job | None:
         """The job a built-in plugin marked as the default (what ``accounting`` runs)."""
@@ -499,7 +503,8 @@ class Registry:
         modules are imported or in what order."""
         record = self.table["specialisation"].get(specialisation_name(wrapper, type(base)))
         if record is not None and record.value[:2] == (wrapper, type(base)):
-            return record.value[2]
+            special: type = record.value[2]
+            return special
         return wrapper
 
     def curve_builder(self, kind: Any) -> Callable[..., Any]:
@@ -511,7 +516,8 @@ class Registry:
         if record is None or record.value[0] is not kind:
             names = ", ".join(k.__name__ for k in self.curve_kinds) or "none"
             raise ValueError(f"unknown curve kind {kind!r}; expected one of {names}")
-        return record.value[1]
+        builder: Callable[..., Any] = record.value[1]
+        return builder
 
     def plugin_of(self, cls: type) -> str | None:
         """The plugin that registered the mechanism class ``cls``, if one did."""
@@ -623,7 +629,7 @@ def _check_auditor(plugin: str, name: Any, auditor: Any) -> tuple[str, Any]:
 
 def _check_job(plugin: str, name: Any, workload: Any, description: Any, *,
                default: bool = False, solve: str | None = None,
-               notes: dict | None = None) -> tuple[str, Any]:
+               notes: dict[str, Any] | None = None) -> tuple[str, Any]:
     import copy
     import tomllib
     if not isinstance(name, str) or not _NAME.match(name):
@@ -717,7 +723,7 @@ def _short(value: Any) -> str:
 
 
 #: every registry built in this process (to name the plugin behind a faulty mechanism)
-_LIVE: list[weakref.ref] = []
+_LIVE: list[weakref.ref[Registry]] = []
 
 
 def live_registries() -> list[Registry]:

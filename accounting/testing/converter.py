@@ -23,6 +23,7 @@ output with the pair's own target-kind curve, derived exactly from the loss laws
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -73,11 +74,11 @@ class ConverterContract:
     """Base class of a converter's contract tests; subclass it with ``Test…``."""
 
     converter: ClassVar[Any] = None
-    options: ClassVar[dict] = {}
+    options: ClassVar[dict[str, Any]] = {}
     tolerance: ClassVar[float] = 1e-6
-    pairs: ClassVar[list] = []
+    pairs: ClassVar[list[Pair]] = []
 
-    def _edge(self):
+    def _edge(self) -> Converter:
         conv = type(self).converter
         if isinstance(conv, Converter):
             return conv
@@ -86,22 +87,22 @@ class ConverterContract:
                 return edge
         raise AssertionError(f"no converter named {conv!r} is registered")
 
-    def _cases(self):
+    def _cases(self) -> Iterator[tuple[Converter, Pair, Any, Any]]:
         edge = self._edge()
         for pair in type(self).pairs or default_pairs():
-            source = pair.curve(edge.source)
+            source: Any = pair.curve(edge.source)   # of the edge's kind, known at run time
             yield edge, pair, source, edge(source, **type(self).options)
 
-    def test_output_kind_and_validity(self):
+    def test_output_kind_and_validity(self) -> None:
         for edge, pair, _, out in self._cases():
             assert isinstance(out, edge.target), (
                 f"{edge.name}: returned {type(out).__name__}, not {edge.target.__name__}")
             problem = check_curve(out, edge.target)
             assert problem is None, f"{edge.name} on {pair.describe()}: {problem}"
 
-    def test_pessimistic_side_is_sound(self):
+    def test_pessimistic_side_is_sound(self) -> None:
         for edge, pair, _, out in self._cases():
-            exact = pair.curve(edge.target)
+            exact: Any = pair.curve(edge.target)
             for what, mine, ref, sign in _sides(edge.target, out, exact, "upper"):
                 gap = sign * (np.asarray(ref, float) - np.asarray(mine, float))
                 bad = gap > type(self).tolerance * np.maximum(1.0, np.abs(ref))
@@ -109,7 +110,7 @@ class ConverterContract:
                                        f"optimistic: {np.asarray(mine)[bad]} vs exact "
                                        f"{np.asarray(ref)[bad]}")
 
-    def test_exact_edge_keeps_its_optimistic_side(self):
+    def test_exact_edge_keeps_its_optimistic_side(self) -> None:
         import pytest
 
         edge = self._edge()
@@ -118,7 +119,7 @@ class ConverterContract:
         for edge, pair, _, out in self._cases():
             if out.lower is None:
                 continue
-            exact = pair.curve(edge.target)
+            exact: Any = pair.curve(edge.target)
             for what, mine, ref, sign in _sides(edge.target, out, exact, "lower"):
                 gap = sign * (np.asarray(mine, float) - np.asarray(ref, float))
                 bad = gap > type(self).tolerance * np.maximum(1.0, np.abs(ref))
@@ -126,10 +127,10 @@ class ConverterContract:
                                        f"is pessimistic beyond the truth: "
                                        f"{np.asarray(mine)[bad]} vs {np.asarray(ref)[bad]}")
 
-    def test_input_is_not_modified(self):
+    def test_input_is_not_modified(self) -> None:
         edge = self._edge()
         for pair in type(self).pairs or default_pairs():
-            source = pair.curve(edge.source)
+            source: Any = pair.curve(edge.source)   # of the edge's kind, known at run time
             before = [np.array(v, copy=True) for v in _sides(edge.source, source, source,
                                                               "upper")[0][1:3]]
             edge(source, **type(self).options)

@@ -33,6 +33,7 @@ is non-private (all P-mass at loss +∞: ε(δ') = +∞ for every δ' < 1, D_α 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -40,9 +41,10 @@ from scipy.special import expit
 
 from accounting.numerics.loss import LossPMF
 from accounting.pairs.mechanism import Mechanism, Range, parameter
-from accounting.pairs.pair import LawPair
-from accounting.registry.hookspecs import hookimpl
+from accounting.pairs.pair import LawPair, Pair
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.validation import check_count
+from accounting.vocabulary import Direction, FloatArray
 
 from .finite_product import exact_product
 from .gaussian_mixture import _float_tuple
@@ -67,7 +69,7 @@ EPSILON = Range(0.0, 1e8)
 DELTA = Range(0.0, 1.0)
 
 
-def _one_sensitivity(instance, attribute, value) -> None:
+def _one_sensitivity(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value != 1:
         raise ValueError(f"{type(instance).name}: sensitivity must be 1 (a guarantee has no "
                          f"sensitivity of its own), got {value!r}")
@@ -97,11 +99,11 @@ class ApproxDPPair(LawPair):
     delta: float = 0.0
     count: int = 1
 
-    def _self_compose(self, count):
+    def _self_compose(self, count: int) -> Pair | None:
         total = self.count * check_count("count", count)
         return approx_dp_pair(self.epsilon, self.delta, total)
 
-    def _beta(self, alpha, direction):
+    def _beta(self, alpha: FloatArray, direction: Direction) -> FloatArray:
         """f_{ε,δ}(α) = max{0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)} (one use only,
         arXiv:1905.02383, Prop. 2.5); k uses come from the exact law's vertices."""
         if self.count != 1:
@@ -141,14 +143,14 @@ class ApproxDP(Mechanism):
         return approx_dp_pair(float(self.epsilon), float(self.delta))
 
 
-def _same_length(instance, attribute, value) -> None:
+def _same_length(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if len(value) != len(instance.epsilons):
         raise ValueError(f"deltas must have one entry per epsilon ({len(instance.epsilons)}), "
                          f"got {len(value)}")
 
 
 def _entries_in(rng: Range):
-    def check(instance, attribute, value) -> None:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if not value:
             raise ValueError(f"{attribute.name} must have at least one entry")
         for i, v in enumerate(value):
@@ -171,9 +173,9 @@ class ApproxDPComposition(Mechanism):
     name = "approx_dp_composition"
     sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=_one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
-    epsilons: tuple = attrs.field(converter=_scalar_or_tuple("epsilons"),
+    epsilons: tuple[float, ...] = attrs.field(converter=_scalar_or_tuple("epsilons"),
                                   validator=_entries_in(EPSILON), metadata={"range": EPSILON})
-    deltas: tuple = attrs.field(converter=_scalar_or_tuple("deltas"),
+    deltas: tuple[float, ...] = attrs.field(converter=_scalar_or_tuple("deltas"),
                                 validator=[_entries_in(DELTA), _same_length],
                                 metadata={"range": DELTA})
 
@@ -188,6 +190,6 @@ class ApproxDPComposition(Mechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(ApproxDP)
     register(ApproxDPComposition)

@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -80,9 +81,9 @@ from accounting.curves.profile import symmetric_profile
 from accounting.numerics.fourier import weighted_sum_up
 from accounting.pairs.mechanism import Mechanism, Range, parameter
 from accounting.pairs.pair import Pair, identical_pair
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.validation import check_array, check_count, check_positive
-from accounting.vocabulary import Bound, Exactness
+from accounting.vocabulary import Bound, Direction, Exactness, FloatArray
 
 from .approx_dp import _one_sensitivity, approx_dp_pair
 
@@ -202,10 +203,10 @@ class BoundedRangePair(Pair):
 
     symmetric = True
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return br_profile(eps, self.epsilon)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         """K(t) = (α − 1)D_α ≤ min(t·κ(t) + t²ε²/8, K of ε-DP randomized response) with
         κ(t) = KL* + (ε²/8 − KL*)·min(t, 1) ≥ KL*: Hoeffding's lemma with the class's
         largest mean loss KL* (``br_max_kl``) near α = 1, Cesar–Rogers' ε²/8 zCDP
@@ -221,7 +222,8 @@ class BoundedRangePair(Pair):
         bound = np.where(t < 1.0, np.minimum(near_one, zcdp), zcdp)
         return np.minimum(bound, _rr_cgf(self.epsilon)(t, direction))
 
-    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+    def _renyi_limit(self, order: float, direction: Direction,
+                     side: Bound = Bound.UPPER) -> float | None:
         """D_1 ≤ KL*, the class's largest KL (``br_max_kl``), and D_∞ ≤ ε (ε-BR implies
         ε-DP); upper side only (they bound every ε-BR mechanism, no one in particular)."""
         if side is Bound.LOWER:
@@ -233,11 +235,11 @@ class BoundedRangePair(Pair):
     def cgf_exactness(self) -> Exactness:
         return Exactness.UPPER
 
-    def rho_bound(self, direction):
+    def rho_bound(self, direction: Direction) -> float | None:
         """ε²/8 (Cesar, Rogers, arXiv:2004.07223; by Hoeffding's lemma)."""
         return self.epsilon ** 2 / 8.0
 
-    def _self_compose(self, count):
+    def _self_compose(self, count: int) -> Pair | None:
         count = check_count("count", count)
         if self.adaptive or count == 1:
             return None         # adaptive uses: the PLD power of this dominating pair
@@ -324,13 +326,14 @@ class BoundedRangeBatchPair(Pair):
         out[inside] = best
         return out
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return np.clip(symmetric_profile(eps, lambda e: self._positive(e, False)), 0.0, 1.0)
 
-    def _profile_lower(self, eps, direction):
+    def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return np.clip(symmetric_profile(eps, lambda e: self._positive(e, True)), 0.0, 1.0)
 
-    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+    def _renyi_limit(self, order: float, direction: Direction,
+                     side: Bound = Bound.UPPER) -> float | None:
         """D_∞ = kε, where the profile vanishes (every loss of the k uses is at most ε):
         the PLD's grid, cut where δ falls below its tail, then keeps δ = 0 answerable
         (``discretise.declared_sup``). D_1 is not declared here."""
@@ -338,17 +341,17 @@ class BoundedRangeBatchPair(Pair):
             return None
         return weighted_sum_up([(self.count, self.epsilon)])   # kε, rounded up
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         """k times one use's bound (Rényi divergences add under composition)."""
         return self.count * BoundedRangePair(self.epsilon)._cgf(t, direction)
 
     def cgf_exactness(self) -> Exactness:
         return Exactness.UPPER
 
-    def rho_bound(self, direction):
+    def rho_bound(self, direction: Direction) -> float | None:
         return self.count * self.epsilon ** 2 / 8.0
 
-    def _self_compose(self, count):
+    def _self_compose(self, count: int) -> Pair | None:
         return batch_pair(self.epsilon, self.count * check_count("count", count))
 
     def describe(self) -> str:
@@ -362,7 +365,7 @@ def bounded_range_pair(epsilon: float, adaptive: bool = True, label: str = "") -
     return BoundedRangePair(float(epsilon), bool(adaptive))
 
 
-def _boolean(instance, attribute, value) -> None:
+def _boolean(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{type(instance).name}: {attribute.name} must be True or False, "
                         f"got {value!r}")
@@ -397,5 +400,5 @@ class BoundedRange(Mechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(BoundedRange)

@@ -54,9 +54,9 @@ from scipy.special import log_ndtr, logsumexp
 from accounting.pairs.additive import AdditiveNoise
 from accounting.pairs.mechanism import NOISE_SCALE, Range, in_range, parameter
 from accounting.pairs.pair import Pair, corner_pair, not_provided
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterMechanism, RegisterSpecialisation, hookimpl
 from accounting.validation import check_count, check_positive, check_real
-from accounting.vocabulary import Direction
+from accounting.vocabulary import AnyArray, Direction, FloatArray
 
 from .subsampled_gaussian_rdp import log_mixture_ratio, log_power_excess
 from .subsampling import PoissonSubsampledPair
@@ -311,18 +311,19 @@ class DiscreteGaussianPair(Pair):
     sensitivity: int = attrs.field(default=1,
                                    validator=lambda i, a, v: check_count("sensitivity", v))
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return dgauss_delta(self.sigma, self.sensitivity, eps)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
         rho = self.sensitivity ** 2 / (2.0 * self.sigma ** 2)
         return t * (t + 1.0) * rho + dgauss_log_ratio(self.sigma, t * self.sensitivity)
 
-    def _rho(self, direction):
+    def _rho(self, direction: Direction) -> float | None:
         return self.sensitivity ** 2 / (2.0 * self.sigma ** 2)
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         return (self.sensitivity + dgauss_sample(self.sigma, rng, shape),
                 dgauss_sample(self.sigma, rng, shape))
 
@@ -349,13 +350,14 @@ class DiscreteGaussian(AdditiveNoise):
     sensitivity: float = _integer_sensitivity()
     sigma: float = parameter(NOISE_SCALE)
 
-    def log_density(self, x):
+    def log_density(self, x: FloatArray) -> FloatArray:
         return -0.5 * (np.asarray(x, dtype=float) / self.sigma) ** 2
 
     def noise_width(self) -> float:
         return self.sigma
 
-    def sample_noise(self, rng, shape):
+    def sample_noise(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+                     ) -> AnyArray:
         return dgauss_sample(float(self.sigma), rng, shape)
 
     def pair(self) -> Pair:
@@ -469,11 +471,11 @@ class SubsampledDiscreteGaussianPair(PoissonSubsampledPair):
     fractional remove orders below ``LATTICE_MAX_REMOVE_ORDER`` (the integer ones are
     exact binomial sums)."""
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         if not isinstance(self.base, DiscreteGaussianPair):
             raise TypeError(f"base must be a DiscreteGaussianPair, got {type(self.base).__name__}")
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
         generic = np.asarray(super()._cgf(t, direction), dtype=float)
         where = t > 0
@@ -551,7 +553,7 @@ class DiscreteLaplacePair(Pair):
     sensitivity: int = attrs.field(default=1,
                                    validator=lambda i, a, v: check_count("sensitivity", v))
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         """δ(ε) = Σ_{l_k > ε} P_k(1 − e^{ε − l_k}) over the atoms, in closed form.
 
         With k* the first atom above ε and m = Δ − k* interior atoms above it,
@@ -584,7 +586,7 @@ class DiscreteLaplacePair(Pair):
         val = np.where(eps == np.inf, 0.0, np.where(eps == -np.inf, 1.0, val))
         return np.clip(val, 0.0, 1.0)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         """K(t) = log E_P[e^{tL}] over the Δ + 1 atoms (``_atom_cgf``); for Δ = 1 it is
         log[(e^{(1+t)a} + e^{−ta})/(1 + e^a)] (from the two-atom loss law). For Δ > 4096, the closed
         form log[P₀e^{−taΔ} + P_Δe^{taΔ} + tanh(a/2)e^{−aΔ(1+t)}Σ_{k=1}^{Δ−1}e^{ka(1+2t)}]
@@ -601,7 +603,7 @@ class DiscreteLaplacePair(Pair):
                + _log_geom(a * (1.0 + 2.0 * t), d - 1))
         return logsumexp(np.stack([bottom, top, mid]), axis=0)
 
-    def _beta(self, alpha, direction):
+    def _beta(self, alpha: FloatArray, direction: Direction) -> FloatArray:
         """T(P, Q)(α), exact: the Neyman–Pearson tests reject the smallest losses first,
         so T is piecewise linear through (P(L ≤ l_j), Q(L > l_j)), with slope −e^{−l_j}
         on the segment of atom j. Symmetric pair: T(Q, P) = T(P, Q). (None for
@@ -623,7 +625,8 @@ class DiscreteLaplacePair(Pair):
             return self.sensitivity <= _ATOM_MAX
         return super().provides(primitive)
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         return (self.sensitivity + dlaplace_sample(self.a, rng, shape),
                 dlaplace_sample(self.a, rng, shape))
 
@@ -660,7 +663,7 @@ class DiscreteLaplace(AdditiveNoise):
     _given_rate: float | None = attrs.field(default=None, kw_only=True, alias="a",
                                                repr=False, metadata={"deprecated": "scale"})
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         if self._given_rate is None:
             if self.scale is None:
                 raise TypeError("discrete_laplace: missing the parameter scale (the noise "
@@ -679,13 +682,14 @@ class DiscreteLaplace(AdditiveNoise):
         """The decay rate 1/scale (exactly the deprecated ``a`` when that was given)."""
         return self._given_rate if self._given_rate is not None else 1.0 / float(self.scale)
 
-    def log_density(self, x):
+    def log_density(self, x: FloatArray) -> FloatArray:
         return -self.a * np.abs(np.asarray(x, dtype=float))
 
     def noise_width(self) -> float:
         return float(self.scale)
 
-    def sample_noise(self, rng, shape):
+    def sample_noise(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+                     ) -> AnyArray:
         return dlaplace_sample(float(self.a), rng, shape)
 
     def pair(self) -> Pair:
@@ -696,12 +700,12 @@ class DiscreteLaplace(AdditiveNoise):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(DiscreteGaussian)
     register(DiscreteLaplace)
 
 
 @hookimpl
-def accounting_register_specialisations(register):
+def accounting_register_specialisations(register: RegisterSpecialisation) -> None:
     # Poisson subsampling of the discrete Gaussian: the lattice sum above
     register(PoissonSubsampledPair, DiscreteGaussianPair, SubsampledDiscreteGaussianPair)

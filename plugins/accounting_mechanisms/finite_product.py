@@ -134,7 +134,7 @@ class FiniteLawPair(LawPair):
 
     count: int = 1
 
-    def _self_compose(self, count):
+    def _self_compose(self, count: int) -> Pair | None:
         count = check_count("count", count)
         if not self.exact:
             return None

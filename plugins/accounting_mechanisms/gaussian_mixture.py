@@ -21,8 +21,9 @@ import numpy as np
 
 from accounting.pairs.additive import AdditiveNoise, continuous_noise_pair
 from accounting.pairs.mechanism import Range, in_range
-from accounting.pairs.pair import LawPair, Pair, corner_pair
-from accounting.registry.hookspecs import hookimpl
+from accounting.pairs.pair import LawPair, NoiseDensity, Pair, corner_pair
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
+from accounting.vocabulary import AnyArray, Direction, Exactness, FloatArray
 
 from .gaussian import GaussianPair
 
@@ -63,7 +64,7 @@ def _weights(value: Any) -> tuple[float, ...]:
     return tuple(w / total for w in weights)
 
 
-def _finite(instance, attribute, value) -> None:
+def _finite(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if len(value) == 0:
         raise ValueError(f"{attribute.name} must have at least one entry")
     for i, v in enumerate(value):
@@ -73,7 +74,7 @@ def _finite(instance, attribute, value) -> None:
             raise ValueError(f"{attribute.name}[{i}] must be finite, got {v}")
 
 
-def _all_positive(instance, attribute, value) -> None:
+def _all_positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     _finite(instance, attribute, value)
     for i, v in enumerate(value):
         if v <= 0:
@@ -113,12 +114,12 @@ class GaussianMixture(AdditiveNoise):
     """
 
     name = "gaussian_mixture"
-    weights: tuple = attrs.field(converter=_weights,
+    weights: tuple[float, ...] = attrs.field(converter=_weights,
                                  validator=[_all_positive, in_range(WEIGHT)],
                                  metadata={"range": WEIGHT})
-    means: tuple = attrs.field(converter=_float_tuple("means"),
+    means: tuple[float, ...] = attrs.field(converter=_float_tuple("means"),
                                validator=[_finite, in_range(MEAN)], metadata={"range": MEAN})
-    scales: tuple = attrs.field(converter=_float_tuple("scales"),
+    scales: tuple[float, ...] = attrs.field(converter=_float_tuple("scales"),
                                 validator=[_all_positive, in_range(SCALE)],
                                 metadata={"range": SCALE})
 
@@ -143,7 +144,7 @@ class GaussianMixture(AdditiveNoise):
             out = term if out is None else np.logaddexp(out, term)
         return out
 
-    def log_density(self, x):
+    def log_density(self, x: FloatArray) -> FloatArray:
         """log f(x) up to the constant −½ log 2π (vectorised)."""
         return self._log_density(x)
 
@@ -166,7 +167,8 @@ class GaussianMixture(AdditiveNoise):
                                    for w, m, s in zip(self.weights, self.means, self.scales)))
 
     # ------------------------------------------------------------------- pair
-    def sample_noise(self, rng, shape):
+    def sample_noise(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+                     ) -> AnyArray:
         """A component k with probability w_k, then N(m_k, s_k²)."""
         k = rng.choice(len(self.weights), size=shape, p=np.asarray(self.weights))
         return (np.asarray(self.means)[k]
@@ -208,22 +210,23 @@ class _EqualScalesMixturePair(LawPair):
     inner: Pair | None = None
     rho: float = 0.0
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         return self.inner._cgf(t, direction)
 
-    def cgf_lower(self, t, direction):
+    def cgf_lower(self, t: FloatArray, direction: Direction) -> FloatArray:
         return self.inner.cgf_lower(t, direction)
 
-    def cgf_exactness(self):
+    def cgf_exactness(self) -> Exactness:
         return self.inner.cgf_exactness()   # the inner pair's quadrature: numerical
 
-    def _rho(self, direction):
+    def _rho(self, direction: Direction) -> float | None:
         return self.rho
 
-    def noise_density(self):
+    def noise_density(self) -> NoiseDensity:
         return self.inner.noise_density()
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         return self.inner.sample(rng, shape)
 
     def provides(self, primitive: str) -> bool:
@@ -233,5 +236,5 @@ class _EqualScalesMixturePair(LawPair):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(GaussianMixture)

@@ -29,7 +29,7 @@ import numpy as np
 
 from accounting.pairs.mechanism import Mechanism, Neighbouring, Range, as_neighbouring, parameter
 from accounting.pairs.pair import discrete_pair
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 
 from .approx_dp import _one_sensitivity
 from .finite_product import FiniteLawPair
@@ -83,5 +83,5 @@ class KaryRandomizedResponse(Mechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(KaryRandomizedResponse)

@@ -43,8 +43,8 @@ from scipy.special import log_ndtr, logsumexp
 from accounting.pairs.additive import log_integral
 from accounting.pairs.mechanism import Mechanism, Range, parameter, probabilities_for
 from accounting.pairs.pair import Pair, discrete_pair, disjoint_pair, identical_pair
-from accounting.registry.hookspecs import hookimpl
-from accounting.vocabulary import Direction, Exactness
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
+from accounting.vocabulary import Direction, Exactness, FloatArray
 
 from .approx_dp import _entries_in, _one_sensitivity, _scalar_or_tuple
 
@@ -72,11 +72,11 @@ class MixtureOfGaussiansPair(Pair):
     """(Σ_i p_i N(c_i, σ²), N(0, σ²)) with c_i ≥ 0; see the module docstring."""
 
     sigma: float
-    c: tuple
-    p: tuple
+    c: tuple[float, ...]
+    p: tuple[float, ...]
     #: log-moments computed so far, by (t, direction): the conversions ask the same
     #: orders again (both directions, refinements of the zCDP envelope)
-    _memo: dict = attrs.field(factory=dict, init=False, repr=False, eq=False)
+    _memo: dict[tuple[float, Direction], float] = attrs.field(factory=dict, init=False, repr=False, eq=False)
 
     @property
     def _arrays(self):
@@ -123,7 +123,7 @@ class MixtureOfGaussiansPair(Pair):
                 break
         return x
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         eps = np.asarray(eps, dtype=float)
         flat = np.ravel(eps)
         out = np.zeros(flat.shape)
@@ -156,7 +156,7 @@ class MixtureOfGaussiansPair(Pair):
         out = np.where(flat == np.inf, 0.0, np.where(flat == -np.inf, 1.0, out))
         return np.clip(out, 0.0, 1.0).reshape(eps.shape)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
         c, _ = self._arrays
         if float(c.max()) == 0.0:
@@ -186,13 +186,13 @@ class MixtureOfGaussiansPair(Pair):
         # near-zero divergences (σ ≫ Δ) must not cross that sign
         return max(k, 0.0) if t > 0 else min(k, 0.0)
 
-    def rho_bound(self, direction):
+    def rho_bound(self, direction: Direction) -> float | None:
         """c_max²/(2σ²): e^{(α−1)D_α} is jointly convex in the pair, so the mixture's
         divergence (either direction) is at most the largest component's, whose Rényi
         curve is αc_i²/(2σ²)."""
         return float(max(self.c)) ** 2 / (2.0 * self.sigma ** 2)
 
-    def cgf_lower(self, t, direction):
+    def cgf_lower(self, t: FloatArray, direction: Direction) -> FloatArray:
         return self._cgf(t, direction)
 
     def cgf_exactness(self) -> Exactness:
@@ -217,10 +217,10 @@ class MixtureOfGaussians(Mechanism):
     sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=_one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
     sigma: float = parameter(SIGMA)
-    sensitivities: tuple = attrs.field(converter=_scalar_or_tuple("sensitivities"),
+    sensitivities: tuple[float, ...] = attrs.field(converter=_scalar_or_tuple("sensitivities"),
                                        validator=_entries_in(SENSITIVITY_ENTRY),
                                        metadata={"range": SENSITIVITY_ENTRY})
-    sampling_probs: tuple = attrs.field(converter=_scalar_or_tuple("sampling_probs"),
+    sampling_probs: tuple[float, ...] = attrs.field(converter=_scalar_or_tuple("sampling_probs"),
                                         validator=[_entries_in(PROBABILITY),
                                                    probabilities_for("sensitivities")],
                                         metadata={"range": PROBABILITY})
@@ -233,7 +233,7 @@ class MixtureOfGaussians(Mechanism):
         return MixtureOfGaussiansPair(float(self.sigma), tuple(self.sensitivities), probs)
 
 
-def _noiseless_pair(c: tuple, p: tuple) -> Pair:
+def _noiseless_pair(c: tuple[float, ...], p: tuple[float, ...]) -> Pair:
     """The exact pair at σ = 0 (module docstring): the two-outcome pair P = (p₀, 1 − p₀),
     Q = (1, 0), disjoint when p₀ = 0, identical when every c_i is 0."""
     p0 = math.fsum(pi for ci, pi in zip(c, p) if ci == 0)
@@ -248,5 +248,5 @@ def _noiseless_pair(c: tuple, p: tuple) -> Pair:
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(MixtureOfGaussians)

@@ -74,7 +74,7 @@ base (declared add/remove: its sensitivity is the per-record bound Δ), and
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
@@ -98,8 +98,8 @@ from accounting.pairs.mechanism import (
 )
 from accounting.pairs.pair import LawPair, Pair, disjoint_pair, identical_pair
 from accounting.pairs.primitives import check_primitive_output
-from accounting.registry.hookspecs import hookimpl
-from accounting.vocabulary import Exactness
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
+from accounting.vocabulary import Direction, Exactness, FloatArray
 
 __all__ = ["PoissonReplaceOne", "PoissonReplaceOneGaussian", "ReplaceOneGaussianPair",
            "replace_one_noise_pair", "check_replace_one_base"]
@@ -170,7 +170,7 @@ class ReplaceOneGaussianPair(Pair):
                 break
         return x
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         eps = np.asarray(eps, dtype=float)
         flat = np.ravel(eps)
         e = np.where(np.isfinite(flat), flat, 0.0)
@@ -190,7 +190,7 @@ class ReplaceOneGaussianPair(Pair):
         out = np.where(flat == np.inf, 0.0, np.where(flat == -np.inf, 1.0, out))
         return np.clip(out, 0.0, 1.0).reshape(eps.shape)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
         if self._free:
             return np.zeros(t.shape)
@@ -217,13 +217,13 @@ class ReplaceOneGaussianPair(Pair):
         # near-zero divergences (σ ≫ Δ) must not cross that sign
         return max(k, 0.0) if t > 0 else min(k, 0.0)
 
-    def cgf_lower(self, t, direction):
+    def cgf_lower(self, t: FloatArray, direction: Direction) -> FloatArray:
         return self._cgf(t, direction)
 
     def cgf_exactness(self) -> Exactness:
         return Exactness.EXACT if self._free else Exactness.NUMERICAL
 
-    def rho_bound(self, direction):
+    def rho_bound(self, direction: Direction) -> float | None:
         """2Δ²/σ²: pairing the branches, e^{tK} ≤ (1 − q) + q e^{t(t+1)(2Δ)²/(2σ²)}."""
         return 2.0 * self.delta ** 2 / self.sigma ** 2
 
@@ -371,7 +371,7 @@ def _law_pair(log_pc, log_qc, a, b, label: str, exact: bool) -> LawPair:
     return CutSupportLawPair((fwd_u, bwd_u), (fwd_l, bwd_l), label, symmetric=True)
 
 
-def _base_check(instance, attribute, value) -> None:
+def _base_check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     check_replace_one_base(value)
 
 
@@ -402,7 +402,7 @@ class PoissonReplaceOne(Mechanism):
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
                                              converter=as_neighbouring)
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         _require_replace_one(self, "poisson_subsampled")
 
     def pair(self) -> Pair:
@@ -430,7 +430,7 @@ class PoissonReplaceOneGaussian(Mechanism):
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
                                              converter=as_neighbouring)
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         _require_replace_one(self, "subsampled_gaussian")
 
     def pair(self) -> ReplaceOneGaussianPair:
@@ -438,6 +438,6 @@ class PoissonReplaceOneGaussian(Mechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(PoissonReplaceOne)
     register(PoissonReplaceOneGaussian)

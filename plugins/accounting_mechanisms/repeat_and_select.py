@@ -47,6 +47,7 @@ which *is* the base: its pair is returned as it is).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -56,9 +57,9 @@ from accounting.curves.curve import Provenance
 from accounting.curves.rdp import RDP
 from accounting.pairs.mechanism import Mechanism, Neighbouring, Range, as_neighbouring, parameter
 from accounting.pairs.pair import Pair, identical_pair
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.validation import check_real
-from accounting.vocabulary import Bound, Direction, Exactness
+from accounting.vocabulary import Bound, Direction, Exactness, FloatArray
 
 from .approx_dp import _one_sensitivity
 
@@ -217,7 +218,7 @@ class RepeatAndSelectPair(Pair):
         return np.maximum(below, np.minimum(here, above))
 
     # ------------------------------------------------------------ primitives
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
         pos = t > 0
         with np.errstate(invalid="ignore"):
@@ -228,7 +229,8 @@ class RepeatAndSelectPair(Pair):
         # a bound built on the base's curve: numerical if that curve is
         return Exactness.UPPER.then(self._rdp.provenance.exactness) or Exactness.NUMERICAL
 
-    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+    def _renyi_limit(self, order: float, direction: Direction,
+                     side: Bound = Bound.UPPER) -> float | None:
         """D_1 ≤ the smallest bound over orders; D_∞ ≤ the bound's λ → ∞ limit."""
         if side is not Bound.UPPER:
             return None
@@ -239,14 +241,14 @@ class RepeatAndSelectPair(Pair):
             return d_inf + self.mean * float(np.asarray(self.base.profile(0.0, "max")))
         return d_inf + self._const
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         # the improved RDP conversion of the bound (Canonne, Kamath, Steinke 2020,
         # arXiv:2004.00010, Prop. 12), valid at every real ε for any RDP guarantee, with
         # the order λ = ∞ where the bound's D_∞ is finite (a pure-DP base: Cor. 3)
         return rdp_delta(lambda t: self._cgf(t, direction), eps,
                          self._renyi_limit(np.inf, direction))
 
-    def _profile_lower(self, eps, direction):
+    def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
         """One run of the base (K = 0, when Poisson, releases nothing): the base's lower
         profile, smaller direction, scaled by P[K ≥ 1] with the no-run atom's share."""
         eps = np.asarray(eps, dtype=float)
@@ -273,14 +275,14 @@ class RepeatAndSelectPair(Pair):
         return f"RepeatSelect({dist}, E[K]={self.mean:g})∘{self.base.describe()}"
 
 
-def _shape(instance, attribute, value) -> None:
+def _shape(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     """η in ``SHAPE``, or +∞ for the Poisson distribution."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value == math.inf:
         return
     SHAPE.check(attribute.name, value)
 
 
-def _base(instance, attribute, value) -> None:
+def _base(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, Mechanism):
         raise TypeError(f"base must be a Mechanism, got {type(value).__name__}")
 
@@ -306,7 +308,7 @@ class RepeatAndSelect(Mechanism):
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.ADD_REMOVE, kw_only=True,
                                              converter=as_neighbouring)
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         if self.base.neighbouring is not self.neighbouring:
             raise ValueError(f"base ({type(self.base).__name__}) declares "
                              f"{self.base.neighbouring.value} neighbouring but repeat_and_select "
@@ -325,5 +327,5 @@ class RepeatAndSelect(Mechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(RepeatAndSelect)

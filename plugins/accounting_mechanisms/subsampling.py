@@ -22,6 +22,8 @@ Gaussian) overrides ``_cgf`` in a subclass.
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import numpy as np
 
@@ -43,9 +45,9 @@ from accounting.pairs.pair import (
     identical_pair,
     not_provided,
 )
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.validation import check_count, check_probability
-from accounting.vocabulary import Bound, Direction, Exactness
+from accounting.vocabulary import AnyArray, Bound, Direction, Exactness, FloatArray
 
 from . import subsampled_rdp as _rdp
 from .laplace import LaplacePair
@@ -62,12 +64,12 @@ __all__ = ["PoissonSubsampledPair", "PoissonSubsampled", "WithoutReplacementPair
 QUADRATURE_RAISE = 1e-12
 
 
-def check_rate(instance, attribute, value) -> None:
+def check_rate(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     """attrs validator: a sampling rate in (0, 1]."""
     check_probability(attribute.name, value, hi_open=False)
 
 
-def _base_validator(instance, attribute, value) -> None:
+def _base_validator(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, Pair):
         raise TypeError(f"base must be a Pair, got {type(value).__name__}")
 
@@ -83,10 +85,10 @@ class PoissonSubsampledPair(Pair):
     def exact(self) -> bool:  # type: ignore[override]
         return self.base.exact
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return self._mixed(eps, direction, self.base._profile)
 
-    def _profile_lower(self, eps, direction):
+    def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return self._mixed(eps, direction, self.base._profile_lower)
 
     def _mixed(self, eps, direction, base_profile):
@@ -148,7 +150,8 @@ class PoissonSubsampledPair(Pair):
         val = np.where(eps == -np.inf, 1.0, val)
         return np.where(inside | (eps == -np.inf), np.maximum(val, 0.0), 0.0)
 
-    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+    def _renyi_limit(self, order: float, direction: Direction,
+                     side: Bound = Bound.UPPER) -> float | None:
         """D_∞ from the base's D_∞ (None for D_1, which has no closed form here).
 
         The mixture's forward loss is log(1 − q + q e^{L₀}) and its backward loss
@@ -183,7 +186,7 @@ class PoissonSubsampledPair(Pair):
         y = q * np.expm1(-base)
         return _outward(float(-np.log1p(y)), y, up)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         """K(t) of the mixture pair, by the best route the base allows:
 
         * additive noise (``noise_density``): log-space quadrature of
@@ -233,7 +236,8 @@ class PoissonSubsampledPair(Pair):
             return self.base.provides("sample")
         return super().provides(primitive)
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         """x from the mixture (1 − q)Q₀ + qP₀ (a record in the batch with probability
         q), y from Q₀: three draws of the base pair per output."""
         return mixture_sample(self.base, self.q, rng, shape)
@@ -248,13 +252,13 @@ class PoissonSubsampledPair(Pair):
             return Exactness.UPPER
         return Exactness.EXACT
 
-    def rho_bound(self, direction):
+    def rho_bound(self, direction: Direction) -> float | None:
         """ρ* of the base in the same direction: joint convexity gives
         K(t) ≤ log(1 − q + q e^{K₀(t)}) ≤ K₀(t) ≤ ρ₀ t(t + 1). Equal to ρ* when the
         base's sup is its t → ∞ limit (Gaussian, discrete Gaussian)."""
         return self.base._rho(direction)
 
-    def _quadrature_cgf(self, t, direction):
+    def _quadrature_cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         """log A by quadrature, A = ∫ Q₀ Y^λ with Y = 1 − q + q P₀/Q₀, λ = 1 + t (forward)
         or −t (backward). For t > 0 it integrates A − 1 = ∫ Q₀ F_λ(Y), F_λ(y) = y^λ − 1 −
         λ(y − 1) ≥ 0 (``log_power_excess``; the Gaussian's form, arXiv:1908.10530 §3.3),
@@ -298,7 +302,7 @@ class PoissonSubsampledPair(Pair):
             out[i] = log_integral(h, lo - reach, hi + reach, width, shift)
         return out.reshape(t.shape)
 
-    def cgf_lower(self, t, direction):
+    def cgf_lower(self, t: FloatArray, direction: Direction) -> FloatArray:
         """A lower Rényi curve where the route gives one: the quadrature's value, or the
         exact sums over the base's lower law; none for the bound route."""
         route = self._cgf_route()
@@ -371,10 +375,10 @@ class WithoutReplacementPair(Pair):
     def _poisson(self) -> PoissonSubsampledPair:
         return poisson_pair(self.base, self.gamma)
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return self._symmetric(eps, self._base_max(self.base._profile))
 
-    def _profile_lower(self, eps, direction):
+    def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return self._symmetric(eps, self._base_max(self.base._profile_lower))
 
     def _symmetric(self, eps, base_profile):
@@ -392,7 +396,7 @@ class WithoutReplacementPair(Pair):
             return self.base.symmetric and self._poisson.provides("cgf")
         return super().provides(primitive)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         if not self.provides("cgf"):
             raise not_provided(self, "cgf")
         k_rem = np.asarray(self._poisson._cgf(t, Direction.FORWARD), dtype=float)
@@ -408,7 +412,7 @@ class WithoutReplacementPair(Pair):
         # a bound built on the Poisson pair's CGF: numerical if that CGF is
         return Exactness.UPPER.then(self._poisson.cgf_exactness()) or Exactness.NUMERICAL
 
-    def rho_bound(self, direction):
+    def rho_bound(self, direction: Direction) -> float | None:
         """The base's ρ: the mechanism is a mixture, over batches, of base pairs, so by
         joint convexity D_α ≤ ρ₀α for the truth (the max over the base's directions)."""
         rhos = [self.base._rho(d) for d in (Direction.FORWARD, Direction.BACKWARD)]
@@ -444,7 +448,7 @@ def _require(relation: Neighbouring, what: str, value: Mechanism) -> None:
 
 def _base_under(relation: Neighbouring, what: str):
     """attrs validator of a wrapper's ``base``: a Mechanism declared under ``relation``."""
-    def check(instance, attribute, value) -> None:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if not isinstance(value, Mechanism):
             raise TypeError(f"base must be a Mechanism, got {type(value).__name__}")
         _require(relation, what, value)
@@ -455,7 +459,7 @@ def _base_under(relation: Neighbouring, what: str):
 class PoissonMechanism(Mechanism):
     """Base of the Poisson-subsampled mechanisms: accounted under add/remove only."""
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         _require(Neighbouring.ADD_REMOVE, "Poisson subsampling", self)
 
 
@@ -479,7 +483,8 @@ class PoissonSubsampled(PoissonMechanism):
             return self.base.provides("sample")
         return super().provides(primitive)
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         """Outputs on D and D′ (``mixture_sample`` of the base mechanism's samples)."""
         if not self.base.provides("sample"):
             raise not_provided(self, "sample")
@@ -513,7 +518,7 @@ class SampledWithoutReplacement(Mechanism):
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
                                              converter=as_neighbouring)
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         _require(Neighbouring.REPLACE_ONE, "sampling without replacement", self)
         if self.batch_size > self.dataset_size:
             raise ValueError(f"batch_size must be at most dataset_size ({self.dataset_size}), "
@@ -528,7 +533,8 @@ class SampledWithoutReplacement(Mechanism):
             return self.base.provides("sample")
         return super().provides(primitive)
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         """Outputs on D and D′ when only the differing record contributes: it is in the
         batch with probability γ (``mixture_sample`` of the base mechanism)."""
         if not self.base.provides("sample"):
@@ -552,7 +558,8 @@ class SubsampledLaplace(PoissonMechanism):
     #: b/Δ below 1e-2 is refused like the subsampled Gaussian's σ/Δ
     b: float = parameter(Range(1e-2, 1e8, per="sensitivity", log=True, zero=True))
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         """Δ·B + Z on D (B ~ Bernoulli(q), Z ~ Lap(0, b)) and Z′ on D′."""
         inside = rng.random(shape) < self.q
         return (self.sensitivity * inside + rng.laplace(0.0, self.b, size=shape),
@@ -567,7 +574,7 @@ class SubsampledLaplace(PoissonMechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(PoissonSubsampled)
     register(SampledWithoutReplacement)
     register(SubsampledLaplace)

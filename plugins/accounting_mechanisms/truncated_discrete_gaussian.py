@@ -26,6 +26,7 @@ noise at all (Y = 0), non-private for Δ ≥ 1 (all P-mass at +∞).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -35,7 +36,8 @@ from accounting.numerics.loss import LossPMF
 from accounting.pairs.additive import AdditiveNoise
 from accounting.pairs.mechanism import Range, parameter
 from accounting.pairs.pair import LawPair
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
+from accounting.vocabulary import FloatArray
 
 from .finite_product import FiniteLawPair
 
@@ -98,7 +100,7 @@ def _inf_mass(log_masses: np.ndarray, sensitivity: int, truncation: int) -> floa
 
 
 def _integer_in(rng: Range):
-    def check(instance, attribute, value) -> int:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> int:
         return rng.check(attribute.name, value)
     return check
 
@@ -118,7 +120,7 @@ class TruncatedDiscreteGaussian(AdditiveNoise):
     sigma: float = parameter(SIGMA)
     truncation: int = parameter(TRUNCATION)
 
-    def log_density(self, x):
+    def log_density(self, x: FloatArray) -> FloatArray:
         x = np.asarray(x, dtype=float)
         return np.where(np.abs(x) <= self.truncation, -0.5 * (x / self.sigma) ** 2, -np.inf)
 
@@ -140,5 +142,5 @@ class TruncatedDiscreteGaussian(AdditiveNoise):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(TruncatedDiscreteGaussian)

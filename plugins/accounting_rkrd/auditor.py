@@ -137,15 +137,15 @@ class RKRDAuditor:
 
     name = "rkrd"
 
-    alphas: tuple = PAPER_ALPHAS
+    alphas: tuple[float, ...] = PAPER_ALPHAS
     level: float = 0.05
     bandwidth: float | None = None
     n_thresholds: int = 2
     train_fraction: float = 1.0 / 3.0
-    witnesses: tuple = FAMILIES
+    witnesses: tuple[str, ...] = FAMILIES
     kernel_points: int = 1500
     rkrdp: bool | None = None
-    lambdas: tuple = PAPER_LAMBDAS
+    lambdas: tuple[float, ...] = PAPER_LAMBDAS
     sweep: bool | None = False
     reference: Any = None
     shift: Any = None
@@ -215,7 +215,7 @@ class RKRDAuditor:
         m_p, m_q = xb.shape[0], yb.shape[0]
         tested = alphas >= 2.0
         k = int(np.count_nonzero(tested))
-        thresholds: tuple = ()
+        thresholds: tuple[float, ...] = ()
         rkrdp_status = "not applicable (the claim is a curve, not one (ε, δ))"
         run_rkrdp = False
         if eps_claim and self.rkrdp is not False:
@@ -379,7 +379,7 @@ def _seed(seed: int | None) -> int:
 _SAMPLE_COPIES = 4
 
 
-def _draw(fn: Callable, dataset: Any, name: str, n: int, rng: np.random.Generator,
+def _draw(fn: Callable[..., Any], dataset: Any, name: str, n: int, rng: np.random.Generator,
           tick: Callable[[int, int], None] | None, done: int, total: int,
           budget: float) -> np.ndarray:
     rows: list[np.ndarray] = []

@@ -35,7 +35,7 @@ from .kernel import check_samples
 __all__ = ["noise_sampler", "BootstrapResult", "bootstrap_test"]
 
 
-def noise_sampler(mechanism: Any) -> Callable[[np.random.Generator, tuple], np.ndarray]:
+def noise_sampler(mechanism: Any) -> Callable[[np.random.Generator, tuple[int, ...]], np.ndarray]:
     """The sampler ``(rng, shape) -> noise`` of an additive-noise mechanism instance
     (its ``sample_noise``); a ValueError naming the mechanism when it has none."""
     if not isinstance(mechanism, AdditiveNoise):
@@ -58,7 +58,7 @@ class BootstrapResult:
     lam: float
     mechanism: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"statistic": self.statistic, "p_value": self.p_value,
                 "n_boot": int(self.replicates.size), "alpha": self.alpha, "lam": self.lam,
                 "mechanism": self.mechanism}

@@ -57,7 +57,7 @@ _DATASETS = ("d0", "d1")
 class _Draw:
     """Task: one output ``fn(dataset, rng)`` with the rng of its draw number."""
 
-    def __init__(self, fn: Callable, d0: Any, d1: Any, seed: int) -> None:
+    def __init__(self, fn: Callable[..., Any], d0: Any, d1: Any, seed: int) -> None:
         self.fn, self.datasets, self.seed = fn, (d0, d1), seed
 
     def __call__(self, task: Mapping[str, Any], _: Any = None) -> np.ndarray:
@@ -124,7 +124,7 @@ def audit_distributed(fn: Callable[[Any, np.random.Generator], Any], d0: Any, d1
 class _Replicate:
     """Task: D̂ of one bootstrap replicate drawn under the claimed mechanism."""
 
-    def __init__(self, mechanism: Any, shift: np.ndarray, shapes: tuple, alpha: float,
+    def __init__(self, mechanism: Any, shift: np.ndarray, shapes: tuple[int, ...], alpha: float,
                  lam: float, bandwidth: float | None, seed: int) -> None:
         self.mechanism, self.shift, self.shapes = mechanism, shift, shapes
         self.alpha, self.lam, self.bandwidth, self.seed = alpha, lam, bandwidth, seed
@@ -168,10 +168,10 @@ def bootstrap_distributed(x: Any, y: Any, *, mechanism: Any, shift: Any, alpha: 
 class _Audit:
     """Task: one whole audit of ``fn`` (its 2n calls included) at one setting."""
 
-    def __init__(self, fn: Callable, d0: Any, d1: Any, auditor: RKRDAuditor) -> None:
+    def __init__(self, fn: Callable[..., Any], d0: Any, d1: Any, auditor: RKRDAuditor) -> None:
         self.fn, self.d0, self.d1, self.auditor = fn, d0, d1, auditor
 
-    def __call__(self, task: Mapping[str, Any], seed: np.random.SeedSequence) -> dict:
+    def __call__(self, task: Mapping[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
         t0 = time.perf_counter()
         settings = dict(task["settings"])
         n = settings.pop("n")
@@ -195,7 +195,7 @@ class CampaignResult:
     setting, then ``decision``, ``rejected``, ``epsilon_lower_bound``,
     ``detectable_epsilon``, the audit's ``seed``, ``seconds`` and the ``report`` dict."""
 
-    rows: tuple = attrs.field(repr=False)
+    rows: tuple[Any, ...] = attrs.field(repr=False)
     seed: int
     seconds: float
 

@@ -37,7 +37,7 @@ class Claim(Protocol):
 
     def describe(self) -> str: ...
 
-    def to_dict(self) -> dict: ...
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 @attrs.frozen
@@ -59,7 +59,7 @@ class EpsDeltaClaim:
     def describe(self) -> str:
         return f"(ε, δ) = ({self.epsilon:g}, {self.delta:g})"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": "epsilon_delta", "epsilon": self.epsilon, "delta": self.delta}
 
 
@@ -81,7 +81,7 @@ class CurveClaim:
     def describe(self) -> str:
         return f"the trade-off curve of {self.label}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": "tradeoff_curve", "curve": self.label}
 
 

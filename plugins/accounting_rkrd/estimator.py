@@ -219,7 +219,7 @@ class RKRDSweep:
             raise ValueError(f"(alpha, lam) = ({alpha:g}, {lam:g}) is not on the grid")
         return float(self.values[i[0], j[0]])
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"alphas": self.alphas.tolist(), "lambdas": self.lambdas.tolist(),
                 "values": self.values.tolist(), "bandwidth": self.bandwidth,
                 "n_p": self.n_p, "n_q": self.n_q}

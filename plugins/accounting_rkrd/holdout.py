@@ -66,7 +66,7 @@ class ThresholdResult:
     beaten: bool
     epsilon_bound: float | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
 
 
@@ -85,7 +85,7 @@ class WitnessTest:
     level: float
     m_p: int
     m_q: int
-    rows: tuple
+    rows: tuple[Any, ...]
     epsilon_lower_bound: float | None
     detectable_epsilon: float | None
     detectable: bool
@@ -108,7 +108,7 @@ class WitnessTest:
         beaten = [r for r in self.rows if r.beaten]
         return beaten[0] if beaten else self.rows[0]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, "detail": self.detail,
                 "n_candidates": self.n_candidates, "level": self.level,
                 "m_p": self.m_p, "m_q": self.m_q, "rejects": self.rejected,

@@ -90,7 +90,7 @@ class LowerBound:
     bandwidth: float | None
     witness: str = "kernel mean difference"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
 
 

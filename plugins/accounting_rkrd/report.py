@@ -45,9 +45,9 @@ class RKRDPResult:
     """The finite-sample (α, λ₀, ε)-RKRDP test: thresholds decided from the sizes,
     held-out statistics (None when skipped), its share of the level and its status."""
 
-    alphas: tuple
-    thresholds: tuple
-    held_out_statistics: tuple | None
+    alphas: tuple[float, ...]
+    thresholds: tuple[float, ...]
+    held_out_statistics: tuple[float, ...] | None
     level: float
     status: str
 
@@ -61,7 +61,7 @@ class RKRDPResult:
             return False
         return any(s > t for s, t in zip(self.held_out_statistics, self.thresholds))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"alphas": list(self.alphas), "threshold": list(self.thresholds),
                 "held_out_statistic": (None if self.held_out_statistics is None
                                        else list(self.held_out_statistics)),
@@ -88,15 +88,15 @@ class AuditReport:
     lambda0: float | None
     witness: WitnessTest
     rkrdp: RKRDPResult | None
-    statistics: tuple | None
+    statistics: tuple[float, ...] | None
     seed: int
-    settings: dict = attrs.field(eq=False)
+    settings: dict[str, Any] = attrs.field(eq=False)
     bootstrap: BootstrapResult | None = None
     sweep: RKRDSweep | None = attrs.field(default=None, eq=False, repr=False)
     seconds: float = 0.0
     auditor: str = "rkrd"
     #: what makes the audit less informative than it looks (a degenerate kernel, …)
-    warnings: tuple = attrs.field(default=(), converter=tuple)
+    warnings: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
     # ------------------------------------------------------------ the claim
     @property
@@ -182,7 +182,7 @@ class AuditReport:
                      f"any resolvable FPR (≥ {w.min_fpr:.3g}): use more samples.")
         return text
 
-    def to_dict(self, exact: bool = False) -> dict:
+    def to_dict(self, exact: bool = False) -> dict[str, Any]:
         """The report as JSON-ready data: a summary (verdict, numbers; infinities as
         strings), or with ``exact`` every field, losslessly, for ``from_dict``
         (``accounting.save`` writes that form)."""
@@ -286,7 +286,7 @@ class AuditReport:
         return "\n".join(lines)
 
 
-def report_types() -> dict:
+def report_types() -> dict[str, type]:
     """The classes a saved report may hold (with the core's curve classes, for a claim
     that is a trade-off curve): the allow-list of ``accounting.serialization``."""
     from accounting.serialization import curve_types
