@@ -54,7 +54,7 @@ import sys
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import pluggy
@@ -75,6 +75,10 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 #: the names the core's own tables are listed under (its converters: "core"; its curve
 #: kinds: "core.pairs"): built in, and taken, so that no plugin can pose as the core
 CORE_PLUGINS = ("core", "core.pairs")
+
+
+#: the class a specialisation stands in for (its subclass is returned)
+_W = TypeVar("_W")
 
 
 def did_you_mean(name: str, known: Iterable[str], *, prefix: str = "") -> str:
@@ -496,14 +500,14 @@ class Registry:
         """The job a built-in plugin marked as the default (what ``accounting`` runs)."""
         return next((j for j in self.jobs.values() if j.default), None)
 
-    def specialisation(self, wrapper: type, base: Any) -> type:
+    def specialisation(self, wrapper: type[_W], base: Any) -> type[_W]:
         """The class to build a ``wrapper`` pair on the pair ``base`` with: the
         specialisation registered for (wrapper, type(base)), else ``wrapper`` itself.
         Exact type match, so the answer depends only on the registry, never on which
         modules are imported or in what order."""
         record = self.table["specialisation"].get(specialisation_name(wrapper, type(base)))
         if record is not None and record.value[:2] == (wrapper, type(base)):
-            special: type = record.value[2]
+            special: type[_W] = record.value[2]   # a subclass of wrapper (_check_specialisation)
             return special
         return wrapper
 

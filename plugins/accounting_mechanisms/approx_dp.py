@@ -33,6 +33,7 @@ is non-private (all P-mass at loss +∞: ε(δ') = +∞ for every δ' < 1, D_α 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -50,11 +51,11 @@ from .finite_product import exact_product
 from .gaussian_mixture import _float_tuple
 
 
-def _scalar_or_tuple(name: str):
+def _scalar_or_tuple(name: str) -> Callable[[Any], tuple[float, ...]]:
     """attrs converter: one real number (a single guarantee) or a sequence of them."""
     convert = _float_tuple(name)
 
-    def conv(value):
+    def conv(value: Any) -> tuple[float, ...]:
         if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
             value = (value,)
         return convert(value)
@@ -149,7 +150,7 @@ def _same_length(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> 
                          f"got {len(value)}")
 
 
-def _entries_in(rng: Range):
+def _entries_in(rng: Range) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
     def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if not value:
             raise ValueError(f"{attribute.name} must have at least one entry")

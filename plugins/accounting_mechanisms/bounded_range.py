@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -185,7 +186,7 @@ def br_max_kl(epsilon: float) -> float:
     return value + 16.0 * np.finfo(float).eps * sum(abs(p) for p in parts)
 
 
-def _rr_cgf(epsilon: float):
+def _rr_cgf(epsilon: float) -> Callable[[FloatArray, Direction], FloatArray]:
     """The CGF of ε-DP randomized response (the pair every ε-DP mechanism is dominated
     by), from the (ε, 0) guarantee's exact law."""
     return approx_dp_pair(epsilon, 0.0)._cgf
@@ -371,7 +372,7 @@ def _boolean(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None
                         f"got {value!r}")
 
 
-def adaptive_field():
+def adaptive_field() -> Any:
     """The ``adaptive`` parameter of BR mechanisms: True (the default) unless the
     repeated uses are fixed before any runs (a non-adaptive batch)."""
     return attrs.field(default=True, kw_only=True, validator=_boolean)

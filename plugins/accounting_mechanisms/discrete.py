@@ -108,14 +108,16 @@ def _integer_sensitivity() -> Any:
 
 
 # ============================================================================ sampling
-def dlaplace_sample(a: float, rng: np.random.Generator, shape) -> np.ndarray:
+def dlaplace_sample(a: float, rng: np.random.Generator, shape: tuple[int, ...] | int
+                    ) -> AnyArray:
     """Draws of the discrete Laplace law ∝ e^{−a|x|} on ℤ: the difference of two i.i.d.
     geometric variables of success probability 1 − e^{−a}."""
     p = -math.expm1(-a)
     return (rng.geometric(p, size=shape) - rng.geometric(p, size=shape)).astype(float)
 
 
-def dgauss_sample(sigma: float, rng: np.random.Generator, shape) -> np.ndarray:
+def dgauss_sample(sigma: float, rng: np.random.Generator, shape: tuple[int, ...] | int
+                  ) -> AnyArray:
     """Exact draws of N_ℤ(0, σ²) by rejection from a discrete Laplace of scale
     t = ⌊σ⌋ + 1, accepted with probability exp(−(|Y| − σ²/t)²/(2σ²)) (Canonne, Kamath,
     Steinke 2020, arXiv:2004.00010, Algorithm 3), vectorised over the pending draws."""
@@ -172,7 +174,7 @@ def dgauss_log_ratio(sigma: float, c: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=16)
-def _dgauss_table(sigma: float, sensitivity: int):
+def _dgauss_table(sigma: float, sensitivity: int) -> tuple[int, int, FloatArray, FloatArray]:
     """Exact tables of the pair (Δ + Y, Y) on x ∈ [lo, hi] (Q-coordinates).
 
     Returns (lo, hi, log H, log D) with H(x) = Q[X ≥ x] and

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -39,7 +40,7 @@ SCALE = Range(1e-4, 1e4, per="sensitivity", log=True)
 WEIGHT_TOLERANCE = 1e-9
 
 
-def _float_tuple(name: str):
+def _float_tuple(name: str) -> Callable[[Any], tuple[float, ...]]:
     """attrs converter: a non-empty sequence of real numbers → tuple of floats."""
     def convert(value: Any) -> tuple[float, ...]:
         if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
@@ -133,7 +134,7 @@ class GaussianMixture(AdditiveNoise):
             raise ValueError(f"weights must sum to 1 (within {WEIGHT_TOLERANCE:g}), got {total!r}")
 
     # ------------------------------------------------------------------ noise
-    def _log_density(self, x, shift: float = 0.0) -> np.ndarray:
+    def _log_density(self, x: FloatArray, shift: float = 0.0) -> FloatArray:
         # one pass of np.logaddexp per component: several times faster than
         # scipy's logsumexp over a trailing axis, and the quadratures call this often
         x = np.asarray(x, dtype=float) + shift

@@ -22,6 +22,7 @@ must all declare the neighbouring relation the mixture is accounted under.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -62,11 +63,12 @@ class MixturePair(Pair):
     def symmetric(self) -> bool:  # type: ignore[override]
         return all(p.symmetric for p in self.pairs)
 
-    def _live(self):
+    def _live(self) -> list[tuple[float, Pair]]:
         return [(w, p) for w, p in zip(self.weights, self.pairs) if w > 0]
 
-    def _average(self, values) -> np.ndarray:
-        return sum(w * np.asarray(v, dtype=float) for w, v in values)
+    def _average(self, values: Iterable[tuple[float, FloatArray]]) -> FloatArray:
+        total: FloatArray = sum(w * np.asarray(v, dtype=float) for w, v in values)
+        return total
 
     def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return np.clip(self._average((w, p._profile(eps, direction)) for w, p in self._live()),
@@ -82,7 +84,7 @@ class MixturePair(Pair):
             return all(p.provides(primitive) for _, p in self._live())
         return super().provides(primitive)
 
-    def _cgfs(self, t, direction, lower: bool) -> list:
+    def _cgfs(self, t: FloatArray, direction: Direction, lower: bool) -> list[FloatArray]:
         name = "cgf_lower" if lower else "cgf"
         if not self.provides(name):
             raise not_provided(self, name)

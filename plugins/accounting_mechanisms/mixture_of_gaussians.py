@@ -79,7 +79,7 @@ class MixtureOfGaussiansPair(Pair):
     _memo: dict[tuple[float, Direction], float] = attrs.field(factory=dict, init=False, repr=False, eq=False)
 
     @property
-    def _arrays(self):
+    def _arrays(self) -> tuple[FloatArray, FloatArray]:
         return np.asarray(self.c, dtype=float), np.log(np.asarray(self.p, dtype=float))
 
     @property
@@ -178,7 +178,7 @@ class MixtureOfGaussiansPair(Pair):
         s, cmax = self.sigma, float(max(self.c))
         a = (1.0 + t) if direction is Direction.FORWARD else -t
 
-        def h(x):
+        def h(x: float) -> float:
             return -0.5 * (x / s) ** 2 - 0.5 * math.log(2 * math.pi) - math.log(s) + a * self.loss(x)
         reach = (abs(a) + 1.0) * (cmax + 40.0 * s)
         k = log_integral(h, -reach, reach, s, cmax)

@@ -208,7 +208,7 @@ class ReplaceOneGaussianPair(Pair):
             return 0.0
         s, d = self.sigma, self.delta
 
-        def h(x):
+        def h(x: float) -> float:
             return (-0.5 * (x / s) ** 2 - 0.5 * math.log(2 * math.pi) - math.log(s)
                     + (1.0 + t) * self._log_components(x, 1.0) - t * self._log_components(x, -1.0))
         reach = (abs(t) * 2.0 + 1.0) * (d + 40.0 * s)
@@ -252,7 +252,7 @@ def _shape_grid(base: AdditiveNoise) -> np.ndarray:
     return w * np.sinh(np.linspace(-np.arcsinh(x / w), np.arcsinh(x / w), 8001))
 
 
-def check_replace_one_base(base) -> None:
+def check_replace_one_base(base: Mechanism) -> None:
     """Refuse a base for which (P, Q) of the module docstring is not proved dominating:
     not additive noise, not declared add/remove (its ``sensitivity`` must be the bound
     Δ on one record's contribution), or noise that is not symmetric and log-concave.
@@ -354,7 +354,8 @@ def replace_one_noise_pair(base: AdditiveNoise, q: float) -> Pair:
     return _law_pair(log_pc, log_qc, loss_e[:-1], loss_e[1:], label, exact=False)
 
 
-def _law_pair(log_pc, log_qc, a, b, label: str, exact: bool) -> LawPair:
+def _law_pair(log_pc: FloatArray, log_qc: FloatArray, a: FloatArray, b: FloatArray, label: str,
+              exact: bool) -> LawPair:
     """The symmetric ``LawPair`` of outcomes with P-, Q-masses e^{log_pc}, e^{log_qc}:
     exact atoms (``exact``: a = b = the outcomes' log-masses), else cells with loss range
     [a, b] (pessimistic split, optimistic merge)."""

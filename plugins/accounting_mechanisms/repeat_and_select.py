@@ -47,7 +47,7 @@ which *is* the base: its pair is returned as it is).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -56,12 +56,15 @@ from accounting.curves.converters import rdp_delta
 from accounting.curves.curve import Provenance
 from accounting.curves.rdp import RDP
 from accounting.pairs.mechanism import Mechanism, Neighbouring, Range, as_neighbouring, parameter
-from accounting.pairs.pair import Pair, identical_pair
+from accounting.pairs.pair import CurveT, Pair, identical_pair
 from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.validation import check_real
 from accounting.vocabulary import Bound, Direction, Exactness, FloatArray
 
 from .approx_dp import _one_sensitivity
+
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
 
 __all__ = ["RepeatAndSelect", "RepeatAndSelectPair", "truncated_negative_binomial_mean",
            "truncated_negative_binomial_gamma", "MEAN", "SHAPE"]
@@ -173,7 +176,7 @@ class RepeatAndSelectPair(Pair):
         from scipy.optimize import minimize_scalar
         eta, log_inv_gamma = float(self.shape), -math.log(self._gamma)
 
-        def score(lam_hat):
+        def score(lam_hat: FloatArray) -> FloatArray:
             with np.errstate(invalid="ignore"):
                 v = (1.0 - 1.0 / lam_hat) * self._base_renyi(lam_hat) + log_inv_gamma / lam_hat
             return np.where(np.isnan(v), np.inf, v)
@@ -261,11 +264,12 @@ class RepeatAndSelectPair(Pair):
             atom = np.maximum(-np.expm1(np.minimum(eps, 0.0)), 0.0)
         return p * low + (1.0 - p) * atom
 
-    def curve(self, kind: type, **options):
+    def curve(self, kind: type[CurveT], *, registry: Registry | None = None,
+              **options: Any) -> CurveT:
         """The curve of ``kind`` as ``Pair.curve`` builds it, labelled an upper bound
         where the route would call it exact: every curve here comes from a Rényi bound
         (its lower side, where present, is the base's, a certified lower bound)."""
-        out = super().curve(kind, **options)
+        out = super().curve(kind, registry=registry, **options)
         if out.provenance.exactness is Exactness.EXACT:
             out = attrs.evolve(out, provenance=Provenance(Exactness.UPPER, out.provenance.path))
         return out

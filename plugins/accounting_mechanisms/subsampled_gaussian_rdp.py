@@ -78,6 +78,7 @@ import numpy as np
 from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
 
 from accounting.curves.rdp import T_MAX
+from accounting.vocabulary import ArrayLike, FloatArray
 
 from . import subsampled_rdp as _bounds
 
@@ -330,7 +331,7 @@ def _screen(q: float, sigma: float, lams: np.ndarray, k_lo: np.ndarray,
     lam = lams[b_owner]
     logq = math.log(q)
 
-    def parts(x):
+    def parts(x: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         big_l = (2.0 * x - 1.0) / (2.0 * sigma * sigma)
         ell = _log_ratio(x, q, sigma)
         return -0.5 * (x / sigma) ** 2, ell, np.exp(logq + big_l - ell)
@@ -784,9 +785,9 @@ def add_cgf_upper(q: float, sigma: float, t: Any) -> np.ndarray:
         return t * (t + 1.0) / (2.0 * sf * sf)
     s2 = sf * sf
 
-    def base(u):
-        u = np.asarray(u, dtype=float)
-        return u * (u + 1.0) / (2.0 * s2)
+    def base(u: ArrayLike) -> FloatArray:
+        v = np.asarray(u, dtype=float)
+        return v * (v + 1.0) / (2.0 * s2)
     bound = np.asarray(_bounds.add_cgf_bound(base, base, qf, t, exact_base=True), dtype=float)
     flat = bound.ravel().copy()
     tf = t.ravel()

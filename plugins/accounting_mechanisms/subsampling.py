@@ -22,7 +22,8 @@ Gaussian) overrides ``_cgf`` in a subclass.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -52,6 +53,12 @@ from accounting.vocabulary import AnyArray, Bound, Direction, Exactness, FloatAr
 from . import subsampled_rdp as _rdp
 from .laplace import LaplacePair
 from .subsampled_gaussian_rdp import log_mixture_ratio, log_power_excess
+
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
+
+#: a directional profile (ε, direction) ↦ δ(ε), as a pair's ``_profile``
+Profile = Callable[[FloatArray, Direction], FloatArray]
 
 __all__ = ["PoissonSubsampledPair", "PoissonSubsampled", "WithoutReplacementPair",
            "SampledWithoutReplacement", "SubsampledLaplace", "check_rate", "poisson_pair",
@@ -91,7 +98,7 @@ class PoissonSubsampledPair(Pair):
     def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return self._mixed(eps, direction, self.base._profile_lower)
 
-    def _mixed(self, eps, direction, base_profile):
+    def _mixed(self, eps: FloatArray, direction: Direction, base_profile: Profile) -> FloatArray:
         eps = np.asarray(eps, dtype=float)
         q = float(self.q)
         if q == 1.0:
@@ -129,7 +136,8 @@ class PoissonSubsampledPair(Pair):
             out[eps == -np.inf] = 1.0
             return out
 
-    def _mixed_masked(self, eps, direction, base_profile, q, log1mq):
+    def _mixed_masked(self, eps: FloatArray, direction: Direction, base_profile: Profile,
+                      q: float, log1mq: float) -> FloatArray:
         """``_mixed`` with masks over the whole array (a NaN among ``eps`` is read as
         ε = 0, as it always was here)."""
         finite = np.isfinite(eps)
@@ -202,6 +210,7 @@ class PoissonSubsampledPair(Pair):
         if route is None:
             raise not_provided(self, "cgf")
         if route == "law":
+            assert isinstance(self.base, LawPair)   # the law route is a LawPair's
             return _rdp.law_cgf(self.base.law(Direction.FORWARD, "upper"), self.q, t, direction)
         if route == "bound":
             fwd = lambda s: self.base._cgf(s, Direction.FORWARD)  # noqa: E731
@@ -212,7 +221,7 @@ class PoissonSubsampledPair(Pair):
             return _rdp.add_cgf_bound(fwd, bwd, self.q, t, exact_base=exact_base)
         return self._quadrature_cgf(t, direction)
 
-    def _cgf_route(self):
+    def _cgf_route(self) -> str | None:
         if self.base.provides("noise_density"):
             return "quadrature"
         if isinstance(self.base, LawPair):
@@ -280,7 +289,7 @@ class PoissonSubsampledPair(Pair):
             if tt > 0 and self.q < 1:
                 lam = a if forward else -tt
 
-                def g(x, lam=lam):
+                def g(x: FloatArray, lam: float = lam) -> FloatArray:
                     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
                         q0 = logf(x) - log_z
                         p0 = logf(x - shift) - log_z
@@ -293,7 +302,7 @@ class PoissonSubsampledPair(Pair):
                 out[i] = np.logaddexp(0.0, excess) * (1.0 + QUADRATURE_RAISE)
                 continue
 
-            def h(x, a=a, b=b):
+            def h(x: FloatArray, a: float = a, b: float = b) -> FloatArray:
                 with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
                     q0 = logf(x) - log_z
                     mix = np.logaddexp(lq1 + q0, lq + logf(x - shift) - log_z)
@@ -307,6 +316,7 @@ class PoissonSubsampledPair(Pair):
         exact sums over the base's lower law; none for the bound route."""
         route = self._cgf_route()
         if route == "law":
+            assert isinstance(self.base, LawPair)   # the law route is a LawPair's
             return _rdp.law_cgf(self.base.law(Direction.FORWARD, "lower"), self.q, t, direction)
         if route == "quadrature":
             return self._quadrature_cgf(t, direction)
@@ -324,7 +334,8 @@ def _outward(value: float, y: float, up: bool) -> float:
     return float(value + err) if up else float(value - err)
 
 
-def poisson_pair(base: Pair, q: float, registry=None) -> PoissonSubsampledPair:
+def poisson_pair(base: Pair, q: float, registry: Registry | None = None
+                 ) -> PoissonSubsampledPair:
     """The Poisson-subsampled pair of ``base``, specialised where a plugin registered a
     closed form for its class (hook ``accounting_register_specialisations``, resolved by
     ``registry``, default the process-wide one): the same answer whatever modules are
@@ -381,11 +392,11 @@ class WithoutReplacementPair(Pair):
     def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return self._symmetric(eps, self._base_max(self.base._profile_lower))
 
-    def _symmetric(self, eps, base_profile):
+    def _symmetric(self, eps: FloatArray, base_profile: Profile) -> FloatArray:
         return symmetric_profile(
             eps, lambda e: self._poisson._mixed(e, Direction.FORWARD, base_profile))
 
-    def _base_max(self, fn):
+    def _base_max(self, fn: Profile) -> Profile:
         if self.base.symmetric:
             return fn
         return lambda e, _: np.maximum(fn(e, Direction.FORWARD), fn(e, Direction.BACKWARD))
@@ -416,7 +427,8 @@ class WithoutReplacementPair(Pair):
         """The base's ρ: the mechanism is a mixture, over batches, of base pairs, so by
         joint convexity D_α ≤ ρ₀α for the truth (the max over the base's directions)."""
         rhos = [self.base._rho(d) for d in (Direction.FORWARD, Direction.BACKWARD)]
-        return None if any(r is None for r in rhos) else max(rhos)
+        known = [r for r in rhos if r is not None]
+        return None if len(known) < len(rhos) else max(known)
 
     def describe(self) -> str:
         return f"WOR(γ={self.gamma:g})∘{self.base.describe()}"
@@ -428,7 +440,8 @@ SIZE = Range(1, 2 ** 53, integer=True, log=True)
 BATCH = Range(1, 2 ** 53, integer=True, log=True, zero=True)
 
 
-def mixture_sample(base, rate: float, rng, shape) -> tuple:
+def mixture_sample(base: Pair | Mechanism, rate: float, rng: np.random.Generator,
+                   shape: tuple[int, ...] | int) -> tuple[AnyArray, AnyArray]:
     """Outputs on D (the record in the batch with probability ``rate``: a draw of the
     base on D, else one on D′) and on D′, from three draws of ``base.sample`` — the
     outputs of the wrapper on the datasets whose laws are its dominating pair."""
@@ -446,7 +459,8 @@ def _require(relation: Neighbouring, what: str, value: Mechanism) -> None:
                          f"(use {other} for that relation)")
 
 
-def _base_under(relation: Neighbouring, what: str):
+def _base_under(relation: Neighbouring, what: str
+                ) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
     """attrs validator of a wrapper's ``base``: a Mechanism declared under ``relation``."""
     def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if not isinstance(value, Mechanism):
@@ -496,6 +510,14 @@ class PoissonSubsampled(PoissonMechanism):
         return poisson_pair(self.base.pair(), float(self.q))
 
 
+def _batch_size(value: Any) -> int:
+    return check_count("batch_size", value, minimum=0)
+
+
+def _dataset_size(value: Any) -> int:
+    return check_count("dataset_size", value)
+
+
 @attrs.frozen
 class SampledWithoutReplacement(Mechanism):
     """A batch of ``batch_size`` records drawn uniformly without replacement from a
@@ -511,10 +533,8 @@ class SampledWithoutReplacement(Mechanism):
     name = "sampled_without_replacement"
     base: Mechanism = attrs.field(validator=_base_under(Neighbouring.REPLACE_ONE,
                                                         "sampling without replacement"))
-    batch_size: int = attrs.field(converter=lambda v: check_count("batch_size", v, minimum=0),
-                                  metadata={"range": BATCH})
-    dataset_size: int = attrs.field(converter=lambda v: check_count("dataset_size", v),
-                                    metadata={"range": SIZE})
+    batch_size: int = attrs.field(converter=_batch_size, metadata={"range": BATCH})
+    dataset_size: int = attrs.field(converter=_dataset_size, metadata={"range": SIZE})
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
                                              converter=as_neighbouring)
 

@@ -26,6 +26,7 @@ noise at all (Y = 0), non-private for Δ ≥ 1 (all P-mass at +∞).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -37,7 +38,7 @@ from accounting.pairs.additive import AdditiveNoise
 from accounting.pairs.mechanism import Range, parameter
 from accounting.pairs.pair import LawPair
 from accounting.registry.hookspecs import RegisterMechanism, hookimpl
-from accounting.vocabulary import FloatArray
+from accounting.vocabulary import AnyArray, FloatArray
 
 from .finite_product import FiniteLawPair
 
@@ -99,7 +100,7 @@ def _inf_mass(log_masses: np.ndarray, sensitivity: int, truncation: int) -> floa
     return min(m, 1.0)
 
 
-def _integer_in(rng: Range):
+def _integer_in(rng: Range) -> Callable[[Any, attrs.Attribute[Any], Any], int]:
     def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> int:
         return rng.check(attribute.name, value)
     return check
@@ -127,7 +128,8 @@ class TruncatedDiscreteGaussian(AdditiveNoise):
     def noise_width(self) -> float:
         return float(min(self.sigma, max(self.truncation, 1)))
 
-    def sample_noise(self, rng: np.random.Generator, shape=()) -> np.ndarray:
+    def sample_noise(self, rng: np.random.Generator, shape: tuple[int, ...] | int = ()
+                     ) -> AnyArray:
         """Draws of the noise Y (integers as int64), from the exact pmf on the support
         where it does not underflow (``sample`` adds the sensitivity for P)."""
         t_eff = min(int(self.truncation), _reach(float(self.sigma)))
