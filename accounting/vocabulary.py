@@ -19,10 +19,12 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = ["Direction", "Bound", "Exactness", "InvariantError", "as_direction", "as_bound",
-           "FloatArray", "AnyArray", "ArrayLike"]
+           "FloatArray", "IntArray", "AnyArray", "ArrayLike"]
 
 #: an array of float64, what the vectorised primitives return (losses, masses, δ(ε), K(t))
 FloatArray: TypeAlias = npt.NDArray[np.float64]
+#: an array of integers (indices, counts, grid coordinates)
+IntArray: TypeAlias = npt.NDArray[np.integer[Any]]
 #: an array of any dtype: draws of a mechanism's outputs (integers for a discrete one)
 AnyArray: TypeAlias = npt.NDArray[Any]
 #: what a vectorised input accepts: a number, a sequence of numbers or an array

@@ -109,8 +109,8 @@ MAX_EPS = 700.0
 ROUNDOFF = 64 * np.finfo(float).eps
 
 
-def br_masses(epsilon: float, t: np.ndarray | float) -> tuple[np.ndarray, np.ndarray,
-                                                                  np.ndarray, np.ndarray]:
+def br_masses(epsilon: float, t: FloatArray | float) -> tuple[FloatArray, FloatArray,
+                                                                  FloatArray, FloatArray]:
     """(p_t, 1 − p_t, q_t, 1 − q_t) of the two-point pair RR_t (losses t and t − ε),
     computed without cancellation (``expm1``); t ∈ [0, ε], ε > 0."""
     t = np.asarray(t, dtype=float)
@@ -122,7 +122,7 @@ def br_masses(epsilon: float, t: np.ndarray | float) -> tuple[np.ndarray, np.nda
     return p, p_low, q, q_low
 
 
-def br_profile(eps: np.ndarray | float, epsilon: float) -> np.ndarray:
+def br_profile(eps: FloatArray | float, epsilon: float) -> FloatArray:
     """δ(ε') of one ε-BR use, the sup over t of δ(RR_t)(ε') (module docstring):
     (1 − e^{(ε'−ε)/2})²/(1 − e^{−ε}) on [−ε, ε], 1 − e^{ε'} below, 0 above."""
     eps = np.asarray(eps, dtype=float)
@@ -135,8 +135,8 @@ def br_profile(eps: np.ndarray | float, epsilon: float) -> np.ndarray:
     return np.where(eps <= -epsilon, below, np.where(eps >= epsilon, 0.0, mid))
 
 
-def br_composed_profile(eps: np.ndarray | float, epsilon: float, count: int,
-                        chunk: int = 1 << 21) -> tuple[np.ndarray, np.ndarray]:
+def br_composed_profile(eps: FloatArray | float, epsilon: float, count: int,
+                        chunk: int = 1 << 21) -> tuple[FloatArray, FloatArray]:
     """(upper, lower) of δ_k(ε') = sup_t δ(RR_t^{⊗k})(ε') at each ε' in [0, ``MAX_EPS``]:
     max over m of G_m(t_m) (module docstring), ± the binomial CDFs' roundoff
     (``ROUNDOFF``). Work: ~2k binomial CDFs per ε', in chunks of ``chunk`` cells."""
@@ -277,7 +277,7 @@ class BoundedRangeBatchPair(Pair):
         return False
 
     @functools.cached_property
-    def _grid(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    def _grid(self) -> tuple[FloatArray, FloatArray, FloatArray] | None:
         """(ε' nodes, upper δ, lower δ) on [0, E], E where δ falls below ``GRID_TAIL``
         (found on a coarse pass); None if that is beyond ``MAX_EPS``."""
         top = min(self.count * self.epsilon, MAX_EPS)
@@ -295,7 +295,7 @@ class BoundedRangeBatchPair(Pair):
         # δ is non-increasing: make the bracket so too (both stay bounds of the truth)
         return nodes, np.minimum.accumulate(up), np.maximum.accumulate(lo[::-1])[::-1]
 
-    def _positive(self, eps: np.ndarray, lower: bool) -> np.ndarray:
+    def _positive(self, eps: FloatArray, lower: bool) -> FloatArray:
         nodes, up, lo = self._grid
         top = self.count * self.epsilon
         out = np.zeros(eps.shape)

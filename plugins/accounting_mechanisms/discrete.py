@@ -146,7 +146,7 @@ def _log_norm(sigma: float) -> float:
         2.0 * float(np.sum(np.exp(-2.0 * math.pi ** 2 * sigma ** 2 * k * k))))
 
 
-def dgauss_log_ratio(sigma: float, c: np.ndarray) -> np.ndarray:
+def dgauss_log_ratio(sigma: float, c: FloatArray) -> FloatArray:
     """log R(c) = log[Σ_x e^{−(x−c)²/(2σ²)} / Σ_x e^{−x²/(2σ²)}] ≤ 0, vectorised over c.
 
     R has period 1 and is even, so c is reduced to c − round(c) ∈ [−½, ½] (exact in
@@ -196,7 +196,7 @@ def _dgauss_table(sigma: float, sensitivity: int) -> tuple[int, int, FloatArray,
     return lo, hi, log_h, log_d
 
 
-def _profile_by_table(sigma: float, sensitivity: int, eps: np.ndarray) -> np.ndarray:
+def _profile_by_table(sigma: float, sensitivity: int, eps: FloatArray) -> FloatArray:
     """δ(ε) = D(b) + e^{L_b}H(b)·(1 − e^{ε − L_b}), b the first x with L_x > ε:
     two non-negative terms, so δ keeps its relative accuracy deep in the tail."""
     lo, hi, log_h, log_d = _dgauss_table(sigma, sensitivity)
@@ -216,7 +216,7 @@ def _profile_by_table(sigma: float, sensitivity: int, eps: np.ndarray) -> np.nda
     return np.clip(val, 0.0, 1.0) + 0.0
 
 
-def _log_upper_sum(sigma: float, k: np.ndarray) -> np.ndarray:
+def _log_upper_sum(sigma: float, k: FloatArray) -> FloatArray:
     """log Σ_{y ≥ k} e^{−y²/(2σ²)} for integers k ≥ 0 (float array), unnormalised.
 
     Where σ ≥ 20 and the slope h = k/σ² ≤ 0.05: Euler–Maclaurin to B₈,
@@ -255,7 +255,7 @@ def _log_upper_sum(sigma: float, k: np.ndarray) -> np.ndarray:
     return out.reshape(k.shape)
 
 
-def dgauss_log_sf(sigma: float, k: np.ndarray) -> np.ndarray:
+def dgauss_log_sf(sigma: float, k: FloatArray) -> FloatArray:
     """log P[Y ≥ k] for Y ~ N_ℤ(0, σ²) and integers k (given as floats), vectorised.
 
     Upper tails (k ≥ 1) by ``_log_upper_sum``; k ≤ 0 by symmetry,
@@ -269,7 +269,7 @@ def dgauss_log_sf(sigma: float, k: np.ndarray) -> np.ndarray:
         return np.where(upper, log_tail, np.log1p(-np.exp(log_tail)))
 
 
-def _profile_by_tails(sigma: float, sensitivity: int, eps: np.ndarray) -> np.ndarray:
+def _profile_by_tails(sigma: float, sensitivity: int, eps: FloatArray) -> FloatArray:
     """δ(ε) = A·(1 − e^{ε + log B − log A}) with A = P[Y ≥ a], B = P[Y ≥ a + Δ],
     a = ⌊εσ²/Δ − Δ/2⌋ + 1 (CKS, arXiv:2004.00010). Used when the exact table would be too
     large; the subtraction costs about log₁₀(zσ/Δ) digits (z = a/σ), as for the
@@ -287,7 +287,7 @@ def _profile_by_tails(sigma: float, sensitivity: int, eps: np.ndarray) -> np.nda
     return np.clip(val, 0.0, 1.0) + 0.0
 
 
-def dgauss_delta(sigma: float, sensitivity: int, eps: np.ndarray, *, method: str = "auto") -> np.ndarray:
+def dgauss_delta(sigma: float, sensitivity: int, eps: FloatArray, *, method: str = "auto") -> FloatArray:
     """δ(ε) of (Δ + Y, Y), Y ~ N_ℤ(0, σ²), for an array of ε (±∞ allowed).
 
     ``method``: "table" (exact cumulative tables, cancellation-free, the default when
@@ -383,15 +383,15 @@ _LATTICE_SIGMAS = 40.0
 _U = np.finfo(float).eps
 
 
-def _log_gauss_tail(s: np.ndarray, s2: float) -> np.ndarray:
+def _log_gauss_tail(s: FloatArray, s2: float) -> FloatArray:
     """log of an upper bound on Σ_{j ≥ 0} e^{−(s + j)²/(2σ²)} for real s > 0 (s2 = σ²):
     consecutive terms have ratio e^{−(2(s + j) + 1)/(2σ²)} ≤ e^{−(2s + 1)/(2σ²)}, so the
     sum is at most its first term over one minus that ratio."""
     return -s * s / (2.0 * s2) - np.log(-np.expm1(-(2.0 * s + 1.0) / (2.0 * s2)))
 
 
-def dgauss_subsampled_cgf(sigma: float, sensitivity: int, q: float, t: np.ndarray,
-                          direction: Direction) -> np.ndarray:
+def dgauss_subsampled_cgf(sigma: float, sensitivity: int, q: float, t: FloatArray,
+                          direction: Direction) -> FloatArray:
     """Upper bound on K(t) of the Poisson-subsampled discrete Gaussian pair
     ((1 − q)Q + qP, Q), Q = N_ℤ(0, σ²), P = Δ + Q, by the direct sum over ℤ with proven
     tails; +∞ where the window would exceed ``LATTICE_MAX_POINTS`` (or q is not in (0, 1)).
@@ -491,14 +491,14 @@ class SubsampledDiscreteGaussianPair(PoissonSubsampledPair):
 
 
 # ===================================================================== discrete Laplace
-def _log_sinh(x: np.ndarray) -> np.ndarray:
+def _log_sinh(x: FloatArray) -> FloatArray:
     """log sinh(x) for x ≥ 0 (−∞ at 0), without overflow."""
     x = np.asarray(x, dtype=float)
     with np.errstate(divide="ignore"):
         return x - math.log(2.0) + np.log(-np.expm1(-2.0 * x))
 
 
-def _log_geom(s: np.ndarray, n: int) -> np.ndarray:
+def _log_geom(s: FloatArray, n: int) -> FloatArray:
     """log Σ_{k=1}^{n} e^{ks} for real s (vectorised) and an integer n ≥ 0."""
     s = np.asarray(s, dtype=float)
     if n <= 0:
@@ -509,7 +509,7 @@ def _log_geom(s: np.ndarray, n: int) -> np.ndarray:
     return np.where(s > 0, pos, np.where(s < 0, neg, math.log(n)))
 
 
-def dlaplace_atoms(a: float, sensitivity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def dlaplace_atoms(a: float, sensitivity: int) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The exact law of L under P for (Δ + Y, Y), Y discrete Laplace(a): the losses
     a(2k − Δ), k = 0..Δ, their log P-masses and log Q-masses (Q_k = P_k e^{−l_k})."""
     k = np.arange(sensitivity + 1, dtype=float)
@@ -525,7 +525,7 @@ def dlaplace_atoms(a: float, sensitivity: int) -> tuple[np.ndarray, np.ndarray, 
 _ATOM_MAX = 4096
 
 
-def _atom_cgf(losses: np.ndarray, logp: np.ndarray, t: np.ndarray) -> np.ndarray:
+def _atom_cgf(losses: FloatArray, logp: FloatArray, t: FloatArray) -> FloatArray:
     """K(t) = log Σ_i p_i e^{t l_i} for a finite law (Σ p_i = 1), vectorised over t.
 
     Where |t|·max|l| ≤ 1, K = log1p(Σ_i p_i expm1(t l_i)), which keeps relative accuracy

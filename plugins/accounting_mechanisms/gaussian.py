@@ -27,7 +27,7 @@ from accounting.vocabulary import AnyArray, Bound, Direction, FloatArray
 __all__ = ["Gaussian", "GaussianPair", "gaussian_delta"]
 
 
-def gaussian_delta(mu: float, eps: np.ndarray) -> np.ndarray:
+def gaussian_delta(mu: float, eps: FloatArray) -> FloatArray:
     """δ(ε) of μ-GDP, computed as Φ(a)·(1 − e^{ε + log Φ(b) − log Φ(a)}) to keep
     relative accuracy deep in the tail; δ(−∞) = 1, δ(+∞) = 0."""
     eps = np.asarray(eps, dtype=float)

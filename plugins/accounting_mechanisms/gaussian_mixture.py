@@ -138,11 +138,12 @@ class GaussianMixture(AdditiveNoise):
         # one pass of np.logaddexp per component: several times faster than
         # scipy's logsumexp over a trailing axis, and the quadratures call this often
         x = np.asarray(x, dtype=float) + shift
-        out = None
+        out: FloatArray | None = None
         for w, m, s in zip(self.weights, self.means, self.scales):
             z = (x - m) / s
             term = (math.log(w) - math.log(s)) - 0.5 * z * z
             out = term if out is None else np.logaddexp(out, term)
+        assert out is not None             # a mixture has at least one component
         return out
 
     def log_density(self, x: FloatArray) -> FloatArray:
@@ -211,28 +212,33 @@ class _EqualScalesMixturePair(LawPair):
     inner: Pair | None = None
     rho: float = 0.0
 
+    @property
+    def _inner(self) -> Pair:
+        assert self.inner is not None      # GaussianMixture.pair always gives it
+        return self.inner
+
     def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
-        return self.inner._cgf(t, direction)
+        return self._inner._cgf(t, direction)
 
     def cgf_lower(self, t: FloatArray, direction: Direction) -> FloatArray:
-        return self.inner.cgf_lower(t, direction)
+        return self._inner.cgf_lower(t, direction)
 
     def cgf_exactness(self) -> Exactness:
-        return self.inner.cgf_exactness()   # the inner pair's quadrature: numerical
+        return self._inner.cgf_exactness()   # the inner pair's quadrature: numerical
 
     def _rho(self, direction: Direction) -> float | None:
         return self.rho
 
     def noise_density(self) -> NoiseDensity:
-        return self.inner.noise_density()
+        return self._inner.noise_density()
 
     def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
                ) -> tuple[AnyArray, AnyArray]:
-        return self.inner.sample(rng, shape)
+        return self._inner.sample(rng, shape)
 
     def provides(self, primitive: str) -> bool:
         if primitive == "sample":
-            return self.inner.provides("sample")
+            return self._inner.provides("sample")
         return super().provides(primitive)
 
 

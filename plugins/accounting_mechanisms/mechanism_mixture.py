@@ -67,7 +67,9 @@ class MixturePair(Pair):
         return [(w, p) for w, p in zip(self.weights, self.pairs) if w > 0]
 
     def _average(self, values: Iterable[tuple[float, FloatArray]]) -> FloatArray:
-        total: FloatArray = sum(w * np.asarray(v, dtype=float) for w, v in values)
+        total: FloatArray = np.zeros(())
+        for w, v in values:
+            total = total + w * np.asarray(v, dtype=float)
         return total
 
     def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:

@@ -58,7 +58,7 @@ PROBABILITY = Range(0.0, 1.0, lo_open=True)
 #: how far the probabilities may sum from 1 before they are refused (then normalised)
 
 
-def _lse(z: np.ndarray, axis: int = -1) -> np.ndarray:
+def _lse(z: FloatArray, axis: int = -1) -> FloatArray:
     """log Σ e^z along ``axis`` (plain numpy: scipy's logsumexp costs ~10× more on the
     short rows here). Rows of −∞ give −∞."""
     m = np.max(z, axis=axis, keepdims=True)
@@ -89,14 +89,14 @@ class MixtureOfGaussiansPair(Pair):
         zero = c == 0.0
         return float(logsumexp(logp[zero])) if zero.any() else -np.inf
 
-    def loss(self, x: np.ndarray) -> np.ndarray:
+    def loss(self, x: FloatArray) -> FloatArray:
         """L(x) = log Σ_i p_i exp((2c_i x − c_i²)/(2σ²)), vectorised."""
         c, logp = self._arrays
         x = np.asarray(x, dtype=float)
         s2 = self.sigma ** 2
         return _lse(logp + (2.0 * c * x[..., None] - c * c) / (2.0 * s2))
 
-    def _root(self, eps: np.ndarray) -> np.ndarray:
+    def _root(self, eps: FloatArray) -> FloatArray:
         """x with L(x) = ε for each ε > L(−∞): Newton's method from the right.
 
         L is convex and increasing, so Newton iterates started where L > ε stay at or
@@ -178,7 +178,7 @@ class MixtureOfGaussiansPair(Pair):
         s, cmax = self.sigma, float(max(self.c))
         a = (1.0 + t) if direction is Direction.FORWARD else -t
 
-        def h(x: float) -> float:
+        def h(x: FloatArray) -> FloatArray:
             return -0.5 * (x / s) ** 2 - 0.5 * math.log(2 * math.pi) - math.log(s) + a * self.loss(x)
         reach = (abs(a) + 1.0) * (cmax + 40.0 * s)
         k = log_integral(h, -reach, reach, s, cmax)

@@ -116,7 +116,7 @@ class ReplaceOneGaussianPair(Pair):
     sigma: float
     delta: float
     q: float
-    _memo: dict = attrs.field(factory=dict, init=False, repr=False, eq=False)
+    _memo: dict[float, float] = attrs.field(factory=dict, init=False, repr=False, eq=False)
 
     symmetric = True
 
@@ -124,7 +124,7 @@ class ReplaceOneGaussianPair(Pair):
     def _free(self) -> bool:
         return self.q == 0.0 or self.delta == 0.0
 
-    def _log_components(self, x: np.ndarray, sign: float) -> np.ndarray:
+    def _log_components(self, x: FloatArray, sign: float) -> FloatArray:
         """log density ratio to N(0, σ²) of (1 − q)N(0) + qN(sign·Δ), at x (vectorised)."""
         s2 = self.sigma ** 2
         a = (2.0 * sign * x * self.delta - self.delta ** 2) / (2.0 * s2)
@@ -132,18 +132,18 @@ class ReplaceOneGaussianPair(Pair):
         with np.errstate(divide="ignore"):
             return np.logaddexp(lq1, math.log(self.q) + a)
 
-    def loss(self, x: np.ndarray) -> np.ndarray:
+    def loss(self, x: FloatArray) -> FloatArray:
         x = np.asarray(x, dtype=float)
         return self._log_components(x, 1.0) - self._log_components(x, -1.0)
 
-    def _slope(self, x: np.ndarray) -> np.ndarray:
+    def _slope(self, x: FloatArray) -> FloatArray:
         """L′(x) = (Δ/σ²)[s(x) + s(−x)], s(x) = expit(a(x) + log q − log(1 − q)) (> 0)."""
         s2 = self.sigma ** 2
         shift = math.log(self.q) - (math.log1p(-self.q) if self.q < 1.0 else -np.inf)
         a = lambda y: (2.0 * y * self.delta - self.delta ** 2) / (2.0 * s2) + shift  # noqa: E731
         return self.delta / s2 * (expit(a(x)) + expit(a(-x)))
 
-    def _root(self, eps: np.ndarray) -> np.ndarray:
+    def _root(self, eps: FloatArray) -> FloatArray:
         """inf{x : L(x) > ε} for ε ≥ 0 (L odd and increasing): Newton steps kept inside
         a bisection bracket [lo, hi] (a step that leaves it is replaced by the midpoint),
         to 4e-16·max(x, σ). δ is stationary in the threshold at the root, so that
@@ -208,7 +208,7 @@ class ReplaceOneGaussianPair(Pair):
             return 0.0
         s, d = self.sigma, self.delta
 
-        def h(x: float) -> float:
+        def h(x: FloatArray) -> FloatArray:
             return (-0.5 * (x / s) ** 2 - 0.5 * math.log(2 * math.pi) - math.log(s)
                     + (1.0 + t) * self._log_components(x, 1.0) - t * self._log_components(x, -1.0))
         reach = (abs(t) * 2.0 + 1.0) * (d + 40.0 * s)
@@ -240,7 +240,7 @@ _GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
 INTEGER_EXTENT = 1e6
 
 
-def _shape_grid(base: AdditiveNoise) -> np.ndarray:
+def _shape_grid(base: AdditiveNoise) -> FloatArray:
     """Points where ``check_replace_one_base`` tests the log-density: the integers out to
     where the pmf underflows (ℤ), or a sinh-spaced grid of 8001 points out to there (ℝ)."""
     logf, w = base.log_density, float(base.noise_width())
@@ -294,7 +294,7 @@ def check_replace_one_base(base: Mechanism) -> None:
                          "records at ±Δ need not be the worst case")
 
 
-def _log_mixture(lm0: np.ndarray, lm_shift: np.ndarray, q: float) -> np.ndarray:
+def _log_mixture(lm0: FloatArray, lm_shift: FloatArray, q: float) -> FloatArray:
     """log((1 − q)·e^{lm0} + q·e^{lm_shift}), elementwise (q in (0, 1])."""
     lq1 = math.log1p(-q) if q < 1.0 else -np.inf
     with np.errstate(invalid="ignore"):

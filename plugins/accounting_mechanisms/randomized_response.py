@@ -36,7 +36,7 @@ from accounting.vocabulary import AnyArray, Direction, FloatArray
 __all__ = ["RandomizedResponse", "rr_cgf", "rr_composed_law"]
 
 
-def rr_cgf(p: float, t: np.ndarray) -> np.ndarray:
+def rr_cgf(p: float, t: FloatArray) -> FloatArray:
     """K(t) = log[p^{1+t}(1−p)^{−t} + (1−p)^{1+t}p^{−t}] in log space."""
     t = np.asarray(t, dtype=float)
     lp, lq = np.log(p), np.log1p(-p)

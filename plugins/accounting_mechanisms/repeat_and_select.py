@@ -80,7 +80,7 @@ SHAPE = Range(-1.0, 1e3, lo_open=True)
 _GRID_T = np.geomspace(1e-5, 1e5, 241)
 
 
-def _log_h(x: np.ndarray) -> np.ndarray:
+def _log_h(x: FloatArray) -> FloatArray:
     """log(expm1(x)/x), 0 at x = 0."""
     x = np.asarray(x, dtype=float)
     safe = np.where(x == 0, 1.0, x)
@@ -141,16 +141,16 @@ class RepeatAndSelectPair(Pair):
     _const: float = attrs.field(init=False, repr=False, default=attrs.Factory(
         lambda self: 0.0 if math.isinf(self.shape) else self._selection_constant(),
         takes_self=True))
-    _grid: np.ndarray = attrs.field(init=False, repr=False, default=attrs.Factory(
+    _grid: FloatArray = attrs.field(init=False, repr=False, default=attrs.Factory(
         lambda self: self._order_grid(), takes_self=True))
-    _floor: np.ndarray = attrs.field(init=False, repr=False, default=attrs.Factory(
+    _floor: FloatArray = attrs.field(init=False, repr=False, default=attrs.Factory(
         lambda self: np.minimum.accumulate(self._bound(self._grid)[::-1])[::-1],
         takes_self=True))
 
     exact = False
     symmetric = True
 
-    def _order_grid(self) -> np.ndarray:
+    def _order_grid(self) -> FloatArray:
         """The orders of the bound: a grid with its best order refined and λ = ∞; the
         minimum over orders above each grid point (``_floor``) makes the curve
         non-decreasing on it."""
@@ -166,7 +166,7 @@ class RepeatAndSelectPair(Pair):
         return np.sort(np.append(lam, [1.0 + math.exp(res.x), np.inf]))
 
     # ------------------------------------------------------------ the bound
-    def _base_renyi(self, lam: np.ndarray) -> np.ndarray:
+    def _base_renyi(self, lam: FloatArray) -> FloatArray:
         """D_λ of the base at its worst direction (an upper bound), λ > 1 or λ = 1, ∞."""
         return np.asarray(self._rdp.renyi(lam, "max"), dtype=float)
 
@@ -197,7 +197,7 @@ class RepeatAndSelectPair(Pair):
             best = min(best, float(ends[1]))
         return (1.0 + eta) * best
 
-    def _bound(self, lam: np.ndarray) -> np.ndarray:
+    def _bound(self, lam: FloatArray) -> FloatArray:
         """The theorem's bound at orders λ > 1, before the minimum over higher orders."""
         lam = np.asarray(lam, dtype=float)
         t = lam - 1.0
@@ -209,7 +209,7 @@ class RepeatAndSelectPair(Pair):
                 out = out + self.mean * np.asarray(self.base.profile(eps_hat, "max"), dtype=float)
         return np.where(np.isnan(out), np.inf, out)
 
-    def renyi_bound(self, lam: np.ndarray) -> np.ndarray:
+    def renyi_bound(self, lam: FloatArray) -> FloatArray:
         """D_λ ≤ this, at orders λ > 1: the bound at λ and at the grid orders above it,
         clamped between the grid's running minima so that it is non-decreasing."""
         lam = np.asarray(lam, dtype=float)

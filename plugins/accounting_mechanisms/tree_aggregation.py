@@ -119,7 +119,7 @@ class _Block:
 
     __slots__ = ("size", "value")
 
-    def __init__(self, size: int, value: np.ndarray):
+    def __init__(self, size: int, value: FloatArray):
         self.size, self.value = size, value
 
 

@@ -91,7 +91,7 @@ def truncated_dgauss_pair(sigma: float, truncation: int, sensitivity: int) -> La
     return FiniteLawPair((fwd, bwd), (fwd, bwd), label, symmetric=True)
 
 
-def _inf_mass(log_masses: np.ndarray, sensitivity: int, truncation: int) -> float:
+def _inf_mass(log_masses: FloatArray, sensitivity: int, truncation: int) -> float:
     """Σ of the one-sided masses; the smallest positive double when the exact mass is
     positive (Δ ≥ 1, an outcome one side lacks) but underflows."""
     m = float(np.exp(logsumexp(log_masses))) if log_masses.size else 0.0

@@ -124,7 +124,7 @@ def audit_distributed(fn: Callable[[Any, np.random.Generator], Any], d0: Any, d1
 class _Replicate:
     """Task: D̂ of one bootstrap replicate drawn under the claimed mechanism."""
 
-    def __init__(self, mechanism: Any, shift: np.ndarray, shapes: tuple[int, ...], alpha: float,
+    def __init__(self, mechanism: Any, shift: np.ndarray, shapes: tuple[int, int], alpha: float,
                  lam: float, bandwidth: float | None, seed: int) -> None:
         self.mechanism, self.shift, self.shapes = mechanism, shift, shapes
         self.alpha, self.lam, self.bandwidth, self.seed = alpha, lam, bandwidth, seed
