@@ -47,7 +47,7 @@ from accounting.ledger.document import accountant_document, read_accountant_docu
 from accounting.curves.curve import Curve
 from accounting.curves.converters import GRID_OPTIONS, check_options as check_grid_options
 from accounting.pairs.mechanism import Mechanism
-from accounting.pairs.pair import Pair
+from accounting.pairs.pair import CurveT, Pair, of_kind
 from accounting.curves.pld import (DEEP_BELOW, DEEP_TAIL, DEFAULT_STEP, MIN_STEP, PLD,
                                    RefiningPLD, check_step)
 from accounting.curves.curve import Provenance
@@ -279,7 +279,7 @@ class Accountant:
         self.__attrs_init__(state["step"])
         self.ledger = state["ledger"]
 
-    def curve(self, kind: type, **options: Any):
+    def curve(self, kind: type[CurveT], **options: Any) -> CurveT:
         """The composed curve of ``kind`` (cached until the next ``compose``).
 
         ``options`` (``CURVE_OPTIONS``: ``step``, ``tail``, ``lower``) reach the PLD
@@ -290,16 +290,16 @@ class Accountant:
             options["step"] = check_step(options["step"])
         if kind in (PrivacyProfile, TradeOff):
             # they come from the composed PLD, at this accountant's step like the PLD itself
-            return self.curve(PLD, **options).to(kind, registry=self.registry)
+            return of_kind(kind, self.curve(PLD, **options).to(kind, registry=self.registry))
         if kind is PLD:
             options.setdefault("step", self.step)
             if set(options) <= {"step", "lower"} and options["step"] == self.step:
                 # the full PLD from the same passes as the queries' (``_refining``)
-                return self._refining(options.get("lower", True)).pld()
+                return of_kind(kind, self._refining(options.get("lower", True)).pld())
         key = (kind, tuple(sorted(options.items())))
         if key not in self._cache:
             self._cache[key] = self.pair().curve(kind, registry=self.registry, **options)
-        return self._cache[key]
+        return of_kind(kind, self._cache[key])
 
     def _refining(self, lower: bool, deep: bool = False) -> RefiningPLD:
         """The composition at this accountant's step as a ``RefiningPLD`` (cached): δ(ε)

@@ -23,14 +23,15 @@ Information gap (numbers from ``accounting.analysis.gap``; Su, Yang, Su, Wang,
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping, Optional, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from accounting.analysis.gap import InformationGap, PairLike, allocation_gap, information_gap
 from accounting.curves.curve import as_kind
 from accounting.validation import check_array
-from accounting.vocabulary import Bound, Direction, as_direction
+from accounting.vocabulary import ArrayLike, Bound, Direction, as_direction
 
 __all__ = ["plot_tradeoff", "plot_profile", "plot_pld", "plot_rdp", "plot_accountants",
            "plot_gap", "plot_gap_vs_shift", "plot_gap_vs_parameter", "plot_allocation",
@@ -48,7 +49,7 @@ def _axes(ax: Any) -> Any:
     return plt.figure(figsize=(5.0, 3.4)).gca()
 
 
-def plot_format(path: "str | os.PathLike") -> str:
+def plot_format(path: str | os.PathLike[str]) -> str:
     """The format of a figure file from the suffix of ``path`` (``.png``, ``.pdf``,
     ``.svg``, or any other that matplotlib writes), checked before anything is drawn.
     A path with no suffix (``plot``, ``.png``) or an unknown one is a ValueError naming
@@ -89,8 +90,8 @@ def _sides(curve: Any) -> list[tuple[Bound, str, str]]:
     return sides
 
 
-def plot_tradeoff(curve: Any, ax: Any = None, *, direction: "Direction | str" = "max",
-                  epsilons: Optional[Sequence[float]] = None, label: str = "") -> Any:
+def plot_tradeoff(curve: Any, ax: Any = None, *, direction: Direction | str = "max",
+                  epsilons: ArrayLike | None = None, label: str = "") -> Any:
     """β = T(α) of ``curve`` (any kind; converted to a ``TradeOff``), both sides where
     known, the band between them shaded, with the (ε, δ(ε)) lines that bound it from
     below: max(0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)) (Dong, Roth, Su, arXiv:1905.02383,
@@ -129,8 +130,8 @@ def plot_tradeoff(curve: Any, ax: Any = None, *, direction: "Direction | str" = 
     return ax
 
 
-def plot_profile(curve: Any, ax: Any = None, *, direction: "Direction | str" = "max",
-                 epsilons: Optional[Sequence[float]] = None, label: str = "") -> Any:
+def plot_profile(curve: Any, ax: Any = None, *, direction: Direction | str = "max",
+                 epsilons: ArrayLike | None = None, label: str = "") -> Any:
     """δ(ε) of ``curve`` (converted to a ``PrivacyProfile``) on a log scale, both sides
     where known."""
     from accounting.curves.profile import PrivacyProfile
@@ -159,13 +160,14 @@ def plot_profile(curve: Any, ax: Any = None, *, direction: "Direction | str" = "
     return ax
 
 
-def plot_pld(curve: Any, ax: Any = None, *, direction: "Direction | str" = "forward",
+def plot_pld(curve: Any, ax: Any = None, *, direction: Direction | str = "forward",
              label: str = "") -> Any:
     """The privacy-loss masses of ``curve`` (converted to a ``PLD``) in one direction
     (``forward`` is the loss log dP/dQ under P), both sides where known, on a log scale;
     the mass at +∞ is written in the legend."""
     from accounting.curves.pld import PLD
     pld = as_kind(curve, PLD)
+    assert isinstance(pld, PLD)            # as_kind converts to the kind it is given
     d = as_direction(direction)
     if d is Direction.MAX:
         raise ValueError("plot_pld needs direction 'forward' or 'backward', not 'max'")
@@ -183,14 +185,15 @@ def plot_pld(curve: Any, ax: Any = None, *, direction: "Direction | str" = "forw
     return ax
 
 
-def plot_rdp(curve: Any, ax: Any = None, *, alphas: Optional[Sequence[float]] = None,
-             direction: "Direction | str" = "max", label: str = "") -> Any:
+def plot_rdp(curve: Any, ax: Any = None, *, alphas: Sequence[float] | None = None,
+             direction: Direction | str = "max", label: str = "") -> Any:
     """D_α of ``curve`` (converted to ``RDP``) against α, with the zCDP envelope ρα of
     the same curve (its smallest ρ with D_α ≤ ρα for every α > 1) and the gap between
     them shaded (unifying-accounting paper, arXiv:2610.02414v1, §3)."""
     from accounting.curves.rdp import RDP
     from accounting.curves.zcdp import ZCDP
     rdp = as_kind(curve, RDP)
+    assert isinstance(rdp, RDP)            # as_kind converts to the kind it is given
     d = as_direction(direction)
     a = check_array("alphas", np.geomspace(1.01, 64.0, 120) if alphas is None else alphas,
                     lo=1.0, lo_open=True)
@@ -209,8 +212,8 @@ def plot_rdp(curve: Any, ax: Any = None, *, alphas: Optional[Sequence[float]] = 
     return ax
 
 
-def plot_accountants(accountants: "Mapping[str, Any] | Any", ax: Any = None, *,
-                     deltas: Optional[Sequence[float]] = None,
+def plot_accountants(accountants: Mapping[str, Any] | Any, ax: Any = None, *,
+                     deltas: Sequence[float] | None = None,
                      methods: Sequence[str] = ("pld",)) -> Any:
     """ε(δ) against δ for each accountant (a mapping ``{label: Accountant}``, or one
     accountant) under each of ``methods`` (``"pld"``, ``"rdp"``, ``"zcdp"``): the
@@ -250,8 +253,8 @@ def plot_accountants(accountants: "Mapping[str, Any] | Any", ax: Any = None, *,
     return ax
 
 
-def plot_gap(gap: "InformationGap | PairLike", ax: Any = None, *, t: Any = None,
-             label: Optional[str] = None) -> Any:
+def plot_gap(gap: InformationGap | PairLike, ax: Any = None, *, t: Any = None,
+             label: str | None = None) -> Any:
     """The exact Rényi curve D_α = K(t)/t and its zCDP line ρ*α against α = 1 + t, the
     gap Γ(t)/t = ρ*α − D_α shaded between them (paper §3, Fig. 3)."""
     if not isinstance(gap, InformationGap):
@@ -293,7 +296,7 @@ def plot_gap_vs_shift(shifts: Sequence[float], gaps: Sequence[float], ax: Any = 
 
 
 def plot_gap_vs_parameter(make: Callable[[float], PairLike], values: Sequence[float],
-                          t: Sequence[float] = (1.0,), ax: Any = None, *,
+                          t: ArrayLike = (1.0,), ax: Any = None, *,
                           relative: bool = True, xlabel: str = "parameter",
                           logx: bool = True) -> Any:
     """Γ(t) (or Γ(t)/(ρ*t(t+1)) when ``relative``) of ``make(v)`` for each value v, one
@@ -313,7 +316,7 @@ def plot_gap_vs_parameter(make: Callable[[float], PairLike], values: Sequence[fl
     return ax
 
 
-def plot_allocation(families: dict, rho_total: float, n: int, ax: Any = None, *,
+def plot_allocation(families: dict[str, Callable[[float], PairLike]], rho_total: float, n: int, ax: Any = None, *,
                     t: Any = None) -> Any:
     """The composed gap Σ_i Γ_i(t) of n mechanisms sharing ``rho_total``, uniform
     against concentrated, for each ``{label: family}`` (family: ρ ↦ mechanism with
@@ -321,10 +324,12 @@ def plot_allocation(families: dict, rho_total: float, n: int, ax: Any = None, *,
     t = np.linspace(0.1, 3.0, 30) if t is None else t
     ax = _axes(ax)
     for label, family in families.items():
-        line = None
+        # annotated: mypy cannot infer a fixed point for a variable that is both
+        # None and a matplotlib Line2D across the loop ("too many iterations")
+        line: Any = None
         for alloc, ls in (("uniform", "-"), ("concentrated", "--")):
             res = allocation_gap(family, rho_total, n, t, alloc)
-            kw = {} if line is None else {"color": line.get_color()}
+            kw: dict[str, Any] = {} if line is None else {"color": line.get_color()}
             line, = ax.plot(res.t, res.gap, ls=ls, label=f"{label}, {alloc}", **kw)
     ax.set_xlabel("order offset t = α − 1")
     ax.set_ylabel(f"composed gap (n = {n}, ρ_total = {rho_total:g})")

@@ -30,7 +30,8 @@ import math
 import os
 import sys
 import time
-from typing import Any, Iterable, Iterator, Optional, TextIO
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO
 
 __all__ = ["progress", "Progress", "ENV_VAR", "format_duration"]
 
@@ -54,9 +55,9 @@ def format_duration(seconds: float) -> str:
 class Progress:
     """No progress shown: the iterable passes through, ``update`` does nothing."""
 
-    def __init__(self, iterable: Optional[Iterable] = None, total: Optional[float] = None,
+    def __init__(self, iterable: Iterable[Any] | None = None, total: float | None = None,
                  desc: str = "", delay: float = DEFAULT_DELAY, *,
-                 stream: Optional[TextIO] = None, interval: float = 1.0,
+                 stream: TextIO | None = None, interval: float = 1.0,
                  initial: float = 0) -> None:
         self.iterable = iterable
         self.total = total
@@ -67,7 +68,7 @@ class Progress:
         self.n = float(initial)
         self.initial = float(initial)
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[Any]:
         if self.iterable is None:
             raise TypeError("this progress has no iterable: call update(n) instead")
         try:
@@ -83,7 +84,7 @@ class Progress:
     def close(self) -> None:
         """Finish (nothing to do when nothing is shown)."""
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -101,7 +102,7 @@ class _TextProgress(Progress):
         super().__init__(*args, **kwargs)
         self._start = time.monotonic()
         self._written_at = -math.inf
-        self._written_n: Optional[float] = None
+        self._written_n: float | None = None
 
     def update(self, n: float = 1) -> None:
         super().update(n)
@@ -143,7 +144,7 @@ def _tqdm() -> Any:
     return tqdm
 
 
-def _wanted(enabled: Optional[bool]) -> bool:
+def _wanted(enabled: bool | None) -> bool:
     if enabled is not None:
         return bool(enabled)
     env = os.environ.get(ENV_VAR, "")
@@ -155,9 +156,9 @@ def _wanted(enabled: Optional[bool]) -> bool:
         return False
 
 
-def progress(iterable: Optional[Iterable] = None, *, total: Optional[float] = None,
-             desc: str = "", enabled: Optional[bool] = None,
-             delay: float = DEFAULT_DELAY, stream: Optional[TextIO] = None,
+def progress(iterable: Iterable[Any] | None = None, *, total: float | None = None,
+             desc: str = "", enabled: bool | None = None,
+             delay: float = DEFAULT_DELAY, stream: TextIO | None = None,
              interval: float = 1.0, initial: float = 0) -> Any:
     """A progress bar on ``stream`` (stderr) around ``iterable`` (or advanced by
     ``update(n)``); see the module docstring for when it shows. ``total`` defaults to
@@ -168,7 +169,7 @@ def progress(iterable: Optional[Iterable] = None, *, total: Optional[float] = No
             total = len(iterable)  # type: ignore[arg-type]
         except TypeError:
             total = None
-    options = dict(stream=stream, interval=interval, initial=initial)
+    options: dict[str, Any] = dict(stream=stream, interval=interval, initial=initial)
     if not _wanted(enabled):
         return Progress(iterable, total, desc, delay, **options)
     tqdm = _tqdm()

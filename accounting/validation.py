@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import numbers
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
+
+from accounting.vocabulary import FloatArray
 
 __all__ = [
     "check_real",
@@ -73,7 +76,8 @@ def check_count(name: str, value: Any, *, minimum: int = 1, maximum: int = MAX_C
     if isinstance(value, (numbers.Integral, np.integer)):
         n = int(value)
     elif isinstance(value, (numbers.Real, np.floating)) and float(value).is_integer():
-        n = int(value)
+        # typeshed's numbers.Real declares no __int__/__trunc__, which every Real has
+        n = int(value)  # type: ignore[arg-type]
     else:
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} ({value!r})")
     if n < minimum:
@@ -86,7 +90,7 @@ def check_count(name: str, value: Any, *, minimum: int = 1, maximum: int = MAX_C
 
 def check_array(name: str, value: Any, *, lo: float = -np.inf, hi: float = np.inf,
                 lo_open: bool = False, hi_open: bool = False,
-                allow_inf: bool = False) -> np.ndarray:
+                allow_inf: bool = False) -> FloatArray:
     """Return ``value`` as a float64 array (0-d for scalars) checked elementwise.
 
     Strings, bytes, booleans and complex numbers are refused (TypeError), never
@@ -117,7 +121,7 @@ def check_array(name: str, value: Any, *, lo: float = -np.inf, hi: float = np.in
     return arr
 
 
-def _check_range(name: str, arr: np.ndarray, lo: float, hi: float,
+def _check_range(name: str, arr: FloatArray, lo: float, hi: float,
                  lo_open: bool, hi_open: bool) -> None:
     bad_lo = (arr <= lo) if lo_open else (arr < lo)
     bad_hi = (arr >= hi) if hi_open else (arr > hi)
@@ -169,7 +173,9 @@ def _unquoted(text: str) -> str:
         if end >= 0 and text.find("\\", pos, end) < 0 and text.find("\n", pos, end) < 0:
             pos = end + 1        # the common string, without escapes: at str.find speed
         else:
-            pos = _QUOTED_END[token].match(text, pos).end()
+            closing = _QUOTED_END[token].match(text, pos)
+            assert closing is not None    # every pattern may end at \Z: it always matches
+            pos = closing.end()
         for k, i in nxt.items():
             if 0 <= i < pos:
                 nxt[k] = text.find(k, pos)
@@ -205,7 +211,7 @@ def _data_depth(value: Any) -> Iterable[int]:
     while stack:
         item, depth = stack.pop()
         if isinstance(item, Mapping):
-            children: Iterable = item.values()
+            children: Iterable[Any] = item.values()
         elif isinstance(item, (list, tuple)):
             children = item
         else:

@@ -1,4 +1,5 @@
-"""The vocabulary every layer shares: directions, sides of a bracket, and exactness.
+"""The vocabulary every layer shares: directions, sides of a bracket, exactness, and the
+array types of the annotations (``FloatArray``, ``ArrayLike``).
 
 Directions of an ordered pair (P, Q), and which side of a bracket to report.
 
@@ -12,9 +13,24 @@ via characteristic function", §2; unifying-accounting paper, Thm 1).
 from __future__ import annotations
 
 import enum
-from typing import Optional
+from typing import Any, TypeAlias, TypeVar
 
-__all__ = ["Direction", "Bound", "Exactness", "InvariantError", "as_direction", "as_bound"]
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Direction", "Bound", "Exactness", "InvariantError", "as_direction", "as_bound",
+           "FloatArray", "IntArray", "AnyArray", "ArrayLike"]
+
+#: an array of float64, what the vectorised primitives return (losses, masses, δ(ε), K(t))
+FloatArray: TypeAlias = npt.NDArray[np.float64]
+#: an array of integers (indices, counts, grid coordinates)
+IntArray: TypeAlias = npt.NDArray[np.integer[Any]]
+#: an array of any dtype: draws of a mechanism's outputs (integers for a discrete one)
+AnyArray: TypeAlias = npt.NDArray[Any]
+#: what a vectorised input accepts: a number, a sequence of numbers or an array
+ArrayLike: TypeAlias = npt.ArrayLike
+
+_E = TypeVar("_E", bound=enum.Enum)
 
 
 class Direction(enum.Enum):
@@ -23,13 +39,13 @@ class Direction(enum.Enum):
     MAX = "max"
 
     @property
-    def components(self) -> tuple["Direction", ...]:
+    def components(self) -> tuple[Direction, ...]:
         """The concrete directions a query over ``self`` ranges over."""
         if self is Direction.MAX:
             return (Direction.FORWARD, Direction.BACKWARD)
         return (self,)
 
-    def reverse(self) -> "Direction":
+    def reverse(self) -> Direction:
         return {Direction.FORWARD: Direction.BACKWARD,
                 Direction.BACKWARD: Direction.FORWARD}.get(self, self)
 
@@ -41,7 +57,7 @@ class Bound(enum.Enum):
     LOWER = "lower"
 
 
-def _parse(enum_cls: type, value: object, parameter: str) -> "enum.Enum":
+def _parse(enum_cls: type[_E], value: object, parameter: str) -> _E:
     """``value`` as a member of ``enum_cls``: the member itself or its exact string value.
 
     The one parser of every public ``direction=``/``bound=`` argument: no case folding
@@ -63,13 +79,13 @@ def _parse(enum_cls: type, value: object, parameter: str) -> "enum.Enum":
                      f"got {value!r}")
 
 
-def as_direction(value: "Direction | str", parameter: str = "direction") -> Direction:
+def as_direction(value: Direction | str, parameter: str = "direction") -> Direction:
     """A ``Direction`` from the enum or its exact string ('forward', 'backward', 'max');
     TypeError for anything else than those types, ValueError for another string."""
     return _parse(Direction, value, parameter)
 
 
-def as_bound(value: "Bound | str", parameter: str = "bound") -> Bound:
+def as_bound(value: Bound | str, parameter: str = "bound") -> Bound:
     """A ``Bound`` from the enum or its exact string ('upper', 'lower'); TypeError for
     anything else than those types, ValueError for another string (no case folding)."""
     return _parse(Bound, value, parameter)
@@ -110,7 +126,7 @@ class Exactness(enum.Enum):
     LOWER = "lower bound"
     NUMERICAL = "numerical"
 
-    def then(self, other: "Exactness") -> Optional["Exactness"]:
+    def then(self, other: Exactness) -> Exactness | None:
         """The label of a chain: this step, then ``other``; None if it means nothing."""
         if not isinstance(other, Exactness):
             raise TypeError(f"expected an Exactness, got {type(other).__name__} ({other!r})")

@@ -24,7 +24,8 @@ accountant uses it unless asked by name.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 

@@ -44,24 +44,25 @@ reported below K(t)/(t(t+1)) at any order evaluated, so Γ ≥ 0 at every report
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional, Sequence, Union
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
 
-from accounting.pairs.additive import AdditiveNoise, log_integral
-from accounting.pairs.composed import ComposedPair
-from accounting.ledger import Ledger
-from accounting.numerics.order_search import ENVELOPE_T0, ENVELOPE_TOP, envelope_sup
-from accounting.vocabulary import Direction, as_direction
-from accounting.pairs.mechanism import Mechanism
-from accounting.pairs.pair import LawPair, Pair
 # T_MAX, the largest order t accepted (the library's one cap): beyond it Γ(t)/t =
 # ρ*(t+1) − K(t)/t has settled to its asymptote to the precision shown, while some
 # Rényi curves (the subsampled Gaussian's integer sums) cost memory in proportion to α
 from accounting.curves.rdp import RDP, T_MAX
-from accounting.validation import check_array, check_count, check_positive
 from accounting.curves.zcdp import ZCDP
+from accounting.ledger import Ledger
+from accounting.numerics.order_search import ENVELOPE_T0, ENVELOPE_TOP, envelope_sup
+from accounting.pairs.additive import AdditiveNoise, log_integral
+from accounting.pairs.composed import ComposedPair
+from accounting.pairs.mechanism import Mechanism
+from accounting.pairs.pair import LawPair, NoiseDensity, Pair
+from accounting.validation import check_array, check_count, check_positive
+from accounting.vocabulary import Direction, FloatArray, as_direction
 
 __all__ = ["LossCumulants", "LocalExpansion", "InformationGap", "CompositionGap",
            "AllocationGap", "information_gap", "loss_cumulants", "composition_gap",
@@ -70,7 +71,7 @@ __all__ = ["LossCumulants", "LocalExpansion", "InformationGap", "CompositionGap"
 #: orders t = α − 1 reported when none are given
 DEFAULT_T = np.geomspace(1e-2, 1e2, 41)
 
-PairLike = Union[Pair, Mechanism]
+PairLike = Pair | Mechanism
 
 _T0 = ENVELOPE_T0        # the t → 0 probe of the envelope search (order_search.envelope_sup)
 _T_BIG = ENVELOPE_TOP    # the t → ∞ probes (the envelope search's top decade)
@@ -84,14 +85,14 @@ def _as_pair(obj: Any, name: str = "pair_or_mechanism") -> Pair:
     raise TypeError(f"{name} must be a Pair or a Mechanism, got {type(obj).__name__}")
 
 
-def _orders(t: Any) -> np.ndarray:
+def _orders(t: Any) -> FloatArray:
     if t is None:
         return DEFAULT_T.copy()
-    t = check_array("t", t, lo=0.0, hi=T_MAX, lo_open=True)
-    if t.ndim > 1:
+    orders = check_array("t", t, lo=0.0, hi=T_MAX, lo_open=True)
+    if orders.ndim > 1:
         raise ValueError(f"t must be a number or a 1-d array of orders t = α − 1 > 0, "
-                         f"got an array of shape {t.shape}")
-    return t
+                         f"got an array of shape {orders.shape}")
+    return orders
 
 
 def _concrete(direction: Any) -> tuple[Direction, ...]:
@@ -109,17 +110,17 @@ class LossCumulants:
     k4: float
     method: str
 
-    def scaled(self, count: int) -> "LossCumulants":
+    def scaled(self, count: int) -> LossCumulants:
         """The cumulants of a sum of ``count`` independent copies (cumulants add)."""
         return LossCumulants(count * self.k1, count * self.k2, count * self.k3,
                              count * self.k4, f"{count} × ({self.method})")
 
-    def __add__(self, other: "LossCumulants") -> "LossCumulants":
+    def __add__(self, other: LossCumulants) -> LossCumulants:
         return LossCumulants(self.k1 + other.k1, self.k2 + other.k2, self.k3 + other.k3,
                              self.k4 + other.k4, "sum of independent components")
 
 
-def _phi(x: np.ndarray) -> np.ndarray:
+def _phi(x: FloatArray) -> FloatArray:
     """x + e^{−x} − 1 ≥ 0, without cancellation for small |x|."""
     small = np.abs(x) < 1e-2
     xs = np.where(small, x, 0.0)
@@ -129,7 +130,8 @@ def _phi(x: np.ndarray) -> np.ndarray:
         return np.where(small, series, x + np.expm1(-x))
 
 
-def _quadrature_cumulants(view, direction: Direction) -> LossCumulants:
+def _quadrature_cumulants(view: Callable[[], NoiseDensity], direction: Direction
+                          ) -> LossCumulants:
     """Cumulants of L by log-space quadrature of E_P[g(L)] on the additive-noise view
     (log f, Δ, width, span) of a pair (Z + Δ, Z).
 
@@ -144,7 +146,7 @@ def _quadrature_cumulants(view, direction: Direction) -> LossCumulants:
     log_z = log_integral(logf, lo, hi, width, delta)
     sign = 1.0 if direction is Direction.FORWARD else -1.0
 
-    def parts(x):
+    def parts(x: FloatArray) -> tuple[FloatArray, FloatArray]:
         with np.errstate(invalid="ignore", over="ignore"):
             lp, lq = logf(x - delta), logf(x)
             loss = sign * (lp - lq)
@@ -152,10 +154,10 @@ def _quadrature_cumulants(view, direction: Direction) -> LossCumulants:
         loss = np.where(np.isfinite(loss), loss, 0.0)  # no mass where both vanish
         return loss, logw
 
-    def expect(g: Callable[[np.ndarray], np.ndarray]) -> float:
+    def expect(g: Callable[[FloatArray], FloatArray]) -> float:
         total = 0.0
         for s in (1.0, -1.0):
-            def h(x, s=s):
+            def h(x: FloatArray, s: float = s) -> FloatArray:
                 loss, logw = parts(x)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     v = logw + np.log(np.maximum(s * g(loss), 0.0))
@@ -172,7 +174,7 @@ def _quadrature_cumulants(view, direction: Direction) -> LossCumulants:
                          "log-space quadrature of loss moments (additive noise)")
 
 
-def _law_cumulants(pair: LawPair, direction: Direction) -> Optional[LossCumulants]:
+def _law_cumulants(pair: LawPair, direction: Direction) -> LossCumulants | None:
     """Cumulants from the atoms of an exact finite loss law (none with mass at ±∞)."""
     law = pair.law(direction, "upper")
     if law.inf_mass > 0 or law.masses.size == 0:
@@ -186,7 +188,7 @@ def _law_cumulants(pair: LawPair, direction: Direction) -> Optional[LossCumulant
     return LossCumulants(k1, m2, m3, m4 - 3.0 * m2 * m2, "sums over the exact loss atoms")
 
 
-def _noise_view(obj: Any, pair: Pair):
+def _noise_view(obj: Any, pair: Pair) -> Callable[[], NoiseDensity] | None:
     if pair.provides("noise_density"):
         return pair.noise_density
     if isinstance(obj, AdditiveNoise) and obj.domain == "real":
@@ -197,7 +199,7 @@ def _noise_view(obj: Any, pair: Pair):
     return None
 
 
-def _cumulants(obj: Any, pair: Pair, direction: Direction) -> Optional[LossCumulants]:
+def _cumulants(obj: Any, pair: Pair, direction: Direction) -> LossCumulants | None:
     if isinstance(pair, ComposedPair):
         total = None
         for p, n in pair.components:
@@ -215,7 +217,7 @@ def _cumulants(obj: Any, pair: Pair, direction: Direction) -> Optional[LossCumul
     return None
 
 
-def loss_cumulants(pair_or_mechanism: PairLike, direction: "Direction | str" = "forward"
+def loss_cumulants(pair_or_mechanism: PairLike, direction: Direction | str = "forward"
                    ) -> LossCumulants:
     """κ₁..κ₄ of the privacy loss L = log dP/dQ under P (``"backward"``: of log dQ/dP
     under Q).
@@ -268,11 +270,11 @@ class LocalExpansion:
         c = self.cumulants
         return c.k2 / 2.0 - c.k1 - c.k3 / 6.0 + c.k4 / 24.0
 
-    def gap(self, t: Any) -> np.ndarray:
+    def gap(self, t: Any) -> FloatArray:
         """The local approximation of Γ(t) (not a bound)."""
-        t = check_array("t", t, lo=0.0)
-        return (self.a * t * (t + 1.0) + self.b3 * t * t * (t + 1.0)
-                + self.b4 * t * t * (t * t - 1.0))
+        u = check_array("t", t, lo=0.0)
+        return (self.a * u * (u + 1.0) + self.b3 * u * u * (u + 1.0)
+                + self.b4 * u * u * (u * u - 1.0))
 
 
 # ---------------------------------------------------------------- per direction
@@ -280,25 +282,29 @@ class LocalExpansion:
 class _Directional:
     """ρ*, t* and K(t) of one direction (and its parts when a product)."""
 
-    cgf: np.ndarray
+    cgf: FloatArray
     rho: float
     t_star: float
     method: str
-    cumulants: Optional[LossCumulants]
-    parts: tuple = ()   # ((_Directional, count), …) of a ComposedPair
+    cumulants: LossCumulants | None
+    parts: tuple[tuple[_Directional, int], ...] = ()   # ((_Directional, count), …) of a ComposedPair
 
 
-def _cgf_fn(pair: Pair, d: Direction) -> Callable[[np.ndarray], np.ndarray]:
+#: the directional results computed so far, by (id of the pair, direction)
+_Cache = dict[tuple[int, Direction], _Directional]
+
+
+def _cgf_fn(pair: Pair, d: Direction) -> Callable[[FloatArray], FloatArray]:
     rdp = pair.curve(RDP)
     return lambda t: np.asarray(rdp.upper(np.asarray(t, dtype=float), d), dtype=float)
 
 
-def _ratio(cgf, t: np.ndarray) -> np.ndarray:
+def _ratio(cgf: Callable[[FloatArray], FloatArray], t: FloatArray) -> FloatArray:
     t = np.asarray(t, dtype=float)
     return cgf(t) / (t * (t + 1.0))
 
 
-def _locate(cgf, rho: float) -> float:
+def _locate(cgf: Callable[[FloatArray], FloatArray], rho: float) -> float:
     """Where a closed-form ρ* is attained: 0 if the ratio starts at ρ* and does not
     rise, +∞ if it still rises below ρ* at the top of the search, else the interior
     maximiser of the numerical envelope."""
@@ -311,8 +317,8 @@ def _locate(cgf, rho: float) -> float:
     return envelope_sup(cgf)[1]
 
 
-def _directional(obj: Any, pair: Pair, d: Direction, t: np.ndarray, local: bool,
-                 cache: Optional[dict] = None) -> _Directional:
+def _directional(obj: Any, pair: Pair, d: Direction, t: FloatArray, local: bool,
+                 cache: _Cache | None = None) -> _Directional:
     cache = {} if cache is None else cache
     if d is Direction.BACKWARD and getattr(pair, "symmetric", False):
         d = Direction.FORWARD  # Q‖P is P‖Q relabelled: one computation serves both
@@ -324,7 +330,7 @@ def _directional(obj: Any, pair: Pair, d: Direction, t: np.ndarray, local: bool,
     return cache[key]
 
 
-def _single_directional(obj: Any, pair: Pair, d: Direction, t: np.ndarray,
+def _single_directional(obj: Any, pair: Pair, d: Direction, t: FloatArray,
                         local: bool) -> _Directional:
     cgf = _cgf_fn(pair, d)
     k = cgf(t)
@@ -340,7 +346,7 @@ def _single_directional(obj: Any, pair: Pair, d: Direction, t: np.ndarray,
     return _Directional(k, _pessimistic(rho, k, t), t_star, method, cum)
 
 
-def _pessimistic(rho: float, k: np.ndarray, t: np.ndarray) -> float:
+def _pessimistic(rho: float, k: FloatArray, t: FloatArray) -> float:
     """ρ* never below the ratio at an evaluated order (so Γ ≥ 0 there)."""
     with np.errstate(invalid="ignore"):
         r = k / (t * (t + 1.0))
@@ -348,15 +354,17 @@ def _pessimistic(rho: float, k: np.ndarray, t: np.ndarray) -> float:
     return float(max(rho, r.max())) if r.size else rho
 
 
-def _composed_directional(pair: ComposedPair, d: Direction, t: np.ndarray, local: bool,
-                          cache: Optional[dict] = None) -> _Directional:
+def _composed_directional(pair: ComposedPair, d: Direction, t: FloatArray, local: bool,
+                          cache: _Cache | None = None) -> _Directional:
     parts = tuple((_directional(p, p, d, t, local, cache), n) for p, n in pair.components)
     k = sum(n * part.cgf for part, n in parts)
     rho_sum = sum(n * part.rho for part, n in parts)
     cum = None
     if local and all(part.cumulants is not None for part, _ in parts):
         for part, n in parts:
-            c = part.cumulants.scaled(n) if n > 1 else part.cumulants
+            one = part.cumulants
+            assert one is not None         # every part's, checked just above
+            c = one.scaled(n) if n > 1 else one
             cum = c if cum is None else cum + c
     if len(parts) == 1:
         # n copies: K ↦ nK, so ρ* ↦ nρ* at the same t* (paper Thm 3.3)
@@ -386,27 +394,27 @@ class InformationGap:
     as the Gaussian's) and +∞ when it is the t → ∞ limit.
     """
 
-    t: np.ndarray
-    cgf: np.ndarray
+    t: FloatArray
+    cgf: FloatArray
     rho: float
     t_star: float
     direction: Direction
     rho_direction: Direction
     method: str
-    local: Optional[LocalExpansion]
+    local: LocalExpansion | None
     description: str = ""
 
     @property
-    def alpha(self) -> np.ndarray:
+    def alpha(self) -> FloatArray:
         return 1.0 + self.t
 
     @property
-    def envelope(self) -> np.ndarray:
+    def envelope(self) -> FloatArray:
         """ρ*·t(t+1): the zCDP bound on K(t)."""
         return self.rho * self.t * (self.t + 1.0)
 
     @property
-    def gap(self) -> np.ndarray:
+    def gap(self) -> FloatArray:
         """Γ(t) = ρ*·t(t+1) − K(t) ≥ 0; +∞ where ρ* = ∞ (K is finite at every reported
         t: an infinite K is refused at construction by ``information_gap``)."""
         if np.isinf(self.rho):
@@ -418,7 +426,7 @@ class InformationGap:
             return np.where(np.isinf(env), np.inf, env - self.cgf)
 
     @property
-    def gap_per_order(self) -> np.ndarray:
+    def gap_per_order(self) -> FloatArray:
         """Γ(t)/t = ρ*α − D_α: the vertical distance between the zCDP line and the RDP
         curve at α = 1 + t, computed as ρ*(1 + t) − K(t)/t (no overflow of t(t+1))."""
         if np.isinf(self.rho):
@@ -427,7 +435,7 @@ class InformationGap:
             return self.rho * (1.0 + self.t) - self.cgf / self.t
 
     @property
-    def relative_gap(self) -> np.ndarray:
+    def relative_gap(self) -> FloatArray:
         """Γ(t)/(ρ*·t(t+1)) ∈ [0, 1]: the share of the zCDP bound that is slack (0 for
         a pair with ρ* = 0, whose bound has none; 1 where ρ* = ∞), computed as
         1 − (K(t)/(t(t+1)))/ρ*, which neither overflows nor gives ∞/∞."""
@@ -438,19 +446,19 @@ class InformationGap:
         ratio = (self.cgf / self.t) / (1.0 + self.t)
         return np.clip(1.0 - ratio / self.rho, 0.0, 1.0)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """JSON-ready (±∞ as the strings "inf"/"-inf")."""
-        def num(x):
+        def num(x: float) -> float | str:
             x = float(x)
             return x if math.isfinite(x) else ("nan" if math.isnan(x) else
                                                ("inf" if x > 0 else "-inf"))
-        out = {"pair": self.description, "direction": self.direction.value,
-               "rho": num(self.rho), "rho_direction": self.rho_direction.value,
-               "rho_method": self.method, "t_star": num(self.t_star),
-               "t": [num(v) for v in np.ravel(self.t)],
-               "cgf": [num(v) for v in np.ravel(self.cgf)],
-               "gap": [num(v) for v in np.ravel(self.gap)],
-               "gap_per_order": [num(v) for v in np.ravel(self.gap_per_order)]}
+        out: dict[str, Any] = {"pair": self.description, "direction": self.direction.value,
+                               "rho": num(self.rho), "rho_direction": self.rho_direction.value,
+                               "rho_method": self.method, "t_star": num(self.t_star),
+                               "t": [num(v) for v in np.ravel(self.t)],
+                               "cgf": [num(v) for v in np.ravel(self.cgf)],
+                               "gap": [num(v) for v in np.ravel(self.gap)],
+                               "gap_per_order": [num(v) for v in np.ravel(self.gap_per_order)]}
         if self.local is not None:
             c = self.local.cumulants
             out["local"] = {"kappa": [num(c.k1), num(c.k2), num(c.k3), num(c.k4)],
@@ -459,7 +467,7 @@ class InformationGap:
         return out
 
 
-def _combine(dirs: dict, direction: Direction, t: np.ndarray, description: str) -> InformationGap:
+def _combine(dirs: dict[Direction, _Directional], direction: Direction, t: FloatArray, description: str) -> InformationGap:
     best = max(dirs, key=lambda d: (dirs[d].rho, d is Direction.FORWARD))
     k = np.max([dirs[d].cgf for d in dirs], axis=0)
     infinite = [float(tt) for tt, kk in zip(np.ravel(t), np.ravel(k)) if kk == np.inf]
@@ -476,7 +484,7 @@ def _combine(dirs: dict, direction: Direction, t: np.ndarray, description: str) 
 
 
 def information_gap(pair_or_mechanism: PairLike, t: Any = None,
-                    direction: "Direction | str" = "max", *, local: bool = True
+                    direction: Direction | str = "max", *, local: bool = True
                     ) -> InformationGap:
     """ρ*, t* and Γ(t) = ρ*·t(t+1) − K(t) at orders ``t`` (vectorised; default
     ``DEFAULT_T``) — arXiv:2610.02414, §3.
@@ -492,7 +500,7 @@ def information_gap(pair_or_mechanism: PairLike, t: Any = None,
     direction = as_direction(direction)
     if not isinstance(local, bool):
         raise TypeError(f"local must be a bool, got {type(local).__name__}")
-    cache: dict = {}
+    cache: _Cache = {}
     dirs = {d: _directional(pair_or_mechanism, pair, d, t, local, cache)
             for d in direction.components}
     return _combine(dirs, direction, t, pair.describe())
@@ -510,7 +518,7 @@ class CompositionGap:
     rho_sum·t(t+1) − K_prod(t) = slack·t(t+1) + Γ_prod(t) (= Σ n_i Γ_i for one direction).
     """
 
-    parts: tuple
+    parts: tuple[tuple[InformationGap, int], ...]
     product: InformationGap
     rho_sum: float
 
@@ -519,12 +527,12 @@ class CompositionGap:
         return self.rho_sum - self.product.rho
 
     @property
-    def gap_sum(self) -> np.ndarray:
+    def gap_sum(self) -> FloatArray:
         t = self.product.t
         return self.rho_sum * t * (t + 1.0) - self.product.cgf
 
 
-def _components(components: Any) -> tuple:
+def _components(components: Any) -> tuple[tuple[Pair, int], ...]:
     if isinstance(components, Ledger):
         if not components:
             raise ValueError("components must not be empty")
@@ -556,7 +564,7 @@ def _components(components: Any) -> tuple:
     return tuple(out)
 
 
-def composition_gap(components: Any, t: Any = None, direction: "Direction | str" = "max",
+def composition_gap(components: Any, t: Any = None, direction: Direction | str = "max",
                     *, local: bool = False) -> CompositionGap:
     """The gap of the independent composition of ``components`` — a ``Ledger``, a
     ``ComposedPair`` or a sequence of (pair or mechanism, count) — at orders ``t``
@@ -565,7 +573,7 @@ def composition_gap(components: Any, t: Any = None, direction: "Direction | str"
     product = ComposedPair(comps)
     t = _orders(t)
     direction = as_direction(direction)
-    cache: dict = {}
+    cache: _Cache = {}
     dirs = {d: _composed_directional(product, d, t, local, cache) for d in direction.components}
     rho_sum = max(sum(n * part.rho for part, n in dirs[d].parts) for d in dirs)
     parts = []
@@ -587,23 +595,23 @@ class AllocationGap:
     ρ_total·t(t+1) − Σ_i K_i(t), the slack of the zCDP accountant at t.
     """
 
-    budgets: np.ndarray
+    budgets: FloatArray
     rho_total: float
     composition: CompositionGap
 
     @property
-    def t(self) -> np.ndarray:
+    def t(self) -> FloatArray:
         return self.composition.product.t
 
     @property
-    def gap(self) -> np.ndarray:
+    def gap(self) -> FloatArray:
         t = self.t
         return self.rho_total * t * (t + 1.0) - self.composition.product.cgf
 
 
 def allocation_gap(family: Callable[[float], PairLike], rho_total: float, n: int,
-                   t: Any = 1.0, allocation: "str | Sequence[float]" = "uniform",
-                   direction: "Direction | str" = "max", *, rtol: float = 1e-6
+                   t: Any = 1.0, allocation: str | Sequence[float] = "uniform",
+                   direction: Direction | str = "max", *, rtol: float = 1e-6
                    ) -> AllocationGap:
     """The composed gap of n mechanisms ``family(ρ_i)`` with Σ ρ_i = ``rho_total``.
 
@@ -648,7 +656,7 @@ def allocation_gap(family: Callable[[float], PairLike], rho_total: float, n: int
 
 
 def calibrated_family(make: Callable[[float], PairLike], lo: float, hi: float,
-                      direction: "Direction | str" = "max") -> Callable[[float], PairLike]:
+                      direction: Direction | str = "max") -> Callable[[float], PairLike]:
     """ρ ↦ make(x) with x ∈ [lo, hi] solving ρ*(make(x)) = ρ (Brent's method on log x;
     ρ* must be monotone in x on the bracket). For families with ρ* in closed form
     (Laplace: ρ* = e + e^{−e} − 1 with e = Δ/b)."""
@@ -663,7 +671,8 @@ def calibrated_family(make: Callable[[float], PairLike], lo: float, hi: float,
 
     def at(rho: float) -> PairLike:
         rho = check_positive("rho", rho)
-        f = lambda u: math.log(rho_of(math.exp(u))) - math.log(rho)  # noqa: E731
+        def f(u: float) -> float:
+            return math.log(rho_of(math.exp(u))) - math.log(rho)
         a, b = math.log(lo), math.log(hi)
         fa, fb = f(a), f(b)
         if fa * fb > 0:

@@ -53,10 +53,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from accounting.curves.curve import as_kind
 from accounting.validation import check_array
-from accounting.vocabulary import Bound, Direction, as_bound, as_direction
+from accounting.vocabulary import Bound, Direction, FloatArray, as_bound, as_direction
 
 __all__ = ["tpr_at_fpr", "advantage", "bayes_risk", "gdp_mu", "tradeoff_gdp_mu", "GDP_ALPHA",
            "renyi_tpr_at_fpr", "risk_curve"]
@@ -94,7 +95,7 @@ def risk_curve(obj: Any, accountant: str = "pld") -> Any:
                     f"ZCDP), a mechanism, a ledger or an accountant, got {type(obj).__name__}")
 
 
-def _binary_log_moment(a: np.ndarray, tau: np.ndarray, t: np.ndarray) -> np.ndarray:
+def _binary_log_moment(a: FloatArray, tau: FloatArray, t: FloatArray) -> FloatArray:
     """log(τ^{1+t} a^{−t} + (1 − τ)^{1+t} (1 − a)^{−t}) = t·D_{1+t}(Bern(τ)‖Bern(a)),
     elementwise (0·log 0 = 0)."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -105,7 +106,7 @@ def _binary_log_moment(a: np.ndarray, tau: np.ndarray, t: np.ndarray) -> np.ndar
     return np.logaddexp(x, y)
 
 
-def _tpr_caps(a: np.ndarray, t: np.ndarray, k_fwd: np.ndarray, k_bwd: np.ndarray) -> np.ndarray:
+def _tpr_caps(a: FloatArray, t: FloatArray, k_fwd: FloatArray, k_bwd: FloatArray) -> FloatArray:
     """For each FPR a (rows) and order 1 + t (columns): the upper end of a bisection
     bracket on the largest τ ∈ [a, 1] meeting both binary Rényi constraints, bisected
     at geometric midpoints (relative precision ~1e-15 at any a > 0; halving [a, 1]
@@ -114,7 +115,7 @@ def _tpr_caps(a: np.ndarray, t: np.ndarray, k_fwd: np.ndarray, k_bwd: np.ndarray
     aa, tt = np.broadcast_arrays(a[:, None], t[None, :])
     kf, kb = np.broadcast_to(k_fwd[None, :], aa.shape), np.broadcast_to(k_bwd[None, :], aa.shape)
 
-    def ok(tau):
+    def ok(tau: FloatArray) -> npt.NDArray[np.bool_]:
         return ((_binary_log_moment(aa, tau, tt) <= kb)
                 & (_binary_log_moment(tau, aa, tt) <= kf))
     lo, hi = aa.copy(), np.ones(aa.shape)
@@ -126,7 +127,7 @@ def _tpr_caps(a: np.ndarray, t: np.ndarray, k_fwd: np.ndarray, k_bwd: np.ndarray
     return np.where(done, 1.0, np.where((kf <= 0) & (kb <= 0), aa, hi))
 
 
-def renyi_tpr_at_fpr(cgf_fwd: Any, cgf_bwd: Any, fpr: np.ndarray) -> np.ndarray:
+def renyi_tpr_at_fpr(cgf_fwd: Any, cgf_bwd: Any, fpr: FloatArray) -> FloatArray:
     """The largest TPR at each FPR ``fpr`` allowed by Rényi curves K_{P‖Q} = ``cgf_fwd``
     and K_{Q‖P} = ``cgf_bwd`` (callables t ↦ K(t), upper bounds) for the trade-off
     T(P, Q) (FPR under P, TPR under Q): an upper bound (module docstring)."""
@@ -141,7 +142,7 @@ def renyi_tpr_at_fpr(cgf_fwd: Any, cgf_bwd: Any, fpr: np.ndarray) -> np.ndarray:
         return out
     ai = a[inner]
 
-    def caps(t):
+    def caps(t: FloatArray) -> FloatArray:
         kf = np.asarray(cgf_fwd(t), dtype=float)
         kb = np.asarray(cgf_bwd(t), dtype=float)
         kf = np.where(np.isnan(kf), np.inf, kf)
@@ -159,24 +160,26 @@ def renyi_tpr_at_fpr(cgf_fwd: Any, cgf_bwd: Any, fpr: np.ndarray) -> np.ndarray:
     return out
 
 
-def _renyi_tpr(curve: Any, fpr: np.ndarray, direction: Direction) -> np.ndarray:
+def _renyi_tpr(curve: Any, fpr: FloatArray, direction: Direction) -> FloatArray:
     """``renyi_tpr_at_fpr`` of an RDP or ZCDP curve, worst over ``direction``'s components."""
     from accounting.curves.rdp import RDP
     rdp = as_kind(curve, RDP)
-    out = None
+    assert isinstance(rdp, RDP)            # as_kind(curve, RDP) converts to an RDP
+    out: FloatArray | None = None
     for d in direction.components:
-        def fwd(t, d=d):
+        def fwd(t: FloatArray, d: Direction = d) -> FloatArray:
             return rdp.cgf(t, d)
 
-        def bwd(t, d=d):
+        def bwd(t: FloatArray, d: Direction = d) -> FloatArray:
             return rdp.cgf(t, d.reverse())
         v = renyi_tpr_at_fpr(fwd, bwd, fpr)
         out = v if out is None else np.maximum(out, v)
+    assert out is not None                 # a direction has at least one component
     return out
 
 
-def tpr_at_fpr(curve: Any, fpr: "np.ndarray | float", *, direction: "Direction | str" = "max",
-               bound: "Bound | str" = "upper", accountant: str = "pld") -> np.ndarray:
+def tpr_at_fpr(curve: Any, fpr: FloatArray | float, *, direction: Direction | str = "max",
+               bound: Bound | str = "upper", accountant: str = "pld") -> FloatArray:
     """The largest true-positive rate of any attack at false-positive rate ``fpr``:
     1 − T(fpr). With ``bound="upper"`` (default) a certified upper bound on every
     attack's TPR; ``bound="lower"`` gives the optimistic side beside it.
@@ -198,13 +201,14 @@ def tpr_at_fpr(curve: Any, fpr: "np.ndarray | float", *, direction: "Direction |
         tpr = _renyi_tpr(curve, np.atleast_1d(a), as_direction(direction))
         return np.clip(tpr, np.atleast_1d(a), 1.0).reshape(np.shape(a))
     trade = as_kind(curve, TradeOff)
+    assert isinstance(trade, TradeOff)     # as_kind(curve, TradeOff) converts to one
     power = getattr(trade.upper, "power", None) if side is Bound.UPPER else None
     if power is not None:
         # loss laws: the power 1 − β itself, rounded up (``VertexSide.power``), exact
         # to the last bit at tiny α where 1 − β carries an absolute 1.1e-16
-        tpr = np.max([power(np.atleast_1d(a), d) for d in as_direction(direction).components],
-                     axis=0)
-        return np.clip(tpr, np.atleast_1d(a), 1.0).reshape(np.shape(a))
+        powers: FloatArray = np.max([power(np.atleast_1d(a), d)
+                                     for d in as_direction(direction).components], axis=0)
+        return np.clip(powers, np.atleast_1d(a), 1.0).reshape(np.shape(a))
     beta = trade.beta(a, as_direction(direction), side)
     # 1 − β is exact in floating point for β ≥ ½ (Sterbenz), but β itself was rounded to
     # the nearest double, up to half an ulp of 1 either way: widen by that much outward
@@ -214,8 +218,8 @@ def tpr_at_fpr(curve: Any, fpr: "np.ndarray | float", *, direction: "Direction |
     return np.clip(tpr, a, 1.0) if side is Bound.UPPER else np.clip(tpr, 0.0, 1.0)
 
 
-def advantage(curve: Any, *, direction: "Direction | str" = "max",
-              bound: "Bound | str" = "upper", accountant: str = "pld") -> float:
+def advantage(curve: Any, *, direction: Direction | str = "max",
+              bound: Bound | str = "upper", accountant: str = "pld") -> float:
     """The largest TPR − FPR of any attack: δ(0), the total variation distance between
     the pair's distributions. ``bound="upper"`` (default) is a certified upper bound.
     ``curve`` and ``accountant`` as for ``tpr_at_fpr``."""
@@ -224,8 +228,8 @@ def advantage(curve: Any, *, direction: "Direction | str" = "max",
     return float(profile.delta(0.0, as_direction(direction), as_bound(bound)))
 
 
-def bayes_risk(curve: Any, prior: float, *, direction: "Direction | str" = "max",
-               bound: "Bound | str" = "upper", accountant: str = "pld") -> float:
+def bayes_risk(curve: Any, prior: float, *, direction: Direction | str = "max",
+               bound: Bound | str = "upper", accountant: str = "pld") -> float:
     """The smallest error probability of any attack when the target is present with
     probability ``prior`` (π in (0, 1)): π·(1 − δ(log((1 − π)/π))), with δ the
     profile in the direction that tests presence against absence; for ``max`` the
@@ -245,7 +249,7 @@ def bayes_risk(curve: Any, prior: float, *, direction: "Direction | str" = "max"
 GDP_ALPHA = 0.01
 
 
-def gdp_mu(alpha: Any, beta: Any) -> "float | np.ndarray":
+def gdp_mu(alpha: Any, beta: Any) -> float | FloatArray:
     """μ with G_μ(α) = β, G_μ(α) = Φ(Φ⁻¹(1 − α) − μ) (arXiv:1905.02383, Def. 2.7).
 
     ``alpha`` in (0, 1), ``beta`` in [0, 1], broadcast together; μ = Φ⁻¹(1 − α) −

@@ -162,6 +162,16 @@ def _probe(curve: Curve) -> Optional[str]:
     anything. Only the properties every valid curve has are checked."""
     kind = type(curve).__name__
     sides = [s for s in ("upper", "lower") if getattr(curve, s, None) is not None]
+    if not sides and callable(getattr(curve, "phi", None)):
+        # a characteristic function has no sides: φ(0) = 1 and |φ(t)| ≤ 1, to within
+        # its own error bound
+        t = np.array([0.0, 0.5, 2.0])
+        for direction in ("forward", "backward"):
+            phi = np.asarray(curve.phi(t, direction))
+            slack = np.asarray(curve.error(t, direction)) + _SLACK
+            if abs(phi[0] - 1.0) > slack[0] or np.any(np.abs(phi) > 1.0 + slack):
+                return f"a {kind} with φ(0) ≠ 1 or |φ| > 1 ({direction})"
+        return None
     if "upper" not in sides:
         return f"a {kind} with no upper side"
     for bound in sides:

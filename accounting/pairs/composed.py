@@ -11,7 +11,7 @@ self-composition done by one FFT power per distinct component. It is built by
 from __future__ import annotations
 
 import functools
-from typing import Any, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 import attrs
 
@@ -21,7 +21,7 @@ from accounting.numerics.loss import check_grid_points
 from accounting.numerics.summed_cgf import FAR_TAIL
 from accounting.curves.curve import Curve
 from accounting.pairs.mechanism import Mechanism
-from accounting.pairs.pair import LawPair, Pair
+from accounting.pairs.pair import CurveT, LawPair, Pair, of_kind
 from accounting.progress import progress
 from accounting.vocabulary import Direction
 from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, RefiningPLD, compose_plds
@@ -30,6 +30,9 @@ from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
 from accounting.validation import check_count, check_positive
 from accounting.curves.zcdp import ZCDP
+
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
 
 __all__ = ["compose", "composition_parts", "ComposedPair", "estimate_grid_points",
            "check_grid_size"]
@@ -243,19 +246,20 @@ class ComposedPair(Pair):
         return RefiningPLD(self._pld_parts(registry, **options),
                            lower=options.get("lower", True), far_tail=far_tail)
 
-    def curve(self, kind: type, *, registry: Any = None, **options: Any):
+    def curve(self, kind: type[CurveT], *, registry: Registry | None = None,
+              **options: Any) -> CurveT:
         if kind is PLD:
             # the composition refuses its own grid, from the Chernoff window of these
             # laws, before allocating it
-            return compose_plds(self._pld_parts(registry, **options))
+            return of_kind(kind, compose_plds(self._pld_parts(registry, **options)))
         if kind in (RDP, ZCDP):
             parts = [p.curve(kind, registry=registry, **options).self_compose(c) if c > 1
                      else p.curve(kind, registry=registry, **options)
                      for p, c in self.components]
-            return compose(*parts)
+            return of_kind(kind, compose(*parts))
         if kind in (PrivacyProfile, TradeOff):
-            return self.curve(PLD, registry=registry, **options).to(kind, registry=registry,
-                                                                    **options)
+            return of_kind(kind, self.curve(PLD, registry=registry, **options).to(
+                kind, registry=registry, **options))
         return super().curve(kind, registry=registry, **options)
 
     @functools.cached_property

@@ -12,14 +12,17 @@ from __future__ import annotations
 import abc
 import enum
 import math
-from typing import Any, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import attrs
 
 import numpy as np
 
-from accounting.pairs.pair import Pair, not_provided, provides_by_override
+from accounting.pairs.pair import CurveT, Pair, not_provided, provides_by_override
 from accounting.validation import MAX_COUNT, check_count, check_positive, check_real
+
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
 
 __all__ = ["Neighbouring", "Mechanism", "MECHANISM_PRIMITIVES", "positive", "as_neighbouring", "Range", "in_range",
            "parameter", "SENSITIVITY_RANGE",
@@ -245,7 +248,7 @@ class Mechanism(abc.ABC):
     def pair(self) -> Pair:
         """The dominating ordered pair (P, Q) (forward = remove, backward = add)."""
 
-    def pair_in(self, registry: Any = None) -> Pair:
+    def pair_in(self, registry: Registry | None = None) -> Pair:
         """The dominating pair, with every lookup its construction makes (a plugin's
         specialisation of a subsampled base, say) made in ``registry`` (None: the
         process-wide one). A mechanism whose pair needs no registry keeps this default,
@@ -253,7 +256,8 @@ class Mechanism(abc.ABC):
         ``pair_in(None)``."""
         return self.pair()
 
-    def curve(self, kind: type, *, registry: Any = None, **options: Any):
+    def curve(self, kind: type[CurveT], *, registry: Registry | None = None,
+              **options: Any) -> CurveT:
         """This mechanism's curve of the given kind (``PLD``, ``RDP``, …), through
         ``registry`` (``pair_in`` and ``Pair.curve``)."""
         return self.pair_in(registry).curve(kind, registry=registry, **options)

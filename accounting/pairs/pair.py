@@ -50,19 +50,37 @@ from __future__ import annotations
 
 import abc
 import warnings
-from typing import Callable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, TypeVar
 
 import attrs
 import numpy as np
 
 from accounting.curves.characteristic import law_log_mgf
 from accounting.curves.converters import law_limit
+from accounting.curves.curve import Curve
 from accounting.vocabulary import Bound, Direction, Exactness, as_bound, as_direction
 from accounting.numerics.loss import LossPMF
 from accounting.validation import check_array
 
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
+
 __all__ = ["Pair", "LawPair", "NoiseDensity", "OPTIONAL_PRIMITIVES", "discrete_pair",
-           "identical_pair", "disjoint_pair", "corner_pair", "not_provided", "FinitePair"]
+           "identical_pair", "disjoint_pair", "corner_pair", "not_provided", "FinitePair",
+           "CurveT", "of_kind"]
+
+#: a curve kind: ``curve(kind)`` returns an instance of ``kind`` (``curve(PLD)`` a ``PLD``)
+CurveT = TypeVar("CurveT", bound=Curve)
+
+
+def of_kind(kind: type[CurveT], curve: object) -> CurveT:
+    """``curve``, checked to be a ``kind``: the routes of ``curve(kind)`` dispatch on
+    ``kind`` at run time, which a type checker cannot follow; a curve of another kind
+    (a plugin's builder returning the wrong type) is refused here, not returned."""
+    if not isinstance(curve, kind):
+        raise TypeError(f"curve({kind.__name__}) was asked, but its route built a "
+                        f"{type(curve).__name__}")
+    return curve
 
 #: optional primitives of a pair (``Pair.provides``), by name → the method implementing it
 OPTIONAL_PRIMITIVES: dict[str, str] = {
@@ -215,12 +233,13 @@ class Pair(abc.ABC):
         fn = self._profile if as_bound(bound) is Bound.UPPER else self._profile_lower
         return np.max([fn(eps, d) for d in comps], axis=0)
 
-    def curve(self, kind: type, *, registry=None, **options):
+    def curve(self, kind: type[CurveT], *, registry: Registry | None = None,
+              **options: Any) -> CurveT:
         """This pair's curve of the given kind (``PLD``, ``PrivacyProfile``, …); a kind
         a plugin contributes, and the conversions on the way, from ``registry``
         (default: the process-wide one)."""
         from accounting.pairs.derive import curve_of_pair  # derive imports this module
-        return curve_of_pair(self, kind, registry=registry, **options)
+        return of_kind(kind, curve_of_pair(self, kind, registry=registry, **options))
 
     def self_compose(self, count: int) -> "Pair":
         """Deprecated: ``accounting.compose((pair, count))``, the same pair (the

@@ -26,7 +26,8 @@ level against an identical one, with samples from ``Mechanism.sample``).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -40,7 +41,7 @@ class AuditReport(Protocol):
 
     rejected: bool
 
-    def to_dict(self) -> dict: ...
+    def to_dict(self) -> dict[str, Any]: ...
 
     def __str__(self) -> str: ...
 
@@ -50,7 +51,7 @@ class SampleAuditor(Protocol):
     """An auditor of two samples of outputs."""
 
     def audit_samples(self, x: Any, y: Any, *, epsilon: float, delta: float,
-                      seed: Optional[int] = None, **settings: Any) -> AuditReport: ...
+                      seed: int | None = None, **settings: Any) -> AuditReport: ...
 
 
 @runtime_checkable
@@ -58,7 +59,7 @@ class CallableAuditor(Protocol):
     """An auditor that draws the outputs itself from a randomised function."""
 
     def audit_callable(self, fn: Callable[[Any, np.random.Generator], Any], d0: Any, d1: Any,
-                       *, n: int, epsilon: float, delta: float, seed: Optional[int] = None,
+                       *, n: int, epsilon: float, delta: float, seed: int | None = None,
                        **settings: Any) -> AuditReport: ...
 
 

@@ -16,7 +16,8 @@ claimed by two third-party plugins is refused for both.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import pluggy
 

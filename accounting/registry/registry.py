@@ -53,7 +53,8 @@ import re
 import sys
 import warnings
 import weakref
-from typing import Any, Callable, Iterable, Optional
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 import attrs
 import pluggy
@@ -93,6 +94,10 @@ def reserve(kind: str, names: Iterable[str], owner: str) -> None:
     RESERVED.setdefault(kind, {}).update(dict.fromkeys(names, owner))
 
 
+#: the class a specialisation stands in for (its subclass is returned)
+_W = TypeVar("_W")
+
+
 def did_you_mean(name: str, known: Iterable[str], *, prefix: str = "") -> str:
     """`` (did you mean 'x'?)`` naming the registered names closest to ``name``
     (difflib's ratio ≥ 0.6), or "" when none is close. ``prefix`` (such as ``--``) is
@@ -116,12 +121,12 @@ class Job:
 
     name: str
     #: the workload as the table of a workload file (``accounting.workload``)
-    table: dict = attrs.field(eq=False, repr=False)
+    table: dict[str, Any] = attrs.field(eq=False, repr=False)
     description: str
     plugin: str
     default: bool = False
     #: the noise parameter ``accounting calibrate`` solves for, if the job names one
-    solve: Optional[str] = None
+    solve: str | None = None
     #: accountant name → a note printed under that accountant's answer
     notes: tuple[tuple[str, str], ...] = attrs.field(default=(), repr=False)
 
@@ -147,7 +152,7 @@ def builtin_distributions() -> frozenset[str]:
     Their entry points are the built-in plugins. Empty when the package runs from a
     source tree that is not installed (then every entry point is a third party).
     """
-    import importlib.metadata   # lazy: ~0.1 s that `import accounting` need not pay
+    import importlib.metadata  # lazy: ~0.1 s that `import accounting` need not pay
     package = __name__.partition(".")[0]
     names = []
     # Only a distribution that declares entry points in our group can be the source of
@@ -166,7 +171,8 @@ def builtin_distributions() -> frozenset[str]:
     return frozenset(_canonical(n) for n in names if n)
 
 
-def _distribution(ep: Any, cache: Optional[dict] = None) -> Optional[str]:
+def _distribution(ep: Any, cache: dict[int, tuple[Any, str | None]] | None = None
+                  ) -> str | None:
     """The canonical name of the distribution declaring ``ep`` (None if unknown).
     Reading it parses METADATA: ``cache`` keeps one answer per distribution object."""
     dist = getattr(ep, "dist", None)
@@ -185,7 +191,7 @@ def _distribution(ep: Any, cache: Optional[dict] = None) -> Optional[str]:
 
 
 @contextlib.contextmanager
-def plugin_code():
+def plugin_code() -> Iterator[None]:
     """Around plugin code: its prints go to stderr."""
     with contextlib.redirect_stdout(sys.stderr):
         yield
@@ -266,7 +272,7 @@ class Registry:
     curve_kind_sources = property(lambda self: self._sources("curve kind"))
 
     # -------------------------------------------------------------- loading
-    def register_plugin(self, plugin: object, name: Optional[str] = None, *,
+    def register_plugin(self, plugin: object, name: str | None = None, *,
                         strict: bool = True) -> str:
         """Register a third-party plugin object (module, class or instance) and its hooks.
 
@@ -287,7 +293,7 @@ class Registry:
         together (see the module docstring for the collision rules)."""
         own = builtin_distributions()
         eps = self._entry_points(group)
-        names: dict = {}
+        names: dict[int, tuple[Any, str | None]] = {}
         dist = {id(e): _distribution(e, names) for e in eps}
         builtin = sorted((e for e in eps if dist[id(e)] in own), key=lambda e: str(e.name))
         third = sorted((e for e in eps if dist[id(e)] not in own),
@@ -297,7 +303,7 @@ class Registry:
             if obj is not None:
                 self._commit(self._register(obj, str(ep.name), builtin=True))
         # two third-party entry points of one name: neither is loaded
-        by_name: dict[str, list] = {}
+        by_name: dict[str, list[Any]] = {}
         for ep in third:
             by_name.setdefault(str(ep.name), []).append(ep)
         staged: list[Record] = []
@@ -308,8 +314,9 @@ class Registry:
                                  f"third-party entry point ({dists}); none of them is loaded")
                 continue
             ep = group_eps[0]
-            if dist[id(ep)]:
-                self.distributions[name] = dist[id(ep)]
+            declared = dist[id(ep)]
+            if declared:
+                self.distributions[name] = declared
             if self.manager.has_plugin(name):   # refused before any of its code runs
                 self._fail(name, f"cannot be registered: the plugin name {name!r} is taken "
                                  f"by a built-in plugin; it is not loaded")
@@ -319,7 +326,7 @@ class Registry:
                 staged.extend(self._register(obj, name, builtin=False))
         self._commit(staged)
 
-    def _entry_points(self, group: str) -> list:
+    def _entry_points(self, group: str) -> list[Any]:
         """The entry points of ``group``; a distribution whose metadata cannot be read
         is recorded as an error (naming it) instead of hiding every plugin."""
         import importlib.metadata
@@ -327,7 +334,8 @@ class Registry:
             return list(importlib.metadata.entry_points(group=group))
         except Exception:  # one unreadable dist-info: go through them one by one
             pass
-        eps, seen = [], set()
+        eps: list[Any] = []
+        seen: set[str] = set()
         for dist in importlib.metadata.distributions():
             label = str(getattr(dist, "_path", None) or dist)
             try:
@@ -347,7 +355,7 @@ class Registry:
 
     # -------------------------------------------------------------- internals
     @staticmethod
-    def _plugin_name(plugin: object, name: Optional[str]) -> str:
+    def _plugin_name(plugin: object, name: str | None) -> str:
         if name is None:
             name = getattr(plugin, "__name__", None)
             if not isinstance(name, str) or not name:
@@ -423,7 +431,7 @@ class Registry:
                                  f"calling register(...); the value is ignored")
         return items
 
-    def _callback(self, kind: "Kind", plugin: str, builtin: bool,
+    def _callback(self, kind: Kind, plugin: str, builtin: bool,
                   items: list[Record]) -> Callable[..., None]:
         """The ``register`` a hook receives: validates each registration (the kind's
         check), records a refusal as an error of this plugin (and returns normally, so a
@@ -498,25 +506,27 @@ class Registry:
         if not isinstance(name, str):
             raise TypeError(f"mechanism name must be a string, got {type(name).__name__}")
         try:
-            return self.table["mechanism"][name].value
+            cls: type = self.table["mechanism"][name].value
         except KeyError:
             known = ", ".join(sorted(self.table["mechanism"])) or "none"
             raise ValueError(f"unknown mechanism {name!r}"
                              f"{did_you_mean(name, self.table['mechanism'])}; "
                              f"registered: {known}") from None
+        return cls
 
-    def default_job(self) -> Optional[Job]:
+    def default_job(self) -> Job | None:
         """The job a built-in plugin marked as the default (what ``accounting`` runs)."""
         return next((j for j in self.jobs.values() if j.default), None)
 
-    def specialisation(self, wrapper: type, base: Any) -> type:
+    def specialisation(self, wrapper: type[_W], base: Any) -> type[_W]:
         """The class to build a ``wrapper`` pair on the pair ``base`` with: the
         specialisation registered for (wrapper, type(base)), else ``wrapper`` itself.
         Exact type match, so the answer depends only on the registry, never on which
         modules are imported or in what order."""
         record = self.table["specialisation"].get(specialisation_name(wrapper, type(base)))
         if record is not None and record.value[:2] == (wrapper, type(base)):
-            return record.value[2]
+            special: type[_W] = record.value[2]   # a subclass of wrapper (_check_specialisation)
+            return special
         return wrapper
 
     def curve_builder(self, kind: Any) -> Callable[..., Any]:
@@ -528,9 +538,10 @@ class Registry:
         if record is None or record.value[0] is not kind:
             names = ", ".join(k.__name__ for k in self.curve_kinds) or "none"
             raise ValueError(f"unknown curve kind {kind!r}; expected one of {names}")
-        return record.value[1]
+        builder: Callable[..., Any] = record.value[1]
+        return builder
 
-    def plugin_of(self, cls: type) -> Optional[str]:
+    def plugin_of(self, cls: type) -> str | None:
         """The plugin that registered the mechanism class ``cls``, if one did."""
         for record in self.table["mechanism"].values():
             if record.value is cls:
@@ -628,7 +639,7 @@ def _check_converter(plugin: str, source: Any, target: Any, func: Any, exactness
 
 
 def _check_auditor(plugin: str, name: Any, auditor: Any) -> tuple[str, Any]:
-    from accounting.registry.auditor import auditor_problems   # numpy: only when needed
+    from accounting.registry.auditor import auditor_problems  # numpy: only when needed
     if not isinstance(name, str) or not _NAME.match(name):
         raise _Refused(f"auditor name must be a lower-case identifier, got {_short(name)}")
     problems = auditor_problems(auditor)
@@ -639,8 +650,8 @@ def _check_auditor(plugin: str, name: Any, auditor: Any) -> tuple[str, Any]:
 
 
 def _check_job(plugin: str, name: Any, workload: Any, description: Any, *,
-               default: bool = False, solve: Optional[str] = None,
-               notes: Optional[dict] = None) -> tuple[str, Any]:
+               default: bool = False, solve: str | None = None,
+               notes: dict[str, Any] | None = None) -> tuple[str, Any]:
     import copy
     import tomllib
     if not isinstance(name, str) or not _NAME.match(name):
@@ -734,7 +745,7 @@ def _short(value: Any) -> str:
 
 
 #: every registry built in this process (to name the plugin behind a faulty mechanism)
-_LIVE: list[weakref.ref] = []
+_LIVE: list[weakref.ref[Registry]] = []
 
 
 def live_registries() -> list[Registry]:

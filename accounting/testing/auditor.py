@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from accounting.registry.auditor import AuditReport, auditor_problems
+from accounting.vocabulary import AnyArray
 
 __all__ = ["AuditorContract"]
 
@@ -68,7 +69,7 @@ class AuditorContract:
     """Base class of an auditor's contract tests; subclass it with ``Test…``."""
 
     auditor: ClassVar[Any] = None
-    settings: ClassVar[dict] = {}
+    settings: ClassVar[dict[str, Any]] = {}
     n: ClassVar[int] = 1000
 
     # ------------------------------------------------------------ helpers
@@ -81,17 +82,18 @@ class AuditorContract:
             pytest.skip(f"the auditor has no {method}")
         return True
 
-    def _samples(self, x, y, epsilon: float, delta: float, seed: int = 0, **extra: Any):
+    def _samples(self, x: AnyArray, y: AnyArray, epsilon: float, delta: float, seed: int = 0,
+                 **extra: Any) -> Any:
         self._has("audit_samples")
         return type(self).auditor.audit_samples(x, y, epsilon=epsilon, delta=delta, seed=seed,
                                                 **{**type(self).settings, **extra})
 
     # -------------------------------------------------------------- shape
-    def test_is_an_auditor(self):
+    def test_is_an_auditor(self) -> None:
         problems = auditor_problems(type(self).auditor)
         assert not problems, f"{type(self).auditor!r} {problems}"
 
-    def test_report(self):
+    def test_report(self) -> None:
         report = self._samples(*_separated(type(self).n, 0), 0.5, 1e-6)
         assert isinstance(report, AuditReport), f"{type(report).__name__} is no AuditReport"
         assert isinstance(report.rejected, (bool, np.bool_)), (
@@ -99,7 +101,7 @@ class AuditorContract:
         json.dumps(report.to_dict())
         assert str(report).strip(), "the report prints as an empty string"
 
-    def test_same_seed_same_report(self):
+    def test_same_seed_same_report(self) -> None:
         x, y = _same(type(self).n, 0)
         one = _without_timings(self._samples(x, y, 1.0, 1e-5, seed=7).to_dict())
         two = _without_timings(self._samples(x, y, 1.0, 1e-5, seed=7).to_dict())
@@ -107,7 +109,7 @@ class AuditorContract:
             json.dumps(two, sort_keys=True, default=str)
 
     # ---------------------------------------------------------- bad input
-    def test_bad_input_is_refused(self):
+    def test_bad_input_is_refused(self) -> None:
         import pytest
 
         x, y = _same(type(self).n, 0)
@@ -123,17 +125,17 @@ class AuditorContract:
             self._samples(x, y, 1.0, 1e-5, no_such_setting=1)
 
     # ------------------------------------------------------ power and level
-    def test_refutes_a_false_claim(self):
+    def test_refutes_a_false_claim(self) -> None:
         report = self._samples(*_separated(type(self).n, 0), 0.5, 1e-6)
         assert report.rejected, "outputs N(6, 1) vs N(0, 1) did not refute (0.5, 1e-6)-DP"
 
-    def test_does_not_refute_identical_laws(self):
+    def test_does_not_refute_identical_laws(self) -> None:
         for seed in LEVEL_SEEDS:
             report = self._samples(*_same(type(self).n, seed), 1.0, 1e-5, seed=seed)
             assert not report.rejected, f"two samples of one law refuted (1, 1e-5)-DP " \
                                         f"(seed {seed})"
 
-    def test_audit_callable(self):
+    def test_audit_callable(self) -> None:
         self._has("audit_callable")
         aud = type(self).auditor
         settings = type(self).settings

@@ -23,11 +23,12 @@ output with the pair's own target-kind curve, derived exactly from the loss laws
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
 
-from accounting.vocabulary import Exactness
+from accounting.curves.characteristic import CharacteristicFunction
 from accounting.curves.graph import Converter, check_curve, edges
 from accounting.curves.pld import PLD
 from accounting.curves.profile import PrivacyProfile
@@ -35,6 +36,7 @@ from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
 from accounting.curves.zcdp import ZCDP
 from accounting.pairs.pair import Pair, discrete_pair
+from accounting.vocabulary import Exactness
 
 __all__ = ["ConverterContract", "default_pairs"]
 
@@ -42,6 +44,8 @@ _DIRECTIONS = ("forward", "backward")
 EPS = np.linspace(-1.0, 3.0, 41)
 ALPHA_TYPE_I = np.linspace(0.0, 1.0, 101)
 ORDERS = np.array([1.5, 2.0, 4.0, 8.0])
+#: the arguments t of φ(t) = E[e^{itL}] compared
+TIMES = np.linspace(-4.0, 4.0, 17)
 
 
 def default_pairs() -> list[Pair]:
@@ -66,6 +70,13 @@ def _sides(kind: type, curve: Any, reference: Any, bound: str) -> list[tuple[str
         elif kind is ZCDP:
             out.append((f"ρ {d}", np.atleast_1d(curve.rho(d, bound)),
                         np.atleast_1d(reference.rho(d)), 1))
+        elif kind is CharacteristicFunction:
+            # φ is complex and has no pessimistic side: its accuracy is ``error(t)``,
+            # checked by ``test_pessimistic_side_is_sound`` (sign 0 here)
+            out.append((f"|φ(t) − φ_ref(t)| − error {d}",
+                        np.abs(curve.phi(TIMES, d) - reference.phi(TIMES, d))
+                        - curve.error(TIMES, d) - reference.error(TIMES, d),
+                        np.zeros(TIMES.shape), 0))
     return out
 
 
@@ -73,11 +84,11 @@ class ConverterContract:
     """Base class of a converter's contract tests; subclass it with ``Test…``."""
 
     converter: ClassVar[Any] = None
-    options: ClassVar[dict] = {}
+    options: ClassVar[dict[str, Any]] = {}
     tolerance: ClassVar[float] = 1e-6
-    pairs: ClassVar[list] = []
+    pairs: ClassVar[list[Pair]] = []
 
-    def _edge(self):
+    def _edge(self) -> Converter:
         conv = type(self).converter
         if isinstance(conv, Converter):
             return conv
@@ -86,30 +97,31 @@ class ConverterContract:
                 return edge
         raise AssertionError(f"no converter named {conv!r} is registered")
 
-    def _cases(self):
+    def _cases(self) -> Iterator[tuple[Converter, Pair, Any, Any]]:
         edge = self._edge()
         for pair in type(self).pairs or default_pairs():
-            source = pair.curve(edge.source)
+            source: Any = pair.curve(edge.source)   # of the edge's kind, known at run time
             yield edge, pair, source, edge(source, **type(self).options)
 
-    def test_output_kind_and_validity(self):
+    def test_output_kind_and_validity(self) -> None:
         for edge, pair, _, out in self._cases():
             assert isinstance(out, edge.target), (
                 f"{edge.name}: returned {type(out).__name__}, not {edge.target.__name__}")
             problem = check_curve(out, edge.target)
             assert problem is None, f"{edge.name} on {pair.describe()}: {problem}"
 
-    def test_pessimistic_side_is_sound(self):
+    def test_pessimistic_side_is_sound(self) -> None:
         for edge, pair, _, out in self._cases():
-            exact = pair.curve(edge.target)
+            exact: Any = pair.curve(edge.target)
             for what, mine, ref, sign in _sides(edge.target, out, exact, "upper"):
-                gap = sign * (np.asarray(ref, float) - np.asarray(mine, float))
+                gap = (sign * (np.asarray(ref, float) - np.asarray(mine, float)) if sign
+                       else np.asarray(mine, float))   # φ: the excess over its error bound
                 bad = gap > type(self).tolerance * np.maximum(1.0, np.abs(ref))
                 assert not bad.any(), (f"{edge.name} on {pair.describe()}: {what} is "
                                        f"optimistic: {np.asarray(mine)[bad]} vs exact "
                                        f"{np.asarray(ref)[bad]}")
 
-    def test_exact_edge_keeps_its_optimistic_side(self):
+    def test_exact_edge_keeps_its_optimistic_side(self) -> None:
         import pytest
 
         edge = self._edge()
@@ -118,7 +130,7 @@ class ConverterContract:
         for edge, pair, _, out in self._cases():
             if out.lower is None:
                 continue
-            exact = pair.curve(edge.target)
+            exact: Any = pair.curve(edge.target)
             for what, mine, ref, sign in _sides(edge.target, out, exact, "lower"):
                 gap = sign * (np.asarray(mine, float) - np.asarray(ref, float))
                 bad = gap > type(self).tolerance * np.maximum(1.0, np.abs(ref))
@@ -126,10 +138,10 @@ class ConverterContract:
                                        f"is pessimistic beyond the truth: "
                                        f"{np.asarray(mine)[bad]} vs {np.asarray(ref)[bad]}")
 
-    def test_input_is_not_modified(self):
+    def test_input_is_not_modified(self) -> None:
         edge = self._edge()
         for pair in type(self).pairs or default_pairs():
-            source = pair.curve(edge.source)
+            source: Any = pair.curve(edge.source)   # of the edge's kind, known at run time
             before = [np.array(v, copy=True) for v in _sides(edge.source, source, source,
                                                               "upper")[0][1:3]]
             edge(source, **type(self).options)

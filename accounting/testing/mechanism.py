@@ -44,14 +44,15 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from accounting.vocabulary import Exactness
-from accounting.pairs.additive import AdditiveNoise
-from accounting.pairs.mechanism import Mechanism
+from accounting.curves.curve import Curve
 from accounting.curves.pld import PLD
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
 from accounting.curves.zcdp import ZCDP
+from accounting.pairs.additive import AdditiveNoise
+from accounting.pairs.mechanism import Mechanism
+from accounting.vocabulary import Exactness
 
 __all__ = ["MechanismContract"]
 
@@ -80,13 +81,19 @@ def _estimate(x_in: np.ndarray, y_in: np.ndarray, eps: float) -> tuple[float, fl
     return p - np.exp(eps) * q, float(se)
 
 
+#: the mechanism the curves were built for, and its curves by kind
+_ContractCache = tuple[Mechanism | None, dict[type[Curve], Curve]]
+
+
 class MechanismContract:
     """Base class of a mechanism's contract tests; subclass it with ``Test…``."""
 
     mechanism: ClassVar[Mechanism | None] = None
-    bad_parameters: ClassVar[list] = []
+    bad_parameters: ClassVar[list[dict[str, Any]]] = []
     step: ClassVar[float] = 1e-3
     samples: ClassVar[int] = 100_000
+    #: declared only (no value here): each subclass sets its own, read from its __dict__
+    _contract_cache: ClassVar[_ContractCache]
 
     # ------------------------------------------------------------ helpers
     def _mech(self) -> Mechanism:
@@ -95,10 +102,10 @@ class MechanismContract:
             f"{type(self).__name__}.mechanism must be a Mechanism instance, got {mech!r}")
         return mech
 
-    def _curve(self, kind: type) -> Any:
+    def _curve(self, kind: type[Curve]) -> Any:
         """The mechanism's curve of ``kind`` at ``step``, cached on the subclass."""
         cls = type(self)
-        cache = cls.__dict__.get("_contract_cache")
+        cache: _ContractCache | None = cls.__dict__.get("_contract_cache")
         if cache is None or cache[0] is not cls.mechanism:
             cache = (cls.mechanism, {})
             cls._contract_cache = cache
@@ -108,7 +115,7 @@ class MechanismContract:
         return curves[kind]
 
     # ------------------------------------------------------------ profile
-    def test_profile_both_directions(self):
+    def test_profile_both_directions(self) -> None:
         prof = self._curve(PrivacyProfile)
         for d in _DIRECTIONS:
             delta = np.asarray(prof.delta(EPS_GRID, d), dtype=float)
@@ -122,7 +129,7 @@ class MechanismContract:
             assert abs(at_minus_inf - 1.0) <= 1e-12, f"{d}: δ(−∞) = {at_minus_inf!r}, expected 1"
 
     # ---------------------------------------------------------------- PLD
-    def test_pld_bracket_delta(self):
+    def test_pld_bracket_delta(self) -> None:
         pld = self._curve(PLD)
         prof = self._curve(PrivacyProfile)
         for d in _DIRECTIONS:
@@ -136,7 +143,7 @@ class MechanismContract:
             assert not bad.any(), (f"{d}: PLD lower δ exceeds the profile upper δ at "
                                    f"ε={EPS_GRID[bad]} (PLD {lo[bad]}, profile {ref[bad]})")
 
-    def test_pld_bracket_epsilon(self):
+    def test_pld_bracket_epsilon(self) -> None:
         pld = self._curve(PLD)
         for d in (*_DIRECTIONS, "max"):
             lo, up = pld.epsilon_interval(DELTAS, d)
@@ -144,7 +151,7 @@ class MechanismContract:
             assert np.all(lo <= up), f"{d}: PLD ε lower {lo} > upper {up} at δ={DELTAS}"
 
     # ---------------------------------------------------------------- RDP
-    def test_rdp_monotone_in_order(self):
+    def test_rdp_monotone_in_order(self) -> None:
         rdp = self._curve(RDP)
         for d in _DIRECTIONS:
             div = rdp.rdp(ALPHA_GRID, d)
@@ -158,7 +165,7 @@ class MechanismContract:
             assert not falls.any(), (f"{d}: D_α decreases in α after "
                                      f"α={ALPHA_GRID[finite][:-1][falls]}")
 
-    def test_rdp_dominates_pld_lower(self):
+    def test_rdp_dominates_pld_lower(self) -> None:
         rdp = self._curve(RDP)
         from_pld = self._curve(PLD).to(RDP)
         for d in _DIRECTIONS:
@@ -168,7 +175,7 @@ class MechanismContract:
             assert not bad.any(), (f"{d}: RDP of the PLD's lower side {low[bad]} exceeds the "
                                    f"mechanism's RDP {mine[bad]} at α={ALPHAS[bad]}")
 
-    def test_rdp_agrees_with_pld(self):
+    def test_rdp_agrees_with_pld(self) -> None:
         """The Rényi curve against the RDP of the mechanism's own PLD, by its label.
 
         * exact, or a numerical estimate of the truth (a quadrature: both sides hold
@@ -206,7 +213,7 @@ class MechanismContract:
                                        f"pessimistic PLD {pld_up[bad]} at α={ALPHAS[bad]}")
 
     # --------------------------------------------------------------- zCDP
-    def test_zcdp_envelope_dominates_rdp(self):
+    def test_zcdp_envelope_dominates_rdp(self) -> None:
         z = self._curve(ZCDP)
         rdp = self._curve(RDP)
         for d in _DIRECTIONS:
@@ -218,7 +225,7 @@ class MechanismContract:
                                    f"at α={ALPHAS[bad]}")
 
     # ----------------------------------------------------------- trade-off
-    def test_tradeoff_function(self):
+    def test_tradeoff_function(self) -> None:
         to = self._curve(TradeOff)
         for d in _DIRECTIONS:
             beta = to.beta(TYPE_I_GRID, d)
@@ -228,7 +235,7 @@ class MechanismContract:
             rises = np.diff(beta) > 1e-12
             assert not rises.any(), f"{d}: β(α) increases after α={TYPE_I_GRID[:-1][rises]}"
 
-    def test_tradeoff_total_variation(self):
+    def test_tradeoff_total_variation(self) -> None:
         """δ(0) = TV(P, Q) = 1 − min_α (α + β(α)) (forward direction)."""
         to = self._curve(TradeOff)
         prof = self._curve(PrivacyProfile)
@@ -256,7 +263,7 @@ class MechanismContract:
             "sample is not a function of the rng's state")
         return x, y
 
-    def test_samples_respect_the_profile(self):
+    def test_samples_respect_the_profile(self) -> None:
         """No threshold set separates the samples more than the profile allows."""
         x, y = self._draws()
         prof = self._curve(PrivacyProfile)
@@ -271,7 +278,7 @@ class MechanismContract:
                         f"samples give δ({eps:g}) ≥ {est:.5g} ± {se:.2g} on a threshold set "
                         f"at {cuts[j]:.5g}, above the profile's {bound:.5g}")
 
-    def test_samples_follow_the_density(self):
+    def test_samples_follow_the_density(self) -> None:
         """Additive noise: the likelihood-ratio set {L > ε} of ``log_density`` gives
         the profile's δ(ε) (forward), within the sampling error and the bracket."""
         import pytest
@@ -294,7 +301,7 @@ class MechanismContract:
                 f"[{lo:.5g}, {up:.5g}]")
 
     # ---------------------------------------------------------- parameters
-    def test_parameters_validated(self):
+    def test_parameters_validated(self) -> None:
         import pytest
 
         if not self.bad_parameters:

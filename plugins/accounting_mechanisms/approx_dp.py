@@ -33,6 +33,8 @@ is non-private (all P-mass at loss +∞: ε(δ') = +∞ for every δ' < 1, D_α 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
@@ -40,19 +42,20 @@ from scipy.special import expit
 
 from accounting.numerics.loss import LossPMF
 from accounting.pairs.mechanism import Mechanism, Range, parameter
-from accounting.pairs.pair import LawPair
-from accounting.registry.hookspecs import hookimpl
+from accounting.pairs.pair import LawPair, Pair
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.validation import check_count
+from accounting.vocabulary import Direction, FloatArray
 
 from .finite_product import exact_product
 from .gaussian_mixture import float_tuple
 
 
-def scalar_or_tuple(name: str):
+def scalar_or_tuple(name: str) -> Callable[[Any], tuple[float, ...]]:
     """attrs converter: one real number (a single guarantee) or a sequence of them."""
     convert = float_tuple(name)
 
-    def conv(value):
+    def conv(value: Any) -> tuple[float, ...]:
         if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
             value = (value,)
         return convert(value)
@@ -67,7 +70,7 @@ EPSILON = Range(0.0, 1e8)
 DELTA = Range(0.0, 1.0)
 
 
-def one_sensitivity(instance, attribute, value) -> None:
+def one_sensitivity(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     """attrs validator: ``sensitivity`` is 1 (a stated guarantee has no sensitivity to scale)."""
     if value != 1:
         raise ValueError(f"{type(instance).name}: sensitivity must be 1 (a guarantee has no "
@@ -98,11 +101,11 @@ class ApproxDPPair(LawPair):
     delta: float = 0.0
     count: int = 1
 
-    def _self_compose(self, count):
+    def _self_compose(self, count: int) -> Pair | None:
         total = self.count * check_count("count", count)
         return approx_dp_pair(self.epsilon, self.delta, total)
 
-    def _beta(self, alpha, direction):
+    def _beta(self, alpha: FloatArray, direction: Direction) -> FloatArray:
         """f_{ε,δ}(α) = max{0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)} (one use only,
         arXiv:1905.02383, Prop. 2.5); k uses come from the exact law's vertices."""
         if self.count != 1:
@@ -142,15 +145,15 @@ class ApproxDP(Mechanism):
         return approx_dp_pair(float(self.epsilon), float(self.delta))
 
 
-def _same_length(instance, attribute, value) -> None:
+def _same_length(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if len(value) != len(instance.epsilons):
         raise ValueError(f"deltas must have one entry per epsilon ({len(instance.epsilons)}), "
                          f"got {len(value)}")
 
 
-def entries_in(rng: Range):
+def entries_in(rng: Range) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
     """attrs validator factory: a non-empty sequence whose every entry lies in ``rng``."""
-    def check(instance, attribute, value) -> None:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if not value:
             raise ValueError(f"{attribute.name} must have at least one entry")
         for i, v in enumerate(value):
@@ -173,9 +176,9 @@ class ApproxDPComposition(Mechanism):
     name = "approx_dp_composition"
     sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
-    epsilons: tuple = attrs.field(converter=scalar_or_tuple("epsilons"),
+    epsilons: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("epsilons"),
                                   validator=entries_in(EPSILON), metadata={"range": EPSILON})
-    deltas: tuple = attrs.field(converter=scalar_or_tuple("deltas"),
+    deltas: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("deltas"),
                                 validator=[entries_in(DELTA), _same_length],
                                 metadata={"range": DELTA})
 
@@ -190,6 +193,6 @@ class ApproxDPComposition(Mechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(ApproxDP)
     register(ApproxDPComposition)

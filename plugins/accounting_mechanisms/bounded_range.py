@@ -71,20 +71,20 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Optional
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
 from scipy.special import bdtr
 
-from accounting.vocabulary import Exactness
 from accounting.curves.profile import symmetric_profile
 from accounting.numerics.fourier import weighted_sum_up
 from accounting.pairs.mechanism import Mechanism, Range, parameter
 from accounting.pairs.pair import Pair, identical_pair
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.validation import check_array, check_count, check_positive
-from accounting.vocabulary import Bound
+from accounting.vocabulary import Bound, Direction, Exactness, FloatArray
 
 from .approx_dp import approx_dp_pair, one_sensitivity
 
@@ -109,8 +109,8 @@ MAX_EPS = 700.0
 ROUNDOFF = 64 * np.finfo(float).eps
 
 
-def br_masses(epsilon: float, t: "np.ndarray | float") -> tuple[np.ndarray, np.ndarray,
-                                                                  np.ndarray, np.ndarray]:
+def br_masses(epsilon: float, t: FloatArray | float) -> tuple[FloatArray, FloatArray,
+                                                                  FloatArray, FloatArray]:
     """(p_t, 1 − p_t, q_t, 1 − q_t) of the two-point pair RR_t (losses t and t − ε),
     computed without cancellation (``expm1``); t ∈ [0, ε], ε > 0."""
     t = np.asarray(t, dtype=float)
@@ -122,7 +122,7 @@ def br_masses(epsilon: float, t: "np.ndarray | float") -> tuple[np.ndarray, np.n
     return p, p_low, q, q_low
 
 
-def br_profile(eps: "np.ndarray | float", epsilon: float) -> np.ndarray:
+def br_profile(eps: FloatArray | float, epsilon: float) -> FloatArray:
     """δ(ε') of one ε-BR use, the sup over t of δ(RR_t)(ε') (module docstring):
     (1 − e^{(ε'−ε)/2})²/(1 − e^{−ε}) on [−ε, ε], 1 − e^{ε'} below, 0 above."""
     eps = np.asarray(eps, dtype=float)
@@ -135,8 +135,8 @@ def br_profile(eps: "np.ndarray | float", epsilon: float) -> np.ndarray:
     return np.where(eps <= -epsilon, below, np.where(eps >= epsilon, 0.0, mid))
 
 
-def br_composed_profile(eps: "np.ndarray | float", epsilon: float, count: int,
-                        chunk: int = 1 << 21) -> tuple[np.ndarray, np.ndarray]:
+def br_composed_profile(eps: FloatArray | float, epsilon: float, count: int,
+                        chunk: int = 1 << 21) -> tuple[FloatArray, FloatArray]:
     """(upper, lower) of δ_k(ε') = sup_t δ(RR_t^{⊗k})(ε') at each ε' in [0, ``MAX_EPS``]:
     max over m of G_m(t_m) (module docstring), ± the binomial CDFs' roundoff
     (``ROUNDOFF``). Work: ~2k binomial CDFs per ε', in chunks of ``chunk`` cells."""
@@ -186,7 +186,7 @@ def br_max_kl(epsilon: float) -> float:
     return value + 16.0 * np.finfo(float).eps * sum(abs(p) for p in parts)
 
 
-def _rr_cgf(epsilon: float):
+def _rr_cgf(epsilon: float) -> Callable[[FloatArray, Direction], FloatArray]:
     """The CGF of ε-DP randomized response (the pair every ε-DP mechanism is dominated
     by), from the (ε, 0) guarantee's exact law."""
     return approx_dp_pair(epsilon, 0.0)._cgf
@@ -204,10 +204,10 @@ class BoundedRangePair(Pair):
 
     symmetric = True
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return br_profile(eps, self.epsilon)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         """K(t) = (α − 1)D_α ≤ min(t·κ(t) + t²ε²/8, K of ε-DP randomized response) with
         κ(t) = KL* + (ε²/8 − KL*)·min(t, 1) ≥ KL*: Hoeffding's lemma with the class's
         largest mean loss KL* (``br_max_kl``) near α = 1, Cesar–Rogers' ε²/8 zCDP
@@ -223,7 +223,8 @@ class BoundedRangePair(Pair):
         bound = np.where(t < 1.0, np.minimum(near_one, zcdp), zcdp)
         return np.minimum(bound, _rr_cgf(self.epsilon)(t, direction))
 
-    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+    def _renyi_limit(self, order: float, direction: Direction,
+                     side: Bound = Bound.UPPER) -> float | None:
         """D_1 ≤ KL*, the class's largest KL (``br_max_kl``), and D_∞ ≤ ε (ε-BR implies
         ε-DP); upper side only (they bound every ε-BR mechanism, no one in particular)."""
         if side is Bound.LOWER:
@@ -235,11 +236,11 @@ class BoundedRangePair(Pair):
     def cgf_exactness(self) -> Exactness:
         return Exactness.UPPER
 
-    def rho_bound(self, direction):
+    def rho_bound(self, direction: Direction) -> float | None:
         """ε²/8 (Cesar, Rogers, arXiv:2004.07223; by Hoeffding's lemma)."""
         return self.epsilon ** 2 / 8.0
 
-    def _self_compose(self, count):
+    def _self_compose(self, count: int) -> Pair | None:
         count = check_count("count", count)
         if self.adaptive or count == 1:
             return None         # adaptive uses: the PLD power of this dominating pair
@@ -249,7 +250,7 @@ class BoundedRangePair(Pair):
         return f"{self.epsilon:g}-BR"
 
 
-def batch_pair(epsilon: float, count: int) -> "Optional[BoundedRangeBatchPair]":
+def batch_pair(epsilon: float, count: int) -> BoundedRangeBatchPair | None:
     """The non-adaptive batch of ``count`` ε-BR uses, or None when the closed form is
     out of reach (count > ``MAX_BATCH``, or a profile not negligible by ``MAX_EPS``):
     the uses are then composed as adaptive ones, which is sound."""
@@ -276,7 +277,7 @@ class BoundedRangeBatchPair(Pair):
         return False
 
     @functools.cached_property
-    def _grid(self) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def _grid(self) -> tuple[FloatArray, FloatArray, FloatArray] | None:
         """(ε' nodes, upper δ, lower δ) on [0, E], E where δ falls below ``GRID_TAIL``
         (found on a coarse pass); None if that is beyond ``MAX_EPS``."""
         top = min(self.count * self.epsilon, MAX_EPS)
@@ -294,7 +295,7 @@ class BoundedRangeBatchPair(Pair):
         # δ is non-increasing: make the bracket so too (both stay bounds of the truth)
         return nodes, np.minimum.accumulate(up), np.maximum.accumulate(lo[::-1])[::-1]
 
-    def _positive(self, eps: np.ndarray, lower: bool) -> np.ndarray:
+    def _positive(self, eps: FloatArray, lower: bool) -> FloatArray:
         nodes, up, lo = self._grid
         top = self.count * self.epsilon
         out = np.zeros(eps.shape)
@@ -326,13 +327,14 @@ class BoundedRangeBatchPair(Pair):
         out[inside] = best
         return out
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return np.clip(symmetric_profile(eps, lambda e: self._positive(e, False)), 0.0, 1.0)
 
-    def _profile_lower(self, eps, direction):
+    def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return np.clip(symmetric_profile(eps, lambda e: self._positive(e, True)), 0.0, 1.0)
 
-    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+    def _renyi_limit(self, order: float, direction: Direction,
+                     side: Bound = Bound.UPPER) -> float | None:
         """D_∞ = kε, where the profile vanishes (every loss of the k uses is at most ε):
         the PLD's grid, cut where δ falls below its tail, then keeps δ = 0 answerable
         (``discretise.declared_sup``). D_1 is not declared here."""
@@ -340,17 +342,17 @@ class BoundedRangeBatchPair(Pair):
             return None
         return weighted_sum_up([(self.count, self.epsilon)])   # kε, rounded up
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         """k times one use's bound (Rényi divergences add under composition)."""
         return self.count * BoundedRangePair(self.epsilon)._cgf(t, direction)
 
     def cgf_exactness(self) -> Exactness:
         return Exactness.UPPER
 
-    def rho_bound(self, direction):
+    def rho_bound(self, direction: Direction) -> float | None:
         return self.count * self.epsilon ** 2 / 8.0
 
-    def _self_compose(self, count):
+    def _self_compose(self, count: int) -> Pair | None:
         return batch_pair(self.epsilon, self.count * check_count("count", count))
 
     def describe(self) -> str:
@@ -364,14 +366,14 @@ def bounded_range_pair(epsilon: float, adaptive: bool = True, label: str = "") -
     return BoundedRangePair(float(epsilon), bool(adaptive))
 
 
-def check_boolean(instance, attribute, value) -> None:
+def check_boolean(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     """attrs validator: the field is ``True`` or ``False`` (a NumPy bool too), else TypeError."""
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{type(instance).name}: {attribute.name} must be True or False, "
                         f"got {value!r}")
 
 
-def adaptive_field():
+def adaptive_field() -> Any:
     """The ``adaptive`` parameter of BR mechanisms: True (the default) unless the
     repeated uses are fixed before any runs (a non-adaptive batch)."""
     return attrs.field(default=True, kw_only=True, validator=check_boolean)
@@ -400,5 +402,5 @@ class BoundedRange(Mechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(BoundedRange)

@@ -46,18 +46,18 @@ import math
 import types
 import warnings
 from fractions import Fraction
-from typing import Any, Optional
+from typing import Any
 
 import attrs
 import numpy as np
 from scipy.special import log_ndtr, logsumexp
 
 from accounting.pairs.additive import AdditiveNoise
-from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import NOISE_SCALE, Range, in_range, parameter
 from accounting.pairs.pair import Pair, corner_pair, not_provided
+from accounting.registry.hookspecs import RegisterMechanism, RegisterSpecialisation, hookimpl
 from accounting.validation import check_count, check_positive, check_real
-from accounting.vocabulary import Direction
+from accounting.vocabulary import AnyArray, Direction, FloatArray
 
 from .subsampled_gaussian_rdp import log_mixture_ratio, log_power_excess
 from .subsampling import PoissonSubsampledPair
@@ -109,14 +109,16 @@ def _integer_sensitivity() -> Any:
 
 
 # ============================================================================ sampling
-def dlaplace_sample(a: float, rng: np.random.Generator, shape) -> np.ndarray:
+def dlaplace_sample(a: float, rng: np.random.Generator, shape: tuple[int, ...] | int
+                    ) -> AnyArray:
     """Draws of the discrete Laplace law ∝ e^{−a|x|} on ℤ: the difference of two i.i.d.
     geometric variables of success probability 1 − e^{−a}."""
     p = -math.expm1(-a)
     return (rng.geometric(p, size=shape) - rng.geometric(p, size=shape)).astype(float)
 
 
-def dgauss_sample(sigma: float, rng: np.random.Generator, shape) -> np.ndarray:
+def dgauss_sample(sigma: float, rng: np.random.Generator, shape: tuple[int, ...] | int
+                  ) -> AnyArray:
     """Exact draws of N_ℤ(0, σ²) by rejection from a discrete Laplace of scale
     t = ⌊σ⌋ + 1, accepted with probability exp(−(|Y| − σ²/t)²/(2σ²)) (Canonne, Kamath,
     Steinke 2020, arXiv:2004.00010, Algorithm 3), vectorised over the pending draws."""
@@ -145,7 +147,7 @@ def _log_norm(sigma: float) -> float:
         2.0 * float(np.sum(np.exp(-2.0 * math.pi ** 2 * sigma ** 2 * k * k))))
 
 
-def dgauss_log_ratio(sigma: float, c: np.ndarray) -> np.ndarray:
+def dgauss_log_ratio(sigma: float, c: FloatArray) -> FloatArray:
     """log R(c) = log[Σ_x e^{−(x−c)²/(2σ²)} / Σ_x e^{−x²/(2σ²)}] ≤ 0, vectorised over c.
 
     R has period 1 and is even, so c is reduced to c − round(c) ∈ [−½, ½] (exact in
@@ -173,7 +175,7 @@ def dgauss_log_ratio(sigma: float, c: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=16)
-def _dgauss_table(sigma: float, sensitivity: int):
+def _dgauss_table(sigma: float, sensitivity: int) -> tuple[int, int, FloatArray, FloatArray]:
     """Exact tables of the pair (Δ + Y, Y) on x ∈ [lo, hi] (Q-coordinates).
 
     Returns (lo, hi, log H, log D) with H(x) = Q[X ≥ x] and
@@ -195,7 +197,7 @@ def _dgauss_table(sigma: float, sensitivity: int):
     return lo, hi, log_h, log_d
 
 
-def _profile_by_table(sigma: float, sensitivity: int, eps: np.ndarray) -> np.ndarray:
+def _profile_by_table(sigma: float, sensitivity: int, eps: FloatArray) -> FloatArray:
     """δ(ε) = D(b) + e^{L_b}H(b)·(1 − e^{ε − L_b}), b the first x with L_x > ε:
     two non-negative terms, so δ keeps its relative accuracy deep in the tail."""
     lo, hi, log_h, log_d = _dgauss_table(sigma, sensitivity)
@@ -215,7 +217,7 @@ def _profile_by_table(sigma: float, sensitivity: int, eps: np.ndarray) -> np.nda
     return np.clip(val, 0.0, 1.0) + 0.0
 
 
-def _log_upper_sum(sigma: float, k: np.ndarray) -> np.ndarray:
+def _log_upper_sum(sigma: float, k: FloatArray) -> FloatArray:
     """log Σ_{y ≥ k} e^{−y²/(2σ²)} for integers k ≥ 0 (float array), unnormalised.
 
     Where σ ≥ 20 and the slope h = k/σ² ≤ 0.05: Euler–Maclaurin to B₈,
@@ -254,7 +256,7 @@ def _log_upper_sum(sigma: float, k: np.ndarray) -> np.ndarray:
     return out.reshape(k.shape)
 
 
-def dgauss_log_sf(sigma: float, k: np.ndarray) -> np.ndarray:
+def dgauss_log_sf(sigma: float, k: FloatArray) -> FloatArray:
     """log P[Y ≥ k] for Y ~ N_ℤ(0, σ²) and integers k (given as floats), vectorised.
 
     Upper tails (k ≥ 1) by ``_log_upper_sum``; k ≤ 0 by symmetry,
@@ -268,7 +270,7 @@ def dgauss_log_sf(sigma: float, k: np.ndarray) -> np.ndarray:
         return np.where(upper, log_tail, np.log1p(-np.exp(log_tail)))
 
 
-def _profile_by_tails(sigma: float, sensitivity: int, eps: np.ndarray) -> np.ndarray:
+def _profile_by_tails(sigma: float, sensitivity: int, eps: FloatArray) -> FloatArray:
     """δ(ε) = A·(1 − e^{ε + log B − log A}) with A = P[Y ≥ a], B = P[Y ≥ a + Δ],
     a = ⌊εσ²/Δ − Δ/2⌋ + 1 (CKS, arXiv:2004.00010). Used when the exact table would be too
     large; the subtraction costs about log₁₀(zσ/Δ) digits (z = a/σ), as for the
@@ -286,7 +288,7 @@ def _profile_by_tails(sigma: float, sensitivity: int, eps: np.ndarray) -> np.nda
     return np.clip(val, 0.0, 1.0) + 0.0
 
 
-def dgauss_delta(sigma: float, sensitivity: int, eps: np.ndarray, *, method: str = "auto") -> np.ndarray:
+def dgauss_delta(sigma: float, sensitivity: int, eps: FloatArray, *, method: str = "auto") -> FloatArray:
     """δ(ε) of (Δ + Y, Y), Y ~ N_ℤ(0, σ²), for an array of ε (±∞ allowed).
 
     ``method``: "table" (exact cumulative tables, cancellation-free, the default when
@@ -312,18 +314,19 @@ class DiscreteGaussianPair(Pair):
     sensitivity: int = attrs.field(default=1,
                                    validator=lambda i, a, v: check_count("sensitivity", v))
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return dgauss_delta(self.sigma, self.sensitivity, eps)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
         rho = self.sensitivity ** 2 / (2.0 * self.sigma ** 2)
         return t * (t + 1.0) * rho + dgauss_log_ratio(self.sigma, t * self.sensitivity)
 
-    def _rho(self, direction):
+    def _rho(self, direction: Direction) -> float | None:
         return self.sensitivity ** 2 / (2.0 * self.sigma ** 2)
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         return (self.sensitivity + dgauss_sample(self.sigma, rng, shape),
                 dgauss_sample(self.sigma, rng, shape))
 
@@ -350,13 +353,14 @@ class DiscreteGaussian(AdditiveNoise):
     sensitivity: float = _integer_sensitivity()
     sigma: float = parameter(NOISE_SCALE)
 
-    def log_density(self, x):
+    def log_density(self, x: FloatArray) -> FloatArray:
         return -0.5 * (np.asarray(x, dtype=float) / self.sigma) ** 2
 
     def noise_width(self) -> float:
         return self.sigma
 
-    def sample_noise(self, rng, shape):
+    def sample_noise(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+                     ) -> AnyArray:
         return dgauss_sample(float(self.sigma), rng, shape)
 
     def pair(self) -> Pair:
@@ -381,15 +385,15 @@ _LATTICE_SIGMAS = 40.0
 _EPS = np.finfo(float).eps
 
 
-def _log_gauss_tail(s: np.ndarray, s2: float) -> np.ndarray:
+def _log_gauss_tail(s: FloatArray, s2: float) -> FloatArray:
     """log of an upper bound on Σ_{j ≥ 0} e^{−(s + j)²/(2σ²)} for real s > 0 (s2 = σ²):
     consecutive terms have ratio e^{−(2(s + j) + 1)/(2σ²)} ≤ e^{−(2s + 1)/(2σ²)}, so the
     sum is at most its first term over one minus that ratio."""
     return -s * s / (2.0 * s2) - np.log(-np.expm1(-(2.0 * s + 1.0) / (2.0 * s2)))
 
 
-def dgauss_subsampled_cgf(sigma: float, sensitivity: int, q: float, t: np.ndarray,
-                          direction: Direction) -> np.ndarray:
+def dgauss_subsampled_cgf(sigma: float, sensitivity: int, q: float, t: FloatArray,
+                          direction: Direction) -> FloatArray:
     """Upper bound on K(t) of the Poisson-subsampled discrete Gaussian pair
     ((1 − q)Q + qP, Q), Q = N_ℤ(0, σ²), P = Δ + Q, by the direct sum over ℤ with proven
     tails; +∞ where the window would exceed ``LATTICE_MAX_POINTS`` (or q is not in (0, 1)).
@@ -471,11 +475,11 @@ class SubsampledDiscreteGaussianPair(PoissonSubsampledPair):
     fractional remove orders below ``LATTICE_MAX_REMOVE_ORDER`` (the integer ones are
     exact binomial sums)."""
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         if not isinstance(self.base, DiscreteGaussianPair):
             raise TypeError(f"base must be a DiscreteGaussianPair, got {type(self.base).__name__}")
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
         generic = np.asarray(super()._cgf(t, direction), dtype=float)
         where = t > 0
@@ -489,14 +493,14 @@ class SubsampledDiscreteGaussianPair(PoissonSubsampledPair):
 
 
 # ===================================================================== discrete Laplace
-def _log_sinh(x: np.ndarray) -> np.ndarray:
+def _log_sinh(x: FloatArray) -> FloatArray:
     """log sinh(x) for x ≥ 0 (−∞ at 0), without overflow."""
     x = np.asarray(x, dtype=float)
     with np.errstate(divide="ignore"):
         return x - math.log(2.0) + np.log(-np.expm1(-2.0 * x))
 
 
-def _log_geom(s: np.ndarray, n: int) -> np.ndarray:
+def _log_geom(s: FloatArray, n: int) -> FloatArray:
     """log Σ_{k=1}^{n} e^{ks} for real s (vectorised) and an integer n ≥ 0."""
     s = np.asarray(s, dtype=float)
     if n <= 0:
@@ -507,7 +511,7 @@ def _log_geom(s: np.ndarray, n: int) -> np.ndarray:
     return np.where(s > 0, pos, np.where(s < 0, neg, math.log(n)))
 
 
-def dlaplace_atoms(a: float, sensitivity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def dlaplace_atoms(a: float, sensitivity: int) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The exact law of L under P for (Δ + Y, Y), Y discrete Laplace(a): the losses
     a(2k − Δ), k = 0..Δ, their log P-masses and log Q-masses (Q_k = P_k e^{−l_k})."""
     k = np.arange(sensitivity + 1, dtype=float)
@@ -523,7 +527,7 @@ def dlaplace_atoms(a: float, sensitivity: int) -> tuple[np.ndarray, np.ndarray, 
 _ATOM_MAX = 4096
 
 
-def _atom_cgf(losses: np.ndarray, logp: np.ndarray, t: np.ndarray) -> np.ndarray:
+def _atom_cgf(losses: FloatArray, logp: FloatArray, t: FloatArray) -> FloatArray:
     """K(t) = log Σ_i p_i e^{t l_i} for a finite law (Σ p_i = 1), vectorised over t.
 
     Where |t|·max|l| ≤ 1, K = log1p(Σ_i p_i expm1(t l_i)), which keeps relative accuracy
@@ -553,7 +557,7 @@ class DiscreteLaplacePair(Pair):
     sensitivity: int = attrs.field(default=1,
                                    validator=lambda i, a, v: check_count("sensitivity", v))
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         """δ(ε) = Σ_{l_k > ε} P_k(1 − e^{ε − l_k}) over the atoms, in closed form.
 
         With k* the first atom above ε and m = Δ − k* interior atoms above it,
@@ -586,7 +590,7 @@ class DiscreteLaplacePair(Pair):
         val = np.where(eps == np.inf, 0.0, np.where(eps == -np.inf, 1.0, val))
         return np.clip(val, 0.0, 1.0)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         """K(t) = log E_P[e^{tL}] over the Δ + 1 atoms (``_atom_cgf``); for Δ = 1 it is
         log[(e^{(1+t)a} + e^{−ta})/(1 + e^a)] (from the two-atom loss law). For Δ > 4096, the closed
         form log[P₀e^{−taΔ} + P_Δe^{taΔ} + tanh(a/2)e^{−aΔ(1+t)}Σ_{k=1}^{Δ−1}e^{ka(1+2t)}]
@@ -603,7 +607,7 @@ class DiscreteLaplacePair(Pair):
                + _log_geom(a * (1.0 + 2.0 * t), d - 1))
         return logsumexp(np.stack([bottom, top, mid]), axis=0)
 
-    def _beta(self, alpha, direction):
+    def _beta(self, alpha: FloatArray, direction: Direction) -> FloatArray:
         """T(P, Q)(α), exact: the Neyman–Pearson tests reject the smallest losses first,
         so T is piecewise linear through (P(L ≤ l_j), Q(L > l_j)), with slope −e^{−l_j}
         on the segment of atom j. Symmetric pair: T(Q, P) = T(P, Q). (None for
@@ -625,7 +629,8 @@ class DiscreteLaplacePair(Pair):
             return self.sensitivity <= _ATOM_MAX
         return super().provides(primitive)
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         return (self.sensitivity + dlaplace_sample(self.a, rng, shape),
                 dlaplace_sample(self.a, rng, shape))
 
@@ -659,11 +664,11 @@ class DiscreteLaplace(AdditiveNoise):
                                validator=attrs.validators.optional(in_range(NOISE_SCALE)),
                                metadata={"range": NOISE_SCALE})
     #: the deprecated decay rate, as given (``a=``); None when ``scale`` is given
-    _given_rate: Optional[float] = attrs.field(default=None, kw_only=True, alias="a",
+    _given_rate: float | None = attrs.field(default=None, kw_only=True, alias="a",
                                                repr=False, metadata={"deprecated": "scale"})
 
-    def __init__(self, *args: Any, scale: Optional[float] = None,
-                 a: Optional[float] = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, scale: float | None = None,
+                 a: float | None = None, **kwargs: Any) -> None:
         # the deprecated a= sets scale = 1/a, so both are fixed before the record is
         # built (attrs' own __init__ then validates every field; nothing is set later)
         if a is not None:
@@ -687,13 +692,14 @@ class DiscreteLaplace(AdditiveNoise):
         """The decay rate 1/scale (exactly the deprecated ``a`` when that was given)."""
         return self._given_rate if self._given_rate is not None else 1.0 / float(self.scale)
 
-    def log_density(self, x):
+    def log_density(self, x: FloatArray) -> FloatArray:
         return -self.a * np.abs(np.asarray(x, dtype=float))
 
     def noise_width(self) -> float:
         return float(self.scale)
 
-    def sample_noise(self, rng, shape):
+    def sample_noise(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+                     ) -> AnyArray:
         return dlaplace_sample(float(self.a), rng, shape)
 
     def pair(self) -> Pair:
@@ -704,12 +710,12 @@ class DiscreteLaplace(AdditiveNoise):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(DiscreteGaussian)
     register(DiscreteLaplace)
 
 
 @hookimpl
-def accounting_register_specialisations(register):
+def accounting_register_specialisations(register: RegisterSpecialisation) -> None:
     # Poisson subsampling of the discrete Gaussian: the lattice sum above
     register(PoissonSubsampledPair, DiscreteGaussianPair, SubsampledDiscreteGaussianPair)

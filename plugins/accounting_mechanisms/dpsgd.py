@@ -14,8 +14,6 @@ name this module.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from accounting.analysis.calibration import DEFAULT_RTOL, Calibration, calibrate
 from accounting.curves.pld import DEFAULT_STEP
 from accounting.ledger import Ledger
@@ -36,7 +34,7 @@ def dpsgd_ledger(q: float, steps: int, sigma: float) -> Ledger:
 
 def calibrate_dpsgd(q: float, steps: int, *, epsilon: float, delta: float,
                     accountant: str = "pld", step: float = DEFAULT_STEP,
-                    rtol: float = DEFAULT_RTOL, start: Optional[float] = None) -> Calibration:
+                    rtol: float = DEFAULT_RTOL, start: float | None = None) -> Calibration:
     """The noise multiplier σ (noise std / clipping norm) of DP-SGD: ``steps`` uses of
     the Poisson-subsampled Gaussian at rate ``q`` ∈ (0, 1] with sensitivity 1 under
     add/remove (see the module docstring).

@@ -22,7 +22,7 @@ import attrs
 
 from accounting.pairs.mechanism import Mechanism, Range, parameter
 from accounting.pairs.pair import Pair
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 
 from .approx_dp import one_sensitivity
 from .bounded_range import EPSILON, adaptive_field, bounded_range_pair, check_boolean
@@ -58,5 +58,5 @@ class ExponentialMechanism(Mechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(ExponentialMechanism)

@@ -22,7 +22,7 @@ guarantees is #P-hard in general, Murtagh and Vadhan, arXiv:1507.03113).
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import attrs
 import numpy as np
@@ -30,6 +30,7 @@ import numpy as np
 from accounting.numerics.loss import LossPMF
 from accounting.pairs.pair import LawPair, Pair
 from accounting.validation import check_count
+from accounting.vocabulary import FloatArray
 
 __all__ = ["MAX_ATOMS", "FiniteLawPair", "exact_product", "convolve_laws", "law_power"]
 
@@ -49,7 +50,7 @@ def _check_size(n: int) -> None:
 MERGE_RTOL = 1e-12
 
 
-def _merge_close(losses: np.ndarray, masses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _merge_close(losses: FloatArray, masses: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Atoms whose losses agree to ``MERGE_RTOL`` (relative, or absolute below 1) merged
     onto the cluster's largest loss: sums of the same atoms in another order differ by
     a few ulps, and without merging a k-fold power of a lattice law would keep up to
@@ -63,7 +64,8 @@ def _merge_close(losses: np.ndarray, masses: np.ndarray) -> tuple[np.ndarray, np
     cluster = np.concatenate([[0], np.cumsum(gap)])
     top = np.full(cluster[-1] + 1, -np.inf)
     np.maximum.at(top, cluster, l)
-    return top, np.bincount(cluster, weights=m)
+    # numpy's stub types bincount as integer even with float weights (it returns float64)
+    return top, np.bincount(cluster, weights=m)  # type: ignore[return-value]
 
 
 def convolve_laws(a: LossPMF, b: LossPMF) -> LossPMF:
@@ -80,13 +82,14 @@ def convolve_laws(a: LossPMF, b: LossPMF) -> LossPMF:
 def law_power(law: LossPMF, count: int) -> LossPMF:
     """The ``count``-fold convolution power of ``law``, by repeated squaring."""
     count = check_count("count", count)
-    result = None
+    result: LossPMF | None = None
     base = law
     while True:
         if count & 1:
             result = base if result is None else convolve_laws(result, base)
         count >>= 1
         if not count:
+            assert result is not None      # count ≥ 1 has a set bit
             return result
         base = convolve_laws(base, base)
 
@@ -99,7 +102,7 @@ def _exact_laws(pair: Pair) -> tuple[LossPMF, LossPMF]:
     return pair.upper
 
 
-def exact_product(components: Iterable["tuple[Pair, int] | Pair"],
+def exact_product(components: Iterable[tuple[Pair, int] | Pair],
                   label: str = "") -> LawPair:
     """The exact product pair of ``components`` — pairs, or (pair, count) tuples — whose
     loss laws are finite and exact (``LawPair`` with upper = lower).
@@ -113,7 +116,8 @@ def exact_product(components: Iterable["tuple[Pair, int] | Pair"],
         items.append((pair, check_count("count", count)))
     if not items:
         raise ValueError("exact_product needs at least one component")
-    fwd = bwd = None
+    fwd: LossPMF | None = None
+    bwd: LossPMF | None = None
     symmetric = True
     for pair, count in items:
         f, b = _exact_laws(pair)
@@ -121,6 +125,7 @@ def exact_product(components: Iterable["tuple[Pair, int] | Pair"],
         fp, bp = law_power(f, count), law_power(b, count)
         fwd = fp if fwd is None else convolve_laws(fwd, fp)
         bwd = bp if bwd is None else convolve_laws(bwd, bp)
+    assert fwd is not None and bwd is not None   # at least one component
     text = label or " ⊗ ".join(f"{p.describe()}^{c}" if c > 1 else p.describe()
                                for p, c in items)
     return LawPair((fwd, bwd), (fwd, bwd), text, symmetric=symmetric)
@@ -134,7 +139,7 @@ class FiniteLawPair(LawPair):
 
     count: int = 1
 
-    def _self_compose(self, count):
+    def _self_compose(self, count: int) -> Pair | None:
         count = check_count("count", count)
         if not self.exact:
             return None

@@ -18,15 +18,16 @@ import numpy as np
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from accounting.pairs.additive import AdditiveNoise
-from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import NOISE_SCALE, parameter
 from accounting.pairs.pair import NoiseDensity, Pair, corner_pair
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.validation import check_positive
+from accounting.vocabulary import AnyArray, Bound, Direction, FloatArray
 
 __all__ = ["Gaussian", "GaussianPair", "gaussian_delta"]
 
 
-def gaussian_delta(mu: float, eps: np.ndarray) -> np.ndarray:
+def gaussian_delta(mu: float, eps: FloatArray) -> FloatArray:
     """δ(ε) of μ-GDP, computed as Φ(a)·(1 − e^{ε + log Φ(b) − log Φ(a)}) to keep
     relative accuracy deep in the tail; δ(−∞) = 1, δ(+∞) = 0."""
     eps = np.asarray(eps, dtype=float)
@@ -53,14 +54,14 @@ class GaussianPair(Pair):
 
     mu: float = attrs.field(validator=lambda i, a, v: check_positive("mu", v))
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return gaussian_delta(self.mu, eps)
 
-    def _beta(self, alpha, direction):
+    def _beta(self, alpha: FloatArray, direction: Direction) -> FloatArray:
         alpha = np.asarray(alpha, dtype=float)
         return ndtr(-ndtri(alpha) - self.mu)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
         return t * (t + 1.0) * self.mu ** 2 / 2.0
 
@@ -74,21 +75,23 @@ class GaussianPair(Pair):
         """|φ(s)| = e^{−μ²s²/2}."""
         return self.mu ** 2 / 2.0
 
-    def _rho(self, direction):
+    def _rho(self, direction: Direction) -> float | None:
         return self.mu ** 2 / 2.0
 
-    def _renyi_limit(self, order, direction, side=None):
+    def _renyi_limit(self, order: float, direction: Direction,
+                     side: Bound = Bound.UPPER) -> float | None:
         """KL = μ²/2 and D_∞ = +∞ (the loss μx − μ²/2 is unbounded), both exact."""
         return self.mu ** 2 / 2.0 if order == 1.0 else np.inf
 
-    def _self_compose(self, count):
+    def _self_compose(self, count: int) -> Pair | None:
         return GaussianPair(self.mu * np.sqrt(count))
 
     def noise_density(self) -> NoiseDensity:
         """(N(μ, 1), N(0, 1)) as additive noise: (log-density, Δ, width, span)."""
         return NoiseDensity(lambda x: -0.5 * np.square(x), self.mu, 1.0, (-40.0, 40.0 + self.mu))
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         return self.mu + rng.standard_normal(shape), rng.standard_normal(shape)
 
     def describe(self) -> str:
@@ -109,13 +112,14 @@ class Gaussian(AdditiveNoise):
     name = "gaussian"
     sigma: float = parameter(NOISE_SCALE)
 
-    def log_density(self, x):
+    def log_density(self, x: FloatArray) -> FloatArray:
         return -0.5 * (np.asarray(x, dtype=float) / self.sigma) ** 2
 
     def noise_width(self) -> float:
         return self.sigma
 
-    def sample_noise(self, rng, shape):
+    def sample_noise(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+                     ) -> AnyArray:
         return rng.normal(0.0, self.sigma, size=shape)
 
     def pair(self) -> Pair:
@@ -126,5 +130,5 @@ class Gaussian(AdditiveNoise):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(Gaussian)

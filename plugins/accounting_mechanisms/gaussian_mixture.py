@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Optional
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
 
 from accounting.pairs.additive import AdditiveNoise, continuous_noise_pair
-from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import Range, in_range
-from accounting.pairs.pair import LawPair, Pair, corner_pair
+from accounting.pairs.pair import LawPair, NoiseDensity, Pair, corner_pair
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
+from accounting.vocabulary import AnyArray, Direction, Exactness, FloatArray
 
 from .gaussian import GaussianPair
 
@@ -38,7 +40,7 @@ SCALE = Range(1e-4, 1e4, per="sensitivity", log=True)
 WEIGHT_TOLERANCE = 1e-9
 
 
-def float_tuple(name: str):
+def float_tuple(name: str) -> Callable[[Any], tuple[float, ...]]:
     """attrs converter: a non-empty sequence of real numbers → tuple of floats."""
     def convert(value: Any) -> tuple[float, ...]:
         if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
@@ -63,7 +65,7 @@ def _weights(value: Any) -> tuple[float, ...]:
     return tuple(w / total for w in weights)
 
 
-def _finite(instance, attribute, value) -> None:
+def _finite(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if len(value) == 0:
         raise ValueError(f"{attribute.name} must have at least one entry")
     for i, v in enumerate(value):
@@ -73,7 +75,7 @@ def _finite(instance, attribute, value) -> None:
             raise ValueError(f"{attribute.name}[{i}] must be finite, got {v}")
 
 
-def _all_positive(instance, attribute, value) -> None:
+def _all_positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     _finite(instance, attribute, value)
     for i, v in enumerate(value):
         if v <= 0:
@@ -113,12 +115,12 @@ class GaussianMixture(AdditiveNoise):
     """
 
     name = "gaussian_mixture"
-    weights: tuple = attrs.field(converter=_weights,
+    weights: tuple[float, ...] = attrs.field(converter=_weights,
                                  validator=[_all_positive, in_range(WEIGHT)],
                                  metadata={"range": WEIGHT})
-    means: tuple = attrs.field(converter=float_tuple("means"),
+    means: tuple[float, ...] = attrs.field(converter=float_tuple("means"),
                                validator=[_finite, in_range(MEAN)], metadata={"range": MEAN})
-    scales: tuple = attrs.field(converter=float_tuple("scales"),
+    scales: tuple[float, ...] = attrs.field(converter=float_tuple("scales"),
                                 validator=[_all_positive, in_range(SCALE)],
                                 metadata={"range": SCALE})
 
@@ -132,18 +134,19 @@ class GaussianMixture(AdditiveNoise):
             raise ValueError(f"weights must sum to 1 (within {WEIGHT_TOLERANCE:g}), got {total!r}")
 
     # ------------------------------------------------------------------ noise
-    def _log_density(self, x, shift: float = 0.0) -> np.ndarray:
+    def _log_density(self, x: FloatArray, shift: float = 0.0) -> FloatArray:
         # one pass of np.logaddexp per component: several times faster than
         # scipy's logsumexp over a trailing axis, and the quadratures call this often
         x = np.asarray(x, dtype=float) + shift
-        out = None
+        out: FloatArray | None = None
         for w, m, s in zip(self.weights, self.means, self.scales):
             z = (x - m) / s
             term = (math.log(w) - math.log(s)) - 0.5 * z * z
             out = term if out is None else np.logaddexp(out, term)
+        assert out is not None             # a mixture has at least one component
         return out
 
-    def log_density(self, x):
+    def log_density(self, x: FloatArray) -> FloatArray:
         """log f(x) up to the constant −½ log 2π (vectorised)."""
         return self._log_density(x)
 
@@ -166,7 +169,8 @@ class GaussianMixture(AdditiveNoise):
                                    for w, m, s in zip(self.weights, self.means, self.scales)))
 
     # ------------------------------------------------------------------- pair
-    def sample_noise(self, rng, shape):
+    def sample_noise(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+                     ) -> AnyArray:
         """A component k with probability w_k, then N(m_k, s_k²)."""
         k = rng.choice(len(self.weights), size=shape, p=np.asarray(self.weights))
         return (np.asarray(self.means)[k]
@@ -205,33 +209,39 @@ class _EqualScalesMixturePair(LawPair):
     E_P[e^{tL}] to such x gives K(t) ≥ log w_max + t(t + 1)Δ²/(2s²) − o(1) (backward:
     x → −∞ and the smallest mean)."""
 
-    inner: Optional[Pair] = None
+    inner: Pair | None = None
     rho: float = 0.0
 
-    def _cgf(self, t, direction):
-        return self.inner._cgf(t, direction)
+    @property
+    def _inner(self) -> Pair:
+        assert self.inner is not None      # GaussianMixture.pair always gives it
+        return self.inner
 
-    def cgf_lower(self, t, direction):
-        return self.inner.cgf_lower(t, direction)
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
+        return self._inner._cgf(t, direction)
 
-    def cgf_exactness(self):
-        return self.inner.cgf_exactness()   # the inner pair's quadrature: numerical
+    def cgf_lower(self, t: FloatArray, direction: Direction) -> FloatArray:
+        return self._inner.cgf_lower(t, direction)
 
-    def _rho(self, direction):
+    def cgf_exactness(self) -> Exactness:
+        return self._inner.cgf_exactness()   # the inner pair's quadrature: numerical
+
+    def _rho(self, direction: Direction) -> float | None:
         return self.rho
 
-    def noise_density(self):
-        return self.inner.noise_density()
+    def noise_density(self) -> NoiseDensity:
+        return self._inner.noise_density()
 
-    def sample(self, rng, shape):
-        return self.inner.sample(rng, shape)
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
+        return self._inner.sample(rng, shape)
 
     def provides(self, primitive: str) -> bool:
         if primitive == "sample":
-            return self.inner.provides("sample")
+            return self._inner.provides("sample")
         return super().provides(primitive)
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(GaussianMixture)

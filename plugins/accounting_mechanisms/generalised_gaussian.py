@@ -19,9 +19,10 @@ import attrs
 import numpy as np
 
 from accounting.pairs.additive import AdditiveNoise
-from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import Range, parameter
 from accounting.pairs.pair import Pair, corner_pair
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
+from accounting.vocabulary import AnyArray, FloatArray
 
 from .gaussian import GaussianPair
 from .laplace import LaplacePair
@@ -66,7 +67,7 @@ class GeneralisedGaussian(AdditiveNoise):
     beta: float = parameter(Range(0.5, 5.0))
     scale: float = parameter(Range(1e-4, 1e4, per="sensitivity", log=True, zero=True))  # type: ignore[assignment]
 
-    def log_density(self, x):
+    def log_density(self, x: FloatArray) -> FloatArray:
         with np.errstate(over="ignore"):
             return -np.abs(np.asarray(x, dtype=float) / self.scale) ** self.beta
 
@@ -77,7 +78,8 @@ class GeneralisedGaussian(AdditiveNoise):
 
     symmetric_noise = True
 
-    def sample_noise(self, rng, shape):
+    def sample_noise(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+                     ) -> AnyArray:
         """|Z/scale|^β ~ Gamma(1/β, 1), with a random sign."""
         mag = rng.gamma(1.0 / self.beta, 1.0, size=shape) ** (1.0 / self.beta)
         return self.scale * mag * rng.choice((-1.0, 1.0), size=shape)
@@ -97,5 +99,5 @@ class GeneralisedGaussian(AdditiveNoise):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(GeneralisedGaussian)

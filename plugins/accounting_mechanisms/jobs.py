@@ -10,6 +10,8 @@ mechanism for a given sampling rate and number of steps.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from accounting.registry.hookspecs import hookimpl
 
 #: the DP-SGD job as a workload file (see ``accounting.workload``)
@@ -32,6 +34,6 @@ ZCDP_NOTE = ("zCDP cannot see amplification by subsampling: ρ* of a Poisson-sub
 
 
 @hookimpl
-def accounting_register_jobs(register):
+def accounting_register_jobs(register: Callable[..., None]) -> None:
     register("dpsgd", DPSGD_TOML, "DP-SGD", default=True, solve="sigma",
              notes={"zcdp": ZCDP_NOTE})

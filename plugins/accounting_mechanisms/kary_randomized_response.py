@@ -29,7 +29,8 @@ import numpy as np
 
 from accounting.pairs.mechanism import Mechanism, Neighbouring, Range, as_neighbouring, parameter
 from accounting.pairs.pair import discrete_pair
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
+from accounting.vocabulary import FloatArray
 
 from .approx_dp import one_sensitivity
 from .finite_product import FiniteLawPair
@@ -40,7 +41,7 @@ BUCKETS = Range(2, 2 ** 31, integer=True, log=True)
 NOISE = Range(0.0, 1.0)
 
 
-def kary_rr_distributions(r: float, k: int, neighbouring: Neighbouring) -> tuple[np.ndarray, np.ndarray]:
+def kary_rr_distributions(r: float, k: int, neighbouring: Neighbouring) -> tuple[FloatArray, FloatArray]:
     """(P, Q) on the outcomes that matter (see the module docstring), as probability
     vectors; others with equal masses are merged."""
     p, s = 1.0 - r + r / k, r / k
@@ -83,5 +84,5 @@ class KaryRandomizedResponse(Mechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(KaryRandomizedResponse)

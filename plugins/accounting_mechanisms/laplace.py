@@ -22,10 +22,11 @@ import attrs
 import numpy as np
 
 from accounting.pairs.additive import AdditiveNoise
-from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import NOISE_SCALE, parameter
 from accounting.pairs.pair import NoiseDensity, Pair, corner_pair
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.validation import check_positive
+from accounting.vocabulary import AnyArray, Bound, Direction, FloatArray
 
 __all__ = ["Laplace", "LaplacePair"]
 
@@ -38,7 +39,7 @@ class LaplacePair(Pair):
 
     e: float = attrs.field(validator=lambda i, a, v: check_positive("e", v))
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         eps = np.asarray(eps, dtype=float)
         e = self.e
         with np.errstate(over="ignore"):
@@ -46,7 +47,7 @@ class LaplacePair(Pair):
             below = -np.expm1(np.minimum(eps, 0.0))
         return np.where(eps >= e, 0.0, np.where(eps <= -e, below, mid))
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
         a = 1.0 + t
         return t * self.e + np.log1p(t * np.expm1(self.e * (1.0 - 2.0 * a)) / (2.0 * a - 1.0))
@@ -65,14 +66,15 @@ class LaplacePair(Pair):
         m = np.where(near, np.exp(-e / 2.0) * (1.0 + e / 2.0), m)
         return np.log(m)
 
-    def _rho(self, direction):
+    def _rho(self, direction: Direction) -> float | None:
         return self.e + np.expm1(-self.e)
 
-    def _renyi_limit(self, order, direction, side=None):
+    def _renyi_limit(self, order: float, direction: Direction,
+                     side: Bound = Bound.UPPER) -> float | None:
         """KL = e^{−e} + e − 1 and D_∞ = e (the loss lies in [−e, e]), both exact."""
         return self.e + np.expm1(-self.e) if order == 1.0 else self.e
 
-    def loss_atoms(self, direction):
+    def loss_atoms(self, direction: Direction) -> tuple[FloatArray, FloatArray]:
         """Atoms −e (mass ½e^{−e}) and e (mass ½), in both directions (module docstring)."""
         return np.array([-self.e, self.e]), np.array([0.5 * np.exp(-self.e), 0.5])
 
@@ -80,7 +82,8 @@ class LaplacePair(Pair):
         """(Lap(e, 1), Lap(0, 1)) as additive noise: (log-density, Δ, width, span)."""
         return NoiseDensity(lambda x: -np.abs(x), self.e, 1.0, (-800.0, 800.0 + self.e))
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         return self.e + rng.laplace(0.0, 1.0, size=shape), rng.laplace(0.0, 1.0, size=shape)
 
     def describe(self) -> str:
@@ -99,13 +102,14 @@ class Laplace(AdditiveNoise):
     name = "laplace"
     b: float = parameter(NOISE_SCALE)
 
-    def log_density(self, x):
+    def log_density(self, x: FloatArray) -> FloatArray:
         return -np.abs(np.asarray(x, dtype=float)) / self.b
 
     def noise_width(self) -> float:
         return self.b
 
-    def sample_noise(self, rng, shape):
+    def sample_noise(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+                     ) -> AnyArray:
         return rng.laplace(0.0, self.b, size=shape)
 
     def pair(self) -> Pair:
@@ -116,5 +120,5 @@ class Laplace(AdditiveNoise):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(Laplace)

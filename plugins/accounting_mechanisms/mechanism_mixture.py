@@ -22,16 +22,22 @@ must all declare the neighbouring relation the mixture is accounted under.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
 import numpy as np
 
-from accounting.vocabulary import Exactness
-from accounting.pairs.mechanism import (Mechanism, Neighbouring, Range, as_neighbouring,
-                                        probabilities_for)
+from accounting.pairs.mechanism import (
+    Mechanism,
+    Neighbouring,
+    Range,
+    as_neighbouring,
+    probabilities_for,
+)
 from accounting.pairs.pair import Pair, not_provided
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
+from accounting.vocabulary import Direction, Exactness, FloatArray
 
 from .approx_dp import entries_in, one_sensitivity, scalar_or_tuple
 
@@ -46,8 +52,8 @@ PROBABILITY = Range(0.0, 1.0, lo_open=True)
 class MixturePair(Pair):
     """The index-revealing mixture Σ_i w_i (P_i, Q_i) of ``pairs`` with ``weights``."""
 
-    pairs: tuple
-    weights: tuple
+    pairs: tuple[Pair, ...]
+    weights: tuple[float, ...]
 
     @property
     def exact(self) -> bool:  # type: ignore[override]
@@ -57,17 +63,20 @@ class MixturePair(Pair):
     def symmetric(self) -> bool:  # type: ignore[override]
         return all(p.symmetric for p in self.pairs)
 
-    def _live(self):
+    def _live(self) -> list[tuple[float, Pair]]:
         return [(w, p) for w, p in zip(self.weights, self.pairs) if w > 0]
 
-    def _average(self, values) -> np.ndarray:
-        return sum(w * np.asarray(v, dtype=float) for w, v in values)
+    def _average(self, values: Iterable[tuple[float, FloatArray]]) -> FloatArray:
+        total: FloatArray = np.zeros(())
+        for w, v in values:
+            total = total + w * np.asarray(v, dtype=float)
+        return total
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return np.clip(self._average((w, p._profile(eps, direction)) for w, p in self._live()),
                        0.0, 1.0)
 
-    def _profile_lower(self, eps, direction):
+    def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return np.clip(self._average((w, p._profile_lower(eps, direction))
                                      for w, p in self._live()), 0.0, 1.0)
 
@@ -77,7 +86,7 @@ class MixturePair(Pair):
             return all(p.provides(primitive) for _, p in self._live())
         return super().provides(primitive)
 
-    def _cgfs(self, t, direction, lower: bool) -> list:
+    def _cgfs(self, t: FloatArray, direction: Direction, lower: bool) -> list[FloatArray]:
         name = "cgf_lower" if lower else "cgf"
         if not self.provides(name):
             raise not_provided(self, name)
@@ -85,10 +94,10 @@ class MixturePair(Pair):
                                        else p._cgf(t, direction), dtype=float)
                 for w, p in self._live()]
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         return np.logaddexp.reduce(np.stack(self._cgfs(t, direction, lower=False)), axis=0)
 
-    def cgf_lower(self, t, direction):
+    def cgf_lower(self, t: FloatArray, direction: Direction) -> FloatArray:
         return np.logaddexp.reduce(np.stack(self._cgfs(t, direction, lower=True)), axis=0)
 
     def cgf_exactness(self) -> Exactness:
@@ -98,7 +107,7 @@ class MixturePair(Pair):
                 return worst
         return Exactness.EXACT
 
-    def rho_bound(self, direction):
+    def rho_bound(self, direction: Direction) -> float | None:
         rhos = []
         for _, p in self._live():
             r = p._rho(direction)
@@ -112,7 +121,7 @@ class MixturePair(Pair):
         return " ⊕ ".join(f"{w:g}·{p.describe()}" for w, p in zip(self.weights, self.pairs))
 
 
-def _mechanisms(value) -> tuple:
+def _mechanisms(value: Any) -> tuple[Mechanism, ...]:
     items = (value,) if isinstance(value, Mechanism) else tuple(value)
     for i, m in enumerate(items):
         if not isinstance(m, Mechanism):
@@ -134,15 +143,15 @@ class MechanismMixture(Mechanism):
     name = "mechanism_mixture"
     sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
-    mechanisms: tuple = attrs.field(converter=_mechanisms)
-    probs: tuple = attrs.field(converter=scalar_or_tuple("probs"),
+    mechanisms: tuple[Mechanism, ...] = attrs.field(converter=_mechanisms)
+    probs: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("probs"),
                                validator=[entries_in(PROBABILITY),
                                           probabilities_for("mechanisms")],
                                metadata={"range": PROBABILITY})
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.ADD_REMOVE, kw_only=True,
                                              converter=as_neighbouring)
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         for i, m in enumerate(self.mechanisms):
             if m.neighbouring is not self.neighbouring:
                 raise ValueError(f"mechanisms[{i}] ({type(m).__name__}) declares "
@@ -161,5 +170,5 @@ class MechanismMixture(Mechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(MechanismMixture)

@@ -43,8 +43,8 @@ from scipy.special import log_ndtr, logsumexp
 from accounting.pairs.additive import log_integral
 from accounting.pairs.mechanism import Mechanism, Range, parameter, probabilities_for
 from accounting.pairs.pair import Pair, discrete_pair, disjoint_pair, identical_pair
-from accounting.registry.hookspecs import hookimpl
-from accounting.vocabulary import Direction, Exactness
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
+from accounting.vocabulary import Direction, Exactness, FloatArray
 
 from .approx_dp import entries_in, one_sensitivity, scalar_or_tuple
 
@@ -58,7 +58,7 @@ PROBABILITY = Range(0.0, 1.0, lo_open=True)
 #: how far the probabilities may sum from 1 before they are refused (then normalised)
 
 
-def _lse(z: np.ndarray, axis: int = -1) -> np.ndarray:
+def _lse(z: FloatArray, axis: int = -1) -> FloatArray:
     """log Σ e^z along ``axis`` (plain numpy: scipy's logsumexp costs ~10× more on the
     short rows here). Rows of −∞ give −∞."""
     m = np.max(z, axis=axis, keepdims=True)
@@ -72,14 +72,14 @@ class MixtureOfGaussiansPair(Pair):
     """(Σ_i p_i N(c_i, σ²), N(0, σ²)) with c_i ≥ 0; see the module docstring."""
 
     sigma: float
-    c: tuple
-    p: tuple
+    c: tuple[float, ...]
+    p: tuple[float, ...]
     #: log-moments computed so far, by (t, direction): the conversions ask the same
     #: orders again (both directions, refinements of the zCDP envelope)
-    _memo: dict = attrs.field(factory=dict, init=False, repr=False, eq=False)
+    _memo: dict[tuple[float, Direction], float] = attrs.field(factory=dict, init=False, repr=False, eq=False)
 
     @property
-    def _arrays(self):
+    def _arrays(self) -> tuple[FloatArray, FloatArray]:
         return np.asarray(self.c, dtype=float), np.log(np.asarray(self.p, dtype=float))
 
     @property
@@ -89,14 +89,14 @@ class MixtureOfGaussiansPair(Pair):
         zero = c == 0.0
         return float(logsumexp(logp[zero])) if zero.any() else -np.inf
 
-    def loss(self, x: np.ndarray) -> np.ndarray:
+    def loss(self, x: FloatArray) -> FloatArray:
         """L(x) = log Σ_i p_i exp((2c_i x − c_i²)/(2σ²)), vectorised."""
         c, logp = self._arrays
         x = np.asarray(x, dtype=float)
         s2 = self.sigma ** 2
         return _lse(logp + (2.0 * c * x[..., None] - c * c) / (2.0 * s2))
 
-    def _root(self, eps: np.ndarray) -> np.ndarray:
+    def _root(self, eps: FloatArray) -> FloatArray:
         """x with L(x) = ε for each ε > L(−∞): Newton's method from the right.
 
         L is convex and increasing, so Newton iterates started where L > ε stay at or
@@ -123,7 +123,7 @@ class MixtureOfGaussiansPair(Pair):
                 break
         return x
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         eps = np.asarray(eps, dtype=float)
         flat = np.ravel(eps)
         out = np.zeros(flat.shape)
@@ -156,7 +156,7 @@ class MixtureOfGaussiansPair(Pair):
         out = np.where(flat == np.inf, 0.0, np.where(flat == -np.inf, 1.0, out))
         return np.clip(out, 0.0, 1.0).reshape(eps.shape)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
         c, _ = self._arrays
         if float(c.max()) == 0.0:
@@ -178,7 +178,7 @@ class MixtureOfGaussiansPair(Pair):
         s, cmax = self.sigma, float(max(self.c))
         a = (1.0 + t) if direction is Direction.FORWARD else -t
 
-        def h(x):
+        def h(x: FloatArray) -> FloatArray:
             return -0.5 * (x / s) ** 2 - 0.5 * math.log(2 * math.pi) - math.log(s) + a * self.loss(x)
         reach = (abs(a) + 1.0) * (cmax + 40.0 * s)
         k = log_integral(h, -reach, reach, s, cmax)
@@ -186,13 +186,13 @@ class MixtureOfGaussiansPair(Pair):
         # near-zero divergences (σ ≫ Δ) must not cross that sign
         return max(k, 0.0) if t > 0 else min(k, 0.0)
 
-    def rho_bound(self, direction):
+    def rho_bound(self, direction: Direction) -> float | None:
         """c_max²/(2σ²): e^{(α−1)D_α} is jointly convex in the pair, so the mixture's
         divergence (either direction) is at most the largest component's, whose Rényi
         curve is αc_i²/(2σ²)."""
         return float(max(self.c)) ** 2 / (2.0 * self.sigma ** 2)
 
-    def cgf_lower(self, t, direction):
+    def cgf_lower(self, t: FloatArray, direction: Direction) -> FloatArray:
         return self._cgf(t, direction)
 
     def cgf_exactness(self) -> Exactness:
@@ -217,10 +217,10 @@ class MixtureOfGaussians(Mechanism):
     sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
     sigma: float = parameter(SIGMA)
-    sensitivities: tuple = attrs.field(converter=scalar_or_tuple("sensitivities"),
+    sensitivities: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("sensitivities"),
                                        validator=entries_in(SENSITIVITY_ENTRY),
                                        metadata={"range": SENSITIVITY_ENTRY})
-    sampling_probs: tuple = attrs.field(converter=scalar_or_tuple("sampling_probs"),
+    sampling_probs: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("sampling_probs"),
                                         validator=[entries_in(PROBABILITY),
                                                    probabilities_for("sensitivities")],
                                         metadata={"range": PROBABILITY})
@@ -233,7 +233,7 @@ class MixtureOfGaussians(Mechanism):
         return MixtureOfGaussiansPair(float(self.sigma), tuple(self.sensitivities), probs)
 
 
-def _noiseless_pair(c: tuple, p: tuple) -> Pair:
+def _noiseless_pair(c: tuple[float, ...], p: tuple[float, ...]) -> Pair:
     """The exact pair at σ = 0 (module docstring): the two-outcome pair P = (p₀, 1 − p₀),
     Q = (1, 0), disjoint when p₀ = 0, identical when every c_i is 0."""
     p0 = math.fsum(pi for ci, pi in zip(c, p) if ci == 0)
@@ -248,5 +248,5 @@ def _noiseless_pair(c: tuple, p: tuple) -> Pair:
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(MixtureOfGaussians)

@@ -50,7 +50,7 @@ import attrs
 
 from accounting.pairs.mechanism import Mechanism, Range, parameter
 from accounting.pairs.pair import Pair, identical_pair
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 
 from .approx_dp import EPSILON, one_sensitivity
 from .laplace import LaplacePair
@@ -87,5 +87,5 @@ class PermuteAndFlip(Mechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(PermuteAndFlip)

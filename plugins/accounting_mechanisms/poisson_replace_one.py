@@ -74,13 +74,12 @@ base (declared add/remove: its sensitivity is the per-record bound Δ), and
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
 from scipy.special import expit, log_ndtr, logsumexp
 
-from accounting.vocabulary import Exactness
 from accounting.numerics.loss import LossPMF
 from accounting.pairs.additive import (AdditiveNoise, CutSupportLawPair, cell_laws, log_integral,
                                       support_extent)
@@ -88,7 +87,8 @@ from accounting.pairs.mechanism import (RATE, Mechanism, Neighbouring, Range, as
                                         parameter)
 from accounting.pairs.pair import LawPair, Pair, disjoint_pair, identical_pair
 from accounting.pairs.primitives import check_primitive_output
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
+from accounting.vocabulary import Direction, Exactness, FloatArray
 
 __all__ = ["PoissonReplaceOne", "PoissonReplaceOneGaussian", "ReplaceOneGaussianPair",
            "replace_one_noise_pair", "check_replace_one_base"]
@@ -105,7 +105,7 @@ class ReplaceOneGaussianPair(Pair):
     sigma: float
     delta: float
     q: float
-    _memo: dict = attrs.field(factory=dict, init=False, repr=False, eq=False)
+    _memo: dict[float, float] = attrs.field(factory=dict, init=False, repr=False, eq=False)
 
     symmetric = True
 
@@ -113,7 +113,7 @@ class ReplaceOneGaussianPair(Pair):
     def _free(self) -> bool:
         return self.q == 0.0 or self.delta == 0.0
 
-    def _log_components(self, x: np.ndarray, sign: float) -> np.ndarray:
+    def _log_components(self, x: FloatArray, sign: float) -> FloatArray:
         """log density ratio to N(0, σ²) of (1 − q)N(0) + qN(sign·Δ), at x (vectorised)."""
         s2 = self.sigma ** 2
         a = (2.0 * sign * x * self.delta - self.delta ** 2) / (2.0 * s2)
@@ -121,18 +121,18 @@ class ReplaceOneGaussianPair(Pair):
         with np.errstate(divide="ignore"):
             return np.logaddexp(lq1, math.log(self.q) + a)
 
-    def loss(self, x: np.ndarray) -> np.ndarray:
+    def loss(self, x: FloatArray) -> FloatArray:
         x = np.asarray(x, dtype=float)
         return self._log_components(x, 1.0) - self._log_components(x, -1.0)
 
-    def _slope(self, x: np.ndarray) -> np.ndarray:
+    def _slope(self, x: FloatArray) -> FloatArray:
         """L′(x) = (Δ/σ²)[s(x) + s(−x)], s(x) = expit(a(x) + log q − log(1 − q)) (> 0)."""
         s2 = self.sigma ** 2
         shift = math.log(self.q) - (math.log1p(-self.q) if self.q < 1.0 else -np.inf)
         a = lambda y: (2.0 * y * self.delta - self.delta ** 2) / (2.0 * s2) + shift  # noqa: E731
         return self.delta / s2 * (expit(a(x)) + expit(a(-x)))
 
-    def _root(self, eps: np.ndarray) -> np.ndarray:
+    def _root(self, eps: FloatArray) -> FloatArray:
         """inf{x : L(x) > ε} for ε ≥ 0 (L odd and increasing): Newton steps kept inside
         a bisection bracket [lo, hi] (a step that leaves it is replaced by the midpoint),
         to 4e-16·max(x, σ). δ is stationary in the threshold at the root, so that
@@ -159,7 +159,7 @@ class ReplaceOneGaussianPair(Pair):
                 break
         return x
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         eps = np.asarray(eps, dtype=float)
         flat = np.ravel(eps)
         e = np.where(np.isfinite(flat), flat, 0.0)
@@ -179,7 +179,7 @@ class ReplaceOneGaussianPair(Pair):
         out = np.where(flat == np.inf, 0.0, np.where(flat == -np.inf, 1.0, out))
         return np.clip(out, 0.0, 1.0).reshape(eps.shape)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
         if self._free:
             return np.zeros(t.shape)
@@ -197,7 +197,7 @@ class ReplaceOneGaussianPair(Pair):
             return 0.0
         s, d = self.sigma, self.delta
 
-        def h(x):
+        def h(x: FloatArray) -> FloatArray:
             return (-0.5 * (x / s) ** 2 - 0.5 * math.log(2 * math.pi) - math.log(s)
                     + (1.0 + t) * self._log_components(x, 1.0) - t * self._log_components(x, -1.0))
         reach = (abs(t) * 2.0 + 1.0) * (d + 40.0 * s)
@@ -206,13 +206,13 @@ class ReplaceOneGaussianPair(Pair):
         # near-zero divergences (σ ≫ Δ) must not cross that sign
         return max(k, 0.0) if t > 0 else min(k, 0.0)
 
-    def cgf_lower(self, t, direction):
+    def cgf_lower(self, t: FloatArray, direction: Direction) -> FloatArray:
         return self._cgf(t, direction)
 
     def cgf_exactness(self) -> Exactness:
         return Exactness.EXACT if self._free else Exactness.NUMERICAL
 
-    def rho_bound(self, direction):
+    def rho_bound(self, direction: Direction) -> float | None:
         """2Δ²/σ²: pairing the branches, e^{tK} ≤ (1 − q) + q e^{t(t+1)(2Δ)²/(2σ²)}."""
         return 2.0 * self.delta ** 2 / self.sigma ** 2
 
@@ -229,7 +229,7 @@ _GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
 INTEGER_EXTENT = 1e6
 
 
-def _shape_grid(base: AdditiveNoise) -> np.ndarray:
+def _shape_grid(base: AdditiveNoise) -> FloatArray:
     """Points where ``check_replace_one_base`` tests the log-density: the integers out to
     where the pmf underflows (ℤ), or a sinh-spaced grid of 8001 points out to there (ℝ)."""
     logf, w = base.log_density, float(base.noise_width())
@@ -241,7 +241,7 @@ def _shape_grid(base: AdditiveNoise) -> np.ndarray:
     return w * np.sinh(np.linspace(-np.arcsinh(x / w), np.arcsinh(x / w), 8001))
 
 
-def check_replace_one_base(base) -> None:
+def check_replace_one_base(base: Mechanism) -> None:
     """Refuse a base for which (P, Q) of the module docstring is not proved dominating:
     not additive noise, not declared add/remove (its ``sensitivity`` must be the bound
     Δ on one record's contribution), or noise that is not symmetric and log-concave.
@@ -283,7 +283,7 @@ def check_replace_one_base(base) -> None:
                          "records at ±Δ need not be the worst case")
 
 
-def _log_mixture(lm0: np.ndarray, lm_shift: np.ndarray, q: float) -> np.ndarray:
+def _log_mixture(lm0: FloatArray, lm_shift: FloatArray, q: float) -> FloatArray:
     """log((1 − q)·e^{lm0} + q·e^{lm_shift}), elementwise (q in (0, 1])."""
     lq1 = math.log1p(-q) if q < 1.0 else -np.inf
     with np.errstate(invalid="ignore"):
@@ -343,7 +343,8 @@ def replace_one_noise_pair(base: AdditiveNoise, q: float) -> Pair:
     return _law_pair(log_pc, log_qc, loss_e[:-1], loss_e[1:], label, exact=False)
 
 
-def _law_pair(log_pc, log_qc, a, b, label: str, exact: bool) -> LawPair:
+def _law_pair(log_pc: FloatArray, log_qc: FloatArray, a: FloatArray, b: FloatArray, label: str,
+              exact: bool) -> LawPair:
     """The symmetric ``LawPair`` of outcomes with P-, Q-masses e^{log_pc}, e^{log_qc}:
     exact atoms (``exact``: a = b = the outcomes' log-masses), else cells with loss range
     [a, b] (pessimistic split, optimistic merge)."""
@@ -360,7 +361,7 @@ def _law_pair(log_pc, log_qc, a, b, label: str, exact: bool) -> LawPair:
     return CutSupportLawPair((fwd_u, bwd_u), (fwd_l, bwd_l), label, symmetric=True)
 
 
-def _base_check(instance, attribute, value) -> None:
+def _base_check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     check_replace_one_base(value)
 
 
@@ -391,7 +392,7 @@ class PoissonReplaceOne(Mechanism):
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
                                              converter=as_neighbouring)
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         _require_replace_one(self, "poisson_subsampled")
 
     def pair(self) -> Pair:
@@ -419,7 +420,7 @@ class PoissonReplaceOneGaussian(Mechanism):
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
                                              converter=as_neighbouring)
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         _require_replace_one(self, "subsampled_gaussian")
 
     def pair(self) -> ReplaceOneGaussianPair:
@@ -427,6 +428,6 @@ class PoissonReplaceOneGaussian(Mechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(PoissonReplaceOne)
     register(PoissonReplaceOneGaussian)

@@ -19,17 +19,24 @@ import math
 import attrs
 import numpy as np
 
-from accounting.registry.hookspecs import hookimpl
 from accounting.numerics.loss import LossPMF
-from accounting.pairs.mechanism import (Mechanism, Neighbouring, Range, as_neighbouring, parameter,
-                                  positive)
-from accounting.pairs.pair import LawPair, discrete_pair
+from accounting.pairs.mechanism import (
+    Mechanism,
+    Neighbouring,
+    Range,
+    as_neighbouring,
+    parameter,
+    positive,
+)
+from accounting.pairs.pair import LawPair, Pair, discrete_pair
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.validation import check_count
+from accounting.vocabulary import AnyArray, Direction, FloatArray
 
 __all__ = ["RandomizedResponse", "rr_cgf", "rr_composed_law"]
 
 
-def rr_cgf(p: float, t: np.ndarray) -> np.ndarray:
+def rr_cgf(p: float, t: FloatArray) -> FloatArray:
     """K(t) = log[p^{1+t}(1−p)^{−t} + (1−p)^{1+t}p^{−t}] in log space."""
     t = np.asarray(t, dtype=float)
     lp, lq = np.log(p), np.log1p(-p)
@@ -68,11 +75,12 @@ class RandomizedResponse(Mechanism):
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
                                              converter=as_neighbouring)
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         if self.sensitivity != 1:
             raise ValueError(f"randomized_response: sensitivity must be 1, got {self.sensitivity}")
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         """The reported bit when the record's bit is 1 (x) and when it is 0 (y)."""
         p = float(self.p)
         return ((rng.random(shape) < p).astype(float),
@@ -91,16 +99,17 @@ class _RRPair(LawPair):
     p: float = 0.5
     count: int = 1
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         return self.count * rr_cgf(self.p, t)
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         """The number of the ``count`` reports that agree with the bits of D: Binomial
         (count, p) under P, Binomial(count, 1 − p) under Q (a sufficient statistic)."""
         return (rng.binomial(self.count, self.p, size=shape).astype(float),
                 rng.binomial(self.count, 1.0 - self.p, size=shape).astype(float))
 
-    def _self_compose(self, count):
+    def _self_compose(self, count: int) -> Pair | None:
         total = self.count * check_count("count", count)
         law = rr_composed_law(self.p, total)
         return _RRPair((law, law), (law, law), f"RR(p={self.p:g})^{total}", self.p, total,
@@ -108,5 +117,5 @@ class _RRPair(LawPair):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(RandomizedResponse)

@@ -47,7 +47,7 @@ which *is* the base: its pair is returned as it is).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -56,12 +56,15 @@ from accounting.curves.converters import rdp_delta
 from accounting.curves.curve import Provenance
 from accounting.curves.rdp import RDP
 from accounting.pairs.mechanism import Mechanism, Neighbouring, Range, as_neighbouring, parameter
-from accounting.pairs.pair import Pair, identical_pair
-from accounting.registry.hookspecs import hookimpl
+from accounting.pairs.pair import CurveT, Pair, identical_pair
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.validation import check_real
-from accounting.vocabulary import Bound, Direction, Exactness
+from accounting.vocabulary import Bound, Direction, Exactness, FloatArray
 
 from .approx_dp import one_sensitivity
+
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
 
 __all__ = ["RepeatAndSelect", "RepeatAndSelectPair", "truncated_negative_binomial_mean",
            "truncated_negative_binomial_gamma", "MEAN", "SHAPE"]
@@ -77,7 +80,7 @@ SHAPE = Range(-1.0, 1e3, lo_open=True)
 _GRID_T = np.geomspace(1e-5, 1e5, 241)
 
 
-def _log_h(x: np.ndarray) -> np.ndarray:
+def _log_h(x: FloatArray) -> FloatArray:
     """log(expm1(x)/x), 0 at x = 0."""
     x = np.asarray(x, dtype=float)
     safe = np.where(x == 0, 1.0, x)
@@ -138,16 +141,16 @@ class RepeatAndSelectPair(Pair):
     _const: float = attrs.field(init=False, repr=False, default=attrs.Factory(
         lambda self: 0.0 if math.isinf(self.shape) else self._selection_constant(),
         takes_self=True))
-    _grid: np.ndarray = attrs.field(init=False, repr=False, default=attrs.Factory(
+    _grid: FloatArray = attrs.field(init=False, repr=False, default=attrs.Factory(
         lambda self: self._order_grid(), takes_self=True))
-    _floor: np.ndarray = attrs.field(init=False, repr=False, default=attrs.Factory(
+    _floor: FloatArray = attrs.field(init=False, repr=False, default=attrs.Factory(
         lambda self: np.minimum.accumulate(self._bound(self._grid)[::-1])[::-1],
         takes_self=True))
 
     exact = False
     symmetric = True
 
-    def _order_grid(self) -> np.ndarray:
+    def _order_grid(self) -> FloatArray:
         """The orders of the bound: a grid with its best order refined and λ = ∞; the
         minimum over orders above each grid point (``_floor``) makes the curve
         non-decreasing on it."""
@@ -163,7 +166,7 @@ class RepeatAndSelectPair(Pair):
         return np.sort(np.append(lam, [1.0 + math.exp(res.x), np.inf]))
 
     # ------------------------------------------------------------ the bound
-    def _base_renyi(self, lam: np.ndarray) -> np.ndarray:
+    def _base_renyi(self, lam: FloatArray) -> FloatArray:
         """D_λ of the base at its worst direction (an upper bound), λ > 1 or λ = 1, ∞."""
         return np.asarray(self._rdp.renyi(lam, "max"), dtype=float)
 
@@ -173,7 +176,7 @@ class RepeatAndSelectPair(Pair):
         from scipy.optimize import minimize_scalar
         eta, log_inv_gamma = float(self.shape), -math.log(self._gamma)
 
-        def score(lam_hat):
+        def score(lam_hat: FloatArray) -> FloatArray:
             with np.errstate(invalid="ignore"):
                 v = (1.0 - 1.0 / lam_hat) * self._base_renyi(lam_hat) + log_inv_gamma / lam_hat
             return np.where(np.isnan(v), np.inf, v)
@@ -194,7 +197,7 @@ class RepeatAndSelectPair(Pair):
             best = min(best, float(ends[1]))
         return (1.0 + eta) * best
 
-    def _bound(self, lam: np.ndarray) -> np.ndarray:
+    def _bound(self, lam: FloatArray) -> FloatArray:
         """The theorem's bound at orders λ > 1, before the minimum over higher orders."""
         lam = np.asarray(lam, dtype=float)
         t = lam - 1.0
@@ -206,7 +209,7 @@ class RepeatAndSelectPair(Pair):
                 out = out + self.mean * np.asarray(self.base.profile(eps_hat, "max"), dtype=float)
         return np.where(np.isnan(out), np.inf, out)
 
-    def renyi_bound(self, lam: np.ndarray) -> np.ndarray:
+    def renyi_bound(self, lam: FloatArray) -> FloatArray:
         """D_λ ≤ this, at orders λ > 1: the bound at λ and at the grid orders above it,
         clamped between the grid's running minima so that it is non-decreasing."""
         lam = np.asarray(lam, dtype=float)
@@ -218,7 +221,7 @@ class RepeatAndSelectPair(Pair):
         return np.maximum(below, np.minimum(here, above))
 
     # ------------------------------------------------------------ primitives
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
         pos = t > 0
         with np.errstate(invalid="ignore"):
@@ -229,7 +232,8 @@ class RepeatAndSelectPair(Pair):
         # a bound built on the base's curve: numerical if that curve is
         return Exactness.UPPER.then(self._rdp.provenance.exactness) or Exactness.NUMERICAL
 
-    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+    def _renyi_limit(self, order: float, direction: Direction,
+                     side: Bound = Bound.UPPER) -> float | None:
         """D_1 ≤ the smallest bound over orders; D_∞ ≤ the bound's λ → ∞ limit."""
         if side is not Bound.UPPER:
             return None
@@ -240,14 +244,14 @@ class RepeatAndSelectPair(Pair):
             return d_inf + self.mean * float(np.asarray(self.base.profile(0.0, "max")))
         return d_inf + self._const
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         # the improved RDP conversion of the bound (Canonne, Kamath, Steinke 2020,
         # arXiv:2004.00010, Prop. 12), valid at every real ε for any RDP guarantee, with
         # the order λ = ∞ where the bound's D_∞ is finite (a pure-DP base: Cor. 3)
         return rdp_delta(lambda t: self._cgf(t, direction), eps,
                          self._renyi_limit(np.inf, direction))
 
-    def _profile_lower(self, eps, direction):
+    def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
         """One run of the base (K = 0, when Poisson, releases nothing): the base's lower
         profile, smaller direction, scaled by P[K ≥ 1] with the no-run atom's share."""
         eps = np.asarray(eps, dtype=float)
@@ -260,11 +264,12 @@ class RepeatAndSelectPair(Pair):
             atom = np.maximum(-np.expm1(np.minimum(eps, 0.0)), 0.0)
         return p * low + (1.0 - p) * atom
 
-    def curve(self, kind: type, **options):
+    def curve(self, kind: type[CurveT], *, registry: Registry | None = None,
+              **options: Any) -> CurveT:
         """The curve of ``kind`` as ``Pair.curve`` builds it, labelled an upper bound
         where the route would call it exact: every curve here comes from a Rényi bound
         (its lower side, where present, is the base's, a certified lower bound)."""
-        out = super().curve(kind, **options)
+        out = super().curve(kind, registry=registry, **options)
         if out.provenance.exactness is Exactness.EXACT:
             out = attrs.evolve(out, provenance=Provenance(Exactness.UPPER, out.provenance.path))
         return out
@@ -274,14 +279,14 @@ class RepeatAndSelectPair(Pair):
         return f"RepeatSelect({dist}, E[K]={self.mean:g})∘{self.base.describe()}"
 
 
-def _shape(instance, attribute, value) -> None:
+def _shape(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     """η in ``SHAPE``, or +∞ for the Poisson distribution."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value == math.inf:
         return
     SHAPE.check(attribute.name, value)
 
 
-def _base(instance, attribute, value) -> None:
+def _base(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, Mechanism):
         raise TypeError(f"base must be a Mechanism, got {type(value).__name__}")
 
@@ -307,7 +312,7 @@ class RepeatAndSelect(Mechanism):
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.ADD_REMOVE, kw_only=True,
                                              converter=as_neighbouring)
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         if self.base.neighbouring is not self.neighbouring:
             raise ValueError(f"base ({type(self.base).__name__}) declares "
                              f"{self.base.neighbouring.value} neighbouring but repeat_and_select "
@@ -330,5 +335,5 @@ class RepeatAndSelect(Mechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(RepeatAndSelect)

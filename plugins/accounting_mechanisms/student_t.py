@@ -16,8 +16,9 @@ import attrs
 import numpy as np
 
 from accounting.pairs.additive import AdditiveNoise
-from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import Range, parameter
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
+from accounting.vocabulary import AnyArray, FloatArray
 
 __all__ = ["StudentT"]
 
@@ -57,7 +58,7 @@ class StudentT(AdditiveNoise):
     nu: float = parameter(Range(1.0, 1e6, log=True))
     scale: float = parameter(Range(1e-3, 1e4, per="sensitivity", log=True, zero=True))  # type: ignore[assignment]
 
-    def log_density(self, x):
+    def log_density(self, x: FloatArray) -> FloatArray:
         x = np.asarray(x, dtype=float)
         return -0.5 * (self.nu + 1.0) * np.log1p((x / self.scale) ** 2 / self.nu)
 
@@ -66,10 +67,11 @@ class StudentT(AdditiveNoise):
     def noise_width(self) -> float:
         return float(self.scale)
 
-    def sample_noise(self, rng, shape):
+    def sample_noise(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+                     ) -> AnyArray:
         return self.scale * rng.standard_t(self.nu, size=shape)
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(StudentT)

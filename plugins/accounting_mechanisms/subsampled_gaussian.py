@@ -24,11 +24,11 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from accounting.vocabulary import Direction, Exactness
-from accounting.registry.hookspecs import hookimpl
 from accounting.pairs.mechanism import RATE, Range, parameter
 from accounting.pairs.pair import disjoint_pair, identical_pair
+from accounting.registry.hookspecs import RegisterMechanism, RegisterSpecialisation, hookimpl
 from accounting.validation import check_positive
+from accounting.vocabulary import AnyArray, Direction, Exactness, FloatArray
 
 from . import subsampled_gaussian_rdp as _rdp
 from .gaussian import GaussianPair
@@ -42,12 +42,12 @@ class SubsampledGaussianPair(PoissonSubsampledPair):
     """((1 − q)N(0, σ²) + qN(Δ, σ²), N(0, σ²)) with noise multiplier z = σ/Δ: the
     generic subsampled profile of the Gaussian pair, plus the exact Rényi curve."""
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         if not isinstance(self.base, GaussianPair):
             raise TypeError(f"base must be a GaussianPair, got {type(self.base).__name__}")
 
     @classmethod
-    def of(cls, q: float, z: float) -> "SubsampledGaussianPair":
+    def of(cls, q: float, z: float) -> SubsampledGaussianPair:
         """The pair for sampling rate q and noise multiplier z = σ/Δ."""
         return cls(GaussianPair(1.0 / check_positive("z", z)), q)
 
@@ -55,11 +55,11 @@ class SubsampledGaussianPair(PoissonSubsampledPair):
     def z(self) -> float:
         return 1.0 / self.base.mu
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         fn = _rdp.remove_cgf_upper if direction is Direction.FORWARD else _rdp.add_cgf_upper
         return fn(self.q, self.z, np.maximum(np.asarray(t, dtype=float), 0.0))
 
-    def cgf_lower(self, t, direction):
+    def cgf_lower(self, t: FloatArray, direction: Direction) -> FloatArray:
         fn = _rdp.remove_cgf_lower if direction is Direction.FORWARD else _rdp.add_cgf_lower
         return fn(self.q, self.z, np.maximum(np.asarray(t, dtype=float), 0.0))
 
@@ -72,7 +72,7 @@ class SubsampledGaussianPair(PoissonSubsampledPair):
         stays available as a numerical estimate.)"""
         return Exactness.UPPER
 
-    def _rho(self, direction):
+    def _rho(self, direction: Direction) -> float | None:
         return 0.5 / self.z ** 2 if direction is Direction.FORWARD else None
 
     def describe(self) -> str:
@@ -91,7 +91,8 @@ class SubsampledGaussian(PoissonMechanism):
     #: σ/Δ below 1e-2 is refused: at 1e-8 the subsampled curves do not finish in 20 s
     sigma: float = parameter(Range(1e-2, 1e8, per="sensitivity", log=True, zero=True))
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         """Δ·B + Z on D (B ~ Bernoulli(q), Z ~ N(0, σ²)) and Z′ on D′."""
         inside = rng.random(shape) < self.q
         return (self.sensitivity * inside + rng.normal(0.0, self.sigma, size=shape),
@@ -107,11 +108,11 @@ class SubsampledGaussian(PoissonMechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(SubsampledGaussian)
 
 
 @hookimpl
-def accounting_register_specialisations(register):
+def accounting_register_specialisations(register: RegisterSpecialisation) -> None:
     # Poisson subsampling of the Gaussian pair: the certified Rényi curve above
     register(PoissonSubsampledPair, GaussianPair, SubsampledGaussianPair)

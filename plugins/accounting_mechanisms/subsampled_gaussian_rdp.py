@@ -79,6 +79,7 @@ import numpy as np
 from scipy.special import gammaln, gammasgn, log_ndtr, logsumexp
 
 from accounting.curves.rdp import T_MAX
+from accounting.vocabulary import ArrayLike, FloatArray
 
 from . import subsampled_rdp as _bounds
 
@@ -208,14 +209,14 @@ def log_mixture_ratio(big_l: np.ndarray, q: float) -> np.ndarray:
     return out
 
 
-def log_power_excess(ell: np.ndarray, lam: "float | np.ndarray") -> np.ndarray:
+def log_power_excess(ell: np.ndarray, lam: float | np.ndarray) -> np.ndarray:
     """log F_lam(ell) = log(e^(lam ell) - 1 - lam (e^ell - 1)) >= -inf, accurate for every
     ell (``_log_f``): the non-negative integrand of A_lam - 1 = E[r^lam - 1 - lam (r - 1)]
     at r = e^ell, for lam > 1 or lam < 0."""
     return _log_f(np.asarray(ell, dtype=float), lam)
 
 
-def _log_f(ell: np.ndarray, lam: "float | np.ndarray") -> np.ndarray:
+def _log_f(ell: np.ndarray, lam: float | np.ndarray) -> np.ndarray:
     """log F_lam(ell), F_lam(ell) = e^(lam ell) - 1 - lam (e^ell - 1) >= 0.
 
     ``lam`` is one order or one per entry of ``ell``, all > 1 or all < 0."""
@@ -229,14 +230,14 @@ def _log_f(ell: np.ndarray, lam: "float | np.ndarray") -> np.ndarray:
 
 
 def _log_integrand_parts(x: np.ndarray, q: float, sigma: float,
-                         lam: "float | np.ndarray") -> tuple[np.ndarray, np.ndarray]:
+                         lam: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(log phi_sigma(x), log F_lam(ell(x))); their sum is the log-integrand of A_lam - 1."""
     log_phi = -0.5 * (x / sigma) ** 2 - math.log(sigma) - _LOG_SQRT_2PI
     return log_phi, _log_f(_log_ratio(x, q, sigma), lam)
 
 
 def _log_integrand(x: np.ndarray, q: float, sigma: float,
-                   lam: "float | np.ndarray") -> np.ndarray:
+                   lam: float | np.ndarray) -> np.ndarray:
     """log(phi_sigma(x) F_lam(ell(x))): the log-integrand of A_lam - 1."""
     log_phi, log_f = _log_integrand_parts(x, q, sigma, lam)
     return log_phi + log_f
@@ -331,7 +332,7 @@ def _screen(q: float, sigma: float, lams: np.ndarray, k_lo: np.ndarray,
     lam = lams[b_owner]
     logq = math.log(q)
 
-    def parts(x):
+    def parts(x: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         big_l = (2.0 * x - 1.0) / (2.0 * sigma * sigma)
         ell = _log_ratio(x, q, sigma)
         return -0.5 * (x / sigma) ** 2, ell, np.exp(logq + big_l - ell)
@@ -786,9 +787,9 @@ def add_cgf_upper(q: float, sigma: float, t: Any) -> np.ndarray:
         return t * (t + 1.0) / (2.0 * sf * sf)
     s2 = sf * sf
 
-    def base(u):
-        u = np.asarray(u, dtype=float)
-        return u * (u + 1.0) / (2.0 * s2)
+    def base(u: ArrayLike) -> FloatArray:
+        v = np.asarray(u, dtype=float)
+        return v * (v + 1.0) / (2.0 * s2)
     bound = np.asarray(_bounds.add_cgf_bound(base, base, qf, t, exact_base=True), dtype=float)
     flat = bound.ravel().copy()
     tf = t.ravel()

@@ -47,13 +47,13 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from accounting.vocabulary import Direction
 from accounting.numerics.loss import LossPMF
+from accounting.vocabulary import Direction, FloatArray
 
 __all__ = ["law_cgf", "remove_cgf_bound", "add_cgf_bound", "taylor_remove_bound",
            "central_moments", "MAX_BINOMIAL_ORDER", "MAX_TAYLOR_ORDER", "TAYLOR_DEGREES"]
@@ -70,16 +70,16 @@ BASE_CGF_ULPS = 64
 #: the machine epsilon eps = 2^-52 of float64 (twice the unit roundoff)
 _EPS = np.finfo(float).eps
 
-BaseCGF = Callable[[np.ndarray], np.ndarray]
+BaseCGF = Callable[[FloatArray], FloatArray]
 
 
-def _log_y(log_x: np.ndarray, q: float) -> np.ndarray:
+def _log_y(log_x: FloatArray, q: float) -> FloatArray:
     """log(1 − q + qX) from log X (X = 0 allowed as −∞; q = 1 allowed)."""
     lq1 = np.log1p(-q) if q < 1 else -np.inf
     return np.logaddexp(lq1, np.log(q) + log_x)
 
 
-def law_cgf(law: LossPMF, q: float, t: np.ndarray, direction: Direction) -> np.ndarray:
+def law_cgf(law: LossPMF, q: float, t: FloatArray, direction: Direction) -> FloatArray:
     """Exact K(t) of the subsampled pair from the base's forward loss law.
 
     The law gives P₀-masses p_l at losses l = log X and P₀(X = ∞) = m; the Q₀-masses
@@ -106,7 +106,7 @@ def law_cgf(law: LossPMF, q: float, t: np.ndarray, direction: Direction) -> np.n
     return np.where(t == 0, 0.0, out)
 
 
-def _joint_convexity(base_cgf: BaseCGF, q: float, t: np.ndarray) -> np.ndarray:
+def _joint_convexity(base_cgf: BaseCGF, q: float, t: FloatArray) -> FloatArray:
     """log((1 − q) + q e^{K₀(t)}): E[Y^p] ≤ (1 − q)·1 + q·E[X^p] for a convex power p."""
     with np.errstate(over="ignore"):
         k0 = np.asarray(base_cgf(t), dtype=float)
@@ -114,7 +114,7 @@ def _joint_convexity(base_cgf: BaseCGF, q: float, t: np.ndarray) -> np.ndarray:
     return np.logaddexp(lq1, np.log(q) + k0)
 
 
-def _binomial_log_moment(order: int, q: float, base_k: np.ndarray) -> float:
+def _binomial_log_moment(order: int, q: float, base_k: FloatArray) -> float:
     """Upper bound on log E_Q₀[Y^α] = log Σ_ℓ C(α,ℓ)(1−q)^{α−ℓ} q^ℓ M_ℓ at an integer
     α = ``order`` ≥ 2, M₀ = M₁ = 1, M_ℓ = e^{K₀(ℓ−1)} (``base_k[j]`` = K₀(j)).
 
@@ -152,7 +152,7 @@ def _binomial_log_moment(order: int, q: float, base_k: np.ndarray) -> float:
 
 
 @functools.lru_cache(maxsize=8)
-def _binomial_table(top: int) -> np.ndarray:
+def _binomial_table(top: int) -> FloatArray:
     """C(k, i) for 0 ≤ i, k ≤ top as floats (exact integers, rounded once)."""
     table = np.zeros((top + 1, top + 1))
     for k in range(top + 1):
@@ -161,7 +161,7 @@ def _binomial_table(top: int) -> np.ndarray:
     return table
 
 
-def central_moments(log_moments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def central_moments(log_moments: FloatArray) -> tuple[FloatArray, FloatArray]:
     """(ν, err): ν_k = E_Q₀(X − 1)^k for k = 0..N from ``log_moments[i]`` = log E_Q₀[X^i]
     (i = 0..N, exact, E X = 1 so ν₁ = 0), and a bound on each ν_k's error.
 
@@ -185,8 +185,8 @@ def central_moments(log_moments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return nu, err
 
 
-def taylor_remove_bound(log_moments: np.ndarray, q: float, t: np.ndarray,
-                        degrees: tuple[int, ...] = TAYLOR_DEGREES) -> np.ndarray:
+def taylor_remove_bound(log_moments: FloatArray, q: float, t: FloatArray,
+                        degrees: tuple[int, ...] = TAYLOR_DEGREES) -> FloatArray:
     """Upper bound on the forward K(t) = log E_Q₀[Y^{1+t}], Y = 1 − q + qX, at fractional
     orders α = 1 + t, from the exact moments ``log_moments[i]`` = log E_Q₀[X^i], i = 0..N
     (module docstring: y^α ≤ y^n Σ_{j≤d} C(f, j)(y − 1)^j for y > 0, n = ⌊α⌋, f = α − n,
@@ -248,15 +248,14 @@ def taylor_remove_bound(log_moments: np.ndarray, q: float, t: np.ndarray,
     return out.reshape(t.shape)
 
 
-def remove_cgf_bound(base_forward: BaseCGF, q: float, t: np.ndarray, *,
-                     exact_base: bool = False) -> np.ndarray:
+def remove_cgf_bound(base_forward: BaseCGF, q: float, t: FloatArray, *,
+                     exact_base: bool = False) -> FloatArray:
     """Upper bound on the forward (remove) K(t) from the base's forward CGF K₀: the
     binomial sums at integer orders, the smaller of their chord and joint convexity
     between, and with an exact K₀ (``exact_base``) also ``taylor_remove_bound``."""
     t = np.asarray(t, dtype=float)
     flat = np.ravel(t)
     jensen = _joint_convexity(base_forward, q, flat)
-    lq1 = np.log1p(-q) if q < 1 else -np.inf
     top = int(min(np.ceil(flat.max(initial=0.0)), MAX_BINOMIAL_ORDER - 1))
     out = jensen.copy()
     if top >= 1:
@@ -283,7 +282,7 @@ def remove_cgf_bound(base_forward: BaseCGF, q: float, t: np.ndarray, *,
     return np.where(flat == 0, 0.0, out).reshape(t.shape)
 
 
-def _taylor_add_bound(log_moments: np.ndarray, q: float, t: np.ndarray, order: int) -> np.ndarray:
+def _taylor_add_bound(log_moments: FloatArray, q: float, t: FloatArray, order: int) -> FloatArray:
     """log of the order-(2k+1) Taylor bound on E[Y^{−t}], k = ``order``.
 
     With m_j = E(Y − 1)^j = q^j Σ_i C(j,i)(−1)^{j−i} E_Q₀[X^i] (m₁ = 0) and the rising
@@ -315,7 +314,7 @@ def _taylor_add_bound(log_moments: np.ndarray, q: float, t: np.ndarray, order: i
 
 
 def add_cgf_bound(base_forward: BaseCGF, base_backward: BaseCGF, q: float,
-                  t: np.ndarray, *, exact_base: bool = False) -> np.ndarray:
+                  t: FloatArray, *, exact_base: bool = False) -> FloatArray:
     """Upper bound on the backward (add) K(t): the smallest of joint convexity with the
     base's backward CGF, (1 − q)^{−t}, and Taylor bounds of orders 3, 5, 7, 9 (the
     higher ones need signed moments, so only with an exact base CGF)."""

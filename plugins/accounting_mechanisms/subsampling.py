@@ -22,24 +22,28 @@ Gaussian) overrides ``_cgf`` in a subclass.
 
 from __future__ import annotations
 
-from typing import Optional
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
 
 from accounting.pairs.additive import log_integral
 from accounting.curves.profile import symmetric_profile
-from accounting.vocabulary import Bound, Direction, Exactness
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.registry.registry import Registry, default_registry
 from accounting.pairs.mechanism import RATE, Mechanism, Neighbouring, Range, as_neighbouring, parameter
 from accounting.pairs.pair import (LawPair, Pair, disjoint_pair, identical_pair, not_provided,
                                    overrides_method)
 from accounting.validation import check_count, check_probability
+from accounting.vocabulary import AnyArray, Bound, Direction, Exactness, FloatArray
 
 from . import subsampled_rdp as _rdp
-from .subsampled_gaussian_rdp import log_mixture_ratio, log_power_excess
 from .laplace import LaplacePair
+from .subsampled_gaussian_rdp import log_mixture_ratio, log_power_excess
+
+#: a directional profile (ε, direction) ↦ δ(ε), as a pair's ``_profile``
+Profile = Callable[[FloatArray, Direction], FloatArray]
 
 __all__ = ["PoissonSubsampledPair", "PoissonSubsampled", "WithoutReplacementPair",
            "SampledWithoutReplacement", "SubsampledLaplace", "check_rate", "poisson_pair",
@@ -52,12 +56,12 @@ __all__ = ["PoissonSubsampledPair", "PoissonSubsampled", "WithoutReplacementPair
 QUADRATURE_RAISE = 1e-12
 
 
-def check_rate(instance, attribute, value) -> None:
+def check_rate(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     """attrs validator: a sampling rate in (0, 1]."""
     check_probability(attribute.name, value, hi_open=False)
 
 
-def _base_validator(instance, attribute, value) -> None:
+def _base_validator(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, Pair):
         raise TypeError(f"base must be a Pair, got {type(value).__name__}")
 
@@ -73,13 +77,13 @@ class PoissonSubsampledPair(Pair):
     def exact(self) -> bool:  # type: ignore[override]
         return self.base.exact
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return self._mixed(eps, direction, self.base._profile)
 
-    def _profile_lower(self, eps, direction):
+    def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return self._mixed(eps, direction, self.base._profile_lower)
 
-    def _mixed(self, eps, direction, base_profile):
+    def _mixed(self, eps: FloatArray, direction: Direction, base_profile: Profile) -> FloatArray:
         eps = np.asarray(eps, dtype=float)
         q = float(self.q)
         if q == 1.0:
@@ -117,7 +121,8 @@ class PoissonSubsampledPair(Pair):
             out[eps == -np.inf] = 1.0
             return out
 
-    def _mixed_masked(self, eps, direction, base_profile, q, log1mq):
+    def _mixed_masked(self, eps: FloatArray, direction: Direction, base_profile: Profile,
+                      q: float, log1mq: float) -> FloatArray:
         """``_mixed`` with masks over the whole array (a NaN among ``eps`` is read as
         ε = 0, as it always was here)."""
         finite = np.isfinite(eps)
@@ -138,7 +143,8 @@ class PoissonSubsampledPair(Pair):
         val = np.where(eps == -np.inf, 1.0, val)
         return np.where(inside | (eps == -np.inf), np.maximum(val, 0.0), 0.0)
 
-    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+    def _renyi_limit(self, order: float, direction: Direction,
+                     side: Bound = Bound.UPPER) -> float | None:
         """D_∞ from the base's D_∞ (None for D_1, which has no closed form here).
 
         The mixture's forward loss is log(1 − q + q e^{L₀}) and its backward loss
@@ -173,7 +179,7 @@ class PoissonSubsampledPair(Pair):
         y = q * np.expm1(-base)
         return _outward(float(-np.log1p(y)), y, up)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         """K(t) of the mixture pair, by the best route the base allows:
 
         * additive noise (``noise_density``): log-space quadrature of
@@ -189,6 +195,7 @@ class PoissonSubsampledPair(Pair):
         if route is None:
             raise not_provided(self, "cgf")
         if route == "law":
+            assert isinstance(self.base, LawPair)   # the law route is a LawPair's
             return _rdp.law_cgf(self.base.law(Direction.FORWARD, "upper"), self.q, t, direction)
         if route == "bound":
             fwd = lambda s: self.base._cgf(s, Direction.FORWARD)  # noqa: E731
@@ -199,7 +206,7 @@ class PoissonSubsampledPair(Pair):
             return _rdp.add_cgf_bound(fwd, bwd, self.q, t, exact_base=exact_base)
         return self._quadrature_cgf(t, direction)
 
-    def _cgf_route(self):
+    def _cgf_route(self) -> str | None:
         if self.base.provides("noise_density"):
             return "quadrature"
         if isinstance(self.base, LawPair):
@@ -223,7 +230,8 @@ class PoissonSubsampledPair(Pair):
             return self.base.provides("sample")
         return super().provides(primitive)
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         """x from the mixture (1 − q)Q₀ + qP₀ (a record in the batch with probability
         q), y from Q₀: three draws of the base pair per output."""
         return mixture_sample(self.base, self.q, rng, shape)
@@ -238,13 +246,13 @@ class PoissonSubsampledPair(Pair):
             return Exactness.UPPER
         return Exactness.EXACT
 
-    def rho_bound(self, direction):
+    def rho_bound(self, direction: Direction) -> float | None:
         """ρ* of the base in the same direction: joint convexity gives
         K(t) ≤ log(1 − q + q e^{K₀(t)}) ≤ K₀(t) ≤ ρ₀ t(t + 1). Equal to ρ* when the
         base's sup is its t → ∞ limit (Gaussian, discrete Gaussian)."""
         return self.base._rho(direction)
 
-    def _quadrature_cgf(self, t, direction):
+    def _quadrature_cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         """log A by quadrature, A = ∫ Q₀ Y^λ with Y = 1 − q + q P₀/Q₀, λ = 1 + t (forward)
         or −t (backward). For t > 0 it integrates A − 1 = ∫ Q₀ F_λ(Y), F_λ(y) = y^λ − 1 −
         λ(y − 1) ≥ 0 (``log_power_excess``; the Gaussian's form, arXiv:1908.10530 §3.3),
@@ -266,7 +274,7 @@ class PoissonSubsampledPair(Pair):
             if tt > 0 and self.q < 1:
                 lam = a if forward else -tt
 
-                def g(x, lam=lam):
+                def g(x: FloatArray, lam: float = lam) -> FloatArray:
                     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
                         q0 = logf(x) - log_z
                         p0 = logf(x - shift) - log_z
@@ -279,7 +287,7 @@ class PoissonSubsampledPair(Pair):
                 out[i] = np.logaddexp(0.0, excess) * (1.0 + QUADRATURE_RAISE)
                 continue
 
-            def h(x, a=a, b=b):
+            def h(x: FloatArray, a: float = a, b: float = b) -> FloatArray:
                 with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
                     q0 = logf(x) - log_z
                     mix = np.logaddexp(lq1 + q0, lq + logf(x - shift) - log_z)
@@ -288,11 +296,12 @@ class PoissonSubsampledPair(Pair):
             out[i] = log_integral(h, lo - reach, hi + reach, width, shift)
         return out.reshape(t.shape)
 
-    def cgf_lower(self, t, direction):
+    def cgf_lower(self, t: FloatArray, direction: Direction) -> FloatArray:
         """A lower Rényi curve where the route gives one: the quadrature's value, or the
         exact sums over the base's lower law; none for the bound route."""
         route = self._cgf_route()
         if route == "law":
+            assert isinstance(self.base, LawPair)   # the law route is a LawPair's
             return _rdp.law_cgf(self.base.law(Direction.FORWARD, "lower"), self.q, t, direction)
         if route == "quadrature":
             return self._quadrature_cgf(t, direction)
@@ -310,7 +319,7 @@ def _outward(value: float, y: float, up: bool) -> float:
     return float(value + err) if up else float(value - err)
 
 
-def poisson_pair(base: Pair, q: float, registry: Optional[Registry] = None
+def poisson_pair(base: Pair, q: float, registry: Registry | None = None
                  ) -> PoissonSubsampledPair:
     """The Poisson-subsampled pair of ``base``, specialised where a plugin registered a
     closed form for its class (hook ``accounting_register_specialisations``, resolved by
@@ -361,17 +370,17 @@ class WithoutReplacementPair(Pair):
     def _poisson(self) -> PoissonSubsampledPair:
         return poisson_pair(self.base, self.gamma)
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return self._symmetric(eps, self._base_max(self.base._profile))
 
-    def _profile_lower(self, eps, direction):
+    def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return self._symmetric(eps, self._base_max(self.base._profile_lower))
 
-    def _symmetric(self, eps, base_profile):
+    def _symmetric(self, eps: FloatArray, base_profile: Profile) -> FloatArray:
         return symmetric_profile(
             eps, lambda e: self._poisson._mixed(e, Direction.FORWARD, base_profile))
 
-    def _base_max(self, fn):
+    def _base_max(self, fn: Profile) -> Profile:
         if self.base.symmetric:
             return fn
         return lambda e, _: np.maximum(fn(e, Direction.FORWARD), fn(e, Direction.BACKWARD))
@@ -382,7 +391,7 @@ class WithoutReplacementPair(Pair):
             return self.base.symmetric and self._poisson.provides("cgf")
         return super().provides(primitive)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         if not self.provides("cgf"):
             raise not_provided(self, "cgf")
         k_rem = np.asarray(self._poisson._cgf(t, Direction.FORWARD), dtype=float)
@@ -398,11 +407,12 @@ class WithoutReplacementPair(Pair):
         # a bound built on the Poisson pair's CGF: numerical if that CGF is
         return Exactness.UPPER.then(self._poisson.cgf_exactness()) or Exactness.NUMERICAL
 
-    def rho_bound(self, direction):
+    def rho_bound(self, direction: Direction) -> float | None:
         """The base's ρ: the mechanism is a mixture, over batches, of base pairs, so by
         joint convexity D_α ≤ ρ₀α for the truth (the max over the base's directions)."""
         rhos = [self.base._rho(d) for d in (Direction.FORWARD, Direction.BACKWARD)]
-        return None if any(r is None for r in rhos) else max(rhos)
+        known = [r for r in rhos if r is not None]
+        return None if len(known) < len(rhos) else max(known)
 
     def describe(self) -> str:
         return f"WOR(γ={self.gamma:g})∘{self.base.describe()}"
@@ -414,7 +424,8 @@ SIZE = Range(1, 2 ** 53, integer=True, log=True)
 BATCH = Range(1, 2 ** 53, integer=True, log=True, zero=True)
 
 
-def mixture_sample(base, rate: float, rng, shape) -> tuple:
+def mixture_sample(base: Pair | Mechanism, rate: float, rng: np.random.Generator,
+                   shape: tuple[int, ...] | int) -> tuple[AnyArray, AnyArray]:
     """Outputs on D (the record in the batch with probability ``rate``: a draw of the
     base on D, else one on D′) and on D′, from three draws of ``base.sample`` — the
     outputs of the wrapper on the datasets whose laws are its dominating pair."""
@@ -432,9 +443,10 @@ def _require(relation: Neighbouring, what: str, value: Mechanism) -> None:
                          f"(use {other} for that relation)")
 
 
-def _base_under(relation: Neighbouring, what: str):
+def _base_under(relation: Neighbouring, what: str
+                ) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
     """attrs validator of a wrapper's ``base``: a Mechanism declared under ``relation``."""
-    def check(instance, attribute, value) -> None:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if not isinstance(value, Mechanism):
             raise TypeError(f"base must be a Mechanism, got {type(value).__name__}")
         _require(relation, what, value)
@@ -445,7 +457,7 @@ def _base_under(relation: Neighbouring, what: str):
 class PoissonMechanism(Mechanism):
     """Base of the Poisson-subsampled mechanisms: accounted under add/remove only."""
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         _require(Neighbouring.ADD_REMOVE, "Poisson subsampling", self)
 
 
@@ -469,7 +481,8 @@ class PoissonSubsampled(PoissonMechanism):
             return self.base.provides("sample")
         return super().provides(primitive)
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         """Outputs on D and D′ (``mixture_sample`` of the base mechanism's samples)."""
         if not self.base.provides("sample"):
             raise not_provided(self, "sample")
@@ -478,11 +491,19 @@ class PoissonSubsampled(PoissonMechanism):
     def pair(self) -> Pair:
         return self.pair_in(None)
 
-    def pair_in(self, registry: Optional[Registry] = None) -> Pair:
+    def pair_in(self, registry: Registry | None = None) -> Pair:
         """The pair, its base's and the specialisation looked up in ``registry``."""
         if self.q == 0:
             return identical_pair(f"{self.name} (q = 0: no privacy loss)")
         return poisson_pair(self.base.pair_in(registry), float(self.q), registry)
+
+
+def _batch_size(value: Any) -> int:
+    return check_count("batch_size", value, minimum=0)
+
+
+def _dataset_size(value: Any) -> int:
+    return check_count("dataset_size", value)
 
 
 @attrs.frozen
@@ -500,14 +521,12 @@ class SampledWithoutReplacement(Mechanism):
     name = "sampled_without_replacement"
     base: Mechanism = attrs.field(validator=_base_under(Neighbouring.REPLACE_ONE,
                                                         "sampling without replacement"))
-    batch_size: int = attrs.field(converter=lambda v: check_count("batch_size", v, minimum=0),
-                                  metadata={"range": BATCH})
-    dataset_size: int = attrs.field(converter=lambda v: check_count("dataset_size", v),
-                                    metadata={"range": SIZE})
+    batch_size: int = attrs.field(converter=_batch_size, metadata={"range": BATCH})
+    dataset_size: int = attrs.field(converter=_dataset_size, metadata={"range": SIZE})
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
                                              converter=as_neighbouring)
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         _require(Neighbouring.REPLACE_ONE, "sampling without replacement", self)
         if self.batch_size > self.dataset_size:
             raise ValueError(f"batch_size must be at most dataset_size ({self.dataset_size}), "
@@ -522,7 +541,8 @@ class SampledWithoutReplacement(Mechanism):
             return self.base.provides("sample")
         return super().provides(primitive)
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         """Outputs on D and D′ when only the differing record contributes: it is in the
         batch with probability γ (``mixture_sample`` of the base mechanism)."""
         if not self.base.provides("sample"):
@@ -532,7 +552,7 @@ class SampledWithoutReplacement(Mechanism):
     def pair(self) -> Pair:
         return self.pair_in(None)
 
-    def pair_in(self, registry: Optional[Registry] = None) -> Pair:
+    def pair_in(self, registry: Registry | None = None) -> Pair:
         """The pair, its base's looked up in ``registry``."""
         if self.batch_size == 0:
             return identical_pair(f"{self.name} (batch_size 0: no privacy loss)")
@@ -550,7 +570,8 @@ class SubsampledLaplace(PoissonMechanism):
     #: b/Δ below 1e-2 is refused like the subsampled Gaussian's σ/Δ
     b: float = parameter(Range(1e-2, 1e8, per="sensitivity", log=True, zero=True))
 
-    def sample(self, rng, shape):
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
+               ) -> tuple[AnyArray, AnyArray]:
         """Δ·B + Z on D (B ~ Bernoulli(q), Z ~ Lap(0, b)) and Z′ on D′."""
         inside = rng.random(shape) < self.q
         return (self.sensitivity * inside + rng.laplace(0.0, self.b, size=shape),
@@ -565,7 +586,7 @@ class SubsampledLaplace(PoissonMechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(PoissonSubsampled)
     register(SampledWithoutReplacement)
     register(SubsampledLaplace)

@@ -53,8 +53,9 @@ import numpy as np
 
 from accounting.pairs.mechanism import NOISE_SCALE, Mechanism, Range, parameter
 from accounting.pairs.pair import Pair, corner_pair, identical_pair
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.validation import check_count, check_positive
+from accounting.vocabulary import Direction, FloatArray
 
 from .approx_dp import entries_in
 from .gaussian import GaussianPair, gaussian_delta
@@ -118,7 +119,7 @@ class _Block:
 
     __slots__ = ("size", "value")
 
-    def __init__(self, size: int, value: np.ndarray):
+    def __init__(self, size: int, value: FloatArray):
         self.size, self.value = size, value
 
 
@@ -295,24 +296,24 @@ class TreeBracketPair(Pair):
     mu_upper: float = attrs.field(validator=lambda i, a, v: check_positive("mu_upper", v))
     label: str = attrs.field(default="tree aggregation", kw_only=True)
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return gaussian_delta(self.mu_upper, eps)
 
-    def _profile_lower(self, eps, direction):
+    def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
         return gaussian_delta(self.mu_lower, eps)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
         return t * (t + 1.0) * self.mu_upper ** 2 / 2.0
 
-    def cgf_lower(self, t, direction):
+    def cgf_lower(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
         return t * (t + 1.0) * self.mu_lower ** 2 / 2.0
 
-    def _rho(self, direction):
+    def _rho(self, direction: Direction) -> float | None:
         return self.mu_upper ** 2 / 2.0
 
-    def _self_compose(self, count):
+    def _self_compose(self, count: int) -> Pair | None:
         root = math.sqrt(count)
         return TreeBracketPair(self.mu_lower * root, self.mu_upper * root,
                                label=f"{count} × {self.label}")
@@ -398,7 +399,7 @@ class TreeAggregation(Mechanism):
 
     name = "tree_aggregation"
     sigma: float = parameter(NOISE_SCALE)
-    step_counts: tuple = attrs.field(converter=_step_counts, validator=entries_in(STEPS),
+    step_counts: tuple[int, ...] = attrs.field(converter=_step_counts, validator=entries_in(STEPS),
                                      metadata={"range": STEPS})
     completed: bool = _flag_field("completed")
 
@@ -446,6 +447,6 @@ class TreeAggregationMultiEpoch(Mechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(TreeAggregation)
     register(TreeAggregationMultiEpoch)

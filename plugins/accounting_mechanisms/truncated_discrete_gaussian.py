@@ -26,6 +26,8 @@ noise at all (Y = 0), non-private for Δ ≥ 1 (all P-mass at +∞).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
@@ -35,7 +37,8 @@ from accounting.numerics.loss import LossPMF
 from accounting.pairs.additive import AdditiveNoise
 from accounting.pairs.mechanism import Range, parameter
 from accounting.pairs.pair import LawPair
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
+from accounting.vocabulary import AnyArray, FloatArray
 
 from .finite_product import FiniteLawPair
 
@@ -88,7 +91,7 @@ def truncated_dgauss_pair(sigma: float, truncation: int, sensitivity: int) -> La
     return FiniteLawPair((fwd, bwd), (fwd, bwd), label, symmetric=True)
 
 
-def _inf_mass(log_masses: np.ndarray, sensitivity: int, truncation: int) -> float:
+def _inf_mass(log_masses: FloatArray, sensitivity: int, truncation: int) -> float:
     """Σ of the one-sided masses; the smallest positive double when the exact mass is
     positive (Δ ≥ 1, an outcome one side lacks) but underflows."""
     m = float(np.exp(logsumexp(log_masses))) if log_masses.size else 0.0
@@ -97,8 +100,8 @@ def _inf_mass(log_masses: np.ndarray, sensitivity: int, truncation: int) -> floa
     return min(m, 1.0)
 
 
-def _integer_in(rng: Range):
-    def check(instance, attribute, value) -> int:
+def _integer_in(rng: Range) -> Callable[[Any, attrs.Attribute[Any], Any], int]:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> int:
         return rng.check(attribute.name, value)
     return check
 
@@ -118,14 +121,15 @@ class TruncatedDiscreteGaussian(AdditiveNoise):
     sigma: float = parameter(SIGMA)
     truncation: int = parameter(TRUNCATION)
 
-    def log_density(self, x):
+    def log_density(self, x: FloatArray) -> FloatArray:
         x = np.asarray(x, dtype=float)
         return np.where(np.abs(x) <= self.truncation, -0.5 * (x / self.sigma) ** 2, -np.inf)
 
     def noise_width(self) -> float:
         return float(min(self.sigma, max(self.truncation, 1)))
 
-    def sample_noise(self, rng: np.random.Generator, shape=()) -> np.ndarray:
+    def sample_noise(self, rng: np.random.Generator, shape: tuple[int, ...] | int = ()
+                     ) -> AnyArray:
         """Draws of the noise Y (integers as int64), from the exact pmf on the support
         where it does not underflow (``sample`` adds the sensitivity for P)."""
         t_eff = min(int(self.truncation), _reach(float(self.sigma)))
@@ -140,5 +144,5 @@ class TruncatedDiscreteGaussian(AdditiveNoise):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(TruncatedDiscreteGaussian)

@@ -24,13 +24,11 @@ When B ≥ n (or t underflows to 0) it is the Poisson-subsampled Gaussian exactl
 
 from __future__ import annotations
 
-import math
-
 import attrs
 
 from accounting.pairs.mechanism import Mechanism, Range, parameter
 from accounting.pairs.pair import Pair
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 
 from .mechanism_mixture import MixturePair
 from .poisson_replace_one import ReplaceOneGaussianPair
@@ -67,7 +65,7 @@ class TruncatedPoissonGaussian(Mechanism):
     dataset_size: int = parameter(SIZE)
     max_batch: int = parameter(SIZE)
 
-    def __attrs_post_init__(self):
+    def __attrs_post_init__(self) -> None:
         from accounting.pairs.mechanism import Neighbouring
         if self.neighbouring is not Neighbouring.ADD_REMOVE:
             raise ValueError("truncated_poisson_gaussian is accounted under add_remove "
@@ -86,5 +84,5 @@ class TruncatedPoissonGaussian(Mechanism):
 
 
 @hookimpl
-def accounting_register_mechanisms(register):
+def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(TruncatedPoissonGaussian)

@@ -19,11 +19,11 @@ Registered through the entry-point group ``accounting`` (module ``accounting_rkr
 """
 
 from .auditor import MechanismError, RKRDAuditor, audit_callable, audit_samples
-from .claims import CurveClaim, EpsDeltaClaim, as_claim
-from .holdout import WitnessTest, detectable_epsilon
 from .bootstrap import BootstrapResult, bootstrap_test, noise_sampler
+from .claims import CurveClaim, EpsDeltaClaim, as_claim
 from .estimator import RKRDSweep, rkrd, rkrd_direct, rkrd_from_grams, rkrd_sweep
 from .experiments import gaussian_outputs, gaussian_sigma
+from .holdout import WitnessTest, detectable_epsilon
 from .lower_bound import LowerBound, clopper_pearson_upper, epsilon_lower_bound
 from .plot import plot_sweep
 from .report import AuditReport, RKRDPResult

@@ -34,26 +34,30 @@ import math
 import sys
 import time
 import warnings
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
 
 from accounting.progress import progress
-from accounting.validation import (check_count, check_positive, check_probability,
-                                   check_real)
+from accounting.validation import check_count, check_positive, check_probability
 
 from .bootstrap import bootstrap_test
 from .claims import EpsDeltaClaim, as_claim
 from .estimator import check_alphas, check_lambdas, rkrd_sweep
 from .experiments import PAPER_ALPHAS, PAPER_LAMBDAS
 from .holdout import witness_test
-from .kernel import (KernelWarning, check_bandwidth, check_samples, real_array,
-                     typical_distance)
+from .kernel import KernelWarning, check_bandwidth, check_samples, real_array, typical_distance
 from .lower_bound import split_samples, witness_bandwidth
 from .report import AuditReport, RKRDPResult
-from .resources import (DEFAULT_MEMORY_BUDGET, check_memory, kernel_bytes, thread_limit,
-                        threads_capped)
+from .resources import (
+    DEFAULT_MEMORY_BUDGET,
+    check_memory,
+    kernel_bytes,
+    thread_limit,
+    threads_capped,
+)
 from .threshold import dp_lambda, rkrdp_threshold
 from .witnesses import FAMILIES, candidates, check_families
 
@@ -89,7 +93,7 @@ class _Progress:
             print(f"rkrd: [{time.perf_counter() - self.t0:6.1f} s] {what}", file=sys.stderr,
                   flush=True)
 
-    def loop(self, what: str) -> Optional[Callable[[int, int], None]]:
+    def loop(self, what: str) -> Callable[[int, int], None] | None:
         """``report(k, total)`` for a loop: the library's progress bar on stderr (tqdm
         when installed, else ``rkrd: what: k/total done, … left`` lines)."""
         if not self.enabled:
@@ -133,24 +137,24 @@ class RKRDAuditor:
 
     name = "rkrd"
 
-    alphas: tuple = PAPER_ALPHAS
+    alphas: tuple[float, ...] = PAPER_ALPHAS
     level: float = 0.05
-    bandwidth: Optional[float] = None
+    bandwidth: float | None = None
     n_thresholds: int = 2
     train_fraction: float = 1.0 / 3.0
-    witnesses: tuple = FAMILIES
+    witnesses: tuple[str, ...] = FAMILIES
     kernel_points: int = 1500
-    rkrdp: Optional[bool] = None
-    lambdas: tuple = PAPER_LAMBDAS
-    sweep: Optional[bool] = False
+    rkrdp: bool | None = None
+    lambdas: tuple[float, ...] = PAPER_LAMBDAS
+    sweep: bool | None = False
     reference: Any = None
     shift: Any = None
     n_boot: int = 99
     memory_budget: float = DEFAULT_MEMORY_BUDGET
-    threads: Optional[int] = 1
+    threads: int | None = 1
     progress: bool = False
 
-    def configure(self, **settings: Any) -> "RKRDAuditor":
+    def configure(self, **settings: Any) -> RKRDAuditor:
         """A copy with some settings changed; an unknown name is a TypeError."""
         known = {a.name for a in attrs.fields(type(self))}
         unknown = sorted(set(settings) - known)
@@ -165,8 +169,8 @@ class RKRDAuditor:
         return AuditReport.from_dict(data)
 
     # ------------------------------------------------------------------ samples
-    def audit_samples(self, x: Any, y: Any, *, epsilon: Optional[float] = None,
-                      delta: Optional[float] = None, seed: Optional[int] = None,
+    def audit_samples(self, x: Any, y: Any, *, epsilon: float | None = None,
+                      delta: float | None = None, seed: int | None = None,
                       claim: Any = None, **settings: Any) -> AuditReport:
         """Audit the claim — (``epsilon``, ``delta``)-DP, or the trade-off curve
         ``claim`` — from x ~ M(D) and y ~ M(D′), shape (n, d)."""
@@ -176,11 +180,11 @@ class RKRDAuditor:
         with thread_limit(self._threads()):
             return self._audit(x, y, epsilon, delta, seed, claim)
 
-    def _threads(self) -> Optional[int]:
+    def _threads(self) -> int | None:
         return None if self.threads is None else check_count("threads", self.threads)
 
-    def _audit(self, x: Any, y: Any, epsilon: Optional[float], delta: Optional[float],
-               seed: Optional[int], claim_in: Any) -> AuditReport:
+    def _audit(self, x: Any, y: Any, epsilon: float | None, delta: float | None,
+               seed: int | None, claim_in: Any) -> AuditReport:
         t0 = time.perf_counter()
         prog = _Progress(bool(self.progress))
         x, y = check_samples(x, y)
@@ -211,7 +215,7 @@ class RKRDAuditor:
         m_p, m_q = xb.shape[0], yb.shape[0]
         tested = alphas >= 2.0
         k = int(np.count_nonzero(tested))
-        thresholds: tuple = ()
+        thresholds: tuple[float, ...] = ()
         rkrdp_status = "not applicable (the claim is a curve, not one (ε, δ))"
         run_rkrdp = False
         if eps_claim and self.rkrdp is not False:
@@ -335,8 +339,8 @@ class RKRDAuditor:
 
     # ----------------------------------------------------------------- callable
     def audit_callable(self, fn: Callable[[Any, np.random.Generator], Any], d0: Any, d1: Any,
-                       *, n: int, epsilon: Optional[float] = None,
-                       delta: Optional[float] = None, seed: Optional[int] = None,
+                       *, n: int, epsilon: float | None = None,
+                       delta: float | None = None, seed: int | None = None,
                        claim: Any = None, **settings: Any) -> AuditReport:
         """Draw ``n`` outputs of ``fn(d0, rng)`` and of ``fn(d1, rng)`` and audit them.
 
@@ -365,7 +369,7 @@ class RKRDAuditor:
         return self.audit_samples(x, y, epsilon=epsilon, delta=delta, seed=seed, claim=claim)
 
 
-def _seed(seed: Optional[int]) -> int:
+def _seed(seed: int | None) -> int:
     if seed is None:
         return int(np.random.SeedSequence().entropy)
     return check_count("seed", seed, minimum=0)
@@ -375,8 +379,8 @@ def _seed(seed: Optional[int]) -> int:
 _SAMPLE_COPIES = 4
 
 
-def _draw(fn: Callable, dataset: Any, name: str, n: int, rng: np.random.Generator,
-          tick: Optional[Callable[[int, int], None]], done: int, total: int,
+def _draw(fn: Callable[..., Any], dataset: Any, name: str, n: int, rng: np.random.Generator,
+          tick: Callable[[int, int], None] | None, done: int, total: int,
           budget: float) -> np.ndarray:
     rows: list[np.ndarray] = []
     for i in range(n):
@@ -412,8 +416,8 @@ def _draw(fn: Callable, dataset: Any, name: str, n: int, rng: np.random.Generato
 DEFAULT_AUDITOR = RKRDAuditor()
 
 
-def audit_samples(x: Any, y: Any, *, epsilon: Optional[float] = None,
-                  delta: Optional[float] = None, seed: Optional[int] = None,
+def audit_samples(x: Any, y: Any, *, epsilon: float | None = None,
+                  delta: float | None = None, seed: int | None = None,
                   claim: Any = None, **settings: Any) -> AuditReport:
     """``RKRDAuditor().audit_samples``: see ``RKRDAuditor``."""
     return DEFAULT_AUDITOR.audit_samples(x, y, epsilon=epsilon, delta=delta, seed=seed,
@@ -421,8 +425,8 @@ def audit_samples(x: Any, y: Any, *, epsilon: Optional[float] = None,
 
 
 def audit_callable(fn: Callable[[Any, np.random.Generator], Any], d0: Any, d1: Any, *,
-                   n: int, epsilon: Optional[float] = None, delta: Optional[float] = None,
-                   seed: Optional[int] = None, claim: Any = None,
+                   n: int, epsilon: float | None = None, delta: float | None = None,
+                   seed: int | None = None, claim: Any = None,
                    **settings: Any) -> AuditReport:
     """``RKRDAuditor().audit_callable``: see ``RKRDAuditor``."""
     return DEFAULT_AUDITOR.audit_callable(fn, d0, d1, n=n, epsilon=epsilon, delta=delta,

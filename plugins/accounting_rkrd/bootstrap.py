@@ -20,7 +20,8 @@ other plugins' mechanisms or parameter names.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
@@ -34,7 +35,7 @@ from .kernel import check_samples
 __all__ = ["noise_sampler", "BootstrapResult", "bootstrap_test"]
 
 
-def noise_sampler(mechanism: Any) -> Callable[[np.random.Generator, tuple], np.ndarray]:
+def noise_sampler(mechanism: Any) -> Callable[[np.random.Generator, tuple[int, ...]], np.ndarray]:
     """The sampler ``(rng, shape) -> noise`` of an additive-noise mechanism instance
     (its ``sample_noise``); a ValueError naming the mechanism when it has none."""
     if not isinstance(mechanism, AdditiveNoise):
@@ -57,16 +58,16 @@ class BootstrapResult:
     lam: float
     mechanism: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"statistic": self.statistic, "p_value": self.p_value,
                 "n_boot": int(self.replicates.size), "alpha": self.alpha, "lam": self.lam,
                 "mechanism": self.mechanism}
 
 
 def bootstrap_test(x: Any, y: Any, *, mechanism: Any, shift: Any, alpha: float = 2.0,
-                   lam: float = 1e-2, n_boot: int = 99, bandwidth: Optional[float] = None,
-                   rng: Optional[np.random.Generator] = None,
-                   progress: Optional[Callable[[int, int], None]] = None) -> BootstrapResult:
+                   lam: float = 1e-2, n_boot: int = 99, bandwidth: float | None = None,
+                   rng: np.random.Generator | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> BootstrapResult:
     """p-value of D̂_{α,λ}(x, y) against ``mechanism`` applied to a query whose outputs on
     the two datasets differ by ``shift`` (a vector of length d, or a scalar for d = 1).
 

@@ -29,7 +29,8 @@ draws: they must be picklable (a module-level function; Dask also accepts closur
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping, Optional, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -56,7 +57,7 @@ _DATASETS = ("d0", "d1")
 class _Draw:
     """Task: one output ``fn(dataset, rng)`` with the rng of its draw number."""
 
-    def __init__(self, fn: Callable, d0: Any, d1: Any, seed: int) -> None:
+    def __init__(self, fn: Callable[..., Any], d0: Any, d1: Any, seed: int) -> None:
         self.fn, self.datasets, self.seed = fn, (d0, d1), seed
 
     def __call__(self, task: Mapping[str, Any], _: Any = None) -> np.ndarray:
@@ -67,7 +68,7 @@ class _Draw:
 
 
 def distributed_samples(fn: Callable[[Any, np.random.Generator], Any], d0: Any, d1: Any, *,
-                        n: int, seed: Optional[int] = None, engine: Optional[Engine] = None,
+                        n: int, seed: int | None = None, engine: Engine | None = None,
                         progress: Any = False) -> tuple[np.ndarray, np.ndarray]:
     """(x, y): ``n`` outputs of ``fn(d0, rng)`` and of ``fn(d1, rng)``, shape (n, d),
     the 2n calls run on ``engine``. A call that raises is a ``MechanismError`` naming
@@ -98,7 +99,7 @@ def distributed_samples(fn: Callable[[Any, np.random.Generator], Any], d0: Any, 
     return x, y
 
 
-def _auditor(auditor: Optional[RKRDAuditor], settings: Mapping[str, Any]) -> RKRDAuditor:
+def _auditor(auditor: RKRDAuditor | None, settings: Mapping[str, Any]) -> RKRDAuditor:
     auditor = DEFAULT_AUDITOR if auditor is None else auditor
     if not isinstance(auditor, RKRDAuditor):
         raise TypeError(f"auditor must be an RKRDAuditor, got {type(auditor).__name__}")
@@ -106,9 +107,9 @@ def _auditor(auditor: Optional[RKRDAuditor], settings: Mapping[str, Any]) -> RKR
 
 
 def audit_distributed(fn: Callable[[Any, np.random.Generator], Any], d0: Any, d1: Any, *,
-                      n: int, epsilon: Optional[float] = None, delta: Optional[float] = None,
-                      claim: Any = None, seed: Optional[int] = None,
-                      engine: Optional[Engine] = None, auditor: Optional[RKRDAuditor] = None,
+                      n: int, epsilon: float | None = None, delta: float | None = None,
+                      claim: Any = None, seed: int | None = None,
+                      engine: Engine | None = None, auditor: RKRDAuditor | None = None,
                       progress: Any = False, **settings: Any) -> AuditReport:
     """``audit_callable`` with the 2n calls of ``fn`` run on ``engine``; the audit of
     the samples runs here. ``settings`` override the auditor's (see ``RKRDAuditor``)."""
@@ -123,8 +124,8 @@ def audit_distributed(fn: Callable[[Any, np.random.Generator], Any], d0: Any, d1
 class _Replicate:
     """Task: D̂ of one bootstrap replicate drawn under the claimed mechanism."""
 
-    def __init__(self, mechanism: Any, shift: np.ndarray, shapes: tuple, alpha: float,
-                 lam: float, bandwidth: Optional[float], seed: int) -> None:
+    def __init__(self, mechanism: Any, shift: np.ndarray, shapes: tuple[int, int], alpha: float,
+                 lam: float, bandwidth: float | None, seed: int) -> None:
         self.mechanism, self.shift, self.shapes = mechanism, shift, shapes
         self.alpha, self.lam, self.bandwidth, self.seed = alpha, lam, bandwidth, seed
 
@@ -140,8 +141,8 @@ class _Replicate:
 
 def bootstrap_distributed(x: Any, y: Any, *, mechanism: Any, shift: Any, alpha: float = 2.0,
                           lam: float = 1e-2, n_boot: int = 99,
-                          bandwidth: Optional[float] = None, seed: Optional[int] = None,
-                          engine: Optional[Engine] = None,
+                          bandwidth: float | None = None, seed: int | None = None,
+                          engine: Engine | None = None,
                           progress: Any = False) -> BootstrapResult:
     """``bootstrap_test`` with its ``n_boot`` replicates run on ``engine``: the same
     statistic and p = (1 + #{b : D̂_b ≥ D̂_obs})/(B + 1) (arXiv:2205.13941), with
@@ -167,10 +168,10 @@ def bootstrap_distributed(x: Any, y: Any, *, mechanism: Any, shift: Any, alpha: 
 class _Audit:
     """Task: one whole audit of ``fn`` (its 2n calls included) at one setting."""
 
-    def __init__(self, fn: Callable, d0: Any, d1: Any, auditor: RKRDAuditor) -> None:
+    def __init__(self, fn: Callable[..., Any], d0: Any, d1: Any, auditor: RKRDAuditor) -> None:
         self.fn, self.d0, self.d1, self.auditor = fn, d0, d1, auditor
 
-    def __call__(self, task: Mapping[str, Any], seed: np.random.SeedSequence) -> dict:
+    def __call__(self, task: Mapping[str, Any], seed: np.random.SeedSequence) -> dict[str, Any]:
         t0 = time.perf_counter()
         settings = dict(task["settings"])
         n = settings.pop("n")
@@ -194,7 +195,7 @@ class CampaignResult:
     setting, then ``decision``, ``rejected``, ``epsilon_lower_bound``,
     ``detectable_epsilon``, the audit's ``seed``, ``seconds`` and the ``report`` dict."""
 
-    rows: tuple = attrs.field(repr=False)
+    rows: tuple[Any, ...] = attrs.field(repr=False)
     seed: int
     seconds: float
 
@@ -213,9 +214,9 @@ class CampaignResult:
 
 
 def audit_campaign(fn: Callable[[Any, np.random.Generator], Any], d0: Any, d1: Any, *,
-                   grid: Sequence[Mapping[str, Any]], n: Optional[int] = None,
-                   replicates: int = 1, seed: Optional[int] = None,
-                   engine: Optional[Engine] = None, auditor: Optional[RKRDAuditor] = None,
+                   grid: Sequence[Mapping[str, Any]], n: int | None = None,
+                   replicates: int = 1, seed: int | None = None,
+                   engine: Engine | None = None, auditor: RKRDAuditor | None = None,
                    progress: Any = False) -> CampaignResult:
     """Audit ``fn`` at every setting of ``grid`` (dicts of ``audit_callable`` keywords:
     ``epsilon`` and ``delta`` or ``claim``, ``n``, and any auditor setting such as

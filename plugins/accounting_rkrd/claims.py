@@ -19,7 +19,7 @@ outputs on D) this gives b ≥ f(a) and a ≥ f(b). Two kinds of claim:
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Protocol
+from typing import Any, Protocol
 
 import attrs
 import numpy as np
@@ -37,7 +37,7 @@ class Claim(Protocol):
 
     def describe(self) -> str: ...
 
-    def to_dict(self) -> dict: ...
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 @attrs.frozen
@@ -59,7 +59,7 @@ class EpsDeltaClaim:
     def describe(self) -> str:
         return f"(ε, δ) = ({self.epsilon:g}, {self.delta:g})"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": "epsilon_delta", "epsilon": self.epsilon, "delta": self.delta}
 
 
@@ -81,12 +81,12 @@ class CurveClaim:
     def describe(self) -> str:
         return f"the trade-off curve of {self.label}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": "tradeoff_curve", "curve": self.label}
 
 
-def as_claim(claim: Any = None, epsilon: Optional[float] = None,
-             delta: Optional[float] = None) -> "EpsDeltaClaim | CurveClaim":
+def as_claim(claim: Any = None, epsilon: float | None = None,
+             delta: float | None = None) -> EpsDeltaClaim | CurveClaim:
     """The claim from ``epsilon`` and ``delta``, or from ``claim`` (a mechanism instance,
     a ``TradeOff`` or a curve convertible to one); exactly one of the two forms."""
     if claim is None:

@@ -34,7 +34,7 @@ beyond them (and nothing more per λ at α = 1).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import attrs
 import numpy as np
@@ -69,7 +69,7 @@ def check_lambdas(lambdas: Any) -> np.ndarray:
     return arr
 
 
-def _weights(name: str, w: Optional[Any], n: int) -> np.ndarray:
+def _weights(name: str, w: Any | None, n: int) -> np.ndarray:
     if w is None:
         return np.full(n, 1.0 / n)
     arr = check_array(name, w, lo=0.0)
@@ -126,7 +126,7 @@ class _Prepared:
         self.lam_y, vec = _psd_eigh("kyy", sy[:, None] * kyy * sy[None, :])
         self.w = (sx[:, None] * kxy * sy[None, :]) @ vec
         self.w_sq = np.einsum("ij,ij->j", self.w, self.w)
-        self._eig_x: Optional[np.ndarray] = None
+        self._eig_x: np.ndarray | None = None
 
     def eig_x(self) -> np.ndarray:
         if self._eig_x is None:
@@ -154,7 +154,7 @@ class _Prepared:
 
 
 def rkrd_from_grams(kxx: Any, kxy: Any, kyy: Any, alphas: Any, lambdas: Any, *,
-                    wx: Optional[Any] = None, wy: Optional[Any] = None) -> np.ndarray:
+                    wx: Any | None = None, wy: Any | None = None) -> np.ndarray:
     """D̂_{α,λ} on the grid ``alphas`` × ``lambdas`` from the Gram blocks of a kernel with
     k(x, x) = 1 (the n × n form of the module docstring).
 
@@ -171,7 +171,7 @@ def rkrd_from_grams(kxx: Any, kxy: Any, kyy: Any, alphas: Any, lambdas: Any, *,
 
 
 def rkrd_direct(kxx: Any, kxy: Any, kyy: Any, alpha: float, lam: float, *,
-                wx: Optional[Any] = None, wy: Optional[Any] = None) -> float:
+                wx: Any | None = None, wy: Any | None = None) -> float:
     """D̂_{α,λ} by the direct (n_p + n_q)-dimensional computation, for cross-checks.
 
     In the span of all features, with the joint Gram matrix K = R² (R = K^{1/2}),
@@ -219,14 +219,14 @@ class RKRDSweep:
             raise ValueError(f"(alpha, lam) = ({alpha:g}, {lam:g}) is not on the grid")
         return float(self.values[i[0], j[0]])
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"alphas": self.alphas.tolist(), "lambdas": self.lambdas.tolist(),
                 "values": self.values.tolist(), "bandwidth": self.bandwidth,
                 "n_p": self.n_p, "n_q": self.n_q}
 
 
 def rkrd_sweep(x: Any, y: Any, alphas: Any, lambdas: Any, *,
-               bandwidth: Optional[float] = None) -> RKRDSweep:
+               bandwidth: float | None = None) -> RKRDSweep:
     """D̂_{α,λ}(Σ̂_p‖Σ̂_q) of samples x ~ p, y ~ q (shape (n, d)) on ``alphas`` × ``lambdas``.
 
     RBF kernel exp(−‖u − v‖²/h²) with h = ``bandwidth``, or by default the median of
@@ -241,6 +241,6 @@ def rkrd_sweep(x: Any, y: Any, alphas: Any, lambdas: Any, *,
 
 
 def rkrd(x: Any, y: Any, alpha: float, lam: float, *,
-         bandwidth: Optional[float] = None) -> float:
+         bandwidth: float | None = None) -> float:
     """The estimate D̂_{α,λ} at one (α, λ); see ``rkrd_sweep``."""
     return rkrd_sweep(x, y, [alpha], [lam], bandwidth=bandwidth).values[0, 0]

@@ -35,7 +35,8 @@ above it cannot be rejected by this audit whatever the mechanism does.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
@@ -63,9 +64,9 @@ class ThresholdResult:
     fnr_upper: float
     claimed_fnr: float
     beaten: bool
-    epsilon_bound: Optional[float] = None
+    epsilon_bound: float | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
 
 
@@ -84,9 +85,9 @@ class WitnessTest:
     level: float
     m_p: int
     m_q: int
-    rows: tuple
-    epsilon_lower_bound: Optional[float]
-    detectable_epsilon: Optional[float]
+    rows: tuple[Any, ...]
+    epsilon_lower_bound: float | None
+    detectable_epsilon: float | None
     detectable: bool
     min_fpr: float
 
@@ -107,7 +108,7 @@ class WitnessTest:
         beaten = [r for r in self.rows if r.beaten]
         return beaten[0] if beaten else self.rows[0]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, "detail": self.detail,
                 "n_candidates": self.n_candidates, "level": self.level,
                 "m_p": self.m_p, "m_q": self.m_q, "rejects": self.rejected,
@@ -205,7 +206,7 @@ def _plan_curve(cand: Candidate, claim: Any, m_p: int, m_q: int,
 
 def witness_test(cands: list[Candidate], xb: np.ndarray, yb: np.ndarray, *, claim: Any,
                  level: float, n_thresholds: int = 2,
-                 progress: Optional[Callable[[str], None]] = None) -> WitnessTest:
+                 progress: Callable[[str], None] | None = None) -> WitnessTest:
     """Choose among ``cands`` (learned on the training part) and test ``claim`` on the
     held-out part (xb, yb) at ``level``."""
     m_p, m_q = xb.shape[0], yb.shape[0]

@@ -9,7 +9,7 @@ n × n × d temporary is built.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import attrs
 import numpy as np
@@ -123,7 +123,7 @@ class Grams:
     bandwidth: float
 
 
-def rbf_grams(x: np.ndarray, y: np.ndarray, bandwidth: Optional[float] = None) -> Grams:
+def rbf_grams(x: np.ndarray, y: np.ndarray, bandwidth: float | None = None) -> Grams:
     """K_xx, K_xy, K_yy of the RBF kernel exp(−‖u − v‖²/h²) on checked samples.
 
     ``bandwidth`` is h > 0, or None for the median of the cross distances.
@@ -142,7 +142,7 @@ def rbf_grams(x: np.ndarray, y: np.ndarray, bandwidth: Optional[float] = None) -
     return Grams(grams[0], grams[1], grams[2], h)
 
 
-def positive_median(sq: np.ndarray) -> Optional[float]:
+def positive_median(sq: np.ndarray) -> float | None:
     """The median heuristic over the distinct pairs: the median of the non-zero
     distances (from their squares ``sq``; discrete outputs often coincide, and a zero
     bandwidth is no kernel), or None when all pairs coincide."""
@@ -155,7 +155,7 @@ TYPICAL_POINTS = 1000
 
 
 def typical_distance(x: np.ndarray, y: np.ndarray,
-                     points: int = TYPICAL_POINTS) -> Optional[float]:
+                     points: int = TYPICAL_POINTS) -> float | None:
     """``positive_median`` of the distances between the first ``points`` rows of
     (centred) ``x`` and ``y``: the scale a bandwidth must resolve, in memory
     8·points² bytes whatever n (None when those rows all coincide; +∞ when squared
@@ -179,7 +179,7 @@ def usable_bandwidths(scale: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def check_bandwidth(bandwidth: Optional[float], scale: Optional[float]) -> Optional[float]:
+def check_bandwidth(bandwidth: float | None, scale: float | None) -> float | None:
     """``bandwidth`` (None: the median heuristic ``scale`` will be used) checked
     against ``usable_bandwidths(scale)``, ``scale`` being the median non-zero distance
     between the samples (None when they all coincide: no range to check against).

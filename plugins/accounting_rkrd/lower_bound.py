@@ -26,7 +26,7 @@ kernel witness in place of a poisoning attack).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import attrs
 import numpy as np
@@ -34,8 +34,14 @@ from scipy.special import betaincinv
 
 from accounting.validation import check_count, check_probability, check_real
 
-from .kernel import (check_bandwidth, check_samples, median_bandwidth, rbf, squared_distances,
-                     typical_distance)
+from .kernel import (
+    check_bandwidth,
+    check_samples,
+    median_bandwidth,
+    rbf,
+    squared_distances,
+    typical_distance,
+)
 
 __all__ = ["LowerBound", "epsilon_lower_bound", "lower_bound_from_split", "split_samples",
            "witness_bandwidth", "clopper_pearson_upper", "ratio_bounds"]
@@ -81,15 +87,15 @@ class LowerBound:
     m_p: int
     m_q: int
     n_thresholds: int
-    bandwidth: Optional[float]
+    bandwidth: float | None
     witness: str = "kernel mean difference"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
 
 
 def epsilon_lower_bound(x: Any, y: Any, *, delta: float, level: float = 0.05,
-                        n_thresholds: int = 3, bandwidth: Optional[float] = None,
+                        n_thresholds: int = 3, bandwidth: float | None = None,
                         split_seed: int = 0, train_fraction: float = 1.0 / 3.0) -> LowerBound:
     """Certified ε lower bound at confidence 1 − ``level`` from x ~ M(D), y ~ M(D′).
 
@@ -128,7 +134,7 @@ def witness_bandwidth(xa: np.ndarray, ya: np.ndarray) -> float:
 
 def lower_bound_from_split(xa: np.ndarray, ya: np.ndarray, xb: np.ndarray, yb: np.ndarray, *,
                            delta: float, level: float = 0.05, n_thresholds: int = 3,
-                           bandwidth: Optional[float] = None) -> LowerBound:
+                           bandwidth: float | None = None) -> LowerBound:
     """The bound with the score learned on (x_a, y_a) and counted on (x_b, y_b)."""
     delta = check_real("delta", delta, lo=0.0, hi=1.0, hi_open=True)
     level = check_probability("level", level)

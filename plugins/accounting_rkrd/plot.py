@@ -5,7 +5,8 @@ matplotlib is the optional ``plot`` extra, imported only when a plot is drawn.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -17,10 +18,10 @@ __all__ = ["plot_sweep"]
 _STYLES = ("-", "--", ":", "-.")
 
 
-def plot_sweep(sweeps: Union[RKRDSweep, Sequence[RKRDSweep]], *,
-               epsilon: Optional[float] = None, delta: Optional[float] = None,
-               claim: Optional[tuple[float, float]] = None, ax: Any = None,
-               title: Optional[str] = None) -> Any:
+def plot_sweep(sweeps: RKRDSweep | Sequence[RKRDSweep], *,
+               epsilon: float | None = None, delta: float | None = None,
+               claim: tuple[float, float] | None = None, ax: Any = None,
+               title: str | None = None) -> Any:
     """Draw D̂ against λ (log axis), one colour per α and one line style per sample size.
 
     Sweeps with the same sample size are repetitions: their mean is drawn, with the

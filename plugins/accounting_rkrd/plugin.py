@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from accounting.registry.hookspecs import hookimpl
+from accounting.registry.hookspecs import RegisterAuditor, hookimpl
 
 from .auditor import DEFAULT_AUDITOR
 
 
 @hookimpl
-def accounting_register_auditors(register):
+def accounting_register_auditors(register: RegisterAuditor) -> None:
     register(DEFAULT_AUDITOR.name, DEFAULT_AUDITOR)

@@ -10,7 +10,7 @@ The kernel divergence D̂ is shown only as a labelled descriptive statistic.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any
 
 import attrs
 
@@ -45,9 +45,9 @@ class RKRDPResult:
     """The finite-sample (α, λ₀, ε)-RKRDP test: thresholds decided from the sizes,
     held-out statistics (None when skipped), its share of the level and its status."""
 
-    alphas: tuple
-    thresholds: tuple
-    held_out_statistics: Optional[tuple]
+    alphas: tuple[float, ...]
+    thresholds: tuple[float, ...]
+    held_out_statistics: tuple[float, ...] | None
     level: float
     status: str
 
@@ -61,7 +61,7 @@ class RKRDPResult:
             return False
         return any(s > t for s, t in zip(self.held_out_statistics, self.thresholds))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"alphas": list(self.alphas), "threshold": list(self.thresholds),
                 "held_out_statistic": (None if self.held_out_statistics is None
                                        else list(self.held_out_statistics)),
@@ -85,36 +85,36 @@ class AuditReport:
     level: float
     level_witness: float
     level_threshold: float
-    lambda0: Optional[float]
+    lambda0: float | None
     witness: WitnessTest
-    rkrdp: Optional[RKRDPResult]
-    statistics: Optional[tuple]
+    rkrdp: RKRDPResult | None
+    statistics: tuple[float, ...] | None
     seed: int
-    settings: dict = attrs.field(eq=False)
-    bootstrap: Optional[BootstrapResult] = None
-    sweep: Optional[RKRDSweep] = attrs.field(default=None, eq=False, repr=False)
+    settings: dict[str, Any] = attrs.field(eq=False)
+    bootstrap: BootstrapResult | None = None
+    sweep: RKRDSweep | None = attrs.field(default=None, eq=False, repr=False)
     seconds: float = 0.0
     auditor: str = "rkrd"
     #: what makes the audit less informative than it looks (a degenerate kernel, …)
-    warnings: tuple = attrs.field(default=(), converter=tuple)
+    warnings: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
     # ------------------------------------------------------------ the claim
     @property
-    def epsilon(self) -> Optional[float]:
+    def epsilon(self) -> float | None:
         return self.claim.epsilon if isinstance(self.claim, EpsDeltaClaim) else None
 
     @property
-    def delta(self) -> Optional[float]:
+    def delta(self) -> float | None:
         return self.claim.delta if isinstance(self.claim, EpsDeltaClaim) else None
 
     # ------------------------------------------------------------- verdict
     @property
-    def epsilon_lower_bound(self) -> Optional[float]:
+    def epsilon_lower_bound(self) -> float | None:
         """The certified ε lower bound of an (ε, δ) claim's witness test (else None)."""
         return self.witness.epsilon_lower_bound
 
     @property
-    def lower_bound(self) -> Optional[LowerBound]:
+    def lower_bound(self) -> LowerBound | None:
         """The certified bound with its best threshold, as a ``LowerBound`` ((ε, δ)
         claims; None for a curve claim)."""
         eps = self.witness.epsilon_lower_bound
@@ -126,7 +126,7 @@ class AuditReport:
                           len(w.rows), None, f"{w.family}: {w.detail}")
 
     @property
-    def detectable_epsilon(self) -> Optional[float]:
+    def detectable_epsilon(self) -> float | None:
         """The largest ε a perfect witness could certify at these sizes and level."""
         return self.witness.detectable_epsilon
 
@@ -182,7 +182,7 @@ class AuditReport:
                      f"any resolvable FPR (≥ {w.min_fpr:.3g}): use more samples.")
         return text
 
-    def to_dict(self, exact: bool = False) -> dict:
+    def to_dict(self, exact: bool = False) -> dict[str, Any]:
         """The report as JSON-ready data: a summary (verdict, numbers; infinities as
         strings), or with ``exact`` every field, losslessly, for ``from_dict``
         (``accounting.save`` writes that form)."""
@@ -223,7 +223,7 @@ class AuditReport:
         return json_safe(out)
 
     @classmethod
-    def from_dict(cls, data: Any) -> "AuditReport":
+    def from_dict(cls, data: Any) -> AuditReport:
         """The report of ``to_dict(exact=True)``; nothing is executed or unpickled, and a
         problem is a ValueError/TypeError naming its path (``report.witness.rows[0]``)."""
         from accounting.serialization import decode
@@ -286,10 +286,11 @@ class AuditReport:
         return "\n".join(lines)
 
 
-def report_types() -> dict:
+def report_types() -> dict[str, type]:
     """The classes a saved report may hold (with the core's curve classes, for a claim
     that is a trade-off curve): the allow-list of ``accounting.serialization``."""
     from accounting.serialization import curve_types
+
     from .claims import CurveClaim
     return {**curve_types(), "AuditReport": AuditReport, "RKRDPResult": RKRDPResult,
             "WitnessTest": WitnessTest, "ThresholdResult": ThresholdResult,

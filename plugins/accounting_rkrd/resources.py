@@ -22,7 +22,7 @@ starting Python instead).
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 __all__ = ["MemoryBudgetError", "kernel_bytes", "check_memory", "format_bytes",
            "thread_limit", "DEFAULT_MEMORY_BUDGET"]
@@ -66,7 +66,7 @@ def threads_capped() -> bool:
 
 
 @contextlib.contextmanager
-def thread_limit(threads: Optional[int]) -> Iterator[None]:
+def thread_limit(threads: int | None) -> Iterator[None]:
     """Cap the BLAS threads to ``threads`` inside the block (None: no cap).
 
     Uses ``threadpoolctl`` when installed (it should be a runtime dependency of the

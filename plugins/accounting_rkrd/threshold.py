@@ -28,7 +28,7 @@ Prop. 9), so the same test at λ₀ audits an (ε, δ) claim.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any
 
 import attrs
 
@@ -88,7 +88,7 @@ class RKRDPTest:
 
 
 def rkrdp_test(x: Any, y: Any, *, alpha: float, lam: float, epsilon0: float,
-               level: float = 0.05, bandwidth: Optional[float] = None) -> RKRDPTest:
+               level: float = 0.05, bandwidth: float | None = None) -> RKRDPTest:
     """Test H₀: D_{α,λ}(Σ_p‖Σ_q) <= ε₀ from samples x ~ p, y ~ q at ``level``.
 
     The level holds for a kernel fixed independently of x and y: give ``bandwidth``

@@ -32,7 +32,7 @@ in n; scores of many points are computed in row blocks.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import attrs
 import numpy as np
@@ -228,9 +228,9 @@ def _logistic_fit(x: np.ndarray, y: np.ndarray) -> list[tuple[str, Score]]:
 
 # ---------------------------------------------------------------------- all
 def candidates(xa: np.ndarray, ya: np.ndarray, *, families: tuple[str, ...],
-               bandwidth: Optional[float], kernel_points: int,
+               bandwidth: float | None, kernel_points: int,
                rng: np.random.Generator,
-               progress: Optional[Callable[[str], None]] = None) -> list[Candidate]:
+               progress: Callable[[str], None] | None = None) -> list[Candidate]:
     """Every candidate witness of ``families`` learned on the training part (xa, ya),
     which the caller has centred. ``bandwidth`` None: the median heuristic of the
     kernel subset."""
