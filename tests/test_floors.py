@@ -99,7 +99,7 @@ def modules(root: Path = ROOT) -> dict[str, Path]:
     return out
 
 
-def _resolve(module: str, is_package: bool, level: int, name: Optional[str]) -> str:
+def resolve_relative(module: str, is_package: bool, level: int, name: Optional[str]) -> str:
     """The absolute module of a relative import ``from .{level}{name} import ...``."""
     base = module.split(".")
     if not is_package:
@@ -136,7 +136,7 @@ def _walk(root: Path) -> Iterator[Import]:
                 for target in dict.fromkeys(alias.name for alias in node.names):
                     yield Import(module, target, node.lineno, in_function)
             elif isinstance(node, ast.ImportFrom):
-                source = (_resolve(module, is_package, node.level, node.module) if node.level
+                source = (resolve_relative(module, is_package, node.level, node.module) if node.level
                           else node.module or "")
                 reach: dict[str, list[str]] = {}
                 for alias in node.names:

@@ -23,6 +23,8 @@ import ast
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
+from test_floors import resolve_relative
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = (ROOT / "accounting", *sorted(p for p in (ROOT / "plugins").iterdir() if p.is_dir()))
 
@@ -59,15 +61,6 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
-def _resolve(module: str, is_package: bool, level: int, name: "str | None") -> str:
-    base = module.split(".")
-    if not is_package:
-        base = base[:-1]
-    if level > 1:
-        base = base[:len(base) - (level - 1)]
-    return ".".join(base + ([name] if name else []))
-
-
 def _dotted(node: ast.expr) -> "str | None":
     if isinstance(node, ast.Name):
         return node.id
@@ -93,7 +86,7 @@ def reaches(extra: "dict[str, Path] | None" = None) -> Iterator[Reach]:
                     else:
                         bound[alias.name.split(".")[0]] = alias.name.split(".")[0]
             elif isinstance(node, ast.ImportFrom):
-                source = (_resolve(module, is_package, node.level, node.module)
+                source = (resolve_relative(module, is_package, node.level, node.module)
                           if node.level else node.module or "")
                 for alias in node.names:
                     sub = f"{source}.{alias.name}"
