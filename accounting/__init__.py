@@ -54,15 +54,26 @@ _EXPORTS: dict[str, str] = {
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from accounting.accountant import ACCOUNTANTS, Accountant
-    from accounting.analysis.calibration import (Calibration, MechanismFamily, calibrate,
-                                                 calibrate_workload)
-    from accounting.analysis.gap import (AllocationGap, CompositionGap, InformationGap,
-                                         LocalExpansion, LossCumulants, allocation_gap,
-                                         calibrated_family, composition_gap, information_gap,
-                                         loss_cumulants)
-    from accounting.pairs.composed import ComposedPair, compose
-    from accounting.curves.graph import Converter, convert
+    from accounting.analysis.calibration import (
+        Calibration,
+        MechanismFamily,
+        calibrate,
+        calibrate_workload,
+    )
+    from accounting.analysis.gap import (
+        AllocationGap,
+        CompositionGap,
+        InformationGap,
+        LocalExpansion,
+        LossCumulants,
+        allocation_gap,
+        calibrated_family,
+        composition_gap,
+        information_gap,
+        loss_cumulants,
+    )
     from accounting.curves.curve import Curve, Provenance
+    from accounting.curves.graph import Converter, convert
     from accounting.curves.pld import PLD
     from accounting.curves.profile import PrivacyProfile
     from accounting.curves.rdp import RDP
@@ -71,6 +82,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from accounting.ledger import Ledger, MechanismSpec
     from accounting.numerics.loss import LossPMF
     from accounting.pairs.additive import AdditiveNoise
+    from accounting.pairs.composed import ComposedPair, compose
     from accounting.pairs.mechanism import Mechanism, Neighbouring
     from accounting.pairs.pair import LawPair, Pair, discrete_pair
     from accounting.registry.hookspecs import hookimpl

@@ -35,27 +35,35 @@ import functools
 import inspect
 import numbers
 import warnings
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
 
-from accounting.numerics.loss import GridSizeError
-from accounting.pairs.composed import ComposedPair, check_grid_size
-from accounting.ledger import Ledger
-from accounting.ledger.document import accountant_document, read_accountant_document
-from accounting.curves.curve import Curve
-from accounting.curves.converters import GRID_OPTIONS, check_options as check_grid_options
-from accounting.pairs.mechanism import Mechanism
-from accounting.pairs.pair import CurveT, Pair, of_kind
-from accounting.curves.pld import (DEEP_BELOW, DEEP_TAIL, DEFAULT_STEP, MIN_STEP, PLD,
-                                   RefiningPLD, check_step)
-from accounting.curves.curve import Provenance
+from accounting.curves.converters import GRID_OPTIONS
+from accounting.curves.converters import check_options as check_grid_options
+from accounting.curves.curve import Curve, Provenance
+from accounting.curves.pld import (
+    DEEP_BELOW,
+    DEEP_TAIL,
+    DEFAULT_STEP,
+    MIN_STEP,
+    PLD,
+    RefiningPLD,
+    check_step,
+)
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
-from accounting.validation import check_count, check_options, check_real
 from accounting.curves.zcdp import ZCDP
+from accounting.ledger import Ledger
+from accounting.ledger.document import accountant_document, read_accountant_document
+from accounting.numerics.loss import GridSizeError
+from accounting.pairs.composed import ComposedPair, check_grid_size
+from accounting.pairs.mechanism import Mechanism
+from accounting.pairs.pair import CurveT, Pair, of_kind
+from accounting.validation import check_count, check_options, check_real
 from accounting.vocabulary import Bound, Direction, as_bound, as_direction
 
 __all__ = ["Accountant", "ACCOUNTANTS", "MIN_STEP", "CURVE_OPTIONS", "check_accountant"]
@@ -131,8 +139,8 @@ class _Tiered:
         except GridSizeError:
             return self._default
 
-    def epsilon(self, delta: Any, direction: "Direction | str" = "max",
-                bound: "Bound | str" = "upper") -> Any:
+    def epsilon(self, delta: Any, direction: Direction | str = "max",
+                bound: Bound | str = "upper") -> Any:
         """ε(δ), as ``RefiningPLD.epsilon``."""
         dl = np.asarray(delta, dtype=float)
         deep = (dl > 0) & (dl < DEEP_BELOW)
@@ -145,8 +153,8 @@ class _Tiered:
         full[deep] = self._deep().epsilon(dl[deep], direction, bound)
         return full if full.ndim else full[()]
 
-    def delta(self, epsilon: Any, direction: "Direction | str" = "max",
-              bound: "Bound | str" = "upper") -> Any:
+    def delta(self, epsilon: Any, direction: Direction | str = "max",
+              bound: Bound | str = "upper") -> Any:
         """δ(ε), as ``RefiningPLD.delta``."""
         out = self._default.delta(epsilon, direction, bound)
         upper = out if as_bound(bound) is Bound.UPPER else \
@@ -161,12 +169,12 @@ class _Tiered:
         return full if full.ndim else full[()]
 
     def epsilon_interval(self, delta: Any,
-                         direction: "Direction | str" = "max") -> tuple[Any, Any]:
+                         direction: Direction | str = "max") -> tuple[Any, Any]:
         """(lower, upper) bracket of ε(δ)."""
         return (self.epsilon(delta, direction, "lower"), self.epsilon(delta, direction, "upper"))
 
     def delta_interval(self, epsilon: Any,
-                       direction: "Direction | str" = "max") -> tuple[Any, Any]:
+                       direction: Direction | str = "max") -> tuple[Any, Any]:
         """(lower, upper) bracket of δ(ε)."""
         return (self.delta(epsilon, direction, "lower"), self.delta(epsilon, direction, "upper"))
 
@@ -195,7 +203,7 @@ class Accountant:
 
     @classmethod
     def of(cls, ledger: Ledger, step: float = DEFAULT_STEP, *,
-           registry: Any = None) -> "Accountant":
+           registry: Any = None) -> Accountant:
         """An accountant whose composition is ``ledger`` (curves through ``registry``)."""
         if not isinstance(ledger, Ledger):
             raise TypeError(f"ledger must be a Ledger, got {type(ledger).__name__}")
@@ -211,7 +219,7 @@ class Accountant:
         return text if len(text) <= 200 else text[:198] + "…)"
 
     @_strict
-    def compose(self, mechanism: "Mechanism | Pair | Ledger", count: int = 1) -> "Accountant":
+    def compose(self, mechanism: Mechanism | Pair | Ledger, count: int = 1) -> Accountant:
         """Add ``count`` independent uses of ``mechanism`` (or of a whole ``Ledger``);
         returns self for chaining."""
         if not isinstance(mechanism, (Mechanism, Pair, Ledger)):
@@ -245,7 +253,7 @@ class Accountant:
         return self.state_dict()
 
     @classmethod
-    def from_dict(cls, data: Any, registry: Any = None) -> "Accountant":
+    def from_dict(cls, data: Any, registry: Any = None) -> Accountant:
         """Deprecated: use ``accounting.load`` (or ``accounting.serialization.
         from_document``)."""
         _deprecated("Accountant.from_dict()", "load")
@@ -311,7 +319,7 @@ class Accountant:
             return ("refining", with_lower, "deep") if deep else ("refining", with_lower)
 
         for with_lower in (True,) if lower else (False, True):
-            cached: Optional[RefiningPLD] = self._cache.get(key(with_lower))
+            cached: RefiningPLD | None = self._cache.get(key(with_lower))
             if cached is not None:
                 return cached
         options: dict[str, Any] = {"step": self.step, "lower": lower}
@@ -329,11 +337,11 @@ class Accountant:
         the full window, as ``curve(PLD)`` would (a calibration asks it at every σ)."""
         return self._refining(lower=False).provenance
 
-    def _tiered(self, lower: bool) -> "_Tiered":
+    def _tiered(self, lower: bool) -> _Tiered:
         return _Tiered(self._refining(lower), lambda: self._refining(lower, deep=True))
 
-    def _legacy(self, query: str, direction: Any, accountant: Optional[str]
-                ) -> tuple[Any, Optional[str]]:
+    def _legacy(self, query: str, direction: Any, accountant: str | None
+                ) -> tuple[Any, str | None]:
         """(direction, accountant name or None): the deprecated ``accountant=`` keyword
         (also given positionally, ``epsilon(delta, "rdp")``, where ``direction`` now
         sits) is read, with a DeprecationWarning naming the replacement."""
@@ -351,7 +359,7 @@ class Accountant:
         return direction, name
 
     def _query(self, query: str, x: Any, direction: Any, bound: Any,
-               accountant: Optional[str]) -> np.ndarray:
+               accountant: str | None) -> np.ndarray:
         direction, name = self._legacy(query, direction, accountant)
         d, b = as_direction(direction), as_bound(bound)
         answerer = (self.curve(ACCOUNTANTS[name]) if name not in (None, "pld")
@@ -361,7 +369,7 @@ class Accountant:
         out: np.ndarray = getattr(answerer, query)(x, d, b)
         return out
 
-    def under(self, accountant: str) -> "Accountant | Curve":
+    def under(self, accountant: str) -> Accountant | Curve:
         """What answers the queries under the representation named ``accountant`` (one
         of ``ACCOUNTANTS``; for callers that take the name as a string, such as the
         command line's ``--accountant``): this accountant for ``"pld"``, else its
@@ -371,8 +379,8 @@ class Accountant:
         return self if kind is PLD else self.curve(kind)
 
     @_strict
-    def epsilon(self, delta: "np.ndarray | float", direction: "Direction | str" = "max",
-                bound: "Bound | str" = "upper", *, accountant: Optional[str] = None
+    def epsilon(self, delta: np.ndarray | float, direction: Direction | str = "max",
+                bound: Bound | str = "upper", *, accountant: str | None = None
                 ) -> np.ndarray:
         """ε(δ) of the composition from its PLD (``Curve.epsilon``'s signature and
         meaning): ``direction`` ``"max"`` (default, the larger of both neighbouring
@@ -382,15 +390,15 @@ class Accountant:
         return self._query("epsilon", delta, direction, bound, accountant)
 
     @_strict
-    def delta(self, epsilon: "np.ndarray | float", direction: "Direction | str" = "max",
-              bound: "Bound | str" = "upper", *, accountant: Optional[str] = None
+    def delta(self, epsilon: np.ndarray | float, direction: Direction | str = "max",
+              bound: Bound | str = "upper", *, accountant: str | None = None
               ) -> np.ndarray:
         """δ(ε) of the composition from its PLD, as ``epsilon``; vectorised over ε."""
         return self._query("delta", epsilon, direction, bound, accountant)
 
     @_strict
-    def epsilon_interval(self, delta: "np.ndarray | float", direction: "Direction | str" = "max",
-                         *, rtol: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
+    def epsilon_interval(self, delta: np.ndarray | float, direction: Direction | str = "max",
+                         *, rtol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Certified (lower, upper) ε(δ) from the PLD.
 
         With ``rtol`` the grid is refined (step halved, at most ``MAX_REFINEMENTS``
@@ -405,8 +413,8 @@ class Accountant:
         return self._interval("epsilon", delta, direction, rtol)
 
     @_strict
-    def delta_interval(self, epsilon: "np.ndarray | float", direction: "Direction | str" = "max",
-                       *, rtol: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
+    def delta_interval(self, epsilon: np.ndarray | float, direction: Direction | str = "max",
+                       *, rtol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Certified (lower, upper) δ(ε) from the PLD; ``rtol`` as for
         ``epsilon_interval`` (upper − lower ≤ rtol·upper for every ε)."""
         return self._interval("delta", epsilon, direction, rtol)

@@ -23,7 +23,7 @@ import importlib.util
 import sys
 import types
 import warnings
-from typing import Any, Optional
+from typing import Any
 
 __all__ = ["MOVED", "AliasModule", "install"]
 
@@ -87,7 +87,7 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds an old path and loads it as an alias of the module at the new path."""
 
     def find_spec(self, fullname: str, path: object = None, target: object = None
-                  ) -> Optional[importlib.machinery.ModuleSpec]:
+                  ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in MOVED:
             return None
         return importlib.util.spec_from_loader(fullname, self)
@@ -113,7 +113,7 @@ class _Package(types.ModuleType):
         super().__setattr__(name, value)
 
 
-def install(package: Optional[types.ModuleType] = None) -> None:
+def install(package: types.ModuleType | None = None) -> None:
     """Register the alias finder once, and keep the aliases off the public names of
     ``package`` (called by ``accounting/__init__`` with itself)."""
     if not any(isinstance(f, _Alias) for f in sys.meta_path):

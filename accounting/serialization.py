@@ -44,16 +44,23 @@ import math
 import os
 import stat
 import tempfile
-from typing import Any, Mapping, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 import numpy as np
 
 from accounting.accountant import Accountant
 from accounting.ledger import Ledger
-from accounting.ledger.document import (SCHEMA, accountant_document, check_keys, check_schema,
-                                        ledger_document, read_accountant_document,
-                                        read_ledger_document)
+from accounting.ledger.document import (
+    SCHEMA,
+    accountant_document,
+    check_keys,
+    check_schema,
+    ledger_document,
+    read_accountant_document,
+    read_ledger_document,
+)
 from accounting.ledger.text import json_text, parse_json, parse_toml, toml_dumps
 from accounting.validation import check_depth
 
@@ -328,7 +335,7 @@ def dumps(obj: Any, *, format: str = "json", **json_options: Any) -> str:
     return json_text(to_document(obj), **json_options)
 
 
-def loads(text: "str | bytes", registry: Any = None, *, format: str = "json") -> Any:
+def loads(text: str | bytes, registry: Any = None, *, format: str = "json") -> Any:
     """The object of text written by ``dumps``: strict JSON (no NaN/Infinity literals,
     no duplicate keys) or TOML (``format="toml"``)."""
     fmt = _format(format)
@@ -336,7 +343,7 @@ def loads(text: "str | bytes", registry: Any = None, *, format: str = "json") ->
     return from_document(doc, registry)
 
 
-def save(obj: Any, path: "str | os.PathLike", *, format: "str | None" = None) -> None:
+def save(obj: Any, path: str | os.PathLike, *, format: str | None = None) -> None:
     """Write ``obj`` (a Ledger, Accountant, curve or audit report) to ``path``, as JSON
     or TOML: ``format`` (``"json"``, ``"toml"``), else from the suffix (``.json``,
     ``.toml``; any other is refused). The one way to save; ``load`` reads it back.
@@ -348,8 +355,8 @@ def save(obj: Any, path: "str | os.PathLike", *, format: "str | None" = None) ->
         fh.write(text if fmt == "toml" else text + "\n")
 
 
-def load(path: "str | os.PathLike", registry: Any = None, *,
-         format: "str | None" = None) -> Any:
+def load(path: str | os.PathLike, registry: Any = None, *,
+         format: str | None = None) -> Any:
     """Read back what ``save`` wrote (format as for ``save``): never unpickles, never
     executes anything."""
     text = read_text_file(path, MAX_DOCUMENT_BYTES, "document")   # a regular file first
@@ -358,7 +365,7 @@ def load(path: "str | os.PathLike", registry: Any = None, *,
     return from_document(doc, registry)
 
 
-def read_text_file(path: "str | os.PathLike", limit: int, what: str = "file",
+def read_text_file(path: str | os.PathLike, limit: int, what: str = "file",
                    hint: str = "file") -> str:
     """The UTF-8 text of ``path``: a regular file of at most ``limit`` bytes (a FIFO, a
     device or a directory is refused before it is opened, so reading cannot block or
@@ -395,7 +402,7 @@ def read_text_file(path: "str | os.PathLike", limit: int, what: str = "file",
                          f"{exc.start})") from None
 
 
-def check_writable_file(path: "str | os.PathLike", what: str = "file",
+def check_writable_file(path: str | os.PathLike, what: str = "file",
                         hint: str = "a file") -> None:
     """Refuse, before any work, a place where a file cannot be written: a ValueError
     ``"{what}: …"`` naming ``path`` and the reason. ``path`` must name a file (not be

@@ -35,15 +35,22 @@ through ``workload_from_dict`` (its ``mechanisms`` list and ``source`` are accep
 from __future__ import annotations
 
 import numbers
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
 
 from accounting.accountant import ACCOUNTANTS, Accountant, check_accountant
 from accounting.curves.pld import DEFAULT_STEP
-from accounting.ledger import (MAX_MECHANISM_DEPTH, Ledger, build_mechanism, coerce_parameter,
-                               ordered_parameters, parameter_kind)
+from accounting.ledger import (
+    MAX_MECHANISM_DEPTH,
+    Ledger,
+    build_mechanism,
+    coerce_parameter,
+    ordered_parameters,
+    parameter_kind,
+)
 from accounting.pairs.mechanism import Mechanism, Neighbouring
 from accounting.registry.registry import Registry, default_registry
 from accounting.validation import check_array, check_depth, check_positive
@@ -147,17 +154,17 @@ class Workload:
     uses: tuple[Use, ...]
     source: str = "<workload>"
     description: str = ""
-    delta: Optional[tuple[float, ...]] = None
-    epsilon: Optional[tuple[float, ...]] = None
-    accountant_name: Optional[str] = None
-    step: Optional[float] = None
+    delta: tuple[float, ...] | None = None
+    epsilon: tuple[float, ...] | None = None
+    accountant_name: str | None = None
+    step: float | None = None
 
     @property
     def ledger(self) -> Ledger:
         """The composition: every use, merged (a mechanism listed twice counts twice)."""
         return Ledger(tuple((u.mechanism, u.count) for u in self.uses))
 
-    def accountant(self, step: Optional[float] = None) -> Accountant:
+    def accountant(self, step: float | None = None) -> Accountant:
         """A fresh ``Accountant`` composing every use (``step``: the PLD grid step)."""
         step = step if step is not None else (self.step if self.step is not None else DEFAULT_STEP)
         return Accountant.of(self.ledger, step=step)
@@ -224,7 +231,7 @@ def _flatten_entries(entries: Any, source: str) -> list:
 
 
 def workload_from_dict(data: Mapping[str, Any], source: str = "<workload>",
-                       registry: Optional[Registry] = None) -> Workload:
+                       registry: Registry | None = None) -> Workload:
     """A workload from the parsed TOML table ``data`` (see the module docstring), or from
     the ``Workload.as_dict`` form (``source`` and a ``mechanisms`` list)."""
     registry = registry or default_registry()
@@ -289,7 +296,7 @@ def workload_from_dict(data: Mapping[str, Any], source: str = "<workload>",
 
 
 def parse_workload(text: str, source: str = "<workload>",
-                   registry: Optional[Registry] = None) -> Workload:
+                   registry: Registry | None = None) -> Workload:
     """A workload from TOML text."""
     import tomllib
     try:
@@ -302,7 +309,7 @@ def parse_workload(text: str, source: str = "<workload>",
     return workload_from_dict(data, source, registry)
 
 
-def load_workload(path: "str | object", registry: Optional[Registry] = None) -> Workload:
+def load_workload(path: str | object, registry: Registry | None = None) -> Workload:
     """A workload from a TOML file: a regular file of at most ``MAX_WORKLOAD_BYTES``,
     in UTF-8 (a FIFO, a device or a directory is refused before it is opened, so
     that reading cannot block or run forever)."""

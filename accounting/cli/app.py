@@ -39,19 +39,28 @@ library's log messages (level INFO; ``--debug``: DEBUG) on stderr.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import logging
 import os
 import sys
 import traceback
 import warnings
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from accounting import __version__
-from accounting.cli.base import (EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, PROG, CLIError, Parser,
-                                 RawHelpFormatter, UserCodeError, is_usage_error, one_line,
-                                 stdout_to_stderr)
+from accounting.cli.base import (
+    EXIT_INTERNAL,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    PROG,
+    CLIError,
+    Parser,
+    RawHelpFormatter,
+    UserCodeError,
+    is_usage_error,
+    one_line,
+    stdout_to_stderr,
+)
 from accounting.registry.registry import PluginError, Registry, default_registry
 
 __all__ = ["main", "COMMANDS", "CLIError", "UserCodeError", "EXIT_USAGE",
@@ -165,7 +174,7 @@ def _logging(level: int) -> logging.Handler:
     return handler
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); the exit status."""
     argv = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
     argv, debug, verbose = _split_flags(argv)

@@ -15,13 +15,21 @@ import math
 import os
 import stat
 import sys
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
-from accounting.cli.base import (EXIT_REJECTED, CLIError, UserCodeError, count_text,
-                                 one_line, parse_float, parse_int, stdout_to_stderr,
-                                 unknown_name_error)
+from accounting.cli.base import (
+    EXIT_REJECTED,
+    CLIError,
+    UserCodeError,
+    count_text,
+    one_line,
+    parse_float,
+    parse_int,
+    stdout_to_stderr,
+    unknown_name_error,
+)
 from accounting.registry.registry import Registry
 from accounting.validation import check_positive, check_real
 
@@ -221,7 +229,7 @@ def _check_audit_claim(epsilon: float, delta: float) -> None:
                        f"{epsilon:g}")
 
 
-def _auditor(name: Optional[str], registry: Registry) -> Any:
+def _auditor(name: str | None, registry: Registry) -> Any:
     """The auditor named ``name``, or without a name the only one registered."""
     if name is None:
         if len(registry.auditors) == 1:

@@ -10,8 +10,9 @@ import argparse
 import contextlib
 import re
 import sys
+from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from accounting.registry.registry import PluginError, did_you_mean
 from accounting.workload import MAX_COUNT, MAX_COUNT_TEXT, WorkloadError
@@ -36,7 +37,7 @@ class _ShowDefaults:
     unless the help already says what the default is, or there is none to show
     (None, False, a suppressed value)."""
 
-    def _get_help_string(self, action: argparse.Action) -> Optional[str]:
+    def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
         default = action.default
         if ("default" in text or "%(default)" in text or default is None or default is False
@@ -219,6 +220,6 @@ def is_usage_error(exc: BaseException) -> bool:
     return False
 
 
-def refusal_reason(exc: BaseException) -> Optional[str]:
+def refusal_reason(exc: BaseException) -> str | None:
     """The one-line reason if ``exc`` is a refusal (a usage error), else None."""
     return one_line(exc) if is_usage_error(exc) else None

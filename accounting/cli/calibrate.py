@@ -26,8 +26,15 @@ import time
 from typing import Any
 
 from accounting.accountant import ACCOUNTANTS
-from accounting.cli.base import (PROG, CLIError, count_text, is_usage_error, one_line,
-                                 parse_float, raised_in)
+from accounting.cli.base import (
+    PROG,
+    CLIError,
+    count_text,
+    is_usage_error,
+    one_line,
+    parse_float,
+    raised_in,
+)
 from accounting.cli.output import json_num, show_num, show_param, show_seconds
 from accounting.cli.parser import mechanism_help, mechanism_names, parse_params
 from accounting.curves.pld import DEFAULT_STEP

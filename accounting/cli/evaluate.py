@@ -7,7 +7,7 @@ answer is looser than another's.
 from __future__ import annotations
 
 import time
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from accounting.workload import Workload
 __all__: list[str] = []
 
 
-def accountant_names(choice: Optional[str], workload: Workload) -> list[str]:
+def accountant_names(choice: str | None, workload: Workload) -> list[str]:
     """The accountants to run: ``--accountant``, else the workload's, else all of them."""
     choice = choice or workload.accountant_name or "all"
     return list(ACCOUNTANTS) if choice == "all" else [choice]
@@ -49,8 +49,11 @@ def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, in
     Prop. 12), so the answer is an upper bound; it can only be slightly above the
     engine's per-value optimum. Returns the answers and the number of orders used.
     """
-    from accounting.curves.converters import (improved_epsilon, improved_log_delta,
-                                              with_order_infinity)
+    from accounting.curves.converters import (
+        improved_epsilon,
+        improved_log_delta,
+        with_order_infinity,
+    )
     from accounting.numerics.order_search import minimise_on_shared_orders
     from accounting.vocabulary import Direction
     directions = ((Direction.FORWARD,) if getattr(rdp, "symmetric", False) is True
@@ -93,7 +96,7 @@ def evaluate_workload(workload: Workload, query: str, values: np.ndarray, names:
     """
     acct = workload.accountant(step)
     results: dict[str, dict] = {}
-    first_error: Optional[Exception] = None
+    first_error: Exception | None = None
     for name in names:
         t0 = time.perf_counter()
         try:
@@ -163,8 +166,8 @@ def looseness_notes(query: str, results: dict[str, dict]) -> list[str]:
     return notes
 
 
-def query_values(query: str, given: Optional[list[float]], workload: Workload,
-                 default: Optional[tuple[float, ...]] = None) -> np.ndarray:
+def query_values(query: str, given: list[float] | None, workload: Workload,
+                 default: tuple[float, ...] | None = None) -> np.ndarray:
     """The δ (``query == "epsilon"``) or ε values to query: given on the command line, else
     the workload's, else ``default``; none at all is a CLIError naming the flag."""
     values = given if given is not None else (workload.delta if query == "epsilon"
@@ -181,7 +184,7 @@ def query_values(query: str, given: Optional[list[float]], workload: Workload,
     return check_array("epsilon", list(values), allow_inf=True)
 
 
-def workload_step(ns_step: Optional[float], workload: Workload) -> float:
+def workload_step(ns_step: float | None, workload: Workload) -> float:
     """The PLD grid step: ``--step``, else the workload's, else ``DEFAULT_STEP`` (checked > 0)."""
     step = ns_step if ns_step is not None else workload.step
     return check_positive("step", step if step is not None else DEFAULT_STEP)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import tomllib
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 
-from accounting.cli.base import (CLIError, Parser, RawHelpFormatter, parse_float, parse_int)
+from accounting.cli.base import CLIError, Parser, RawHelpFormatter, parse_float, parse_int
 from accounting.registry.registry import Registry, did_you_mean
 from accounting.validation import check_depth
 from accounting.workload import Use, make_use, parameter_kind
@@ -86,7 +87,7 @@ def parameters_in_order(cls: type) -> list[attrs.Attribute]:
 
 
 def param_parser(prog: str, cls: type, *,
-                 add_options: Optional[Callable[[argparse.ArgumentParser], None]] = None
+                 add_options: Callable[[argparse.ArgumentParser], None] | None = None
                   ) -> Parser:
     """A parser of ``--NAME VALUE`` for each parameter of mechanism class ``cls``.
 
@@ -120,7 +121,7 @@ def param_parser(prog: str, cls: type, *,
 
 
 def parse_params(prog: str, cls: type, extras: list[str], rest_hint: Callable[[], str],
-                 *, solve: Optional[str] = None, options: Sequence[str] = ()) -> dict:
+                 *, solve: str | None = None, options: Sequence[str] = ()) -> dict:
     """The ``--PARAM VALUE`` options of mechanism class ``cls`` in ``extras``; an
     unknown option or a stray argument is refused (``rest_hint()`` says where to look),
     and so is a missing required parameter other than ``solve``.
@@ -168,7 +169,7 @@ def mechanism_use(prog: str, name: str, extras: list[str], registry: Registry,
                     count)
 
 
-def mechanism_help(prog: str, mechanism: Optional[str], registry: Registry,
+def mechanism_help(prog: str, mechanism: str | None, registry: Registry,
                    description: str, add_options: Callable[[argparse.ArgumentParser], None]
                     ) -> int:
     """``--help`` of a subcommand taking MECHANISM: its options, and with a MECHANISM

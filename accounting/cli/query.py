@@ -16,12 +16,20 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from accounting.cli import evaluate as ev
 from accounting.cli.base import PROG, CLIError, Parser, count_text, parse_float
-from accounting.cli.output import (is_certified, json_num, print_note, provenance_lines,
-                                   results_json, results_table, shorten)
+from accounting.cli.output import (
+    is_certified,
+    json_num,
+    print_note,
+    provenance_lines,
+    results_json,
+    results_table,
+    shorten,
+)
 from accounting.cli.parser import mechanism_names, mechanism_use, param_parser
 from accounting.curves.pld import DEFAULT_STEP
 from accounting.registry.registry import Registry
@@ -30,7 +38,7 @@ from accounting.workload import ACCOUNTANT_CHOICES, MAX_COUNT_TEXT, Workload, lo
 __all__: list[str] = []
 
 
-def check_plot(path: "str | None") -> None:
+def check_plot(path: str | None) -> None:
     """Refuse ``--plot`` up front (before any accounting) when matplotlib is missing,
     the path is empty, a directory or has no known suffix (the format follows the
     suffix and is never guessed: ``plot.format``), or no file can be written there

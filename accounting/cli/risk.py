@@ -27,14 +27,20 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
-from accounting.analysis.clt import clt_mu, gdp_tpr
 from accounting.accountant import ACCOUNTANTS
-from accounting.analysis.risk import (GDP_ALPHA, advantage, bayes_risk, gdp_mu, tpr_at_fpr,
-                                      tradeoff_gdp_mu)
+from accounting.analysis.clt import clt_mu, gdp_tpr
+from accounting.analysis.risk import (
+    GDP_ALPHA,
+    advantage,
+    bayes_risk,
+    gdp_mu,
+    tpr_at_fpr,
+    tradeoff_gdp_mu,
+)
 from accounting.cli import evaluate as ev
 from accounting.cli.base import PROG, CLIError, count_text, parse_float, refusal_reason
 from accounting.cli.output import json_num, shorten, show_num

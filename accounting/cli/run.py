@@ -19,8 +19,15 @@ from accounting import __version__
 from accounting.analysis.risk import GDP_ALPHA, tradeoff_gdp_mu
 from accounting.cli import evaluate as ev
 from accounting.cli.base import PROG, CLIError, refusal_reason, unknown_name_error
-from accounting.cli.output import (json_num, print_note, results_json, results_table, shorten,
-                                   show_num, show_seconds)
+from accounting.cli.output import (
+    json_num,
+    print_note,
+    results_json,
+    results_table,
+    shorten,
+    show_num,
+    show_seconds,
+)
 from accounting.cli.query import query_options
 from accounting.registry.registry import Job, Registry
 from accounting.workload import Workload, load_workload, workload_from_dict

@@ -17,9 +17,9 @@ from typing import Any
 
 from accounting.cli.base import CLIError, count_text, parse_float, stdout_to_stderr
 from accounting.parallel.executor import Engine, EngineError, TaskError
-from accounting.progress import format_duration
 from accounting.parallel.sweep import load_sweep, run_sweep
 from accounting.parallel.table import encode_json
+from accounting.progress import format_duration
 from accounting.registry.registry import Registry
 
 __all__: list[str] = []

@@ -76,7 +76,8 @@ real orders, determines no φ.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
@@ -99,7 +100,7 @@ _EPS = float(np.finfo(float).eps)
 _DIRECTIONS = (_FWD, _BWD)
 
 
-def law_log_mgf(law: LossPMF, z: "np.ndarray | complex") -> np.ndarray:
+def law_log_mgf(law: LossPMF, z: np.ndarray | complex) -> np.ndarray:
     """log Σ_k m_k e^{z ℓ_k} over the finite atoms of ``law``, for complex z (the
     principal branch; −∞ + 0j where the law has no finite atom). At z = it its
     exponential is the law's (defective) characteristic function E[e^{itL}; L < ∞]."""
@@ -171,7 +172,7 @@ def discretisation_factor(t: np.ndarray, step: float, pessimistic: bool) -> np.n
     return out
 
 
-def _check_decay(value: Any) -> tuple[Optional[float], Optional[float]]:
+def _check_decay(value: Any) -> tuple[float | None, float | None]:
     fwd, bwd = value
     return tuple(None if v is None else check_real("PhiTerm.decay", v, lo=0.0, lo_open=True)
                  for v in (fwd, bwd))   # type: ignore[return-value]
@@ -184,7 +185,7 @@ class AnalyticContinuation:
     carries so that ``rdp_to_characteristic`` can continue it."""
 
     fn: ComplexFn
-    decay: tuple[Optional[float], Optional[float]] = attrs.field(default=(None, None),
+    decay: tuple[float | None, float | None] = attrs.field(default=(None, None),
                                                                  converter=_check_decay)
 
     def __call__(self, z: np.ndarray, direction: Direction) -> np.ndarray:
@@ -203,16 +204,16 @@ class PhiTerm:
     error)."""
 
     cgf: ComplexFn
-    error: Optional[Callable[[np.ndarray, Direction], np.ndarray]] = None
-    decay: tuple[Optional[float], Optional[float]] = attrs.field(default=(None, None),
+    error: Callable[[np.ndarray, Direction], np.ndarray] | None = None
+    decay: tuple[float | None, float | None] = attrs.field(default=(None, None),
                                                                  converter=_check_decay)
-    lattice: Optional[Callable[[float], PLD]] = None
+    lattice: Callable[[float], PLD] | None = None
     exactness: Exactness = attrs.field(default=Exactness.EXACT,
                                        validator=attrs.validators.instance_of(Exactness))
     label: str = "φ"
 
     @classmethod
-    def from_laws(cls, forward: LossPMF, backward: LossPMF, label: str = "laws") -> "PhiTerm":
+    def from_laws(cls, forward: LossPMF, backward: LossPMF, label: str = "laws") -> PhiTerm:
         """The exact term of two finite loss laws (its φ is theirs); on a grid, the
         laws are also its lattice at their own step (a bracket of width zero)."""
         laws = {_FWD: forward, _BWD: backward}
@@ -244,7 +245,7 @@ def _terms(value: Any) -> tuple[tuple[int, PhiTerm], ...]:
     return tuple(out)
 
 
-def _concrete(direction: "Direction | str") -> Direction:
+def _concrete(direction: Direction | str) -> Direction:
     d = as_direction(direction)
     if d is Direction.MAX:
         raise ValueError("direction must be 'forward' or 'backward' for a characteristic "
@@ -267,7 +268,7 @@ class CharacteristicFunction(Curve):
 
     NATIVE = frozenset()
 
-    def cgf(self, z: "np.ndarray | complex", direction: "Direction | str" = "forward"
+    def cgf(self, z: np.ndarray | complex, direction: Direction | str = "forward"
             ) -> np.ndarray:
         """Σ_i c_i K_i(z) at complex orders z (finite); φ(t) = exp(cgf(it))."""
         d = _concrete(direction)
@@ -279,7 +280,7 @@ class CharacteristicFunction(Curve):
             total = total + c * np.asarray(term.cgf(zz, d), dtype=complex)
         return total
 
-    def phi(self, t: "np.ndarray | float", direction: "Direction | str" = "forward"
+    def phi(self, t: np.ndarray | float, direction: Direction | str = "forward"
             ) -> np.ndarray:
         """φ(t) = Π_i φ_i(t)^{c_i} for real t, each φ_i clipped to |φ_i| ≤ 1."""
         d = _concrete(direction)
@@ -290,7 +291,7 @@ class CharacteristicFunction(Curve):
             total = total + c * (k - np.maximum(k.real, 0.0))   # |e^k| ≤ 1
         return np.exp(total)
 
-    def error(self, t: "np.ndarray | float", direction: "Direction | str" = "forward"
+    def error(self, t: np.ndarray | float, direction: Direction | str = "forward"
               ) -> np.ndarray:
         """A bound on |φ_true(t) − phi(t)|: Σ c_i e_i(t) plus rounding, at most 2."""
         d = _concrete(direction)
@@ -310,7 +311,7 @@ class CharacteristicFunction(Curve):
                f"{float(np.abs(self.phi(1.0))):.4g}"
 
     # ----------------------------------------------------------- composition
-    def compose(self, other: Curve) -> "CharacteristicFunction":
+    def compose(self, other: Curve) -> CharacteristicFunction:
         """The φ of the product pair: the product of both (terms concatenated)."""
         if not isinstance(other, CharacteristicFunction):
             raise TypeError(f"can only compose a CharacteristicFunction with a "
@@ -318,16 +319,16 @@ class CharacteristicFunction(Curve):
         return CharacteristicFunction(self.terms + other.terms,
                                       provenance=self.provenance.join(other.provenance))
 
-    def self_compose(self, count: int) -> "CharacteristicFunction":
+    def self_compose(self, count: int) -> CharacteristicFunction:
         """The φ of ``count`` independent copies: φ^count."""
         n = check_count("count", count)
         return CharacteristicFunction(tuple((c * n, term) for c, term in self.terms),
                                       provenance=self.provenance)
 
-    def __add__(self, other: Curve) -> "CharacteristicFunction":
+    def __add__(self, other: Curve) -> CharacteristicFunction:
         return self.compose(other)
 
-    def __mul__(self, count: int) -> "CharacteristicFunction":
+    def __mul__(self, count: int) -> CharacteristicFunction:
         return self.self_compose(count)
 
     __rmul__ = __mul__
@@ -464,7 +465,7 @@ def _invert(curve: CharacteristicFunction, d: Direction, step: float, tail: floa
     return LossPMF.on_grid(step, lo, kept, inf_mass=inf_low, slack=slack)
 
 
-def characteristic_to_pld(curve: CharacteristicFunction, step: Optional[float] = None,
+def characteristic_to_pld(curve: CharacteristicFunction, step: float | None = None,
                           tail: float = DEFAULT_TAIL, lower: bool = True,
                           **unknown: Any) -> PLD:
     """The certified PLD of ``curve`` on the grid of ``step`` (default

@@ -15,23 +15,32 @@ Every converter takes the options ``GRID_OPTIONS`` and refuses any other keyword
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
-from accounting.vocabulary import Direction, Exactness
-from accounting.numerics.discretise import (connect_the_dots, convex_minorant, grid_indices,
-                                           grid_profiles, profile_support)
-from accounting.numerics.loss import LossPMF
-from accounting.numerics.order_search import ORDER_GRID, envelope_sup, minimise_over_orders
-from accounting.curves.characteristic import (CharacteristicFunction, characteristic_to_pld,
-                                              rdp_to_characteristic)
+from accounting.curves.characteristic import (
+    CharacteristicFunction,
+    characteristic_to_pld,
+    rdp_to_characteristic,
+)
 from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, check_step
 from accounting.curves.profile import FunctionSide, LawSide, PrivacyProfile
 from accounting.curves.rdp import CGF, RDP
 from accounting.curves.tradeoff import TradeOff, VertexSide
-from accounting.validation import check_real
 from accounting.curves.zcdp import ZCDP
+from accounting.numerics.discretise import (
+    connect_the_dots,
+    convex_minorant,
+    grid_indices,
+    grid_profiles,
+    profile_support,
+)
+from accounting.numerics.loss import LossPMF
+from accounting.numerics.order_search import envelope_sup, minimise_over_orders
+from accounting.validation import check_real
+from accounting.vocabulary import Direction, Exactness
 
 __all__ = ["CONVERTERS", "HOME_KINDS",
            "GRID_OPTIONS", "check_options", "profile_to_pld", "profile_laws", "rdp_delta", "law_limit",
@@ -73,8 +82,8 @@ def check_options(where: str, options: Mapping[str, Any]) -> dict:
 
 # ------------------------------------------------------------------ profile → PLD
 def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
-                       ranges: Optional[dict] = None, grids: Optional[dict] = None,
-                       largest: "Callable[[Direction], Optional[float]] | None" = None):
+                       ranges: dict | None = None, grids: dict | None = None,
+                       largest: Callable[[Direction], float | None] | None = None):
     """(forward, backward) PMFs from a two-directional profile function, the support
     ranges, and the grid values per direction (``grids``: values already computed for
     this very ``delta``, reused instead of evaluated again). Both directions' grids
@@ -111,7 +120,7 @@ def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
     return tuple(laws), ranges, grids
 
 
-def profile_to_pld(profile: PrivacyProfile, step: Optional[float] = None,
+def profile_to_pld(profile: PrivacyProfile, step: float | None = None,
                    tail: float = DEFAULT_TAIL, lower: bool = True, **unknown: Any) -> PLD:
     """Connect-the-dots PLD (upper) and convex-minorant PLD (lower) of a profile.
 
@@ -125,7 +134,7 @@ def profile_to_pld(profile: PrivacyProfile, step: Optional[float] = None,
     return PLD(*profile_laws(profile, opts["step"], opts["tail"], opts["lower"]))
 
 
-def profile_laws(profile: PrivacyProfile, step: Optional[float], tail: float, lower: bool
+def profile_laws(profile: PrivacyProfile, step: float | None, tail: float, lower: bool
                  ) -> tuple:
     """(upper laws, lower laws or None) of ``profile_to_pld``, for options already
     checked by ``check_options`` (a pair's curve builders: ``pair.curve`` checked them)."""
@@ -211,7 +220,7 @@ def improved_epsilon(k: np.ndarray, t: np.ndarray, log_delta: np.ndarray) -> np.
 
 
 def with_order_infinity(query: str, values: np.ndarray, out: np.ndarray,
-                        sup: Optional[float]) -> np.ndarray:
+                        sup: float | None) -> np.ndarray:
     """The order α = ∞ joined to a conversion's minimum over finite orders ``out``
     (δ at ε = ``values``, or ε at δ with ``values`` = log δ), given an upper bound
     ``sup`` on D_∞ (None or +∞: nothing to add). D_∞ = ess sup of the loss (van Erven
@@ -225,7 +234,7 @@ def with_order_infinity(query: str, values: np.ndarray, out: np.ndarray,
 
 
 def rdp_delta(cgf: Callable[[np.ndarray], np.ndarray], eps: np.ndarray,
-              sup: Optional[float] = None) -> np.ndarray:
+              sup: float | None = None) -> np.ndarray:
     """δ(ε) ≤ inf_α e^{(α−1)(D_α−ε)}(1 − 1/α)^{α−1}/α, over continuous α > 1
     (``order_search.minimise_over_orders``), and over α = ∞ where ``sup`` (an upper
     bound on D_∞ of the direction) is finite: δ(ε) = 0 for ε ≥ D_∞
@@ -241,7 +250,7 @@ def rdp_delta(cgf: Callable[[np.ndarray], np.ndarray], eps: np.ndarray,
 
 
 def rdp_epsilon(cgf: Callable[[np.ndarray], np.ndarray], delta: np.ndarray,
-                sup: Optional[float] = None) -> np.ndarray:
+                sup: float | None = None) -> np.ndarray:
     """ε(δ) = inf_α D_α + log(1 − 1/α) − (log δ + log α)/(α − 1), never below 0; the
     order α = ∞ joins the infimum where ``sup`` (an upper bound on D_∞) is finite:
     ε(δ) ≤ D_∞ at every δ ≥ 0, δ = 0 included (``with_order_infinity``)."""

@@ -14,10 +14,11 @@ otherwise; ``explain(query)`` says which.
 
 from __future__ import annotations
 
-import enum
 import numbers
+import types
 import typing
-from typing import Any, Callable, ClassVar, Optional
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
@@ -46,13 +47,13 @@ class Provenance:
         default=(), converter=lambda p: (p,) if isinstance(p, str) else tuple(p),
         validator=lambda _, __, path: _check_path(path))
 
-    def then(self, step: str, exactness: Exactness) -> "Provenance":
+    def then(self, step: str, exactness: Exactness) -> Provenance:
         combined = self.exactness.then(exactness)
         if combined is None:
             raise ValueError(f"cannot chain a {self.exactness.value} with a {exactness.value}")
         return Provenance(combined, self.path + (step,))
 
-    def join(self, other: "Provenance") -> "Provenance":
+    def join(self, other: Provenance) -> Provenance:
         """The provenance of a composition of two curves (the weaker label)."""
         worst = self.exactness.then(other.exactness)
         if worst is None:
@@ -66,7 +67,7 @@ class Provenance:
         return f"{self.exactness.value} ({route})"
 
 
-def directional_max(fn: Callable[[Direction], np.ndarray], direction: "Direction | str") -> np.ndarray:
+def directional_max(fn: Callable[[Direction], np.ndarray], direction: Direction | str) -> np.ndarray:
     """max over the concrete directions of ``direction`` of fn(d)."""
     comps = as_direction(direction).components
     return np.max([fn(d) for d in comps], axis=0) if len(comps) > 1 else fn(comps[0])
@@ -84,7 +85,7 @@ def _side_spec(cls: type) -> dict:
         spec = {}
         for name in ("upper", "lower"):
             hint = hints.get(name)
-            if typing.get_origin(hint) is typing.Union:   # Optional[X]
+            if typing.get_origin(hint) in (typing.Union, types.UnionType):   # X | None
                 hint = next(a for a in typing.get_args(hint) if a is not type(None))
             spec[name] = hint
         _SPECS[cls] = spec
@@ -157,7 +158,7 @@ def check_no_rtol(curve: object, rtol: object) -> None:
 def deprecated_operator(old: str, new: str) -> None:
     """Warn (``DeprecationWarning``, at the caller of the operator) that the composition
     route ``old`` goes in the next release and ``new`` replaces it."""
-    import warnings   # only on the deprecated paths
+    import warnings  # only on the deprecated paths
     warnings.warn(f"{old} is deprecated and will be removed in the next release; use {new}",
                   DeprecationWarning, stacklevel=3)
 
@@ -215,7 +216,7 @@ class Curve:
         """Kind-specific checks of the contents beyond the side types (a ValueError
         naming what is inconsistent); none by default."""
 
-    def _side(self, bound: "Bound | str", query: Optional[str] = None) -> Any:
+    def _side(self, bound: Bound | str, query: str | None = None) -> Any:
         b = as_bound(bound)
         what = f"{type(self).__name__}.{query}" if query else f"this {type(self).__name__}"
         if b is Bound.UPPER and self.provenance.exactness is Exactness.LOWER:
@@ -228,73 +229,73 @@ class Curve:
         return side
 
     # ----------------------------------------------------------------- queries
-    def delta(self, epsilon: "np.ndarray | float", direction: "Direction | str" = "max",
-              bound: "Bound | str" = "upper") -> np.ndarray:
+    def delta(self, epsilon: np.ndarray | float, direction: Direction | str = "max",
+              bound: Bound | str = "upper") -> np.ndarray:
         """δ(ε), vectorised over ε (any real ε; ±∞ allowed); ``max``: the larger δ."""
         eps = check_array("epsilon", epsilon, allow_inf=True)
         return self._query("delta", eps, direction, bound)
 
-    def epsilon(self, delta: "np.ndarray | float", direction: "Direction | str" = "max",
-                bound: "Bound | str" = "upper") -> np.ndarray:
+    def epsilon(self, delta: np.ndarray | float, direction: Direction | str = "max",
+                bound: Bound | str = "upper") -> np.ndarray:
         """The smallest ε ≥ 0 with δ(ε) ≤ delta, vectorised over delta in (0, 1)
         (δ = 0, pure DP, too where the kind carries loss laws: ``PURE_DP``)."""
         dl = check_array("delta", delta, lo=0.0, hi=1.0, lo_open=not self.PURE_DP,
                          hi_open=True)
         return self._query("epsilon", dl, direction, bound)
 
-    def beta(self, alpha: "np.ndarray | float", direction: "Direction | str" = "max",
-             bound: "Bound | str" = "upper") -> np.ndarray:
+    def beta(self, alpha: np.ndarray | float, direction: Direction | str = "max",
+             bound: Bound | str = "upper") -> np.ndarray:
         """β = T(α) for α in [0, 1]: ``forward`` T(P, Q), ``backward`` T(Q, P), ``max``
         their pointwise min (the pessimistic summary). The sound side is the smaller β."""
         a = check_array("alpha", alpha, lo=0.0, hi=1.0)
         return self._query("beta", a, direction, bound)
 
-    def renyi(self, alpha: "np.ndarray | float", direction: "Direction | str" = "max",
-              bound: "Bound | str" = "upper") -> np.ndarray:
+    def renyi(self, alpha: np.ndarray | float, direction: Direction | str = "max",
+              bound: Bound | str = "upper") -> np.ndarray:
         """The Rényi divergence D_α for real orders α ≥ 1, vectorised; α = 1 is the KL
         divergence E_P[L] and α = ∞ the max divergence ess sup L (the pure-DP ε; +∞
         where the loss is unbounded or no finite bound is known), see ``RDP``."""
         a = check_array("alpha", alpha, lo=1.0, allow_inf=True)
         return self._query("renyi", a, direction, bound)
 
-    def rho(self, direction: "Direction | str" = "max", bound: "Bound | str" = "upper") -> float:
+    def rho(self, direction: Direction | str = "max", bound: Bound | str = "upper") -> float:
         """The zCDP parameter ρ = sup_{α>1} D_α/α (Bun and Steinke 2016,
         arXiv:1605.02065, Def. 1.1)."""
         return float(self._query("rho", None, direction, bound))
 
-    def rdp(self, alphas: "np.ndarray | float", direction: "Direction | str" = "max",
-            bound: "Bound | str" = "upper") -> np.ndarray:
+    def rdp(self, alphas: np.ndarray | float, direction: Direction | str = "max",
+            bound: Bound | str = "upper") -> np.ndarray:
         """D_α for an array of real orders α ≥ 1 (the same as ``renyi``)."""
         return self.renyi(alphas, direction, bound)
 
-    def delta_interval(self, epsilon: "np.ndarray | float", direction: "Direction | str" = "max",
-                       *, rtol: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
+    def delta_interval(self, epsilon: np.ndarray | float, direction: Direction | str = "max",
+                       *, rtol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) bracket of δ(ε). ``rtol`` (refine until upper − lower ≤
         rtol·upper) is the ``Accountant``'s: a curve is fixed and cannot refine, so
         it accepts ``rtol=None`` only (``check_no_rtol``)."""
         check_no_rtol(self, rtol)
         return self.delta(epsilon, direction, Bound.LOWER), self.delta(epsilon, direction, Bound.UPPER)
 
-    def epsilon_interval(self, delta: "np.ndarray | float", direction: "Direction | str" = "max",
-                         *, rtol: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
+    def epsilon_interval(self, delta: np.ndarray | float, direction: Direction | str = "max",
+                         *, rtol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) bracket of ε(δ); ``rtol`` as for ``delta_interval``."""
         check_no_rtol(self, rtol)
         return (self.epsilon(delta, direction, Bound.LOWER),
                 self.epsilon(delta, direction, Bound.UPPER))
 
-    def beta_interval(self, alpha, direction: "Direction | str" = "max"):
+    def beta_interval(self, alpha, direction: Direction | str = "max"):
         """(smaller, larger) bracket of β(α): the sound side first (it is the smaller β)."""
         return self.beta(alpha, direction, Bound.UPPER), self.beta(alpha, direction, Bound.LOWER)
 
-    def renyi_interval(self, alpha, direction: "Direction | str" = "max"):
+    def renyi_interval(self, alpha, direction: Direction | str = "max"):
         """(lower, upper) bracket of D_α."""
         return self.renyi(alpha, direction, Bound.LOWER), self.renyi(alpha, direction, Bound.UPPER)
 
-    def rho_interval(self, direction: "Direction | str" = "max") -> tuple[float, float]:
+    def rho_interval(self, direction: Direction | str = "max") -> tuple[float, float]:
         """(lower, upper) bracket of ρ."""
         return self.rho(direction, Bound.LOWER), self.rho(direction, Bound.UPPER)
 
-    def answered_by(self, query: str) -> "Curve":
+    def answered_by(self, query: str) -> Curve:
         """The curve whose own formula answers ``query``: this one if the query is in
         ``NATIVE``, else its conversion (default options) to the kind that has the
         formula, made once and kept."""
@@ -317,8 +318,8 @@ class Curve:
         rdp→profile (improved conversion))``)."""
         return self.answered_by(query).provenance
 
-    def _query(self, query: str, x: Optional[np.ndarray], direction: "Direction | str",
-               bound: "Bound | str") -> Any:
+    def _query(self, query: str, x: np.ndarray | None, direction: Direction | str,
+               bound: Bound | str) -> Any:
         d, b = as_direction(direction), as_bound(bound)
         target = self.answered_by(query)
         if target is not self:
@@ -337,33 +338,33 @@ class Curve:
         return (np.min if query == "beta" else np.max)(vals, axis=0)
 
     # ------------------------------------------------------------- conversion
-    def to(self, kind: type, *, registry=None, allow_lower: bool = False, **options) -> "Curve":
+    def to(self, kind: type, *, registry=None, allow_lower: bool = False, **options) -> Curve:
         """Convert to another curve kind along the best registered path; lower-bound
         converters are used only with ``allow_lower``. Options the path's converters
         do not know are refused (TypeError naming them)."""
-        from accounting.curves.graph import convert   # the graph imports this module
+        from accounting.curves.graph import convert  # the graph imports this module
         return convert(self, kind, registry=registry, allow_lower=allow_lower, **options)
 
     # ------------------------------------------------------------ composition
-    def compose(self, other: "Curve") -> "Curve":
+    def compose(self, other: Curve) -> Curve:
         """The curve of the independent composition (this kind's rule, which
         ``accounting.compose`` applies); kinds without a composition rule refuse
         (TypeError naming the kinds)."""
         raise TypeError(f"a {type(self).__name__} does not compose (with a "
                         f"{type(other).__name__}); convert both to PLD, RDP or ZCDP first")
 
-    def self_compose(self, count: int) -> "Curve":
+    def self_compose(self, count: int) -> Curve:
         """The curve of ``count`` independent copies (this kind's rule, which
         ``accounting.compose((curve, count))`` applies); kinds without one refuse."""
         raise TypeError(f"a {type(self).__name__} does not compose; convert it to PLD, RDP "
                         f"or ZCDP first")
 
-    def __add__(self, other: "Curve") -> "Curve":
+    def __add__(self, other: Curve) -> Curve:
         """Deprecated: ``accounting.compose(a, b)``."""
         deprecated_operator("curve + curve", "accounting.compose(a, b)")
         return self.compose(other)
 
-    def __mul__(self, count: int) -> "Curve":
+    def __mul__(self, count: int) -> Curve:
         """Deprecated: ``accounting.compose((curve, count))`` (kinds with a
         ``self_compose`` rule only)."""
         if type(self).self_compose is Curve.self_compose:
@@ -399,7 +400,7 @@ class Curve:
                 f"{'; ' + summary if summary else ''})")
 
 
-def as_kind(curve: Any, kind: type, parameter: str = "curve") -> "Curve":
+def as_kind(curve: Any, kind: type, parameter: str = "curve") -> Curve:
     """``curve`` as a curve of ``kind``: itself if it is one, else its conversion (default
     options, through the registry). Anything that is not a curve is a TypeError naming
     ``parameter``."""

@@ -31,7 +31,8 @@ import heapq
 import inspect
 import itertools
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -56,7 +57,7 @@ __all__ = ["Converter", "ConverterError", "CORE", "edges", "home_kind", "convert
 class ConverterError(RuntimeError):
     """A converter returned something that is not a valid curve of its target kind."""
 
-    def __init__(self, converter: "Converter", message: str):
+    def __init__(self, converter: Converter, message: str):
         super().__init__(f"converter {converter.name!r} (plugin {converter.plugin!r}) "
                          f"{message}")
         self.converter = converter
@@ -83,7 +84,7 @@ class Converter:
                                                       takes_self=True))
 
     @property
-    def options(self) -> Optional[frozenset]:
+    def options(self) -> frozenset | None:
         """The keyword options ``func`` takes by name, or None when it takes any
         (``**options``: it is then responsible for refusing those it does not know,
         as the core's edges do with ``converters.check_options``)."""
@@ -125,7 +126,7 @@ CORE: tuple[Converter, ...] = tuple(Converter(*row) for row in CONVERTERS)
 reserve("converter", (c.name for c in CORE), "core")
 
 
-def edges(registry: Optional["Registry"] = None) -> list[Converter]:
+def edges(registry: Registry | None = None) -> list[Converter]:
     """Every edge of the graph: the core's, then those registered on ``registry``
     (default: the process-wide one). A registered edge named like a core edge is
     refused, once: dropped from the registry and recorded as an error of its plugin."""
@@ -157,7 +158,7 @@ _PROBE_ALPHA_RDP = np.array([1.25, 2.0, 8.0, 32.0])
 _SLACK = 1e-9
 
 
-def _probe(curve: Curve) -> Optional[str]:
+def _probe(curve: Curve) -> str | None:
     """Query a curve at a few points through its public methods; what is wrong, if
     anything. Only the properties every valid curve has are checked."""
     kind = type(curve).__name__
@@ -207,7 +208,7 @@ def _probe(curve: Curve) -> Optional[str]:
     return None
 
 
-def check_curve(curve: Any, kind: type, *, probe: bool = True) -> Optional[str]:
+def check_curve(curve: Any, kind: type, *, probe: bool = True) -> str | None:
     """What is wrong with ``curve`` as a curve of ``kind``; None if nothing.
 
     Always: it is an instance of ``kind``. With ``probe``: it is queried at a few
@@ -237,7 +238,7 @@ def check_curve(curve: Any, kind: type, *, probe: bool = True) -> Optional[str]:
 def find_path(converters: list[Converter], source: type, target: type,
               start: Exactness = Exactness.EXACT,
               allow_lower: bool = False,
-              required: Iterable[str] = ()) -> Optional[list[Converter]]:
+              required: Iterable[str] = ()) -> list[Converter] | None:
     """Cheapest valid path from ``source`` to ``target`` (Dijkstra over (kind, label)).
 
     Cost: lossy edges, then third-party (non-built-in) edges, then edges. Lower-bound
@@ -277,7 +278,7 @@ def find_path(converters: list[Converter], source: type, target: type,
 
 
 def _choose(converters: list[Converter], source: type, target: type, start: Exactness,
-            allow_lower: bool, via: tuple[str, ...]) -> Optional[list[Converter]]:
+            allow_lower: bool, via: tuple[str, ...]) -> list[Converter] | None:
     """The precedence rule of the module docstring."""
     builtin = [c for c in converters if c.builtin]
     if via:
@@ -289,7 +290,7 @@ def _choose(converters: list[Converter], source: type, target: type, start: Exac
     return path
 
 
-def _via(via: "str | Iterable[str] | None", converters: list[Converter]) -> tuple[str, ...]:
+def _via(via: str | Iterable[str] | None, converters: list[Converter]) -> tuple[str, ...]:
     if via is None:
         return ()
     names = (via,) if isinstance(via, str) else tuple(via)
@@ -301,8 +302,8 @@ def _via(via: "str | Iterable[str] | None", converters: list[Converter]) -> tupl
     return names
 
 
-def convert(curve: Curve, target: type, *, registry: Optional["Registry"] = None,
-            allow_lower: bool = False, via: "str | Iterable[str] | None" = None,
+def convert(curve: Curve, target: type, *, registry: Registry | None = None,
+            allow_lower: bool = False, via: str | Iterable[str] | None = None,
             **options: Any) -> Curve:
     """Convert ``curve`` to the kind ``target`` along the best registered path
     (lower-bound edges only with ``allow_lower``; third-party edges only where no

@@ -10,17 +10,15 @@ brackets the truth: δ_lower(ε) ≤ δ(ε) ≤ δ_upper(ε), ε_lower(δ) ≤ �
 
 from __future__ import annotations
 
-from typing import Optional
-
 import attrs
 import numpy as np
 
 from accounting.curves.curve import Curve, Provenance, check_no_rtol, headline
-from accounting.vocabulary import Bound, Direction, as_bound, as_direction
 from accounting.numerics.fourier import RefiningLaw, compose_laws, compose_pmfs
 from accounting.numerics.loss import MAX_GRID_POINTS, LossPMF, check_law
 from accounting.numerics.summed_cgf import FAR_TAIL
 from accounting.validation import check_array, check_count, check_positive
+from accounting.vocabulary import Bound, Direction, as_bound, as_direction
 
 __all__ = ["PLD", "DEFAULT_STEP", "DEFAULT_TAIL", "DEEP_TAIL", "DEEP_BELOW", "MIN_STEP",
            "check_step", "compose_plds", "RefiningPLD"]
@@ -66,11 +64,11 @@ class PLD(Curve):
     """Pessimistic (``upper``) and optimistic (``lower``) loss laws, both directions."""
 
     upper: tuple[LossPMF, LossPMF] = attrs.field(converter=_pmfs)
-    lower: Optional[tuple[LossPMF, LossPMF]] = attrs.field(default=None)
+    lower: tuple[LossPMF, LossPMF] | None = attrs.field(default=None)
     provenance: Provenance = attrs.field(factory=Provenance, kw_only=True)
 
     # ---------------------------------------------------------------- access
-    def law(self, direction: "Direction | str" = "forward", bound: "Bound | str" = "upper") -> LossPMF:
+    def law(self, direction: Direction | str = "forward", bound: Bound | str = "upper") -> LossPMF:
         d = as_direction(direction)
         if d is Direction.MAX:
             raise ValueError("law() needs direction 'forward' or 'backward'")
@@ -78,7 +76,7 @@ class PLD(Curve):
         return side[0] if d is Direction.FORWARD else side[1]
 
     @property
-    def step(self) -> Optional[float]:
+    def step(self) -> float | None:
         return self.upper[0].step
 
     # --------------------------------------------------------------- queries
@@ -156,7 +154,7 @@ class PLD(Curve):
         return f"{step}{points} points; ε(1e-6) = {headline(lambda: self.epsilon(1e-6))}"
 
     # ----------------------------------------------------------- composition
-    def compose(self, other: "PLD") -> "PLD":
+    def compose(self, other: PLD) -> PLD:
         """The PLD of the product pair (independent composition)."""
         if not isinstance(other, PLD):
             raise TypeError(f"can only compose a PLD with a PLD, got {type(other).__name__}")
@@ -167,7 +165,7 @@ class PLD(Curve):
                           for a, b in zip(self.lower, other.lower))
         return PLD(upper, lower, provenance=self.provenance.join(other.provenance))
 
-    def self_compose(self, count: int) -> "PLD":
+    def self_compose(self, count: int) -> PLD:
         """The PLD of ``count`` independent copies (one FFT power per law)."""
         return compose_plds([(self, check_count("count", count))])
 
@@ -189,7 +187,7 @@ def _joined(items) -> Provenance:
     return prov
 
 
-def compose_plds(items: "list[tuple[PLD, int]]") -> PLD:
+def compose_plds(items: list[tuple[PLD, int]]) -> PLD:
     """Internal (the users' route is ``accounting.compose((pld, count), …)``): the PLD of
     a heterogeneous composition, each PLD repeated its count times.
 
@@ -223,12 +221,12 @@ class RefiningPLD:
     allowed above each composed window (``fourier.RefiningLaw``; the accountant's
     deep tier, for δ below ``DEEP_BELOW``, asks for ``DEEP_TAIL``)."""
 
-    def __init__(self, items: "list[tuple[PLD, int]]", lower: bool = True,
+    def __init__(self, items: list[tuple[PLD, int]], lower: bool = True,
                  far_tail: float = FAR_TAIL) -> None:
         items = _checked_items(items)
         self._single = items[0][0] if len(items) == 1 and items[0][1] == 1 else None
         self.provenance = _joined(items)
-        self._pld: Optional[PLD] = self._single
+        self._pld: PLD | None = self._single
         if self._single is not None:
             return
         self._sides = {Bound.UPPER: tuple(
@@ -263,28 +261,28 @@ class RefiningPLD:
                 for c in as_direction(direction).components]
         return vals[0] if len(vals) == 1 else np.max(vals, axis=0)
 
-    def delta(self, epsilon, direction: "Direction | str" = "max",
-              bound: "Bound | str" = "upper") -> np.ndarray:
+    def delta(self, epsilon, direction: Direction | str = "max",
+              bound: Bound | str = "upper") -> np.ndarray:
         """δ(ε), as ``Curve.delta``."""
         return self._answer("delta", check_array("epsilon", epsilon, allow_inf=True),
                             direction, bound)
 
-    def epsilon(self, delta, direction: "Direction | str" = "max",
-                bound: "Bound | str" = "upper") -> np.ndarray:
+    def epsilon(self, delta, direction: Direction | str = "max",
+                bound: Bound | str = "upper") -> np.ndarray:
         """ε(δ), as ``Curve.epsilon`` (δ = 0 allowed where the loss is bounded)."""
         dl = check_array("delta", delta, lo=0.0, hi=1.0, hi_open=True)
         return self._answer("epsilon", dl, direction, bound)
 
-    def delta_interval(self, epsilon: "np.ndarray | float", direction: "Direction | str" = "max",
-                       *, rtol: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
+    def delta_interval(self, epsilon: np.ndarray | float, direction: Direction | str = "max",
+                       *, rtol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) bracket of δ(ε), as ``Curve.delta_interval`` (``rtol=None``
         only: the grid is fixed)."""
         check_no_rtol(self, rtol)
         return (self.delta(epsilon, direction, Bound.LOWER),
                 self.delta(epsilon, direction, Bound.UPPER))
 
-    def epsilon_interval(self, delta: "np.ndarray | float", direction: "Direction | str" = "max",
-                         *, rtol: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
+    def epsilon_interval(self, delta: np.ndarray | float, direction: Direction | str = "max",
+                         *, rtol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) bracket of ε(δ), as ``Curve.epsilon_interval``."""
         check_no_rtol(self, rtol)
         return (self.epsilon(delta, direction, Bound.LOWER),

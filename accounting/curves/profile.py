@@ -8,16 +8,17 @@ trade-off functions (unifying-accounting paper, Thm 1); their max alone does not
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 import attrs
 import numpy as np
 
 from accounting.curves.curve import Curve, Provenance, headline
 from accounting.curves.pld import PLD
-from accounting.vocabulary import Bound, Direction
 from accounting.numerics.loss import LossPMF
 from accounting.validation import check_count
+from accounting.vocabulary import Direction
 
 __all__ = ["PrivacyProfile", "ProfileSide", "LawSide", "FunctionSide", "invert_decreasing",
            "symmetric_profile", "compose_via_pld", "repeat_via_pld"]
@@ -55,8 +56,8 @@ class FunctionSide:
     it against ``delta_fn`` (``discretise.profile_sup``), so it is never trusted."""
 
     delta_fn: Callable[[np.ndarray, Direction], np.ndarray]
-    epsilon_fn: Optional[Callable[[np.ndarray, Direction], np.ndarray]] = None
-    largest_loss: Optional[Callable[[Direction], Optional[float]]] = attrs.field(
+    epsilon_fn: Callable[[np.ndarray, Direction], np.ndarray] | None = None
+    largest_loss: Callable[[Direction], float | None] | None = attrs.field(
         default=None, kw_only=True)
 
     def delta(self, eps, direction):
@@ -113,7 +114,7 @@ class PrivacyProfile(Curve):
     """
 
     upper: ProfileSide
-    lower: Optional[ProfileSide] = None
+    lower: ProfileSide | None = None
     provenance: Provenance = attrs.field(factory=Provenance, kw_only=True)
 
     NATIVE = frozenset({"delta", "epsilon"})
@@ -124,14 +125,14 @@ class PrivacyProfile(Curve):
     def _epsilon(self, side: ProfileSide, dl: np.ndarray, d: Direction) -> np.ndarray:
         return side.epsilon(dl, d)
 
-    def compose(self, other: "PrivacyProfile") -> "PrivacyProfile":
+    def compose(self, other: PrivacyProfile) -> PrivacyProfile:
         """The profile of the independent composition, through the PLDs (profile → PLD
         → convolution → profile): only for exact profiles, whose connect-the-dots PLD
         brackets a pair (an upper bound on δ need not be the profile of any pair, and
         then its grid laws are no dominating pair to convolve)."""
         return compose_via_pld(self, other)
 
-    def self_compose(self, count: int) -> "PrivacyProfile":
+    def self_compose(self, count: int) -> PrivacyProfile:
         """``count`` independent copies, through the PLD (exact profiles only,
         ``repeat_via_pld``)."""
         return repeat_via_pld(self, count)
@@ -176,7 +177,7 @@ def _check_exact(c: Curve) -> None:
                         f"RDP or ZCDP instead")
 
 
-def symmetric_profile(eps: "np.ndarray | float", positive: Callable[[np.ndarray], np.ndarray]
+def symmetric_profile(eps: np.ndarray | float, positive: Callable[[np.ndarray], np.ndarray]
                       ) -> np.ndarray:
     """The privacy profile of a symmetric pair (δ_{P‖Q} = δ_{Q‖P}) from its values at
     ε ≥ 0 (``positive``): for ε < 0, δ(ε) = 1 − e^ε + e^ε·δ(−ε), the complement identity

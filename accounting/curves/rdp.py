@@ -22,14 +22,15 @@ and answers α = ∞ by its largest finite order (D_α ≤ D_∞).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
 
 from accounting.curves.curve import Curve, Provenance, directional_max
-from accounting.vocabulary import Bound, Direction
 from accounting.validation import check_array, check_count, check_real
+from accounting.vocabulary import Bound, Direction
 
 __all__ = ["RDP", "CGF", "LimitedCGF", "KL_ORDER_OFFSET", "LOWER_SUP_ORDER", "T_MAX"]
 
@@ -58,15 +59,15 @@ class LimitedCGF:
     K (an upper bound for a sound CGF, a lower one for an optimistic CGF)."""
 
     fn: CGFFn
-    limit: Optional[LimitFn] = None
+    limit: LimitFn | None = None
     #: K at complex orders, where the CGF is an exact closed form with an analytic
     #: continuation (``curves.characteristic``: φ(t) = exp(K(it))); None otherwise
-    analytic: Optional[CGFFn] = attrs.field(default=None, kw_only=True)
+    analytic: CGFFn | None = attrs.field(default=None, kw_only=True)
 
     def __call__(self, t: np.ndarray, direction: Direction) -> np.ndarray:
         return self.fn(t, direction)
 
-    def renyi_limit(self, order: float, direction: Direction) -> Optional[float]:
+    def renyi_limit(self, order: float, direction: Direction) -> float | None:
         if order not in _LIMITS:
             raise ValueError(f"order must be 1 or inf, got {order!r}")
         return None if self.limit is None else float(self.limit(order, direction))
@@ -107,8 +108,8 @@ class CGF:
     terms: tuple[tuple[float, CGFFn], ...] = attrs.field(converter=_cgf_terms)
 
     @classmethod
-    def of(cls, fn: CGFFn, limit: Optional[LimitFn] = None,
-           analytic: Optional[CGFFn] = None) -> "CGF":
+    def of(cls, fn: CGFFn, limit: LimitFn | None = None,
+           analytic: CGFFn | None = None) -> CGF:
         """The CGF of one function; ``limit(order, direction)`` declares its D_1 and
         D_∞, ``analytic(z, direction)`` its values at complex orders (see
         ``LimitedCGF``)."""
@@ -116,7 +117,7 @@ class CGF:
             return cls(((1.0, fn),))
         return cls(((1.0, LimitedCGF(fn, limit, analytic=analytic)),))
 
-    def limit(self, order: float, direction: Direction) -> Optional[float]:
+    def limit(self, order: float, direction: Direction) -> float | None:
         """Σ_i c_i·D_order,i for order 1 (KL) or ∞ (D_∞): composition adds both limits
         as it adds K; None unless every weighted term declares its limit."""
         total = 0.0
@@ -137,12 +138,12 @@ class CGF:
             total = total + c * np.asarray(fn(t, direction), dtype=float)
         return total
 
-    def __add__(self, other: "CGF") -> "CGF":
+    def __add__(self, other: CGF) -> CGF:
         if not isinstance(other, CGF):
             return NotImplemented
         return CGF(_Checked(self.terms + other.terms))
 
-    def scale(self, count: float) -> "CGF":
+    def scale(self, count: float) -> CGF:
         count = check_real("count", count, lo=0.0)
         return CGF(_Checked(tuple((c * count, fn) for c, fn in self.terms)))
 
@@ -157,11 +158,11 @@ class RDP(Curve):
     """
 
     upper: CGF
-    lower: Optional[CGF] = None
+    lower: CGF | None = None
     provenance: Provenance = attrs.field(factory=Provenance, kw_only=True)
 
-    def cgf(self, t: "np.ndarray | float", direction: "Direction | str" = "max",
-            bound: "Bound | str" = "upper") -> np.ndarray:
+    def cgf(self, t: np.ndarray | float, direction: Direction | str = "max",
+            bound: Bound | str = "upper") -> np.ndarray:
         """K(t) = (α − 1)·D_α at α = 1 + t, for t > 0."""
         t = check_array("t", t, lo=0.0, lo_open=True)
         side = self._side(bound)
@@ -209,13 +210,13 @@ class RDP(Curve):
         d2, d32 = np.asarray(self.renyi(np.array([2.0, 32.0])), dtype=float)
         return f"{len(self.upper.terms)} term(s); D_2 = {d2:.4g}, D_32 = {d32:.4g}"
 
-    def compose(self, other: "RDP") -> "RDP":
+    def compose(self, other: RDP) -> RDP:
         if not isinstance(other, RDP):
             raise TypeError(f"can only compose an RDP with an RDP, got {type(other).__name__}")
         lower = self.lower + other.lower if self.lower is not None and other.lower is not None else None
         return RDP(self.upper + other.upper, lower, provenance=self.provenance.join(other.provenance))
 
-    def self_compose(self, count: int) -> "RDP":
+    def self_compose(self, count: int) -> RDP:
         count = check_count("count", count)
         lower = self.lower.scale(count) if self.lower is not None else None
         return RDP(self.upper.scale(count), lower, provenance=self.provenance)

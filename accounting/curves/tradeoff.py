@@ -28,16 +28,17 @@ pointwise max (an optimistic side: their min, with extensions that stay above β
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 import attrs
 import numpy as np
 
 from accounting.curves.curve import Curve, Provenance, headline
 from accounting.curves.profile import compose_via_pld, repeat_via_pld
-from accounting.vocabulary import Direction
 from accounting.numerics.loss import UNIT_ROUNDOFF, LossPMF, hockey_stick
 from accounting.validation import check_array, check_count
+from accounting.vocabulary import Direction
 
 #: the roundoff a probability built from sums of masses may exceed 1 by (as LossPMF)
 _ONE = 1.0 + 1e-6
@@ -102,7 +103,7 @@ class _OwnLaw:
     start: int            # first vertex of the trusted part (first atom with l ≥ 0)
     #: the law itself: δ(ε) at ε beyond ``FAR_EPS``, where e^ε and e^{−l} leave float64
     #: (None in a curve saved before it was kept: see ``VertexSide.delta``)
-    law: Optional[LossPMF] = attrs.field(default=None, kw_only=True)
+    law: LossPMF | None = attrs.field(default=None, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         n = _check_columns("OwnLaw", {"alpha_c": (self.alpha_c, 0.0, _ONE),
@@ -113,7 +114,7 @@ class _OwnLaw:
         check_count("OwnLaw.start", self.start, minimum=0, maximum=n - 1)
 
     @classmethod
-    def of(cls, law: LossPMF) -> "_OwnLaw":
+    def of(cls, law: LossPMF) -> _OwnLaw:
         l, p = law.losses, law.masses
         with np.errstate(over="ignore"):
             q = p * np.exp(-l)
@@ -173,7 +174,7 @@ class _ReverseLaw:
         check_array("ReverseLaw.rest", self.rest, lo=0.0, hi=_ONE)
 
     @classmethod
-    def of(cls, law: LossPMF) -> "_ReverseLaw":
+    def of(cls, law: LossPMF) -> _ReverseLaw:
         j0 = int(np.searchsorted(law.losses, 0.0, side="right"))
         m, r = law.losses[j0:][::-1], law.masses[j0:][::-1]
         alpha = np.concatenate([[0.0], np.cumsum(r * np.exp(-m))])
@@ -239,7 +240,7 @@ class VertexSide:
 
     @classmethod
     def from_laws(cls, laws: tuple[LossPMF, LossPMF], *,
-                  pessimistic: bool = True) -> "VertexSide":
+                  pessimistic: bool = True) -> VertexSide:
         """The trade-off functions of two directional laws; a pessimistic side first
         puts the mass that roundoff lost back on the top loss (``LossPMF.topped_up``):
         a lost 1e-13 (a grid of 10⁴ differences of profile values, compounded by
@@ -361,13 +362,13 @@ class TradeOff(Curve):
     """
 
     upper: TradeOffSide
-    lower: Optional[TradeOffSide] = None
+    lower: TradeOffSide | None = None
     provenance: Provenance = attrs.field(factory=Provenance, kw_only=True)
 
     @classmethod
     def from_laws(cls, upper: tuple[LossPMF, LossPMF],
-                  lower: Optional[tuple[LossPMF, LossPMF]] = None, *,
-                  provenance: Optional[Provenance] = None) -> "TradeOff":
+                  lower: tuple[LossPMF, LossPMF] | None = None, *,
+                  provenance: Provenance | None = None) -> TradeOff:
         """The trade-off functions of a bracket of (forward, backward) loss laws: exact
         for exact laws (a pair of finite support), a certified bracket otherwise."""
         return cls(VertexSide.from_laws(upper),
@@ -393,12 +394,12 @@ class TradeOff(Curve):
         """δ(ε) = sup_α (1 − α − e^ε T(α)) of one direction (module docstring)."""
         return side.delta(eps, d)
 
-    def compose(self, other: "TradeOff") -> "TradeOff":
+    def compose(self, other: TradeOff) -> TradeOff:
         """The trade-off functions of the independent composition, through the PLDs
         (only for exact curves; see ``profile.compose_via_pld``)."""
         return compose_via_pld(self, other)
 
-    def self_compose(self, count: int) -> "TradeOff":
+    def self_compose(self, count: int) -> TradeOff:
         """``count`` independent copies, through the PLD (exact curves only,
         ``profile.repeat_via_pld``)."""
         return repeat_via_pld(self, count)

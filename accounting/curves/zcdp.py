@@ -17,15 +17,13 @@ bound (arXiv:1808.00087, Thm 6) applied to the Rényi curve ε(α) = ξ + ρα.
 
 from __future__ import annotations
 
-from typing import Optional
-
 import attrs
 import numpy as np
 
 from accounting.curves.curve import Curve, Provenance
 from accounting.curves.rdp import CGF, RDP
+from accounting.validation import check_count, check_real
 from accounting.vocabulary import Direction, Exactness, as_direction
-from accounting.validation import check_count, check_positive, check_real
 
 __all__ = ["ZCDP", "poisson_subsampled_rdp", "SUBSAMPLED_MAX_ORDER"]
 
@@ -57,19 +55,19 @@ class ZCDP(Curve):
     """
 
     upper: tuple[float, float] = attrs.field(converter=_rhos)
-    lower: Optional[tuple[float, float]] = attrs.field(default=None, converter=_opt_rhos)
+    lower: tuple[float, float] | None = attrs.field(default=None, converter=_opt_rhos)
     provenance: Provenance = attrs.field(factory=Provenance, kw_only=True)
     #: (ξ_forward, ξ_backward) of approximate zCDP, D_α ≤ ξ + ρα (0: plain zCDP); a
     #: single number is both directions' ξ
     xi: tuple[float, float] = attrs.field(default=(0.0, 0.0), converter=_xis, kw_only=True)
 
     @classmethod
-    def symmetric(cls, rho: float) -> "ZCDP":
+    def symmetric(cls, rho: float) -> ZCDP:
         """ρ-zCDP in both directions (for example a Gaussian: ρ = Δ²/(2σ²))."""
         return cls((rho, rho), (rho, rho))
 
     @classmethod
-    def approximate(cls, xi: float, rho: float) -> "ZCDP":
+    def approximate(cls, xi: float, rho: float) -> ZCDP:
         """(ξ, ρ)-approximate zCDP in both directions, D_α ≤ ξ + ρα for all α > 1
         (Bun and Steinke 2016, arXiv:1605.02065, Def. 1.2): a sound bound (upper
         side only — ξ and ρ are a guarantee, not the pair's exact curve)."""
@@ -83,7 +81,7 @@ class ZCDP(Curve):
         i = 0 if d is Direction.FORWARD else 1
         return side[i] + self.xi[i]
 
-    def xi_rho(self, direction: "Direction | str" = "max") -> tuple[float, float]:
+    def xi_rho(self, direction: Direction | str = "max") -> tuple[float, float]:
         """(ξ, ρ) of the sound side in one direction, or the larger of each over both
         (``max``): D_α ≤ ξ + ρα for every α > 1."""
         comps = as_direction(direction).components
@@ -102,7 +100,7 @@ class ZCDP(Curve):
         xi = f"ξ = ({self.xi[0]:.4g}, {self.xi[1]:.4g}), " if any(self.xi) else ""
         return f"{xi}ρ = ({self.upper[0]:.4g}, {self.upper[1]:.4g})"
 
-    def compose(self, other: "ZCDP") -> "ZCDP":
+    def compose(self, other: ZCDP) -> ZCDP:
         """ξ and ρ add (arXiv:1605.02065, Lemmas 1.7 and 2.3)."""
         if not isinstance(other, ZCDP):
             raise TypeError(f"can only compose a ZCDP with a ZCDP, got {type(other).__name__}")
@@ -111,7 +109,7 @@ class ZCDP(Curve):
         return ZCDP(add(self.upper, other.upper), lower, xi=add(self.xi, other.xi),
                     provenance=self.provenance.join(other.provenance))
 
-    def self_compose(self, count: int) -> "ZCDP":
+    def self_compose(self, count: int) -> ZCDP:
         count = check_count("count", count)
         lower = (self.lower[0] * count, self.lower[1] * count) if self.lower else None
         return ZCDP((self.upper[0] * count, self.upper[1] * count), lower,
@@ -130,7 +128,7 @@ def _zhu_wang_log_moments(xi: float, rho: float, q: float, top: int) -> np.ndarr
            + 3 Σ_{l=3}^{α} C(α,l) q^l (1−q)^{α−l} e^{(l−1)ε(l)},
 
     so that (α − 1)·D_α of the subsampled mechanism is at most log A(α)."""
-    from scipy.special import gammaln, logsumexp   # late: `import accounting` stays light
+    from scipy.special import gammaln, logsumexp  # late: `import accounting` stays light
     alphas = np.arange(2, top + 1, dtype=float)[:, None]
     ell = np.arange(0, top + 1, dtype=float)[None, :]
     lq, lq1 = np.log(q), (np.log1p(-q) if q < 1 else -np.inf)

@@ -22,7 +22,8 @@ place to save and load). The compatibility promise is in ``accounting.ledger``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from accounting.ledger.parameters import build_mechanism, type_name
 from accounting.ledger.spec import Unwritten

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numbers
 import types
-from typing import Any, Mapping, Optional, Protocol, Sequence, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -39,7 +40,7 @@ class WrittenMechanism(Protocol):
 
 
 # ------------------------------------------------------------------ parameters
-def parameter_kind(attribute: "attrs.Attribute[Any]") -> str:
+def parameter_kind(attribute: attrs.Attribute[Any]) -> str:
     """How a mechanism parameter is written: ``"float"``, ``"int"``, ``"bool"``,
     ``"str"``, ``"neighbouring"``, ``"vector"`` (a sequence of numbers, annotated
     ``tuple``) or ``"mechanism"`` (another mechanism, e.g. the base of a subsampling
@@ -68,9 +69,9 @@ def type_name(value: Any) -> str:
         type(value), type(value).__name__)
 
 
-def coerce_parameter(attribute: "attrs.Attribute[Any]", value: Any, registry: Any = None,
-                     _depth: int = 0, *, label: Optional[str] = None,
-                     path: Optional[str] = None) -> Any:
+def coerce_parameter(attribute: attrs.Attribute[Any], value: Any, registry: Any = None,
+                     _depth: int = 0, *, label: str | None = None,
+                     path: str | None = None) -> Any:
     """``value`` (from a document, TOML or the command line) as the parameter's type; a
     ``TypeError`` naming the parameter (``label``, default its name) if the type is
     wrong. Range checks are the mechanism's own (its attrs validators). A
@@ -131,8 +132,8 @@ def coerce_parameter(attribute: "attrs.Attribute[Any]", value: Any, registry: An
     return float(value)
 
 
-def ordered_parameters(params: Mapping[str, "attrs.Attribute[Any]"]
-                       ) -> list["attrs.Attribute[Any]"]:
+def ordered_parameters(params: Mapping[str, attrs.Attribute[Any]]
+                       ) -> list[attrs.Attribute[Any]]:
     """A mechanism's own parameters first, then the shared keyword-only ones."""
     return sorted(params.values(), key=lambda a: a.kw_only)
 
@@ -160,7 +161,7 @@ def _check_ranges(cls: type[Mechanism], kwargs: Mapping[str, Any], path: str) ->
 
 
 def build_mechanism(registry: Any, name: Any, params: Mapping[str, Any], *,
-                    path: Optional[str] = None, _depth: int = 0) -> Mechanism:
+                    path: str | None = None, _depth: int = 0) -> Mechanism:
     """The mechanism registered as ``name`` with ``params`` (values as read from a
     document, TOML or the command line), every parameter checked.
 

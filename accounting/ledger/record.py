@@ -13,7 +13,8 @@ import hashlib
 import json
 import numbers
 import warnings
-from typing import Any, Iterable, Iterator, Mapping, TypeAlias
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, TypeAlias
 
 import attrs
 
@@ -69,22 +70,22 @@ class Ledger:
 
     # ---------------------------------------------------------------- building
     @classmethod
-    def of(cls, mechanism: "Mechanism | Pair | MechanismSpec", count: int = 1) -> "Ledger":
+    def of(cls, mechanism: Mechanism | Pair | MechanismSpec, count: int = 1) -> Ledger:
         """``count`` uses of ``mechanism``."""
         return cls(((mechanism, count),))
 
     @classmethod
-    def from_mechanisms(cls, items: Iterable[Any]) -> "Ledger":
+    def from_mechanisms(cls, items: Iterable[Any]) -> Ledger:
         """A ledger from mechanisms (each once) or (mechanism, count) pairs."""
         return cls(tuple(item if isinstance(item, tuple) else (item, 1) for item in items))
 
     @classmethod
     def build(cls, name: str, count: int = 1, *, registry: Any = None,
-              **params: Any) -> "Ledger":
+              **params: Any) -> Ledger:
         """``count`` uses of the mechanism registered as ``name`` with ``params``."""
         return cls.of(build_mechanism(registry, name, params), count)
 
-    def __add__(self, other: "Ledger") -> "Ledger":
+    def __add__(self, other: Ledger) -> Ledger:
         if not isinstance(other, Ledger):
             return NotImplemented
         merged = dict(self.entries)
@@ -96,7 +97,7 @@ class Ledger:
             merged[comp] = total
         return Ledger(tuple(merged.items()))
 
-    def __mul__(self, n: int) -> "Ledger":
+    def __mul__(self, n: int) -> Ledger:
         if isinstance(n, bool) or not isinstance(n, numbers.Integral):
             return NotImplemented
         n = check_count("n", n)
@@ -145,7 +146,7 @@ class Ledger:
         text = self.describe()
         return f"Ledger({text if len(text) <= 200 else text[:197] + '...'})"
 
-    def canonical(self) -> "Ledger":
+    def canonical(self) -> Ledger:
         """The same composition with its entries in canonical order: described mechanisms
         by name, then by their canonical JSON; then unwritten ones in the order they came."""
         return Ledger(_sorted(self.entries))
@@ -206,7 +207,7 @@ class Ledger:
         return toml_dumps(ledger_document(self))
 
     @classmethod
-    def from_dict(cls, data: Any, registry: Any = None) -> "Ledger":
+    def from_dict(cls, data: Any, registry: Any = None) -> Ledger:
         """Deprecated: use ``accounting.load`` (or
         ``accounting.serialization.from_document``)."""
         _deprecated("Ledger.from_dict()", "load")
@@ -214,19 +215,19 @@ class Ledger:
 
     @classmethod
     def from_entries(cls, entries: Any, path: str = "entries",
-                     registry: Any = None) -> "Ledger":
+                     registry: Any = None) -> Ledger:
         """Deprecated: the ledger of a document's ``entries`` list found at ``path``."""
         _deprecated("Ledger.from_entries()", "load")
         return cls(read_entries(entries, path, registry))
 
     @classmethod
-    def from_json(cls, text: "str | bytes", registry: Any = None) -> "Ledger":
+    def from_json(cls, text: str | bytes, registry: Any = None) -> Ledger:
         """Deprecated: use ``accounting.load`` (or ``accounting.serialization.loads``)."""
         _deprecated("Ledger.from_json()", "load")
         return cls(read_ledger_document(parse_json(text), registry))
 
     @classmethod
-    def from_toml(cls, text: str, registry: Any = None) -> "Ledger":
+    def from_toml(cls, text: str, registry: Any = None) -> Ledger:
         """Deprecated: use ``accounting.load`` (or
         ``accounting.serialization.loads(text, format="toml")``)."""
         _deprecated("Ledger.from_toml()", "load")

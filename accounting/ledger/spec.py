@@ -14,7 +14,8 @@ import functools
 import hashlib
 import json
 import re
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
@@ -37,7 +38,7 @@ def stable_hash(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
 
 
-def _describe_value(attribute: "attrs.Attribute[Any]", value: Any, where: str) -> Any:
+def _describe_value(attribute: attrs.Attribute[Any], value: Any, where: str) -> Any:
     """A live parameter value as written in a document (and held by a spec): the same
     coercion as reading one, so a value reads back as it was written."""
     if parameter_kind(attribute) == "mechanism":
@@ -59,11 +60,11 @@ def _sorted_params(p: Any) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(dict(p).items() if isinstance(p, Mapping) else p))
 
 
-def _key_of(spec: "MechanismSpec") -> str:
+def _key_of(spec: MechanismSpec) -> str:
     return json.dumps(spec.to_dict(), sort_keys=True, separators=(",", ":"), allow_nan=True)
 
 
-def _hash_of(spec: "MechanismSpec") -> int:
+def _hash_of(spec: MechanismSpec) -> int:
     return stable_hash(spec.key)
 
 
@@ -82,13 +83,13 @@ class MechanismSpec:
 
     name: str
     params: tuple[tuple[str, Any], ...] = attrs.field(converter=_sorted_params)
-    _live: Optional[Mechanism] = attrs.field(default=None, alias="live")
+    _live: Mechanism | None = attrs.field(default=None, alias="live")
     key: str = attrs.field(init=False, default=attrs.Factory(_key_of, takes_self=True))
     _hash: int = attrs.field(init=False, repr=False,
                              default=attrs.Factory(_hash_of, takes_self=True))
 
     @classmethod
-    def of(cls, mechanism: Mechanism) -> "MechanismSpec":
+    def of(cls, mechanism: Mechanism) -> MechanismSpec:
         """The description of the live ``mechanism`` (TypeError if it has no registered
         name or a parameter a document cannot hold)."""
         if not isinstance(mechanism, Mechanism):
@@ -104,7 +105,7 @@ class MechanismSpec:
         return cls(name, params, live=mechanism)
 
     @classmethod
-    def build(cls, name: str, registry: Any = None, **params: Any) -> "MechanismSpec":
+    def build(cls, name: str, registry: Any = None, **params: Any) -> MechanismSpec:
         """The spec of mechanism ``name`` with ``params`` (checked; defaults filled in)."""
         return cls.of(build_mechanism(registry, name, params))
 
@@ -177,7 +178,7 @@ class Unwritten:
 
 
 @functools.lru_cache(maxsize=256)
-def _spec_of(mechanism: Mechanism) -> "MechanismSpec | Unwritten":
+def _spec_of(mechanism: Mechanism) -> MechanismSpec | Unwritten:
     """``MechanismSpec.of``, remembered for the mechanisms composed most recently (an
     accountant fed one step at a time describes the same mechanism again and again)."""
     try:
@@ -186,7 +187,7 @@ def _spec_of(mechanism: Mechanism) -> "MechanismSpec | Unwritten":
         return Unwritten(mechanism)
 
 
-def component(item: Any) -> "MechanismSpec | Unwritten":
+def component(item: Any) -> MechanismSpec | Unwritten:
     """A ledger entry's component: a spec (a mechanism that can be written down, or a
     spec as given) or ``Unwritten`` (a pair, or a mechanism that cannot)."""
     if isinstance(item, (MechanismSpec, Unwritten)):

@@ -19,7 +19,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from accounting.validation import check_depth
 
@@ -40,7 +41,7 @@ def check_finite(value: Any, path: str) -> None:
             check_finite(v, f"{path}[{i}]")
 
 
-def parse_json(text: "str | bytes", source: str = "invalid JSON") -> Any:
+def parse_json(text: str | bytes, source: str = "invalid JSON") -> Any:
     """JSON text parsed strictly: NaN/Infinity (not JSON), duplicate keys and nesting
     deeper than ``MAX_DEPTH`` (json recurses once per level) refused; ``source``
     names the text in that refusal."""

@@ -31,7 +31,7 @@ whose discretised laws, scaled back by s with r_d taken off +∞, are the remain
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import attrs
 import numpy as np
@@ -167,7 +167,7 @@ class AtomSplit:
                              f"{lf.tolist()} / {mf.tolist()}, backward {lb.tolist()} / "
                              f"{mb.tolist()}")
 
-    def on(self, step: float) -> "AtomSplit":
+    def on(self, step: float) -> AtomSplit:
         """The split of the atoms on the grid i·``step`` only (``on_grid``); the others
         stay in the remainder. There the profile route's joint minorant loses less
         than moving the atom a cell down, which shifts δ at every ε below it
@@ -203,7 +203,7 @@ class AtomSplit:
             return np.minimum(rest / s + self.floor(d), 1.0)
         return delta_nu
 
-    def recombine(self, rest: Optional[LossPMF], d: Direction, step: float,
+    def recombine(self, rest: LossPMF | None, d: Direction, step: float,
                   pessimistic: bool) -> LossPMF:
         """The direction's law on the grid: the atoms on it (``atoms_on_grid``) plus ``rest``, the discretised normalised
         remainder, scaled back by s with r_d taken off its mass at +∞.
@@ -252,7 +252,7 @@ def _below_identity(law: LossPMF) -> LossPMF:
     return attrs.evolve(law, masses=m)
 
 
-def add_on_grid(parts: "list[LossPMF]", step: float) -> LossPMF:
+def add_on_grid(parts: list[LossPMF], step: float) -> LossPMF:
     """The sum of sub-probability laws on the grid i·``step`` (finite atoms only)."""
     parts = [p for p in parts if p.masses.size]
     if not parts:

@@ -22,7 +22,7 @@ its atom masses are the slope changes: m_i = x_i·(slope right of x_i − slope 
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -97,9 +97,9 @@ def grid_profile(indices: np.ndarray, step: float, delta: ProfileFn,
     return grid_profiles((indices, None), step, (delta, reverse), (shift,))[0][0]
 
 
-def grid_profiles(indices: "tuple[np.ndarray | None, np.ndarray | None]", step: float,
+def grid_profiles(indices: tuple[np.ndarray | None, np.ndarray | None], step: float,
                   profiles: tuple[ProfileFn, ProfileFn], shifts: tuple[float, ...] = (0.0,)
-                  ) -> "list[tuple[tuple | None, tuple | None]]":
+                  ) -> list[tuple[tuple | None, tuple | None]]:
     """``grid_profile`` of both directions' grids at every shift, from one call of each
     direction's profile.
 
@@ -215,7 +215,7 @@ SUP_FLOOR = 1e-290
 
 
 def profile_sup(delta: ProfileFn, indices: np.ndarray, step: float, d: np.ndarray,
-                guess: "Callable[[], float | None] | None" = None) -> "float | None":
+                guess: Callable[[], float | None] | None = None) -> float | None:
     """The largest loss of a bounded law, from its exact profile on a grid.
 
     When δ is exactly 0 at the top grid point (no mass at +∞, nothing above), the
@@ -280,8 +280,8 @@ _NEAR_ULPS = 16
 _APPROACH = 2.0 ** (-np.arange(0, 64 * 2) / 2)
 
 
-def _sup_near(delta: ProfileFn, a: float, b: float, guess: "float | None"
-              ) -> "tuple[bool, float | None]":
+def _sup_near(delta: ProfileFn, a: float, b: float, guess: float | None
+              ) -> tuple[bool, float | None]:
     """(True, what ``profile_sup``'s search returns) when one profile call at points
     near ``guess`` in (a, b) settles it, else (False, None).
 
@@ -318,8 +318,8 @@ def _sup_near(delta: ProfileFn, a: float, b: float, guess: "float | None"
 
 
 def connect_the_dots(indices: np.ndarray, step: float, d: np.ndarray,
-                     dt: np.ndarray, profile: "ProfileFn | None" = None,
-                     sup_guess: "Callable[[], float | None] | None" = None) -> LossPMF:
+                     dt: np.ndarray, profile: ProfileFn | None = None,
+                     sup_guess: Callable[[], float | None] | None = None) -> LossPMF:
     """Pessimistic PMF whose profile interpolates the grid values in e^ε.
 
     ``d``, ``dt`` from ``grid_profile``: values of the true profile (or of an upper
@@ -356,7 +356,7 @@ def connect_the_dots(indices: np.ndarray, step: float, d: np.ndarray,
 
 
 def declared_sup(delta: ProfileFn, top: float,
-                 guess: "Callable[[], float | None] | None") -> "float | None":
+                 guess: Callable[[], float | None] | None) -> float | None:
     """The largest loss a pair declares (``guess``: its D_∞, an upper bound it
     certifies) when it lies beyond the grid's ``top`` and the profile confirms it:
     δ(D_∞) = δ(+∞) = 0, i.e. no P-mass above D_∞ nor at +∞ (δ(ε) = E_P[(1 − e^{ε−L})₊]
@@ -432,7 +432,7 @@ _PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
 
 
 def _gaps(v: np.ndarray, step: float, x: np.ndarray, floor: float, tilde: bool,
-          near: "tuple | None" = None, split: "int | None" = None) -> np.ndarray:
+          near: tuple | None = None, split: int | None = None) -> np.ndarray:
     """For each interval, the largest height of the chord above a set of support lines.
 
     In the local coordinate u = x/x_i ∈ [1, e^d] of interval i, every line below the
@@ -509,7 +509,7 @@ def _gaps(v: np.ndarray, step: float, x: np.ndarray, floor: float, tilde: bool,
 
 
 def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndarray,
-                    inf_floor: float = 0.0, near: "tuple | None" = None,
+                    inf_floor: float = 0.0, near: tuple | None = None,
                     max_passes: int = 20) -> LossPMF:
     """Optimistic PMF: a convex, grid-kinked profile g = δ − λ below the convex δ.
 

@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Optional
 
 import numpy as np
 
-from accounting.numerics.loss import (MAX_GRID_POINTS, UNIT_ROUNDOFF, LossPMF, array_fsum,
-                                      check_built_mass, check_grid_points, hockey_stick)
+from accounting.numerics.loss import (
+    MAX_GRID_POINTS,
+    UNIT_ROUNDOFF,
+    LossPMF,
+    array_fsum,
+    check_built_mass,
+    check_grid_points,
+    hockey_stick,
+)
 from accounting.numerics.summed_cgf import FAR_TAIL, SummedCGF
 from accounting.validation import check_count, check_real
 
@@ -29,7 +35,7 @@ _TRUNCATION = 1e-40
 _PAD = 1.5
 
 
-def composed_grid_points(items: "list[tuple[LossPMF, int]]", tail: float = 1e-18) -> int:
+def composed_grid_points(items: list[tuple[LossPMF, int]], tail: float = 1e-18) -> int:
     """Number of grid points the composition of ``items`` occupies (its Chernoff
     window), computed from the laws' CGFs without composing anything."""
     items = [(p, check_count("count", c)) for p, c in items]
@@ -39,7 +45,7 @@ def composed_grid_points(items: "list[tuple[LossPMF, int]]", tail: float = 1e-18
     return hi - lo + 1
 
 
-def compose_pmfs(items: "list[tuple[LossPMF, int]]", *, pessimistic: bool = True,
+def compose_pmfs(items: list[tuple[LossPMF, int]], *, pessimistic: bool = True,
                  tail: float = 1e-18) -> LossPMF:
     """The law of Σ_i (sum of c_i copies of L_i), independent, in the Fourier domain.
 
@@ -132,7 +138,7 @@ def _inf_and_slack(items) -> tuple[float, float]:
     return float(-np.expm1(log_keep)), sum(c * p.slack for p, c in items)
 
 
-def _trivial(items, pessimistic: bool) -> Optional[LossPMF]:
+def _trivial(items, pessimistic: bool) -> LossPMF | None:
     """The composition where no Fourier transform is needed (a law without finite
     mass; two laws one of which has few atoms: ``_direct_pair``), else None."""
     inf, slack = _inf_and_slack(items)
@@ -176,7 +182,7 @@ class TiltedPasses:
         # tilted estimate is chosen: no wider window is needed)
         size = self.hi_idx - self.lo_idx + 1
         check_grid_points(size, step, "the composition", uses=sum(c for _, c in items))
-        import scipy.fft   # lazy: scipy.fft (and scipy.special under it) is most of import time
+        import scipy.fft  # lazy: scipy.fft (and scipy.special under it) is most of import time
         n = scipy.fft.next_fast_len(size, real=True)
         # a circle that holds the whole support of the sum folds nothing onto the
         # window, at any tilt (a positive tilt's heavy top wraps onto the low losses
@@ -197,7 +203,7 @@ class TiltedPasses:
         self._below = cgf.tail_index((window - n + 0.5) * step, False)
         self._keep = keep
         self._runs: dict = {}
-        self._log_cap: Optional[np.ndarray] = None
+        self._log_cap: np.ndarray | None = None
 
     @functools.cached_property
     def canonical(self) -> tuple:
@@ -345,7 +351,7 @@ class TiltedPasses:
         return law, allowance
 
 
-def _direct_pair(a: LossPMF, b: LossPMF, inf: float, slack: float, sup: Optional[float],
+def _direct_pair(a: LossPMF, b: LossPMF, inf: float, slack: float, sup: float | None,
                  pessimistic: bool, bounded: bool = False) -> LossPMF:
     """L₁ + L₂ by direct convolution, for a law with few atoms: each entry is a sum of
     at most k = min(sizes) non-negative products, so it is within a relative
@@ -363,7 +369,7 @@ def _direct_pair(a: LossPMF, b: LossPMF, inf: float, slack: float, sup: Optional
                      roundoff=roundoff, bounded=bounded)
 
 
-def _summed_sup(items) -> Optional[float]:
+def _summed_sup(items) -> float | None:
     """Σ c_i·sup_i of the components' certified largest losses (None if any is
     unknown), rounded up (``weighted_sum_up``): the sum of bounded losses is bounded
     by it."""
@@ -373,7 +379,7 @@ def _summed_sup(items) -> Optional[float]:
     return weighted_sum_up([(c, v) for (_, c), v in zip(items, sups)])
 
 
-def weighted_sum_up(terms: "list[tuple[float, float]]") -> float:
+def weighted_sum_up(terms: list[tuple[float, float]]) -> float:
     """Σ c·v over (c, v) in ``terms``, the smallest float at or above the exact sum:
     summed in rationals and rounded up only where the nearest float is below it, so
     that k uses of an ε-DP law answer ε(0) = kε (an ulp above only when the exact
@@ -397,7 +403,7 @@ def _summed_bounded(items) -> bool:
 
 
 def _settle_up(masses: np.ndarray, inf: float, target: float,
-               floor: Optional[np.ndarray] = None) -> tuple[np.ndarray, float]:
+               floor: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """Bring the total mass of a pessimistic law to ``target`` (that of the exact law
     above −∞) without losing dominance (``_settle_to``), then to at most one: the
     composition of the inputs dominates the exact law, whose total is at most one, so
@@ -411,7 +417,7 @@ def _settle_up(masses: np.ndarray, inf: float, target: float,
 
 
 def _settle_to(masses: np.ndarray, inf: float, target: float,
-               floor: Optional[np.ndarray] = None, *,
+               floor: np.ndarray | None = None, *,
                fill: bool = True) -> tuple[np.ndarray, float]:
     """Bring the total mass of a pessimistic law to ``target`` without losing
     dominance; returns (masses, inf).
@@ -469,7 +475,7 @@ def _settle_to(masses: np.ndarray, inf: float, target: float,
 
 
 def _fold_bounds(cgf: SummedCGF, cuts: np.ndarray, upper: bool,
-                 limit: Optional[int] = 48) -> np.ndarray:
+                 limit: int | None = 48) -> np.ndarray:
     """Chernoff bounds on the mass of every grid tilt θ_i above (``upper``) or below
     each cut, rows i: P_θi(S > c) ≤ min over θ' > θ_i of e^{K(θ') − K(θ_i) − (θ'−θ)c}
     (as ``SummedCGF.tail``, at the cuts themselves; 1 where no θ' lies beyond). The
@@ -587,7 +593,7 @@ def _prepare(items, dtype) -> list:
 
 
 def _circular_compose(items, n: int, theta: float, dtype,
-                      prepared: Optional[list] = None) -> tuple[np.ndarray, float, float, float]:
+                      prepared: list | None = None) -> tuple[np.ndarray, float, float, float]:
     """The θ-tilted, normalised sum on a circle of n points.
 
     Returns (circle, E, K(θ), η): every entry is within E of the circular composition
@@ -739,7 +745,7 @@ def _gamma(n: int, dtype=np.float64) -> float:
     return 5.0 * math.log2(max(n, 2)) * _eps(dtype) / 2
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _eps(dtype) -> float:
     """Machine epsilon of ``dtype`` (``np.finfo`` is slow to build for long double)."""
     return float(np.finfo(dtype).eps)
@@ -751,7 +757,7 @@ def _norm(a: np.ndarray) -> float:
 
 
 def _truncate(step: float, offset: int, masses: np.ndarray, inf_mass: float, slack: float,
-              pessimistic: bool, floor: float = 0.0, sup_loss: Optional[float] = None,
+              pessimistic: bool, floor: float = 0.0, sup_loss: float | None = None,
               roundoff: float = 0.0, bounded: bool = False) -> LossPMF:
     """Drop tails of mass < _TRUNCATION each (the left one up to ``floor``), soundly.
 
@@ -845,7 +851,7 @@ class RefiningLaw:
             (eps >= (law.sup_loss if law.sup_loss is not None else np.inf))
         return (carried <= LAZY_RTOL * delta) | exact_zero
 
-    def delta(self, eps: "np.ndarray | float") -> np.ndarray:
+    def delta(self, eps: np.ndarray | float) -> np.ndarray:
         """δ(ε), as ``LossPMF.delta`` of the composed law."""
         eps = np.asarray(eps, dtype=float)
         if self._passes is None:
@@ -864,7 +870,7 @@ class RefiningLaw:
             out[todo] = self.full().delta(flat[todo])
         return out.reshape(eps.shape)
 
-    def epsilon(self, delta: "np.ndarray | float") -> np.ndarray:
+    def epsilon(self, delta: np.ndarray | float) -> np.ndarray:
         """ε(δ), as ``LossPMF.epsilon`` of the composed law (δ = 0 from ``full``)."""
         delta = np.asarray(delta, dtype=float)
         if self._passes is None:

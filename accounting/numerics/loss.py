@@ -27,7 +27,6 @@ the composed law lies in [δ_pmf − slack, δ_pmf] for an optimistic PMF.
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import attrs
 import numpy as np
@@ -57,7 +56,7 @@ class GridSizeError(ValueError):
 _FIT_MARGIN = 1.01
 
 
-def fitting_step(n: int, step: float, uses: int = 1) -> Optional[float]:
+def fitting_step(n: int, step: float, uses: int = 1) -> float | None:
     """A step larger than ``step`` at which a grid of ``n`` points at ``step`` fits in
     ``MAX_GRID_POINTS``, or None when no step does.
 
@@ -121,7 +120,7 @@ def check_built_mass(masses: np.ndarray, inf_mass: float, what: str) -> None:
 MAX_LOST_MASS = 1e-3
 
 
-def check_law(law: "LossPMF", where: str, pessimistic: bool) -> None:
+def check_law(law: LossPMF, where: str, pessimistic: bool) -> None:
     """A loss law as one side of a bracket holds it (a ValueError naming ``where``
     otherwise). Its total P-mass (atoms and the mass at +∞) is 1 in exact arithmetic,
     P being a probability: a law with none at all is refused, and a pessimistic one
@@ -163,9 +162,9 @@ class LossPMF:
     masses: np.ndarray = attrs.field(converter=_as_masses)
     inf_mass: float = attrs.field(default=0.0, converter=float)
     slack: float = attrs.field(default=0.0, converter=float)
-    step: Optional[float] = None
-    offset: Optional[int] = None
-    sup_loss: Optional[float] = attrs.field(default=None, kw_only=True)
+    step: float | None = None
+    offset: int | None = None
+    sup_loss: float | None = attrs.field(default=None, kw_only=True)
     #: the exact law has no mass at +∞: ``inf_mass`` is spill below ``sup_loss``
     #: (module docstring); meaningless without ``sup_loss``
     bounded: bool = attrs.field(default=False, kw_only=True, converter=bool)
@@ -216,8 +215,8 @@ class LossPMF:
     # ----------------------------------------------------------------- builders
     @classmethod
     def on_grid(cls, step: float, offset: int, masses: np.ndarray, inf_mass: float = 0.0,
-                slack: float = 0.0, *, sup_loss: Optional[float] = None,
-                roundoff: float = 0.0, bounded: bool = False) -> "LossPMF":
+                slack: float = 0.0, *, sup_loss: float | None = None,
+                roundoff: float = 0.0, bounded: bool = False) -> LossPMF:
         """A PMF on the grid (offset + i)·step, trimmed of zero mass at both ends."""
         masses = np.asarray(masses, dtype=float)
         nz = np.flatnonzero(masses > 0)
@@ -232,7 +231,7 @@ class LossPMF:
                    roundoff=roundoff, bounded=bounded)
 
     @classmethod
-    def from_atoms(cls, losses: np.ndarray, masses: np.ndarray, inf_mass: float = 0.0) -> "LossPMF":
+    def from_atoms(cls, losses: np.ndarray, masses: np.ndarray, inf_mass: float = 0.0) -> LossPMF:
         """A PMF from unsorted atoms; equal losses are merged, zero masses dropped."""
         losses = np.asarray(losses, dtype=float)
         masses = np.asarray(masses, dtype=float)
@@ -266,7 +265,7 @@ class LossPMF:
         top = float(self.losses[pos[-1]]) if pos.size else -np.inf
         return min(top, self.sup_loss) if self.sup_loss is not None else top
 
-    def delta(self, eps: "np.ndarray | float") -> np.ndarray:
+    def delta(self, eps: np.ndarray | float) -> np.ndarray:
         """δ(ε) for an array of ε (±∞ allowed), minus ``slack`` (never below 0);
         exactly 0 at and above ``sup_loss``."""
         eps = np.asarray(eps, dtype=float)
@@ -276,7 +275,7 @@ class LossPMF:
             out = np.where(eps >= self.sup_loss, 0.0, out)
         return out
 
-    def epsilon(self, delta: "np.ndarray | float") -> np.ndarray:
+    def epsilon(self, delta: np.ndarray | float) -> np.ndarray:
         """Smallest ε ≥ 0 with δ(ε) ≤ delta; +∞ where delta is below the mass at +∞.
 
         δ = 0 is answered exactly: the largest loss (``max_loss``, ≥ 0), +∞ when the
@@ -312,7 +311,7 @@ class LossPMF:
         out = np.where(target < 0, np.inf, out)
         return np.maximum(out, 0.0)
 
-    def cgf(self, t: "np.ndarray | float") -> np.ndarray:
+    def cgf(self, t: np.ndarray | float) -> np.ndarray:
         """K(t) = log E_P[e^{tL}]; +∞ for t > 0 when there is mass at +∞."""
         t = np.asarray(t, dtype=float)
         with np.errstate(divide="ignore"):
@@ -349,7 +348,7 @@ class LossPMF:
         beta = np.append(beta, 0.0)
         return alpha_c, np.minimum(beta, 1.0)
 
-    def topped_up(self) -> "LossPMF":
+    def topped_up(self) -> LossPMF:
         """This PMF with the P-mass its sums lost to roundoff (1 − Σp − m_∞ > 0, by
         ``math.fsum``) put on its largest finite loss — pessimistic, since wherever the
         exact law had it, it was no higher. The sound trade-off is built from this:
@@ -389,7 +388,7 @@ class LossPMF:
             return np.concatenate([np.exp(-self.losses), [0.0]])
 
     # -------------------------------------------------------------- composition
-    def _require_grid(self, other: Optional["LossPMF"] = None) -> None:
+    def _require_grid(self, other: LossPMF | None = None) -> None:
         if self.step is None or (other is not None and other.step is None):
             raise ValueError("composition needs PMFs on a grid; discretise first")
         if other is not None and not np.isclose(self.step, other.step, rtol=1e-12, atol=0):
@@ -421,7 +420,7 @@ def hockey_stick(losses: np.ndarray, masses: np.ndarray, eps: np.ndarray) -> np.
 
 
 def log_moments(logp: np.ndarray, losses: np.ndarray, t: np.ndarray,
-                step: Optional[float] = None, chunk: int = 1 << 20) -> np.ndarray:
+                step: float | None = None, chunk: int = 1 << 20) -> np.ndarray:
     """log Σ_i e^{logp_i + t_j·l_i} for every order t_j (−∞ for a law without mass).
 
     Atoms on a grid (``step`` given, l_i = l_0 + i·step) go by blocks of B consecutive
@@ -475,7 +474,7 @@ def _blocked_log_moments(logp: np.ndarray, l0: float, step: float, t: np.ndarray
     return stacked_log_moments(*grid_blocks([logp], [l0], step, b), step, t)[0]
 
 
-def grid_blocks(logps: "list[np.ndarray]", l0s: "list[float]", step: float,
+def grid_blocks(logps: list[np.ndarray], l0s: list[float], step: float,
                 b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The part of ``_blocked_log_moments`` that does not depend on the order t, for
     one or several laws on grids of one ``step`` (log-masses ``logps``, first losses

@@ -28,7 +28,7 @@ skipped, never returned).
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -11,7 +11,7 @@ certified tail of the sum, and the tilts θ at which the composition is computed
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import numpy as np
 
@@ -28,7 +28,7 @@ TILT_SPREAD = 12.0
 MAX_TILTS = 8
 
 
-def _block_width(p: LossPMF, theta_max: float) -> Optional[int]:
+def _block_width(p: LossPMF, theta_max: float) -> int | None:
     """Grid points a block for ``SummedCGF._evaluate`` (``_blocked_log_moments``):
     at most 128, with e^{|θ|·B·step} ≤ e^{600} at |θ| = ``theta_max`` (no overflow);
     None when blocks of 16 points would already overflow, or the law is too short."""
@@ -38,7 +38,7 @@ def _block_width(p: LossPMF, theta_max: float) -> Optional[int]:
     return width
 
 
-def _prepare_laws(items: "list[tuple[LossPMF, int]]",
+def _prepare_laws(items: list[tuple[LossPMF, int]],
                   theta_max: float) -> tuple[list, dict, int, int]:
     """What ``SummedCGF._evaluate`` needs of each law, in the order of the items:
     (log-masses, bottom and top losses of its bins, count, log of its finite mass,
@@ -312,7 +312,7 @@ class SummedCGF:
         return lo_idx, hi_idx, self.outside(z, lo_idx * step, hi_idx * step)
 
     def tilts(self, lo: float, hi: float,
-              penalty: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> list[int]:
+              penalty: Callable[[np.ndarray], np.ndarray] | None = None) -> list[int]:
         """Indices of the grid θ to compose at: θ = 0, then, scanning s over [lo, hi]
         from the middle outwards, wherever the best chosen Chernoff exponent
         K(θ) − θs exceeds the best over the grid by more than ``TILT_SPREAD``, the

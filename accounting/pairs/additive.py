@@ -41,18 +41,24 @@ from __future__ import annotations
 import abc
 import inspect
 import math
-from typing import Callable, ClassVar, Optional
+from collections.abc import Callable
+from typing import ClassVar
 
 import attrs
 import numpy as np
 
-from accounting.vocabulary import Exactness
 from accounting.numerics.loss import LossPMF
 from accounting.pairs.mechanism import MECHANISM_PRIMITIVES, Mechanism
-from accounting.vocabulary import Bound, Direction, as_bound
+from accounting.pairs.pair import (
+    LawPair,
+    NoiseDensity,
+    Pair,
+    corner_pair,
+    not_provided,
+    overrides_method,
+)
 from accounting.pairs.primitives import PrimitiveError, check_primitive_output, culprit
-from accounting.pairs.pair import (LawPair, NoiseDensity, Pair, corner_pair, not_provided,
-                                   overrides_method)
+from accounting.vocabulary import Bound, Direction, Exactness, as_bound
 
 __all__ = ["AdditiveNoise", "continuous_noise_pair", "integer_noise_pair", "log_integral",
            "support_extent", "NoiseSampler", "CutSupportLawPair"]
@@ -102,12 +108,12 @@ class AdditiveNoise(Mechanism):
         """A typical width of the noise, to place the numerical grid (default 1)."""
         return 1.0
 
-    def sample_noise(self, rng: np.random.Generator, shape: "tuple[int, ...] | int"
+    def sample_noise(self, rng: np.random.Generator, shape: tuple[int, ...] | int
                      ) -> np.ndarray:
         """i.i.d. draws of the noise Z (an array of ``shape``); optional."""
         raise not_provided(self, "sample_noise")
 
-    def sample(self, rng: np.random.Generator, shape: "tuple[int, ...] | int"
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
                ) -> tuple[np.ndarray, np.ndarray]:
         """(Δ + Z, Z′): outputs on neighbouring datasets with f(D) − f(D′) = Δ, f(D′) = 0."""
         return self.sensitivity + self.sample_noise(rng, shape), self.sample_noise(rng, shape)
@@ -117,7 +123,7 @@ class AdditiveNoise(Mechanism):
             return overrides_method(type(self), "sample_noise", AdditiveNoise)
         return super().provides(primitive)
 
-    def _sampler(self) -> Optional[NoiseSampler]:
+    def _sampler(self) -> NoiseSampler | None:
         return self.sample_noise if self.provides("sample_noise") else None
 
     def generic_pair(self) -> Pair:
@@ -220,7 +226,7 @@ def support_extent(logf, start: float, peak: float, direction: float, limit: flo
 def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
                           cells: int = _CELLS, label: str = "additive noise",
                           symmetric: bool = False,
-                          sampler: Optional[NoiseSampler] = None) -> LawPair:
+                          sampler: NoiseSampler | None = None) -> LawPair:
     """The bracketed pair (Z + Δ, Z) for noise with log-density ``logf`` on ℝ
     (``sampler``: draws of Z, which make the pair's ``sample`` available)."""
     from scipy.special import logsumexp
@@ -279,7 +285,7 @@ class _NoisePair(_Sampled, CutSupportLawPair):
     sensitivity: float = 1.0
     span: tuple = (0.0, 0.0)
     width: float = 1.0
-    sampler: Optional[NoiseSampler] = attrs.field(default=None, kw_only=True)
+    sampler: NoiseSampler | None = attrs.field(default=None, kw_only=True)
     #: log-moments already computed, by (t, direction), and the normaliser: conversions
     #: evaluate the same orders in both directions and again when refining
     _memo: dict = attrs.field(factory=dict, init=False, repr=False)
@@ -396,7 +402,7 @@ def cell_laws(log_pc, log_qc, a, b) -> tuple[LossPMF, LossPMF]:
 
 def integer_noise_pair(logf, sensitivity: float, *, label: str = "integer noise",
                        symmetric: bool = False,
-                       sampler: Optional[NoiseSampler] = None) -> LawPair:
+                       sampler: NoiseSampler | None = None) -> LawPair:
     """The exact pair (Z + Δ, Z) for noise with log-pmf ``logf`` on ℤ, Δ an integer
     (``sampler``: draws of Z, which make the pair's ``sample`` available)."""
     from scipy.special import logsumexp
@@ -429,4 +435,4 @@ class _IntegerNoisePair(_Sampled, CutSupportLawPair):
     """The exact pair of an additive noise on ℤ (its loss laws), samplable with a sampler."""
 
     sensitivity: int = attrs.field(default=1, kw_only=True)
-    sampler: Optional[NoiseSampler] = attrs.field(default=None, kw_only=True)
+    sampler: NoiseSampler | None = attrs.field(default=None, kw_only=True)

@@ -11,25 +11,26 @@ self-composition done by one FFT power per distinct component. It is built by
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from accounting.numerics.discretise import atoms_to_grid, profile_support
-from accounting.numerics.fourier import composed_grid_points
-from accounting.numerics.loss import check_grid_points
-from accounting.numerics.summed_cgf import FAR_TAIL
 from accounting.curves.curve import Curve
-from accounting.pairs.mechanism import Mechanism
-from accounting.pairs.pair import CurveT, LawPair, Pair, of_kind
-from accounting.progress import progress
-from accounting.vocabulary import Direction
 from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, RefiningPLD, compose_plds
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import RDP
 from accounting.curves.tradeoff import TradeOff
-from accounting.validation import check_count, check_positive
 from accounting.curves.zcdp import ZCDP
+from accounting.numerics.discretise import atoms_to_grid, profile_support
+from accounting.numerics.fourier import composed_grid_points
+from accounting.numerics.loss import check_grid_points
+from accounting.numerics.summed_cgf import FAR_TAIL
+from accounting.pairs.mechanism import Mechanism
+from accounting.pairs.pair import CurveT, LawPair, Pair, of_kind
+from accounting.progress import progress
+from accounting.validation import check_count, check_positive
+from accounting.vocabulary import Direction
 
 if TYPE_CHECKING:
     from accounting.registry.registry import Registry
@@ -38,7 +39,7 @@ __all__ = ["compose", "composition_parts", "ComposedPair", "estimate_grid_points
            "check_grid_size"]
 
 
-def compose(*parts: Any) -> "Pair | Curve":
+def compose(*parts: Any) -> Pair | Curve:
     """The verb *compose*, the one composition route: the independent composition of
     ``parts``, each a mechanism, a pair or a curve, or a ``(part, count)`` tuple for
     ``count`` independent uses (an integer in [1, 2^53]).
@@ -77,7 +78,7 @@ def compose(*parts: Any) -> "Pair | Curve":
         only, count = components[0]
         if count == 1:
             return only
-        closed: Optional[Pair] = only._self_compose(count)
+        closed: Pair | None = only._self_compose(count)
         if closed is not None:
             return closed
     return ComposedPair(components)

@@ -22,26 +22,36 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-
 import numpy as np
 
-from accounting.curves.converters import (DEFAULT_STEP, DEFAULT_TAIL, check_options,
-                                          profile_laws, profile_to_pld, zcdp_envelope)
-from accounting.curves.characteristic import (AnalyticContinuation, CharacteristicFunction, PhiTerm,
-                                              lattice_phi_error, law_log_mgf)
+from accounting.curves.characteristic import (
+    AnalyticContinuation,
+    CharacteristicFunction,
+    PhiTerm,
+    lattice_phi_error,
+    law_log_mgf,
+)
+from accounting.curves.converters import (
+    DEFAULT_STEP,
+    DEFAULT_TAIL,
+    check_options,
+    profile_laws,
+    profile_to_pld,
+    zcdp_envelope,
+)
 from accounting.curves.curve import Provenance
-from accounting.numerics.atoms import AtomSplit, finite_law_on_grid
-from accounting.numerics.loss import LossPMF
-from accounting.vocabulary import Bound, Direction, Exactness
-from accounting.pairs.composed import ComposedPair
-from accounting.pairs.pair import LawPair
-from accounting.pairs.primitives import check_primitive_output, check_renyi_output
-from accounting.registry.registry import curve_kind_name, default_registry, reserve
 from accounting.curves.pld import PLD
 from accounting.curves.profile import FunctionSide, PrivacyProfile
 from accounting.curves.rdp import CGF, RDP
 from accounting.curves.tradeoff import BetaSide, TradeOff
 from accounting.curves.zcdp import ZCDP
+from accounting.numerics.atoms import AtomSplit, finite_law_on_grid
+from accounting.numerics.loss import LossPMF
+from accounting.pairs.composed import ComposedPair
+from accounting.pairs.pair import LawPair
+from accounting.pairs.primitives import check_primitive_output, check_renyi_output
+from accounting.registry.registry import curve_kind_name, default_registry, reserve
+from accounting.vocabulary import Bound, Direction, Exactness
 
 __all__ = ["curve_of_pair", "curve_builder", "builders", "CURVE_KINDS"]
 

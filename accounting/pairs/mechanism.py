@@ -12,10 +12,9 @@ from __future__ import annotations
 import abc
 import enum
 import math
-from typing import TYPE_CHECKING, Any, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
-
 import numpy as np
 
 from accounting.pairs.pair import CurveT, Pair, not_provided, provides_by_override
@@ -36,7 +35,7 @@ class Neighbouring(enum.Enum):
     REPLACE_ONE = "replace_one"
 
 
-def as_neighbouring(value: "Neighbouring | str") -> Neighbouring:
+def as_neighbouring(value: Neighbouring | str) -> Neighbouring:
     if isinstance(value, Neighbouring):
         return value
     try:
@@ -68,7 +67,7 @@ class Range:
     hi: float
     lo_open: bool = False
     hi_open: bool = False
-    per: Optional[str] = None
+    per: str | None = None
     per_power: int = 1
     integer: bool = False
     log: bool = False
@@ -89,7 +88,7 @@ class Range:
         unit = check_positive(self.per, unit) ** self.per_power
         return self.lo * unit, self.hi * unit
 
-    def check(self, name: str, value: Any, instance: Any = None) -> "float | int":
+    def check(self, name: str, value: Any, instance: Any = None) -> float | int:
         """``value`` checked against the range; a ValueError/TypeError naming ``name``."""
         if self.zero and not isinstance(value, bool) and isinstance(value, (int, float)) \
                 and value == 0:
@@ -221,7 +220,7 @@ class Mechanism(abc.ABC):
         # function of its own, unless the subclass wrote its own
         super().__init_subclass__(**kwargs)
         if "__repr__" not in cls.__dict__:
-            def __repr__(self: "Mechanism") -> str:
+            def __repr__(self: Mechanism) -> str:
                 return Mechanism.__repr__(self)
             __repr__.__qualname__ = f"{cls.__qualname__}.__repr__"
             cls.__repr__ = __repr__  # type: ignore[method-assign]
@@ -262,7 +261,7 @@ class Mechanism(abc.ABC):
         ``registry`` (``pair_in`` and ``Pair.curve``)."""
         return self.pair_in(registry).curve(kind, registry=registry, **options)
 
-    def sample(self, rng: np.random.Generator, shape: "tuple[int, ...] | int"
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
                ) -> tuple[np.ndarray, np.ndarray]:
         """i.i.d. outputs x ~ M(D) and y ~ M(D′), each an array of ``shape``, in the
         mechanism's own units, for two neighbouring datasets whose output laws are the

@@ -50,7 +50,8 @@ from __future__ import annotations
 
 import abc
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import attrs
 import numpy as np
@@ -58,9 +59,9 @@ import numpy as np
 from accounting.curves.characteristic import law_log_mgf
 from accounting.curves.converters import law_limit
 from accounting.curves.curve import Curve
-from accounting.vocabulary import Bound, Direction, Exactness, as_bound, as_direction
 from accounting.numerics.loss import LossPMF
 from accounting.validation import check_array
+from accounting.vocabulary import Bound, Direction, Exactness, as_bound, as_direction
 
 if TYPE_CHECKING:
     from accounting.registry.registry import Registry
@@ -168,7 +169,7 @@ class Pair(abc.ABC):
         (``provides("cgf_analytic")``)."""
         raise not_provided(self, "cgf_analytic")
 
-    def characteristic_decay(self, direction: Direction) -> Optional[float]:
+    def characteristic_decay(self, direction: Direction) -> float | None:
         """A rate a > 0 with |φ(s)| ≤ e^{−a s²} for every real s, or None."""
         return None
 
@@ -176,21 +177,21 @@ class Pair(abc.ABC):
         """The trade-off function β(α) in closed form; optional (``provides("beta")``)."""
         raise not_provided(self, "beta")
 
-    def _rho(self, direction: Direction) -> Optional[float]:
+    def _rho(self, direction: Direction) -> float | None:
         """The exact zCDP ρ* in one direction, or None if there is no closed form."""
         return None
 
-    def _self_compose(self, count: int) -> Optional["Pair"]:
+    def _self_compose(self, count: int) -> Pair | None:
         """A closed-form pair for the count-fold product, or None."""
         return None
 
     def _renyi_limit(self, order: float, direction: Direction,
-                     side: Bound = Bound.UPPER) -> Optional[float]:
+                     side: Bound = Bound.UPPER) -> float | None:
         """D_1 (order 1, KL) or D_∞ (order ∞) of one direction on one side of the
         bracket, where the pair knows it in closed form; None otherwise."""
         return None
 
-    def rho_bound(self, direction: Direction) -> Optional[float]:
+    def rho_bound(self, direction: Direction) -> float | None:
         """An upper bound on ρ* used when the numerical envelope cannot certify it."""
         return None
 
@@ -202,7 +203,7 @@ class Pair(abc.ABC):
         """The pair as additive noise (Z + Δ, Z); optional (``provides("noise_density")``)."""
         raise not_provided(self, "noise_density")
 
-    def sample(self, rng: np.random.Generator, shape: "tuple[int, ...] | int"
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
                ) -> tuple[np.ndarray, np.ndarray]:
         """i.i.d. draws x ~ P and y ~ Q, each an array of ``shape``, from the numpy
         Generator ``rng`` (for auditors); optional (``provides("sample")``)."""
@@ -224,8 +225,8 @@ class Pair(abc.ABC):
         return provides_by_override(self, primitive, OPTIONAL_PRIMITIVES, Pair)
 
     # ----------------------------------------------------------- public API
-    def profile(self, eps: "np.ndarray | float", direction: "Direction | str" = "max",
-                bound: "Bound | str" = "upper") -> np.ndarray:
+    def profile(self, eps: np.ndarray | float, direction: Direction | str = "max",
+                bound: Bound | str = "upper") -> np.ndarray:
         """δ(ε) in one direction or the max of both; ``bound='lower'`` (or
         ``Bound.LOWER``) for the optimistic side of a non-exact pair."""
         eps = check_array("eps", eps, allow_inf=True)
@@ -241,10 +242,10 @@ class Pair(abc.ABC):
         from accounting.pairs.derive import curve_of_pair  # derive imports this module
         return of_kind(kind, curve_of_pair(self, kind, registry=registry, **options))
 
-    def self_compose(self, count: int) -> "Pair":
+    def self_compose(self, count: int) -> Pair:
         """Deprecated: ``accounting.compose((pair, count))``, the same pair (the
         count-fold product, in closed form where the pair has one)."""
-        from accounting.pairs.composed import compose   # it imports this module
+        from accounting.pairs.composed import compose  # it imports this module
         warnings.warn("pair.self_compose(n) is deprecated and will be removed in the next "
                       "release; use accounting.compose((pair, n))", DeprecationWarning,
                       stacklevel=2)
@@ -271,7 +272,7 @@ class LawPair(Pair):
     def exact(self) -> bool:  # type: ignore[override]
         return all(u is l for u, l in zip(self.upper, self.lower))
 
-    def law(self, direction: "Direction | str", side: "Bound | str" = "upper") -> LossPMF:
+    def law(self, direction: Direction | str, side: Bound | str = "upper") -> LossPMF:
         """The loss law of one concrete direction on one side of the bracket."""
         d = as_direction(direction)
         if d is Direction.MAX:
@@ -324,7 +325,7 @@ class FinitePair(LawPair):
                 rng.choice(self.q.size, size=shape, p=self.q))
 
 
-def discrete_pair(p: "np.ndarray", q: "np.ndarray", label: str = "discrete") -> FinitePair:
+def discrete_pair(p: np.ndarray, q: np.ndarray, label: str = "discrete") -> FinitePair:
     """The exact pair of two distributions on a finite set (probability vectors).
 
     Forward law: atoms log(p_i/q_i) with P-mass p_i, mass at +∞ = Σ_{q_i=0} p_i;
@@ -345,7 +346,7 @@ def discrete_pair(p: "np.ndarray", q: "np.ndarray", label: str = "discrete") -> 
     return FinitePair((fwd, bwd), (fwd, bwd), label, p=p / p.sum(), q=q / q.sum())
 
 
-def corner_pair(sensitivity: float, scale: float, label: str) -> Optional[FinitePair]:
+def corner_pair(sensitivity: float, scale: float, label: str) -> FinitePair | None:
     """The pair of an additive-noise mechanism at a degenerate corner, else None:
     sensitivity 0 → ``identical_pair`` (no privacy cost, whatever the noise);
     noise scale 0 → ``disjoint_pair`` (no noise: non-private, ε = ∞)."""

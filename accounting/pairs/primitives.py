@@ -13,7 +13,7 @@ module that defines it.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -73,9 +73,9 @@ def culprit(owner: Any, registry: Any = None) -> tuple[str, str]:
 
 
 def check_primitive_output(values: Any, what: str, owner: Any, *,
-                           at: Any = None, lo: Optional[float] = None,
-                           hi: Optional[float] = None, registry: Any = None,
-                           variable: Optional[str] = None) -> np.ndarray:
+                           at: Any = None, lo: float | None = None,
+                           hi: float | None = None, registry: Any = None,
+                           variable: str | None = None) -> np.ndarray:
     """``values`` as a float array, or a ``PrimitiveError`` if any is NaN or outside
     [``lo``, ``hi``] (each bound optional; ±∞ are allowed unless a bound excludes them).
 

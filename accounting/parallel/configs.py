@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from accounting.accountant import ACCOUNTANTS, Accountant
+from accounting.analysis.calibration import MechanismFamily as Term  # Term: deprecated alias
 from accounting.curves.pld import PLD
-from accounting.analysis.calibration import MechanismFamily as Term   # Term: deprecated alias
 from accounting.pairs.mechanism import Mechanism
 from accounting.registry.registry import default_registry
 from accounting.workload import Workload, make_use, workload_from_dict

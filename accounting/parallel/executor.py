@@ -45,14 +45,15 @@ import math
 import multiprocessing
 import re
 import time
-from typing import Any, Callable, Iterator, Optional, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import attrs
 
 from accounting.parallel.malloc import tune_allocator
-from accounting.progress import progress as progress_bar
 from accounting.parallel.seeds import resolve_seed, task_seed
 from accounting.parallel.threads import cap_process_threads, check_threads, limited_threads
+from accounting.progress import progress as progress_bar
 from accounting.validation import check_count, check_positive
 
 __all__ = ["Engine", "TaskError", "TaskFailure", "EngineError", "map_tasks",
@@ -108,11 +109,11 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _check_timeout(name: str, value: Any) -> Optional[float]:
+def _check_timeout(name: str, value: Any) -> float | None:
     return None if value is None else check_positive(name, value)
 
 
-def _check_scheduler(value: Any) -> Optional[str]:
+def _check_scheduler(value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not SCHEDULER_PATTERN.match(value):
@@ -135,21 +136,21 @@ class Engine:
     rebuilt after a worker died; ``chunksize``: tasks per submission.
     """
 
-    workers: Optional[int] = attrs.field(
+    workers: int | None = attrs.field(
         default=None,
         converter=lambda v: None if v is None else check_count("workers", v, maximum=4096))
-    scheduler: Optional[str] = attrs.field(default=None, converter=_check_scheduler)
+    scheduler: str | None = attrs.field(default=None, converter=_check_scheduler)
     client: Any = attrs.field(default=None, repr=False)
     executor: Any = attrs.field(default=None, repr=False)
     threads: int = attrs.field(default=1, converter=check_threads)
     connect_timeout: float = attrs.field(
         default=10.0, converter=lambda v: check_positive("connect_timeout", v))
-    timeout: Optional[float] = attrs.field(default=None,
+    timeout: float | None = attrs.field(default=None,
                                            converter=lambda v: _check_timeout("timeout", v))
     retries: int = attrs.field(default=1,
                                converter=lambda v: check_count("retries", v, minimum=0,
                                                                maximum=100))
-    chunksize: Optional[int] = attrs.field(
+    chunksize: int | None = attrs.field(
         default=None, converter=lambda v: None if v is None else check_count("chunksize", v))
 
     def __attrs_post_init__(self) -> None:
@@ -200,7 +201,7 @@ def _failure(exc: BaseException) -> tuple[str, str]:
 
 
 def _run_chunk(fn: Callable, items: Sequence[tuple], seed: int,
-               threads: Optional[int], here: bool = False) -> list:
+               threads: int | None, here: bool = False) -> list:
     """Run ``items`` = [(position, index, config)]; [(position, ok, value or
     (type name, message))]. Exceptions are caught here, so that the main process
     gets plain strings (an exception need not be picklable) for every task.
@@ -239,7 +240,7 @@ class _Session:
     def rebuild(self) -> None:
         raise NotImplementedError
 
-    def alive(self) -> Optional[str]:
+    def alive(self) -> str | None:
         """None, or why no task can make progress (e.g. every worker is gone)."""
         return None
 
@@ -307,7 +308,7 @@ class _DaskSession(_ExecutorSession):
         self.client, self.owned, self.timeout = client, owned, timeout
         super().__init__(client.get_executor(pure=False))
         self.parallelism = max(1, self._n_threads())
-        self._no_workers_since: Optional[float] = None
+        self._no_workers_since: float | None = None
 
     def _n_threads(self) -> int:
         try:
@@ -315,7 +316,7 @@ class _DaskSession(_ExecutorSession):
         except Exception:  # the connection is gone: reported by alive()
             return 0
 
-    def alive(self) -> Optional[str]:
+    def alive(self) -> str | None:
         status = getattr(self.client, "status", "running")
         if status not in ("running", "connecting"):
             return (f"lost the connection to the Dask scheduler "
@@ -362,7 +363,7 @@ def _wait_for_workers(client: Any, timeout: float) -> None:
 
 
 @contextlib.contextmanager
-def _open(engine: Engine) -> Iterator[Optional[_Session]]:
+def _open(engine: Engine) -> Iterator[_Session | None]:
     kind = engine.kind
     if kind == "serial":
         yield None
@@ -417,10 +418,10 @@ def _died_message(engine: Engine, exc: BaseException, chunk_items: list,
 
 
 def map_tasks(fn: Callable[[Any, Any], Any], configs: Sequence[Any], *,
-              engine: Optional[Engine] = None, seed: Optional[int] = None,
-              indices: Optional[Sequence[int]] = None,
-              on_result: Optional[Callable[[int, Any], None]] = None,
-              on_error: str = "raise", progress: "bool | None" = None,
+              engine: Engine | None = None, seed: int | None = None,
+              indices: Sequence[int] | None = None,
+              on_result: Callable[[int, Any], None] | None = None,
+              on_error: str = "raise", progress: bool | None = None,
               label: str = "tasks") -> list:
     """``[fn(configs[k], task_seed(seed, indices[k])) for k]``, run on ``engine``.
 

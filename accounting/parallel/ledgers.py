@@ -15,7 +15,8 @@ distinct ledger; ``labels`` says "numerical" where a curve is only a numerical v
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable, Mapping, Optional
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import attrs
 import numpy as np
@@ -101,7 +102,7 @@ def answer_ledger(task: Mapping[str, Any], seed: Any = None) -> dict:
 
 def account_ledgers(ledgers: Iterable[Mapping[str, Any]], *, delta: Any = None,
                     epsilon: Any = None, accountant: str = "pld",
-                    engine: Optional[Engine] = None, progress: Any = False) -> LedgerAnswers:
+                    engine: Engine | None = None, progress: Any = False) -> LedgerAnswers:
     """ε at ``delta`` (or δ at ``epsilon``: give exactly one, a number or a list) of
     every ledger in ``ledgers`` under ``accountant``, each distinct ledger accounted
     once on ``engine``. A ledger that is not a valid workload is refused before any

@@ -12,7 +12,7 @@ the order in which tasks finish.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +24,7 @@ __all__ = ["resolve_seed", "task_seed", "task_rng"]
 MAX_SEED = 2 ** 128 - 1
 
 
-def resolve_seed(seed: Optional[Any]) -> int:
+def resolve_seed(seed: Any | None) -> int:
     """``seed`` checked (an integer in [0, 2^128 − 1]), or fresh entropy when None —
     returned so that the run can be reported and repeated."""
     if seed is None:

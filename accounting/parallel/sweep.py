@@ -46,7 +46,8 @@ import itertools
 import math
 import os
 import time
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -54,8 +55,15 @@ import numpy as np
 from accounting.accountant import ACCOUNTANTS
 from accounting.analysis.calibration import DEFAULT_RTOL, calibrate_workload
 from accounting.curves.pld import DEFAULT_STEP
-from accounting.parallel.configs import (NUMERICAL, UPPER, answer, calibration_terms,
-                                         check_config, config_digest, mechanism_parameters)
+from accounting.parallel.configs import (
+    NUMERICAL,
+    UPPER,
+    answer,
+    calibration_terms,
+    check_config,
+    config_digest,
+    mechanism_parameters,
+)
 from accounting.parallel.executor import Engine, TaskFailure, map_tasks
 from accounting.parallel.table import TableFile, check_output, decode_value
 from accounting.validation import check_depth
@@ -93,7 +101,7 @@ class SweepPlan:
     """The points of a sweep and the task configuration of each."""
 
     query: str
-    solve: Optional[str]
+    solve: str | None
     axes: tuple              # ((name, (values…)), …) in grid order
     points: tuple            # per point: {axis: value}
     tasks: tuple             # per point: the task configuration
@@ -306,7 +314,7 @@ def plan_sweep(spec: Mapping[str, Any]) -> SweepPlan:
     return SweepPlan(query, solve, tuple(axes), tuple(points), tuple(tasks), tuple(keys))
 
 
-def _task(query: str, solve: Optional[str], rtol: Any, workload: dict, values: dict,
+def _task(query: str, solve: str | None, rtol: Any, workload: dict, values: dict,
           index: int) -> dict:
     """The task of one point, checked now so that a bad value fails before any work."""
     accountant = values["accountant"]
@@ -418,7 +426,7 @@ def _resumed(plan: SweepPlan, table: TableFile) -> dict[int, dict]:
 
 
 def _checked_row(plan: SweepPlan, i: int, raw: Mapping[str, Any],
-                 table: TableFile) -> Optional[dict]:
+                 table: TableFile) -> dict | None:
     """The answer columns and ``seconds`` of a row read back for point ``i``, None if
     the point is to be run again; a ValueError naming the column otherwise."""
     def get(name: str, kind: type) -> Any:
@@ -466,9 +474,9 @@ def _checked_row(plan: SweepPlan, i: int, raw: Mapping[str, Any],
     return value
 
 
-def run_sweep(spec: "Mapping[str, Any] | SweepPlan", *,
-              output: "str | os.PathLike | None" = None, resume: bool = False,
-              overwrite: bool = False, engine: Optional[Engine] = None, seed: int = 0,
+def run_sweep(spec: Mapping[str, Any] | SweepPlan, *,
+              output: str | os.PathLike | None = None, resume: bool = False,
+              overwrite: bool = False, engine: Engine | None = None, seed: int = 0,
               on_error: str = "raise", progress: Any = False) -> SweepResult:
     """Run every point of ``spec`` (a dict, or a ``SweepPlan``) on ``engine``.
 
@@ -511,7 +519,7 @@ def run_sweep(spec: "Mapping[str, Any] | SweepPlan", *,
 
 
 # --------------------------------------------------------------- from TOML
-def load_sweep(path: "str | os.PathLike") -> dict:
+def load_sweep(path: str | os.PathLike) -> dict:
     """A sweep from a TOML file: a regular UTF-8 file of at most 1 MiB (as a workload
     file; a FIFO or a device is refused before it is opened). Only parsed, never
     executed."""

@@ -26,7 +26,8 @@ import os
 import re
 import stat
 import tempfile
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from accounting.serialization import check_writable_file, parse_json
 
@@ -37,7 +38,7 @@ __all__ = ["TableFile", "table_format", "check_output", "decode_value", "encode_
 FORMATS = {".csv": "csv", ".jsonl": "jsonl"}
 
 
-def table_format(path: "str | os.PathLike") -> str:
+def table_format(path: str | os.PathLike) -> str:
     """``"csv"`` or ``"jsonl"`` from the extension of ``path``; a ValueError otherwise."""
     ext = os.path.splitext(str(path))[1].lower()
     if ext not in FORMATS:
@@ -46,7 +47,7 @@ def table_format(path: "str | os.PathLike") -> str:
     return FORMATS[ext]
 
 
-def check_output(path: "str | os.PathLike") -> str:
+def check_output(path: str | os.PathLike) -> str:
     """The format of the output file ``path`` (``table_format``) once it is known the
     file can be written there: its folder exists and takes a new file (tried, with a
     temporary file removed at once: the final rewrite needs one there too), and
@@ -112,7 +113,7 @@ class TableFile:
     (``check_output``).
     """
 
-    def __init__(self, path: "str | os.PathLike", columns: Sequence[str], *,
+    def __init__(self, path: str | os.PathLike, columns: Sequence[str], *,
                  resume: bool = False, overwrite: bool = False) -> None:
         self.path, self.columns = str(path), list(columns)
         self.format = check_output(path)
@@ -214,7 +215,7 @@ class TableFile:
         if not self._fh.closed:
             self._fh.close()
 
-    def rewrite(self, rows: Sequence[Optional[Mapping[str, Any]]]) -> None:
+    def rewrite(self, rows: Sequence[Mapping[str, Any] | None]) -> None:
         """Replace the file by ``rows`` (None entries skipped), atomically."""
         self.close()
         folder = os.path.dirname(os.path.abspath(self.path))

@@ -64,8 +64,9 @@ its path (``event.events[0].noise_multiplier``), a NaN a ``ValueError``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, Callable, Optional
+from typing import Any
 
 import numpy as np
 
@@ -115,10 +116,10 @@ class _Path:
 
     __slots__ = ("parent", "step")
 
-    def __init__(self, parent: "Optional[_Path]", step: str) -> None:
+    def __init__(self, parent: _Path | None, step: str) -> None:
         self.parent, self.step = parent, step
 
-    def child(self, step: str) -> "_Path":
+    def child(self, step: str) -> _Path:
         return _Path(self, step)
 
     def __str__(self) -> str:
@@ -255,7 +256,7 @@ class _Reader:
     def combine(self, event: Any, path: Any, children: list, done: list,
                 info: Any) -> list[Entry]:
         """The entries of ``event`` from those of its children (``done``)."""
-        handler: Optional[Callable] = getattr(self, "_" + type(event).__name__, None)
+        handler: Callable | None = getattr(self, "_" + type(event).__name__, None)
         if handler is None:
             raise self.fail(event, path, "no mechanism here expresses this event")
         if getattr(self, "_children_" + type(event).__name__, None) is None:
@@ -364,7 +365,7 @@ class _Reader:
         return [(self.build(event, path, "tree_aggregation", sigma=z, step_counts=counts), 1)]
 
     def single(self, inner: list[Entry], event: Any, path: Any,
-               role: str = "a sampled event") -> Optional[Mechanism]:
+               role: str = "a sampled event") -> Mechanism | None:
         """The one mechanism the entries ``inner`` of an inner (sampled or repeated)
         tree ``event`` stand for: Gaussians merged into one, else a single mechanism
         used once; None when the tree costs nothing."""
@@ -468,7 +469,7 @@ class _Reader:
 
 
 def dp_event_entries(event: Any, neighbouring: Any = "add_remove",
-                     registry: Optional[Registry] = None) -> list[Entry]:
+                     registry: Registry | None = None) -> list[Entry]:
     """The (mechanism, count) pairs that ``event`` stands for, in the order they come
     in the tree (the same mechanism may appear more than once; an Accountant or a
     Ledger merges them). See the module docstring for each event kind."""
@@ -477,7 +478,7 @@ def dp_event_entries(event: Any, neighbouring: Any = "add_remove",
 
 
 def from_dp_event(event: Any, neighbouring: Any = "add_remove",
-                  registry: Optional[Registry] = None, **accountant_options: Any) -> Accountant:
+                  registry: Registry | None = None, **accountant_options: Any) -> Accountant:
     """An ``Accountant`` holding the composition ``event`` stands for.
 
     ``accountant_options`` (``step``) go to ``Accountant``; its ``epsilon(delta)`` is
@@ -489,7 +490,7 @@ def from_dp_event(event: Any, neighbouring: Any = "add_remove",
 
 
 def ledger_from_dp_event(event: Any, neighbouring: Any = "add_remove",
-                         registry: Optional[Registry] = None):
+                         registry: Registry | None = None):
     """A ``Ledger`` (``accounting.ledger``) of the composition ``event`` stands for."""
     try:
         from accounting.ledger import Ledger

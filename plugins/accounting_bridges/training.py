@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Any, MutableMapping, Optional
+from collections.abc import MutableMapping
+from typing import Any
 
 from accounting.accountant import Accountant
 from accounting.curves.pld import DEFAULT_STEP, check_step
@@ -39,7 +40,7 @@ MECHANISM = "accounting_pld"
 GRID_STEP = DEFAULT_STEP
 
 
-def dpsgd_mechanism(noise_multiplier: float, sample_rate: float) -> Optional[Mechanism]:
+def dpsgd_mechanism(noise_multiplier: float, sample_rate: float) -> Mechanism | None:
     """The mechanism of one DP-SGD step: the Poisson-subsampled Gaussian with noise
     multiplier ``noise_multiplier`` (σ/clipping norm) at rate ``sample_rate``; None when
     the step costs nothing (q = 0: no record is used, whatever the noise, even none).
@@ -159,7 +160,7 @@ class TrainingAccountant:
             return 0.0
         return float(acc.under(accountant).delta(epsilon))
 
-    def state_dict(self, destination: Optional[MutableMapping] = None) -> MutableMapping:
+    def state_dict(self, destination: MutableMapping | None = None) -> MutableMapping:
         """The history, the mechanism name and the grid step: plain numbers only (what
         Opacus checkpoints hold; ``load_state_dict`` reads it back)."""
         if destination is None:

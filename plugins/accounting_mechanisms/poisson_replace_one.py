@@ -81,10 +81,21 @@ import numpy as np
 from scipy.special import expit, log_ndtr, logsumexp
 
 from accounting.numerics.loss import LossPMF
-from accounting.pairs.additive import (AdditiveNoise, CutSupportLawPair, cell_laws, log_integral,
-                                      support_extent)
-from accounting.pairs.mechanism import (RATE, Mechanism, Neighbouring, Range, as_neighbouring,
-                                        parameter)
+from accounting.pairs.additive import (
+    AdditiveNoise,
+    CutSupportLawPair,
+    cell_laws,
+    log_integral,
+    support_extent,
+)
+from accounting.pairs.mechanism import (
+    RATE,
+    Mechanism,
+    Neighbouring,
+    Range,
+    as_neighbouring,
+    parameter,
+)
 from accounting.pairs.pair import LawPair, Pair, disjoint_pair, identical_pair
 from accounting.pairs.primitives import check_primitive_output
 from accounting.registry.hookspecs import RegisterMechanism, hookimpl

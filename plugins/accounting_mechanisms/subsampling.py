@@ -28,13 +28,26 @@ from typing import Any
 import attrs
 import numpy as np
 
-from accounting.pairs.additive import log_integral
 from accounting.curves.profile import symmetric_profile
+from accounting.pairs.additive import log_integral
+from accounting.pairs.mechanism import (
+    RATE,
+    Mechanism,
+    Neighbouring,
+    Range,
+    as_neighbouring,
+    parameter,
+)
+from accounting.pairs.pair import (
+    LawPair,
+    Pair,
+    disjoint_pair,
+    identical_pair,
+    not_provided,
+    overrides_method,
+)
 from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.registry.registry import Registry, default_registry
-from accounting.pairs.mechanism import RATE, Mechanism, Neighbouring, Range, as_neighbouring, parameter
-from accounting.pairs.pair import (LawPair, Pair, disjoint_pair, identical_pair, not_provided,
-                                   overrides_method)
 from accounting.validation import check_count, check_probability
 from accounting.vocabulary import AnyArray, Bound, Direction, Exactness, FloatArray
 

@@ -5,7 +5,8 @@ integer bisection.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from accounting.accountant import check_accountant
 from accounting.analysis.calibration.search import Problem
@@ -19,7 +20,7 @@ __all__ = ["calibrate_count"]
 
 
 def calibrate_count(mechanism: Any, *, epsilon: float, delta: float, accountant: str = "pld",
-                    step: float = DEFAULT_STEP, direction: "Direction | str" = "max",
+                    step: float = DEFAULT_STEP, direction: Direction | str = "max",
                     max_count: int = 10 ** 7) -> int:
     """The **largest** number of uses k ≤ ``max_count`` of ``mechanism`` (a
     ``Mechanism``) whose composition meets ε(δ) ≤ ``epsilon`` (a number of steps or

@@ -5,7 +5,8 @@ See ``accounting.analysis.calibration`` for the accountants and the method.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
@@ -64,9 +65,9 @@ class Calibration:
     bracket: tuple[float, float]
     rtol: float
     evaluations: int
-    order: Optional[float] = None
+    order: float | None = None
     uses: tuple = attrs.field(default=(), eq=False, repr=False)
-    ledger: Optional[Ledger] = attrs.field(default=None, eq=False, repr=False)
+    ledger: Ledger | None = attrs.field(default=None, eq=False, repr=False)
     exactness: Exactness = attrs.field(default=Exactness.UPPER,
                                        validator=attrs.validators.instance_of(Exactness))
 
@@ -100,8 +101,8 @@ class Calibration:
 
 def calibrate_workload(family: Any, *, epsilon: float, delta: float,
                        accountant: str = "pld", step: float = DEFAULT_STEP,
-                       rtol: float = DEFAULT_RTOL, start: Optional[float] = None,
-                       parameter: Optional[str] = None, direction: "Direction | str" = "max",
+                       rtol: float = DEFAULT_RTOL, start: float | None = None,
+                       parameter: str | None = None, direction: Direction | str = "max",
                        integer: bool = False) -> Calibration:
     """The smallest shared x with ε(δ) ≤ ``epsilon`` for the composition ``family(x)``.
 
@@ -154,11 +155,11 @@ def calibrate_workload(family: Any, *, epsilon: float, delta: float,
                        ledger=ledger, exactness=problem.labels[hi])
 
 
-def calibrate(family: Any, solve: Optional[str] = None, *, epsilon: float, delta: float,
-              count: int = 1, params: Optional[Mapping[str, Any]] = None,
+def calibrate(family: Any, solve: str | None = None, *, epsilon: float, delta: float,
+              count: int = 1, params: Mapping[str, Any] | None = None,
               accountant: str = "pld", step: float = DEFAULT_STEP,
-              rtol: float = DEFAULT_RTOL, start: Optional[float] = None,
-              direction: "Direction | str" = "max", integer: bool = False) -> Calibration:
+              rtol: float = DEFAULT_RTOL, start: float | None = None,
+              direction: Direction | str = "max", integer: bool = False) -> Calibration:
     """The smallest ``solve`` of ``family`` (``params`` fixed) meeting (ε, δ) for
     ``count`` independent uses. See ``MechanismFamily`` for ``family`` and
     ``calibrate_workload`` for the rest.

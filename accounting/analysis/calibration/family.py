@@ -7,7 +7,8 @@ parameter is ``multiplier × x``; ``check_family`` accepts it, a sequence of the
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -20,11 +21,11 @@ __all__ = ["MechanismFamily", "check_family", "scales_noise", "ledger_at"]
 
 
 # --------------------------------------------------------------------- terms
-def _count(instance: Any, attribute: "attrs.Attribute[Any]", value: Any) -> None:
+def _count(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     check_count(attribute.name, value)
 
 
-def _positive(instance: Any, attribute: "attrs.Attribute[Any]", value: Any) -> None:
+def _positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     check_positive(attribute.name, value)
 
 
@@ -42,7 +43,7 @@ def _params(value: Any) -> tuple[tuple[str, Any], ...]:
 
 
 def _family_class(family: Any, solve: Any, params: tuple[tuple[str, Any], ...]
-                  ) -> Optional[type[Mechanism]]:
+                  ) -> type[Mechanism] | None:
     """The mechanism class of ``family`` (None for a callable family), with ``solve``
     and ``params`` checked against it."""
     if isinstance(family, str):
@@ -87,14 +88,14 @@ class MechanismFamily:
     """
 
     family: Any
-    solve: Optional[str] = None
+    solve: str | None = None
     count: int = attrs.field(default=1, validator=_count)
     multiplier: float = attrs.field(default=1.0, validator=_positive)
     params: tuple[tuple[str, Any], ...] = attrs.field(default=(), converter=_params)
-    _cls: Optional[type[Mechanism]] = attrs.field(default=None, eq=False, repr=False, alias="cls")
+    _cls: type[Mechanism] | None = attrs.field(default=None, eq=False, repr=False, alias="cls")
 
-    def __init__(self, family: Any, solve: Optional[str] = None, count: int = 1,
-                 multiplier: float = 1.0, params: Any = (), cls: Optional[type[Mechanism]] = None
+    def __init__(self, family: Any, solve: str | None = None, count: int = 1,
+                 multiplier: float = 1.0, params: Any = (), cls: type[Mechanism] | None = None
                  ) -> None:
         # params are coerced by the family's class, which the family names: both are
         # worked out before the record is built (``cls``, given by ``attrs.evolve``,
@@ -110,7 +111,7 @@ class MechanismFamily:
         self.__attrs_init__(family, solve, count, multiplier, items, kind)
 
     @property
-    def mechanism_class(self) -> Optional[type[Mechanism]]:
+    def mechanism_class(self) -> type[Mechanism] | None:
         """The mechanism class whose parameter ``solve`` is x (None for a callable
         family, whose x means nothing known)."""
         return self._cls

@@ -4,7 +4,8 @@ TPR at a given FPR, or the advantage TPR − FPR (Kulynych et al., arXiv:2407.02
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 
@@ -43,12 +44,12 @@ class RiskCalibration:
     figure: str
     achieved: float
     target: float
-    fpr: Optional[float]
+    fpr: float | None
     direction: str
     bracket: tuple[float, float]
     evaluations: int
     integer: bool = False
-    ledger: Optional[Ledger] = attrs.field(default=None, eq=False, repr=False)
+    ledger: Ledger | None = attrs.field(default=None, eq=False, repr=False)
     accountant: str = "pld"
 
     def describe(self) -> str:
@@ -61,9 +62,9 @@ class RiskCalibration:
                 f"{self.evaluations} evaluations")
 
 
-def _risk_metric(tpr: Optional[float], fpr: Optional[float], advantage: Optional[float],
+def _risk_metric(tpr: float | None, fpr: float | None, advantage: float | None,
                  direction: Direction, accountant: str = "pld"
-                 ) -> tuple[str, float, Optional[float], Callable]:
+                 ) -> tuple[str, float, float | None, Callable]:
     """(figure, target, fpr, accountant ↦ the figure's upper bound under ``accountant``:
     the pessimistic PLD, or the Rényi curve through ``accounting.analysis.risk``)."""
     from accounting.analysis import risk
@@ -91,11 +92,11 @@ def _risk_metric(tpr: Optional[float], fpr: Optional[float], advantage: Optional
     return "advantage", target, None, advantage_metric
 
 
-def calibrate_risk(family: Any, *, tpr: Optional[float] = None, fpr: Optional[float] = None,
-                   advantage: Optional[float] = None, direction: "Direction | str" = "max",
+def calibrate_risk(family: Any, *, tpr: float | None = None, fpr: float | None = None,
+                   advantage: float | None = None, direction: Direction | str = "max",
                    integer: bool = False, step: float = DEFAULT_STEP,
                    rtol: float = DEFAULT_RTOL, start: float = 1.0,
-                   parameter: Optional[str] = None, accountant: str = "pld") -> RiskCalibration:
+                   parameter: str | None = None, accountant: str = "pld") -> RiskCalibration:
     """The smallest shared x (``family`` as in ``calibrate_workload``) whose composition
     bounds an attacker's risk: TPR at ``fpr`` ≤ ``tpr`` (``accounting.analysis.risk.
     tpr_at_fpr``), or TPR − FPR ≤ ``advantage`` — each an upper bound, worst over

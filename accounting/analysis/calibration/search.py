@@ -12,7 +12,8 @@ previous best order (``numerics.order_search.minimise_near``).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
@@ -20,8 +21,8 @@ import numpy as np
 from accounting.accountant import Accountant
 from accounting.analysis.calibration.family import ledger_at
 from accounting.curves.converters import improved_epsilon
-from accounting.curves.pld import PLD
 from accounting.curves.curve import Provenance
+from accounting.curves.pld import PLD
 from accounting.curves.rdp import RDP
 from accounting.curves.zcdp import ZCDP
 from accounting.ledger import Ledger
@@ -70,7 +71,7 @@ class Problem:
     #: the neighbouring direction whose ε is calibrated (``max``: the worse of both)
     direction: Direction = Direction.MAX
     #: a risk figure of the composition's accountant to calibrate instead of ε(δ)
-    metric: Optional[Callable[[Accountant], float]] = None
+    metric: Callable[[Accountant], float] | None = None
     #: the name of the calibrated figure, for messages
     what: str = "ε"
     #: x = 0 is no noise at all (x scales the mechanisms' own noise parameters): a
@@ -90,7 +91,7 @@ class Problem:
             self.bar.update(1)
         return self.seen[x][0]
 
-    def _evaluate(self, x: float) -> tuple[float, Optional[float]]:
+    def _evaluate(self, x: float) -> tuple[float, float | None]:
         ledger = ledger_at(self.family, x)
         acct = Accountant.of(ledger, step=self.step)
         pairs = ledger.pairs()
@@ -178,7 +179,7 @@ def _bracket(problem: Problem, start: float, target: float, label: str) -> tuple
     x = start
     feasible = problem.epsilon(x) <= target
     n = 0
-    wall: Optional[GridSizeError] = None    # the last refusal, at ``wall_x``
+    wall: GridSizeError | None = None    # the last refusal, at ``wall_x``
     wall_x = math.nan
     for _ in range(_MAX_STEPS):
         factor = min(_GROWTH ** (2 ** min(n, 5)), _MAX_GROWTH)
