@@ -213,7 +213,7 @@ def plot_rdp(curve: Any, ax: Any = None, *, alphas: Sequence[float] | None = Non
 
 
 def plot_accountants(accountants: Mapping[str, Any] | Any, ax: Any = None, *,
-                     deltas: Sequence[float] | None = None,
+                     deltas: Sequence[float] | np.ndarray | None = None,
                      methods: Sequence[str] = ("pld",)) -> Any:
     """ε(δ) against δ for each accountant (a mapping ``{label: Accountant}``, or one
     accountant) under each of ``methods`` (``"pld"``, ``"rdp"``, ``"zcdp"``): the

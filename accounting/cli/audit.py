@@ -32,6 +32,7 @@ from accounting.cli.base import (
 )
 from accounting.registry.registry import Registry
 from accounting.validation import check_positive, check_real
+from accounting.vocabulary import AnyArray
 
 __all__: list[str] = []
 
@@ -145,7 +146,7 @@ def _user_callable(fn: Any, spec: str) -> Any:
 _NPY_MAX_ELEMENTS = 1 << 31
 
 
-def _npy_header(path: str, what: str) -> tuple[tuple, np.dtype]:
+def _npy_header(path: str, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
     """Shape and dtype from a .npy header, read without loading the data; the file
     must be a regular file holding as many bytes as the header claims."""
     try:
@@ -201,7 +202,7 @@ def _load_npy(path: str, what: str, *, samples: bool = False) -> np.ndarray:
             raise CLIError(f"{what}: {path!r} holds n = {shape[0]} sample; at least 2 "
                            f"are needed")
     try:
-        arr = np.load(path, allow_pickle=False)
+        arr: AnyArray = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
         raise CLIError(f"{what}: cannot read {path!r} as a .npy array "
                        f"({one_line(exc)})") from None

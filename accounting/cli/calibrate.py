@@ -106,7 +106,7 @@ def add_parser(sub: Any) -> None:
 _SOLVE_PROBES = (1.0, 1e-6, 1e6)
 
 
-def _check_solvable(registry: Registry, name: str, solve: str, params: dict) -> None:
+def _check_solvable(registry: Registry, name: str, solve: str, params: dict[str, Any]) -> None:
     """Refuse, before the search, a parameter the search cannot move freely: it
     brackets the answer on (0, ∞) from 1, so the mechanism must accept the probes."""
     rng = registry.mechanism(name).ranges().get(solve)
@@ -123,7 +123,7 @@ def _check_solvable(registry: Registry, name: str, solve: str, params: dict) -> 
                            f"b") from None
 
 
-def _dpsgd_job(registry: Registry, q: float) -> tuple[str, str, dict]:
+def _dpsgd_job(registry: Registry, q: float) -> tuple[str, str, dict[str, Any]]:
     """The mechanism, the parameter to solve and the fixed parameters of ``--dpsgd``:
     those of the job ``DPSGD_JOB``, its sampling rate ``q`` replaced."""
     job = registry.jobs.get(DPSGD_JOB)
@@ -242,7 +242,7 @@ def _directions(direction: str) -> str:
             else f"the {direction} direction only")
 
 
-def _run_risk(ns: argparse.Namespace, name: str, solve: str, params: dict, count: int,
+def _run_risk(ns: argparse.Namespace, name: str, solve: str, params: dict[str, Any], count: int,
               step: float, rtol: float) -> int:
     """``calibrate`` with a risk target (``calibrate_risk``)."""
     from accounting.analysis.calibration import MechanismFamily, calibrate_risk
@@ -252,7 +252,8 @@ def _run_risk(ns: argparse.Namespace, name: str, solve: str, params: dict, count
                          direction=ns.direction, integer=ns.integer, step=step, rtol=rtol,
                          accountant=ns.accountant)
     seconds = time.perf_counter() - t0
-    what = (f"TPR at FPR {show_num(res.fpr)}" if res.figure == "tpr" else "advantage (TPR − FPR)")
+    what = (f"TPR at FPR {show_num(res.fpr)}" if res.figure == "tpr" and res.fpr is not None
+            else "advantage (TPR − FPR)")   # (a TPR target always has its FPR)
     if ns.json:
         payload: dict[str, Any] = {
             "command": "calibrate", "mechanism": name, "params": params, "solve": solve,

@@ -6,6 +6,7 @@ answer is looser than another's.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -18,6 +19,7 @@ from accounting.curves.pld import DEFAULT_STEP
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.zcdp import ZCDP
 from accounting.validation import check_array, check_positive
+from accounting.vocabulary import Direction, FloatArray
 from accounting.workload import Workload
 
 __all__: list[str] = []
@@ -35,6 +37,12 @@ _SWEEP_MIN_VALUES = 16
 #: points of the fine order grid of a sweep, spread over the cells where the coarse
 #: grid found the optima
 _SWEEP_FINE_ORDERS = 400
+
+
+def _upper_cgf(rdp: Any, direction: Direction, t: FloatArray) -> FloatArray:
+    """The upper CGF of ``rdp`` in one ``direction`` (a curve with ``upper(t, d)``)."""
+    out: FloatArray = rdp.upper(t, direction)
+    return out
 
 
 def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, int]:
@@ -55,7 +63,6 @@ def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, in
         with_order_infinity,
     )
     from accounting.numerics.order_search import minimise_on_shared_orders
-    from accounting.vocabulary import Direction
     directions = ((Direction.FORWARD,) if getattr(rdp, "symmetric", False) is True
                   else (Direction.FORWARD, Direction.BACKWARD))
 
@@ -70,8 +77,8 @@ def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, in
     best = np.full(values.shape, -np.inf)
     n_orders = 0
     for d in directions:
-        per_d, n_orders = minimise_on_shared_orders(lambda t, d=d: rdp.upper(t, d), objective,
-                                                    _SWEEP_FINE_ORDERS)
+        per_d, n_orders = minimise_on_shared_orders(functools.partial(_upper_cgf, rdp, d),
+                                                    objective, _SWEEP_FINE_ORDERS)
         # the order α = ∞ where the curve declares a finite D_∞ (a pure-DP curve)
         sup = rdp.upper.limit(np.inf, d)
         if query == "delta":
@@ -87,7 +94,7 @@ def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, in
 
 
 def evaluate_workload(workload: Workload, query: str, values: np.ndarray, names: list[str],
-                      step: float) -> tuple[Any, dict[str, dict]]:
+                      step: float) -> tuple[Any, dict[str, dict[str, Any]]]:
     """Run ``query`` ("epsilon" or "delta") at ``values`` under each accountant.
 
     With several accountants, one that refuses (a usage error: e.g. a grid too large)
@@ -95,7 +102,7 @@ def evaluate_workload(workload: Workload, query: str, values: np.ndarray, names:
     when every one refuses, the first refusal is raised. Internal errors propagate.
     """
     acct = workload.accountant(step)
-    results: dict[str, dict] = {}
+    results: dict[str, dict[str, Any]] = {}
     first_error: Exception | None = None
     for name in names:
         t0 = time.perf_counter()
@@ -114,7 +121,7 @@ def evaluate_workload(workload: Workload, query: str, values: np.ndarray, names:
     return acct, results
 
 
-def _evaluate_one(acct: Any, name: str, query: str, values: np.ndarray) -> dict:
+def _evaluate_one(acct: Any, name: str, query: str, values: np.ndarray) -> dict[str, Any]:
     res: dict[str, Any] = {}
     kind = ACCOUNTANTS[name]
     curve = acct.curve(kind)  # the full PLD first: the queries below reuse it
@@ -138,7 +145,7 @@ def _evaluate_one(acct: Any, name: str, query: str, values: np.ndarray) -> dict:
     return res
 
 
-def looseness_notes(query: str, results: dict[str, dict]) -> list[str]:
+def looseness_notes(query: str, results: dict[str, dict[str, Any]]) -> list[str]:
     """Say when the PLD answer is looser than another accountant's (every answer is a
     valid upper bound, so the smallest is the one to use), as happens when the grid
     is too coarse for the composition: its certified lower end then collapses."""

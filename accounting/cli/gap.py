@@ -12,6 +12,8 @@ from accounting.cli.base import PROG, CLIError, count_text, parse_float
 from accounting.cli.output import json_num, show_num
 from accounting.cli.parser import mechanism_help, mechanism_names, mechanism_use
 from accounting.pairs.composed import compose
+from accounting.pairs.mechanism import Mechanism
+from accounting.pairs.pair import Pair
 from accounting.registry.registry import Registry
 from accounting.validation import check_array, check_count
 
@@ -67,7 +69,11 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
                          options=getattr(ns, "command_options", ()))
     orders = check_array("t", list(ns.orders) if ns.orders else list(_GAP_T),
                          lo=0.0, hi=T_MAX, lo_open=True)
-    target = use.mechanism if count == 1 else compose((use.mechanism.pair(), count))
+    target: Mechanism | Pair = use.mechanism
+    if count > 1:
+        composed = compose((use.mechanism.pair(), count))
+        assert isinstance(composed, Pair)   # a composition of pairs is a pair
+        target = composed
     res = information_gap(target, orders, ns.direction)
     if ns.json:
         only = use.as_dict()
@@ -80,7 +86,8 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     print(f"ρ* = {show_num(res.rho, 10)} ({res.method}; {_where(res.t_star)}); direction "
           f"{res.direction.value}" + (f", attained {res.rho_direction.value}"
                                       if res.direction.value == "max" else ""))
-    rows = [("t", "α", "K(t)", "ρ*·t(t+1)", "Γ(t)", "Γ(t)/t", "Γ/(ρ*t(t+1))")]
+    rows: list[tuple[str, ...]] = [("t", "α", "K(t)", "ρ*·t(t+1)", "Γ(t)", "Γ(t)/t",
+                                    "Γ/(ρ*t(t+1))")]
     for vals in zip(res.t, res.alpha, res.cgf, res.envelope, res.gap, res.gap_per_order,
                     res.relative_gap):
         rows.append(tuple(show_num(v, 6) if i < 2 else show_num(v) for i, v in enumerate(vals)))

@@ -32,10 +32,10 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         cls = registry.mechanisms[name]
         doc = (cls.__doc__ or "").strip().splitlines()
         params = []
-        for a in parameters_in_order(cls):
-            required = a.default is attrs.NOTHING
-            params.append({"name": a.name, "type": parameter_kind(a), "required": required,
-                           "default": None if required else json_default(a.default)})
+        for attr in parameters_in_order(cls):
+            required = attr.default is attrs.NOTHING
+            params.append({"name": attr.name, "type": parameter_kind(attr), "required": required,
+                           "default": None if required else json_default(attr.default)})
         mechs.append({"name": name, "plugin": registry.mechanism_sources.get(name, "?"),
                       "class": f"{cls.__module__}.{cls.__qualname__}",
                       "doc": doc[0] if doc else "", "parameters": params})

@@ -59,12 +59,12 @@ def json_default(value: Any) -> Any:
     return repr(value)
 
 
-def is_certified(res: dict) -> bool:
+def is_certified(res: dict[str, Any]) -> bool:
     """Whether one accountant's result (a row of ``evaluate_workload``) is certified."""
     return Exactness(res["exactness"]).certified
 
 
-def results_json(results: dict[str, dict]) -> dict:
+def results_json(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The results of ``evaluate_workload`` for ``--json``: numbers through ``json_num``."""
     out = {}
     for name, res in results.items():
@@ -85,7 +85,7 @@ def results_json(results: dict[str, dict]) -> dict:
     return out
 
 
-def results_table(query: str, values: np.ndarray, results: dict[str, dict]) -> list[str]:
+def results_table(query: str, values: np.ndarray, results: dict[str, dict[str, Any]]) -> list[str]:
     """The text table of ``evaluate_workload``'s results: one row per accountant and value,
     the refusals below it."""
     given, answer = ("δ", "ε") if query == "epsilon" else ("ε", "δ")
@@ -137,7 +137,7 @@ def print_note(note: str) -> None:
     print(textwrap.fill(note, width=96, initial_indent="  note: ", subsequent_indent=" " * 8))
 
 
-def provenance_lines(results: dict[str, dict]) -> list[str]:
+def provenance_lines(results: dict[str, dict[str, Any]]) -> list[str]:
     """One ``name: provenance`` line (shortened) per result that has a provenance."""
     return [f"  {name}: {shorten(res['provenance'])}" for name, res in results.items()
             if "provenance" in res]

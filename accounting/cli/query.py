@@ -70,13 +70,14 @@ def write_plot(path: str, draw: Callable[[Any], Any], title: str,
     import matplotlib.pyplot as plt
 
     from accounting.plot import save
-    ax = plt.figure(figsize=figsize).gca()
+    fig = plt.figure(figsize=figsize)
+    ax = fig.gca()
     draw(ax)
     ax.set_title(shorten(title, 70), fontsize="small")
     try:
         save(ax, path)
     except (OSError, ValueError) as exc:   # unknown suffix, read-only place, …
-        plt.close(ax.get_figure())
+        plt.close(fig)
         raise CLIError(f"--plot: cannot write {path!r}: {exc}") from None
 
 

@@ -47,6 +47,8 @@ from accounting.cli.output import json_num, shorten, show_num
 from accounting.cli.parser import mechanism_help, mechanism_names, mechanism_use
 from accounting.cli.query import check_plot, write_plot
 from accounting.curves.pld import DEFAULT_STEP, PLD
+from accounting.curves.rdp import RDP
+from accounting.curves.zcdp import ZCDP
 from accounting.registry.registry import Registry
 from accounting.validation import check_array
 from accounting.workload import MAX_COUNT_TEXT, Workload
@@ -96,7 +98,7 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=run, takes_extras=True)
 
 
-def _clt(workload: Workload, fprs: np.ndarray, step: float) -> dict:
+def _clt(workload: Workload, fprs: np.ndarray, step: float) -> dict[str, Any]:
     """The CLT approximation's μ and TPRs, or the reason it has none."""
     try:
         mu = clt_mu([(u.mechanism, u.count) for u in workload.uses], step=step)
@@ -131,7 +133,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         if ns.plot is not None:
             raise CLIError("--plot draws the PLD's trade-off curve; drop --accountant "
                            f"{ns.accountant} to plot")
-        renyi = acct.curve(ACCOUNTANTS[ns.accountant])
+        renyi = acct.curve(RDP) if ns.accountant == "rdp" else acct.curve(ZCDP)
         tpr, tpr_lo = tpr_at_fpr(renyi, fprs), None
         adv, adv_lo = advantage(renyi), None
         risk = bayes_risk(renyi, prior)
