@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -73,7 +74,9 @@ def write_plot(path: str, draw: Callable[[Any], Any], title: str,
     fig = plt.figure(figsize=figsize)
     ax = fig.gca()
     draw(ax)
-    ax.set_title(shorten(title, 70), fontsize="small")
+    # two lines at most: a long workload name wraps instead of running off the figure
+    ax.set_title(textwrap.fill(textwrap.shorten(title, 150, placeholder=" …"), 75),
+                 fontsize="small")
     try:
         save(ax, path)
     except (OSError, ValueError) as exc:   # unknown suffix, read-only place, …

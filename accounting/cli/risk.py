@@ -20,7 +20,8 @@ upper sides only, no ``--plot``):
 * the CLT approximation μ and its TPRs (``accounting.analysis.clt``) — an
   approximation, not a bound, shown beside the bounds for comparison.
 
-``--plot FILE`` draws the trade-off curve (``plot_tradeoff``; needs matplotlib).
+``--plot FILE`` draws the membership-inference ROC bound on log-log axes, the
+queried FPRs marked (``plot_roc``; needs matplotlib).
 """
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ def _options(p: argparse.ArgumentParser) -> None:
                         "certified bracket) or the Rényi curve (rdp, zcdp; upper bounds)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot", metavar="FILE", default=None,
-                   help="also draw the trade-off curve to FILE (.png, .pdf, .svg; needs "
-                        "matplotlib)")
+                   help="also draw the ROC bound (TPR against FPR, log-log, the queried "
+                        "FPRs marked) to FILE (.png, .pdf, .svg; needs matplotlib)")
 
 
 def add_parser(sub: Any) -> None:
@@ -153,13 +154,10 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     header = use.describe()
 
     if ns.plot is not None:
-        from accounting.plot import plot_tradeoff
+        from accounting.plot import plot_roc
 
         def draw(ax: Any) -> None:
-            plot_tradeoff(tradeoff, ax, label=f"×{count}")
-            # the queried points: FPR α against the certified β = 1 − TPR
-            ax.plot(fprs, 1.0 - tpr, "o", color="k", ms=4, label="queried FPR (1 − TPR bound)")
-            ax.legend(fontsize="small")
+            plot_roc(tradeoff, ax, fprs=fprs, label=f"×{count}")
         write_plot(ns.plot, draw, header, figsize=(5.0, 5.0))
 
     if ns.json:
