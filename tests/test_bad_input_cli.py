@@ -88,8 +88,8 @@ CASES = [
     ("count", [*EPS, "--compose", "1e23", "--delta", "1e-5"], r"at most 1e15\), got 1e23"),
     ("count", [*EPS, "--compose", "100000000000000000000000", "--delta", "1e-5"],
      r"at most 1e15"),
-    ("count", ["calibrate", "--dpsgd", "--q", "0.01", "--steps", "1e30", "--epsilon", "1",
-               "--delta", "1e-5"], r"argument --steps: .*at most 1e15"),
+    ("count", ["calibrate", "--dpsgd", "--q", "0.01", "--compose", "1e30", "--epsilon", "1",
+               "--delta", "1e-5"], r"argument --compose: .*at most 1e15"),
     ("count", ["gap", "laplace", "--b", "1", "--compose", "1e16"], r"at most 1e15"),
     # wrong types and strict number syntax
     ("type", ["epsilon", "gaussian", "--sigma", "1_0", "--delta", "1e-5"],
@@ -373,7 +373,7 @@ def test_plugin_prints_at_import_do_not_corrupt_json(capsys, monkeypatch):
     monkeypatch.setattr(cli, "default_registry", noisy_registry)
     code, out, err = run(capsys, *EPS, "--delta", "1e-5", *RDP, "--json")
     assert code == 0
-    assert json.loads(out)["query"] == "epsilon"
+    assert json.loads(out)["command"] == "epsilon"
     assert "a plugin says hello at import" in err
     code, out, _ = run(capsys, "mechanisms", "--json")
     assert code == 0 and "gaussian" in {m["name"] for m in json.loads(out)["mechanisms"]}

@@ -10,7 +10,6 @@ afterwards, and whatever their code raises is reported as theirs.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import stat
@@ -30,6 +29,7 @@ from accounting.cli.base import (
     stdout_to_stderr,
     unknown_name_error,
 )
+from accounting.cli.output import print_json
 from accounting.registry.registry import Registry
 from accounting.validation import check_positive, check_real
 from accounting.vocabulary import AnyArray
@@ -297,7 +297,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         report = auditor.audit_callable(fn, data[0], data[1], n=ns.n, epsilon=ns.epsilon,
                                         delta=ns.delta, seed=ns.seed, **settings)
     if ns.json:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        print_json("audit", report.to_dict())
     else:
         print(report)
     return EXIT_REJECTED if ns.fail_on_reject and report.rejected else 0

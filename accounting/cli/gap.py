@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from typing import Any
 
 from accounting.cli.base import PROG, CLIError, count_text, parse_float
-from accounting.cli.output import json_num, show_num
+from accounting.cli.output import json_num, print_json, show_num
 from accounting.cli.parser import mechanism_help, mechanism_names, mechanism_use
 from accounting.pairs.composed import compose
 from accounting.pairs.mechanism import Mechanism
@@ -80,7 +79,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         payload = {"command": "gap", "mechanism": only["name"], "params": only["params"],
                    "count": count, **res.as_dict(),
                    "gap_relative": [json_num(v) for v in res.relative_gap]}
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        print_json("gap", payload)
         return 0
     print(use.describe())
     print(f"ρ* = {show_num(res.rho, 10)} ({res.method}; {_where(res.t_star)}); direction "

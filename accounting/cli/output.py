@@ -4,13 +4,16 @@ Every command formats through these helpers, so a number reads the same wherever
 appears: ``show_num`` (8 significant digits, ``inf``), ``json_num`` (±∞ as strings: JSON
 has no infinity), ``show_seconds``; the result table of ``epsilon``/``delta``/``run``
 (``results_table``) and its JSON twin (``results_json``); long provenance shortened
-(``shorten``); notes wrapped at 96 columns (``print_note``).
+(``shorten``); notes wrapped at 96 columns (``print_note``); every ``--json`` output in
+one envelope whose first key names the command (``print_json``).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import textwrap
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -18,6 +21,13 @@ import numpy as np
 from accounting.vocabulary import Exactness
 
 __all__: list[str] = []
+
+
+def print_json(command: str, payload: Mapping[str, Any]) -> None:
+    """Print the ``--json`` output of ``command``: one JSON object whose first key is
+    ``"command"`` (the subcommand's name), the same envelope for every command."""
+    body = {"command": command, **{k: v for k, v in payload.items() if k != "command"}}
+    print(json.dumps(body, indent=2, ensure_ascii=False))
 
 
 def show_num(x: float, digits: int = 8) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +24,7 @@ from accounting.cli.base import PROG, CLIError, Parser, count_text, parse_float
 from accounting.cli.output import (
     is_certified,
     json_num,
+    print_json,
     print_note,
     provenance_lines,
     results_json,
@@ -180,7 +180,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         write_plot(ns.plot, lambda ax: plot_accountants({"": acct}, ax, deltas=deltas,
                                                          methods=asked), header)
     if ns.json:
-        payload: dict[str, Any] = {"query": query}
+        payload: dict[str, Any] = {}
         if ns.mechanism is not None:
             only = workload.uses[0].as_dict()
             payload.update(mechanism=only["name"], params=only["params"], count=only["count"])
@@ -191,7 +191,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         payload["results"] = results_json(results)
         if notes:
             payload["notes"] = notes
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        print_json(query, payload)
         return 0
     print(shorten(header))
     kinds = ("upper bounds" if all(is_certified(r) for r in results.values() if "error" not in r)

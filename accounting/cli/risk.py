@@ -27,7 +27,6 @@ queried FPRs marked (``plot_roc``; needs matplotlib).
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 import numpy as np
@@ -44,7 +43,7 @@ from accounting.analysis.risk import (
 )
 from accounting.cli import evaluate as ev
 from accounting.cli.base import PROG, CLIError, count_text, parse_float, refusal_reason
-from accounting.cli.output import json_num, shorten, show_num
+from accounting.cli.output import json_num, print_json, shorten, show_num
 from accounting.cli.parser import mechanism_help, mechanism_names, mechanism_use
 from accounting.cli.query import check_plot, write_plot
 from accounting.curves.pld import DEFAULT_STEP, PLD
@@ -161,7 +160,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         write_plot(ns.plot, draw, header, figsize=(5.0, 5.0))
 
     if ns.json:
-        payload: dict[str, Any] = {"query": "risk"}
+        payload: dict[str, Any] = {}
         only = use.as_dict()
         payload.update(mechanism=only["name"], params=only["params"], count=only["count"],
                        step=step, direction="max over both neighbouring directions")
@@ -184,7 +183,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
                            "note": "CLT approximation (arXiv:1905.02383, Thm 3.5), not a "
                                    "bound: it can under-report the risk"})
         payload["provenance"] = provenance
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        print_json("risk", payload)
         return 0
 
     print(shorten(header))
