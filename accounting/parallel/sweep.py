@@ -9,7 +9,8 @@ Cartesian product gives the points::
     accountant = "pld"         # "pld" (default), "rdp" or "zcdp"
     solve = "sigma"            # calibrate: the parameter solved for
     epsilon = 1.0              # the target (calibrate) or the ε of a "delta" query
-    delta = 1e-5               # the δ of an "epsilon" query, or of the target
+    delta = 1e-5               # the δ of an "epsilon" query, or of the target; a list
+                               # (delta = [1e-5, 1e-6]) is an axis, as under [grid]
     step = 1e-4                # optional PLD grid step
     rtol = 1e-6                # optional, calibrate: relative width of the bracket
 
@@ -215,6 +216,10 @@ def _targets(axis: str, label: str, entries: list[Any]) -> list[int]:
     return hits
 
 
+#: query values that may be listed at the top level (each value a point of the grid)
+_LISTABLE = ("delta", "epsilon")
+
+
 def _single(spec: Mapping[str, Any], key: str) -> Any:
     value = spec[key]
     if isinstance(value, (list, tuple, np.ndarray)):
@@ -251,12 +256,21 @@ def plan_sweep(spec: Mapping[str, Any]) -> SweepPlan:
     elif solve is not None or "rtol" in spec:
         raise SweepError(f"{'solve' if solve is not None else 'rtol'} applies to "
                          f"query = \"calibrate\" only")
-    fixed = {k: _single(spec, k) for k in settable if k in spec}
-    fixed.setdefault("accountant", "pld")
-    workloads = _workloads(spec)
     grid = spec.get("grid", {})
     if not isinstance(grid, Mapping):
         raise SweepError(f"grid must be a table of axes, got {type(grid).__name__}")
+    # a list of query values at the top level, as a workload file takes them
+    # (``delta = [1e-5, 1e-6]``), is an axis of the grid: one point per value
+    listed = [k for k in _LISTABLE if k in spec and k in settable
+              and isinstance(spec[k], (list, tuple, np.ndarray))]
+    for key in listed:
+        if key in grid:
+            raise SweepError(f"{key}: give its values once, at the top level or under [grid]")
+    if listed:
+        grid = {**{k: spec[k] for k in listed}, **grid}
+    fixed = {k: _single(spec, k) for k in settable if k in spec and k not in listed}
+    fixed.setdefault("accountant", "pld")
+    workloads = _workloads(spec)
     if not grid and len(workloads) < 2:
         raise SweepError("the grid is empty: give at least one axis under [grid] (or "
                          "several [[workload]] tables)")
