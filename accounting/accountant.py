@@ -77,7 +77,7 @@ CURVE_OPTIONS = GRID_OPTIONS
 MAX_REFINEMENTS = 8
 
 
-def _strict(method: Callable) -> Callable:
+def _strict(method: Callable[..., Any]) -> Callable[..., Any]:
     """Refuse unknown keywords with a TypeError naming them and the allowed ones
     (Python's own message names only the first and lists nothing)."""
     params = inspect.signature(method).parameters
@@ -193,7 +193,7 @@ class Accountant:
     #: the registry given (None: the process-wide one); not part of the state
     registry: Any = attrs.field(default=None, init=False, eq=False, repr=False)
     #: computed curves, keyed by (kind, options): never part of the state
-    _cache: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
+    _cache: dict[Any, Any] = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
     def __init__(self, step: float = DEFAULT_STEP, *, registry: Any = None,
                  **options: Any) -> None:
@@ -246,7 +246,7 @@ class Accountant:
                                   for m, n in self.ledger.mechanisms(self.registry)))
 
     # ------------------------------------------------------------- state
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Deprecated: use ``accounting.save`` (or ``accounting.serialization.
         to_document``); the same document as ``state_dict``."""
         _deprecated("Accountant.to_dict()", "save")
@@ -260,7 +260,7 @@ class Accountant:
         step, entries = read_accountant_document(data, registry)
         return cls.of(Ledger(entries), step=step, registry=registry)
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         """``{"kind": "accountant", "schema": 1, "step": …, "ledger": {"entries": […]}}``:
         everything that determines the answers (not the cached curves), for
         ``load_state_dict``. Kept on the accountant only because PyTorch checkpoints
@@ -279,11 +279,11 @@ class Accountant:
         self.step, self.ledger = other.step, other.ledger
         self._cache.clear()
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         # the cached curves (a 1000-step PLD is ~1 MB) are recomputed on demand
         return {"step": self.step, "ledger": self.ledger}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__attrs_init__(state["step"])
         self.ledger = state["ledger"]
 

@@ -97,7 +97,7 @@ class Use:
         args = ", ".join(f"{k}={_show(v)}" for k, v in self.params)
         return f"{self.name}({args})" + (f" × {self.count}" if self.count != 1 else "")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """Name, every parameter (defaults included) and count, JSON-ready."""
         values = {a.name: _plain(getattr(self.mechanism, a.name))
                   for a in ordered_parameters(type(self.mechanism).parameters())}
@@ -172,7 +172,7 @@ class Workload:
     def describe(self) -> str:
         return " ⊗ ".join(u.describe() for u in self.uses)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """JSON-ready: ``source``, ``mechanisms`` (name, every parameter, count), and the
         description and query defaults that are set. ``workload_from_dict`` reads it
         back to the same ledger and the same ``as_dict``."""
@@ -202,14 +202,14 @@ def _values(source: str, key: str, value: Any, **limits: Any) -> tuple[float, ..
     return tuple(float(v) for v in arr)
 
 
-def _refuse_unknown(data: Mapping, allowed: Sequence[str], where: str, what: str) -> None:
+def _refuse_unknown(data: Mapping[str, Any], allowed: Sequence[str], where: str, what: str) -> None:
     unknown = [k for k in data if k not in allowed]
     if unknown:
         raise WorkloadError(f"{where}: unknown {what} {unknown[0]!r} "
                             f"(allowed: {', '.join(allowed)})")
 
 
-def _flatten_entries(entries: Any, source: str) -> list:
+def _flatten_entries(entries: Any, source: str) -> list[Any]:
     """The ``mechanisms`` list of ``Workload.as_dict`` ({name, params, count} each) as
     ``[[mechanism]]`` tables ({name, count, **params})."""
     if not isinstance(entries, list):

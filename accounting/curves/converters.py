@@ -60,7 +60,7 @@ DeltaFn = Callable[[np.ndarray, Direction], np.ndarray]
 GRID_OPTIONS = ("step", "tail", "lower")
 
 
-def check_options(where: str, options: Mapping[str, Any]) -> dict:
+def check_options(where: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """``options`` checked: TypeError naming any keyword outside ``GRID_OPTIONS`` and
     the allowed ones; each given value validated (``step`` > 0 or None, ``tail`` in
     (0, 1e-3], ``lower`` a bool) whether or not the route ends up using it."""
@@ -82,7 +82,7 @@ def check_options(where: str, options: Mapping[str, Any]) -> dict:
 
 # ------------------------------------------------------------------ profile → PLD
 def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
-                       ranges: dict | None = None, grids: dict | None = None,
+                       ranges: dict[Direction, Any] | None = None, grids: dict[Direction, Any] | None = None,
                        largest: Callable[[Direction], float | None] | None = None):
     """(forward, backward) PMFs from a two-directional profile function, the support
     ranges, and the grid values per direction (``grids``: values already computed for
@@ -135,7 +135,7 @@ def profile_to_pld(profile: PrivacyProfile, step: float | None = None,
 
 
 def profile_laws(profile: PrivacyProfile, step: float | None, tail: float, lower: bool
-                 ) -> tuple:
+                 ) -> tuple[Any, ...]:
     """(upper laws, lower laws or None) of ``profile_to_pld``, for options already
     checked by ``check_options`` (a pair's curve builders: ``pair.curve`` checked them)."""
     if step is None:
@@ -202,7 +202,8 @@ def law_limit(law, order: float, *, lower: bool = False) -> float:
     to roundoff or a cut tail says only the trivial lower bound 0."""
     if lower and abs(law.total_mass - 1.0) > _LOST_MASS:
         return 0.0
-    return law.mean() if order == 1.0 else max(law.max_loss, 0.0)
+    result: float = law.mean() if order == 1.0 else max(law.max_loss, 0.0)
+    return result
 
 
 # -------------------------------------------------------------- RDP → profile
@@ -210,13 +211,15 @@ def improved_log_delta(k: np.ndarray, t: np.ndarray, eps: np.ndarray) -> np.ndar
     """log δ = (α−1)(D_α − ε) + (α−1)log(1 − 1/α) − log α at α = 1 + t, D_α = K/t
     (Canonne, Kamath, Steinke 2020, Prop. 12; Asoodeh et al. 2021)."""
     a = 1.0 + t
-    return k - t * eps + t * np.log1p(-1.0 / a) - np.log(a)
+    result: np.ndarray = k - t * eps + t * np.log1p(-1.0 / a) - np.log(a)
+    return result
 
 
 def improved_epsilon(k: np.ndarray, t: np.ndarray, log_delta: np.ndarray) -> np.ndarray:
     """ε = D_α + log(1 − 1/α) − (log δ + log α)/(α − 1) at α = 1 + t."""
     a = 1.0 + t
-    return k / t + np.log1p(-1.0 / a) - (log_delta + np.log(a)) / t
+    result: np.ndarray = k / t + np.log1p(-1.0 / a) - (log_delta + np.log(a)) / t
+    return result
 
 
 def with_order_infinity(query: str, values: np.ndarray, out: np.ndarray,
@@ -230,7 +233,8 @@ def with_order_infinity(query: str, values: np.ndarray, out: np.ndarray,
         return out
     if query == "delta":
         return np.where(values >= sup, 0.0, out)
-    return np.minimum(out, sup)
+    result: np.ndarray = np.minimum(out, sup)
+    return result
 
 
 def rdp_delta(cgf: Callable[[np.ndarray], np.ndarray], eps: np.ndarray,
@@ -246,7 +250,8 @@ def rdp_delta(cgf: Callable[[np.ndarray], np.ndarray], eps: np.ndarray,
         return improved_log_delta(k, t, flat[i])
     out = np.exp(minimise_over_orders(cgf, score, flat.size)) if flat.size else flat
     out = with_order_infinity("delta", flat, np.where(flat == -np.inf, 1.0, out), sup)
-    return np.minimum(out, 1.0).reshape(eps.shape)
+    result: np.ndarray = np.minimum(out, 1.0).reshape(eps.shape)
+    return result
 
 
 def rdp_epsilon(cgf: Callable[[np.ndarray], np.ndarray], delta: np.ndarray,
@@ -262,7 +267,8 @@ def rdp_epsilon(cgf: Callable[[np.ndarray], np.ndarray], delta: np.ndarray,
         return improved_epsilon(k, t, flat[i])
     out = minimise_over_orders(cgf, score, flat.size) if flat.size else flat
     out = with_order_infinity("epsilon", flat, out, sup)
-    return np.maximum(out, 0.0).reshape(delta.shape)
+    result: np.ndarray = np.maximum(out, 0.0).reshape(delta.shape)
+    return result
 
 
 def _rdp_to_profile(rdp: RDP, **options: Any) -> PrivacyProfile:

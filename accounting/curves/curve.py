@@ -18,7 +18,7 @@ import numbers
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 import numpy as np
@@ -30,7 +30,7 @@ __all__ = ["Exactness", "Provenance", "Curve", "QUERIES", "directional_max", "as
            "check_no_rtol", "deprecated_operator"]
 
 
-def _check_path(path: tuple) -> None:
+def _check_path(path: tuple[Any, ...]) -> None:
     for i, step in enumerate(path):
         if not isinstance(step, str):
             raise TypeError(f"Provenance.path[{i}] must be a string (a source or converter "
@@ -73,7 +73,7 @@ def directional_max(fn: Callable[[Direction], np.ndarray], direction: Direction 
     return np.max([fn(d) for d in comps], axis=0) if len(comps) > 1 else fn(comps[0])
 
 
-def _side_spec(cls: type) -> dict:
+def _side_spec(cls: type) -> dict[str, Any]:
     """{side name: its declared type, Optional unwrapped} from a curve class's
     annotations (cached): what ``Curve.__attrs_post_init__`` checks against."""
     spec = _SPECS.get(cls)
@@ -92,7 +92,7 @@ def _side_spec(cls: type) -> dict:
     return spec
 
 
-_SPECS: dict = {}
+_SPECS: dict[type, dict[str, Any]] = {}
 
 
 def _check_value(where: str, value: Any, hint: Any) -> None:
@@ -191,11 +191,21 @@ class Curve:
     """
 
     #: the queries this kind answers by its own formula (the others: by conversion)
-    NATIVE: ClassVar[frozenset] = frozenset()
+    NATIVE: ClassVar[frozenset[str]] = frozenset()
     #: whether ``epsilon`` accepts δ = 0 (pure DP), which only loss laws can answer
     PURE_DP: ClassVar[bool] = False
 
-    _answerers: dict = attrs.field(factory=dict, init=False, repr=False, eq=False)
+    _answerers: dict[Any, Any] = attrs.field(factory=dict, init=False, repr=False, eq=False)
+
+    if TYPE_CHECKING:
+        # every kind declares these as attrs fields (their types and defaults differ by
+        # kind); named here, read-only, so that code holding a ``Curve`` type-checks
+        @property
+        def upper(self) -> Any: ...
+        @property
+        def lower(self) -> Any: ...
+        @property
+        def provenance(self) -> Provenance: ...
 
     def __attrs_post_init__(self) -> None:
         name = type(self).__name__
@@ -233,7 +243,8 @@ class Curve:
               bound: Bound | str = "upper") -> np.ndarray:
         """δ(ε), vectorised over ε (any real ε; ±∞ allowed); ``max``: the larger δ."""
         eps = check_array("epsilon", epsilon, allow_inf=True)
-        return self._query("delta", eps, direction, bound)
+        result: np.ndarray = self._query("delta", eps, direction, bound)
+        return result
 
     def epsilon(self, delta: np.ndarray | float, direction: Direction | str = "max",
                 bound: Bound | str = "upper") -> np.ndarray:
@@ -241,14 +252,16 @@ class Curve:
         (δ = 0, pure DP, too where the kind carries loss laws: ``PURE_DP``)."""
         dl = check_array("delta", delta, lo=0.0, hi=1.0, lo_open=not self.PURE_DP,
                          hi_open=True)
-        return self._query("epsilon", dl, direction, bound)
+        result: np.ndarray = self._query("epsilon", dl, direction, bound)
+        return result
 
     def beta(self, alpha: np.ndarray | float, direction: Direction | str = "max",
              bound: Bound | str = "upper") -> np.ndarray:
         """β = T(α) for α in [0, 1]: ``forward`` T(P, Q), ``backward`` T(Q, P), ``max``
         their pointwise min (the pessimistic summary). The sound side is the smaller β."""
         a = check_array("alpha", alpha, lo=0.0, hi=1.0)
-        return self._query("beta", a, direction, bound)
+        result: np.ndarray = self._query("beta", a, direction, bound)
+        return result
 
     def renyi(self, alpha: np.ndarray | float, direction: Direction | str = "max",
               bound: Bound | str = "upper") -> np.ndarray:
@@ -256,7 +269,8 @@ class Curve:
         divergence E_P[L] and α = ∞ the max divergence ess sup L (the pure-DP ε; +∞
         where the loss is unbounded or no finite bound is known), see ``RDP``."""
         a = check_array("alpha", alpha, lo=1.0, allow_inf=True)
-        return self._query("renyi", a, direction, bound)
+        result: np.ndarray = self._query("renyi", a, direction, bound)
+        return result
 
     def rho(self, direction: Direction | str = "max", bound: Bound | str = "upper") -> float:
         """The zCDP parameter ρ = sup_{α>1} D_α/α (Bun and Steinke 2016,

@@ -10,6 +10,8 @@ brackets the truth: δ_lower(ε) ≤ δ(ε) ≤ δ_upper(ε), ε_lower(δ) ≤ �
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import numpy as np
 
@@ -73,7 +75,8 @@ class PLD(Curve):
         if d is Direction.MAX:
             raise ValueError("law() needs direction 'forward' or 'backward'")
         side = self._side(bound)
-        return side[0] if d is Direction.FORWARD else side[1]
+        result: LossPMF = side[0] if d is Direction.FORWARD else side[1]
+        return result
 
     @property
     def step(self) -> float | None:
@@ -170,7 +173,7 @@ class PLD(Curve):
         return compose_plds([(self, check_count("count", count))])
 
 
-def _checked_items(items) -> list:
+def _checked_items(items) -> list[Any]:
     if not items:
         raise ValueError("compose_plds needs at least one PLD")
     for pld, _ in items:
@@ -184,7 +187,8 @@ def _joined(items) -> Provenance:
     prov = items[0][0].provenance
     for pld, _ in items[1:]:
         prov = prov.join(pld.provenance)
-    return prov
+    result: Provenance = prov
+    return result
 
 
 def compose_plds(items: list[tuple[PLD, int]]) -> PLD:
@@ -252,14 +256,16 @@ class RefiningPLD:
         b = as_bound(bound)
         if self._single is not None or (query == "epsilon" and np.any(x == 0)):
             # (δ = 0, pure DP: the exact largest loss, which the full laws carry)
-            return getattr(self.pld(), query)(x, direction, b)
+            result: np.ndarray = getattr(self.pld(), query)(x, direction, b)
+            return result
         side = self._sides.get(b)
         if side is None:
             raise ValueError(f"this composition has no {b.value} side (composed with "
                              "lower=False)")
         vals = [getattr(side[0 if c is Direction.FORWARD else 1], query)(x)
                 for c in as_direction(direction).components]
-        return vals[0] if len(vals) == 1 else np.max(vals, axis=0)
+        result: np.ndarray = vals[0] if len(vals) == 1 else np.max(vals, axis=0)
+        return result
 
     def delta(self, epsilon, direction: Direction | str = "max",
               bound: Bound | str = "upper") -> np.ndarray:

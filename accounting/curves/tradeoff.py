@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 import numpy as np
@@ -44,7 +44,7 @@ from accounting.vocabulary import Direction
 _ONE = 1.0 + 1e-6
 
 
-def _check_columns(where: str, columns: dict, order: int) -> int:
+def _check_columns(where: str, columns: dict[str, Any], order: int) -> int:
     """The common length of the 1-d arrays ``columns`` ({name: (array, lo, hi)}), each
     free of NaN, within its range and monotone (``order`` = 1 non-decreasing, −1
     non-increasing: they are sums of masses from the top, which rounding never turns
@@ -132,7 +132,8 @@ class _OwnLaw:
     def trusted(self, alpha: np.ndarray) -> np.ndarray:
         """β on α ≥ α*, interpolated in 1 − α (exact for α ≥ ½; slopes ≤ 1 below)."""
         a_c, b = self.alpha_c[self.start:], self.beta[self.start:]
-        return np.interp(1.0 - alpha, a_c[::-1], b[::-1])
+        result: np.ndarray = np.interp(1.0 - alpha, a_c[::-1], b[::-1])
+        return result
 
     def extend_below(self, alpha: np.ndarray) -> np.ndarray:
         a_star = self.alpha_star
@@ -186,7 +187,8 @@ class _ReverseLaw:
         return float(self.alpha[-1])
 
     def trusted(self, alpha: np.ndarray) -> np.ndarray:
-        return 1.0 - np.interp(alpha, self.alpha, self.power)
+        result: np.ndarray = 1.0 - np.interp(alpha, self.alpha, self.power)
+        return result
 
     def extend_above(self, alpha: np.ndarray) -> np.ndarray:
         a_star, b_star = np.float64(self.alpha[-1]), 1.0 - float(self.power[-1])
@@ -207,7 +209,8 @@ def _add_up(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     s = a + b
     bb = s - a
     err = (a - (s - bb)) + (b - bb)
-    return np.where(err > 0, np.nextafter(s, np.inf), s)
+    result: np.ndarray = np.where(err > 0, np.nextafter(s, np.inf), s)
+    return result
 
 
 @attrs.frozen(eq=False)

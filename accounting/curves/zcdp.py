@@ -143,7 +143,8 @@ def _zhu_wang_log_moments(xi: float, rho: float, q: float, top: int) -> np.ndarr
                   + np.where(alphas > 2, (alphas - 2) * lq1, 0.0) + xi + 2 * rho)
         first = (alphas - 1) * lq1 + np.log1p((alphas - 1) * q)
     parts = np.concatenate([first, second, terms], axis=1)
-    return logsumexp(parts, axis=1)
+    result: np.ndarray = logsumexp(parts, axis=1)
+    return result
 
 
 def poisson_subsampled_rdp(z: ZCDP, q: float, max_order: int = SUBSAMPLED_MAX_ORDER):

@@ -61,7 +61,8 @@ def atom_profile(losses: np.ndarray, masses: np.ndarray, eps: np.ndarray) -> np.
     with np.errstate(invalid="ignore"):
         share = -np.expm1(gap)
     share = np.where(np.isnan(share), 0.0, share)   # ε = +∞: −∞ + ∞ would be NaN
-    return share @ masses
+    result: np.ndarray = share @ masses
+    return result
 
 
 def on_grid(losses: np.ndarray, step: float) -> tuple[np.ndarray, np.ndarray]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any
 
 import numpy as np
 
@@ -119,7 +120,7 @@ def self_compose_law(law: LossPMF, count: int, *, pessimistic: bool = True,
     return compose_pmfs([(law, count)], pessimistic=pessimistic, tail=tail)
 
 
-def _checked(items, tail: float) -> tuple[list, float]:
+def _checked(items: Any, tail: float) -> tuple[list[Any], float]:
     """``items`` with checked counts on one grid, and the checked ``tail``."""
     if not items:
         raise ValueError("compose_pmfs needs at least one PMF")
@@ -202,11 +203,11 @@ class TiltedPasses:
         self._above = cgf.tail_index((window + n - 0.5) * step, True)
         self._below = cgf.tail_index((window - n + 0.5) * step, False)
         self._keep = keep
-        self._runs: dict = {}
+        self._runs: dict[int, Any] = {}
         self._log_cap: np.ndarray | None = None
 
     @functools.cached_property
-    def canonical(self) -> tuple:
+    def canonical(self) -> tuple[Any, ...]:
         """The tilts that resolve the whole window (``SummedCGF.tilts``), each judged
         with its fold (``_fold_penalty``): a tilt centred past the top of the window
         folds its heavy tilted top onto the losses below, so it is not chosen for them
@@ -226,11 +227,13 @@ class TiltedPasses:
             pos = (s - g[0]) / (g[1] - g[0])
             j = np.clip(np.floor(pos).astype(np.intp), 0, 39)
             f = (pos - j)[None, :]
-            return coarse[:, j] * (1.0 - f) + coarse[:, j + 1] * f
+            result: np.ndarray = coarse[:, j] * (1.0 - f) + coarse[:, j + 1] * f
+            return result
         cgf, step, n = self.cgf, self.step, self.n
         w = _fold_bounds(cgf, s + (n - 0.5) * step, True) + \
             _fold_bounds(cgf, s - (n - 0.5) * step, False)
-        return np.log1p(w / 1e-14)
+        result: np.ndarray = np.log1p(w / 1e-14)
+        return result
 
     def saddle(self, s: np.ndarray) -> np.ndarray:
         """Index of the grid θ that resolves the entry at each s best, by its predicted
@@ -242,7 +245,8 @@ class TiltedPasses:
         flat = s.ravel()
         k, t = self.cgf.k, self.cgf.thetas
         score = k[:, None] - t[:, None] * flat[None, :] + self._fold_penalty(flat)
-        return np.argmin(score, axis=0).reshape(s.shape)
+        result: np.ndarray = np.argmin(score, axis=0).reshape(s.shape)
+        return result
 
     def chernoff_quantile(self, delta: np.ndarray) -> np.ndarray:
         """The smallest s with Chernoff bound F·e^{K(θ)−θs} ≤ δ over the grid θ > 0:
@@ -253,9 +257,10 @@ class TiltedPasses:
         with np.errstate(divide="ignore"):
             target = np.log(np.maximum(delta, 1e-300)).ravel() - self.log_f
         q = np.min((k[:, None] - target[None, :]) / t[:, None], axis=0)
-        return np.clip(q, self.s[0], self.s[-1]).reshape(delta.shape)
+        result: np.ndarray = np.clip(q, self.s[0], self.s[-1]).reshape(delta.shape)
+        return result
 
-    def _run(self, i: int) -> tuple:
+    def _run(self, i: int) -> tuple[Any, ...]:
         got = self._runs.get(i)
         if got is None:
             theta = float(self.cgf.thetas[i])
@@ -508,7 +513,7 @@ def _best_lines(k: np.ndarray, thetas: np.ndarray, s: np.ndarray) -> np.ndarray:
     line itself, so rounding in the breakpoints can only pick a near-best θ, whose
     bound is as valid."""
     order = [int(i) for i in np.argsort(thetas, kind="stable") if np.isfinite(k[i])]
-    hull: list = []
+    hull: list[Any] = []
     for i in order:
         # a line of the same θ: the smaller K serves
         if hull and thetas[hull[-1]] == thetas[i]:
@@ -578,7 +583,7 @@ def _running_sums_below(a: np.ndarray) -> np.ndarray:
     return run * (1.0 - 1.01 * (b + rows + 1) * UNIT_ROUNDOFF)
 
 
-def _prepare(items, dtype) -> list:
+def _prepare(items, dtype) -> list[Any]:
     """What ``_circular_compose`` needs of each law at every θ, computed once: log
     masses and losses in ``dtype``, log of the total mass, (max |loss|, log₂(size + 1))
     for the rounding bound, and the circle index of the first atom (before mod n)."""
@@ -593,7 +598,7 @@ def _prepare(items, dtype) -> list:
 
 
 def _circular_compose(items, n: int, theta: float, dtype,
-                      prepared: list | None = None) -> tuple[np.ndarray, float, float, float]:
+                      prepared: list[Any] | None = None) -> tuple[np.ndarray, float, float, float]:
     """The θ-tilted, normalised sum on a circle of n points.
 
     Returns (circle, E, K(θ), η): every entry is within E of the circular composition
@@ -823,7 +828,7 @@ class RefiningLaw:
         self._full = _trivial(items, pessimistic)
         self._passes = None if self._full is not None else TiltedPasses(
             items, tail, keep=True, far_tail=far_tail)
-        self._laws: dict = {}
+        self._laws: dict[tuple[int, ...], Any] = {}
 
     def full(self) -> LossPMF:
         """The law of the canonical tilts: ``compose_pmfs`` of the same items."""
@@ -849,7 +854,8 @@ class RefiningLaw:
         carried = _hockey(self._passes.s, allowance, eps)
         exact_zero = (delta == 0) & law.capped & \
             (eps >= (law.sup_loss if law.sup_loss is not None else np.inf))
-        return (carried <= LAZY_RTOL * delta) | exact_zero
+        result: np.ndarray = (carried <= LAZY_RTOL * delta) | exact_zero
+        return result
 
     def delta(self, eps: np.ndarray | float) -> np.ndarray:
         """δ(ε), as ``LossPMF.delta`` of the composed law."""

@@ -42,7 +42,7 @@ import abc
 import inspect
 import math
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
@@ -157,7 +157,8 @@ class _Sampled:
     def provides(self, primitive: str) -> bool:
         if primitive == "sample":
             return self.sampler is not None
-        return super().provides(primitive)
+        result: bool = super().provides(primitive)
+        return result
 
 
 @attrs.frozen(eq=False)
@@ -283,12 +284,12 @@ class _NoisePair(_Sampled, CutSupportLawPair):
 
     logf: object = None
     sensitivity: float = 1.0
-    span: tuple = (0.0, 0.0)
+    span: tuple[Any, ...] = (0.0, 0.0)
     width: float = 1.0
     sampler: NoiseSampler | None = attrs.field(default=None, kw_only=True)
     #: log-moments already computed, by (t, direction), and the normaliser: conversions
     #: evaluate the same orders in both directions and again when refining
-    _memo: dict = attrs.field(factory=dict, init=False, repr=False)
+    _memo: dict[Any, Any] = attrs.field(factory=dict, init=False, repr=False)
 
     def _cgf(self, t, direction):
         t = np.asarray(t, dtype=float)
@@ -313,7 +314,8 @@ class _NoisePair(_Sampled, CutSupportLawPair):
             lo, hi = self.span
             self._memo["log_z"] = log_integral(self._checked_logf(), lo, hi, self.width,
                                                self.sensitivity)
-        return self._memo["log_z"]
+        result: float = self._memo["log_z"]
+        return result
 
     def cgf_lower(self, t, direction):
         return self._cgf(t, direction)

@@ -125,7 +125,7 @@ def _compose_curves(items: list[tuple[Curve, int]]) -> Curve:
     return out
 
 
-def _components(value: Iterable) -> tuple:
+def _components(value: Iterable[Any]) -> tuple[Any, ...]:
     out = []
     for pair, count in value:
         if not isinstance(pair, Pair):
@@ -195,7 +195,7 @@ def _law_pld(pair: LawPair, step=None, tail: float = DEFAULT_TAIL, lower: bool =
     return PLD(side("upper", True), side("lower", False) if lower else None)
 
 
-def _cut_tails(options: dict, uses: int) -> dict:
+def _cut_tails(options: dict[str, Any], uses: int) -> dict[str, Any]:
     """``options`` with the discretisation tail of each use set to ``DEFAULT_TAIL``
     divided by the number of uses composed by FFT powers (unless the caller set
     ``tail``): each use sends its cut tail to +∞, so n uses at the default would put
@@ -212,13 +212,13 @@ class ComposedPair(Pair):
 
     Internal construction: users build one with ``accounting.compose((pair, count), …)``."""
 
-    components: tuple = attrs.field(converter=_components)
+    components: tuple[Any, ...] = attrs.field(converter=_components)
 
     @property
     def exact(self) -> bool:  # type: ignore[override]
         return False  # its profile comes from a discretised PLD
 
-    def _pld_parts(self, registry: Any = None, **options: Any) -> list:
+    def _pld_parts(self, registry: Any = None, **options: Any) -> list[Any]:
         """(PLD, count) of each component, at the discretisation ``options``, each
         derived through ``registry``."""
         # a closed-form n-fold product (Gaussians: μ ↦ μ√n) beats an FFT power

@@ -232,7 +232,8 @@ def _characteristic(pair, registry=None, **options: Any) -> CharacteristicFuncti
         out = parts[0]
         for part in parts[1:]:
             out = out.compose(part)
-        return out
+        result: CharacteristicFunction = out
+        return result
     pld = lattice(options.get("step") or DEFAULT_STEP)
     laws = {d: pld.law(d, "upper") for d in (Direction.FORWARD, Direction.BACKWARD)}
     inf_true = {d: float(pair._profile(np.array([np.inf]), d)[0]) for d in laws}
@@ -253,15 +254,16 @@ def _characteristic(pair, registry=None, **options: Any) -> CharacteristicFuncti
         Exactness.NUMERICAL, (f"{label} φ (its PLD law)",)))
 
 
-def _lattice(pair, registry, options: dict):
+def _lattice(pair, registry, options: dict[str, Any]):
     """step ↦ the pair's certified PLD on that grid (the options' tail), built once
     per step."""
-    cache: dict = {}
+    cache: dict[float, Any] = {}
 
     def lattice(step: float) -> PLD:
         if step not in cache:
             cache[step] = _pld(pair, registry, **dict(options, step=step))
-        return cache[step]
+        result: PLD = cache[step]
+        return result
     return lattice
 
 
@@ -277,7 +279,7 @@ _CORE = "core.pairs"
 reserve("curve kind", (curve_kind_name(kind) for kind in CURVE_KINDS), _CORE)
 
 
-def builders(registry) -> dict:
+def builders(registry) -> dict[str, Any]:
     """Every curve kind and its builder: the core's (``CURVE_KINDS``), then those
     registered on ``registry``. A registered builder of a core kind is refused, once:
     withdrawn from the registry and recorded as an error of its plugin."""

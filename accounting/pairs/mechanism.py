@@ -44,7 +44,7 @@ def as_neighbouring(value: Neighbouring | str) -> Neighbouring:
         raise ValueError(f"neighbouring must be 'add_remove' or 'replace_one', got {value!r}") from None
 
 
-def positive(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     """attrs validator: a finite real number > 0, named in the error."""
     check_positive(attribute.name, value)
 
@@ -124,7 +124,7 @@ class Range:
 
 def in_range(rng: Range):
     """attrs validator checking a value (or each element of a tuple) against ``rng``."""
-    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if isinstance(value, tuple):
             for i, v in enumerate(value):
                 rng.check(f"{attribute.name}[{i}]", v, instance)
@@ -140,7 +140,7 @@ PROB_TOLERANCE = 1e-9
 def probabilities_for(other: str) -> Any:
     """An attrs validator: the field is a probability vector with one entry per entry of
     the field ``other``, summing to 1 within ``PROB_TOLERANCE``."""
-    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         n = len(getattr(instance, other))
         if len(value) != n:
             raise ValueError(f"{attribute.name} must have one entry per entry of {other} "
@@ -276,7 +276,7 @@ class Mechanism(abc.ABC):
                                     "optional mechanism primitives")
 
     @classmethod
-    def parameters(cls) -> dict[str, attrs.Attribute]:
+    def parameters(cls) -> dict[str, attrs.Attribute[Any]]:
         """The parameters a user sets, by name (what the command line offers). A field
         whose metadata has ``"deprecated"`` (the name of its replacement) is still
         accepted by the constructor but not offered."""

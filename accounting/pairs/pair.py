@@ -124,7 +124,7 @@ def overrides_method(cls: type, method: str, base: type) -> bool:
     return False
 
 
-def provides_by_override(obj: object, primitive: str, table: dict, base: type,
+def provides_by_override(obj: object, primitive: str, table: dict[str, Any], base: type,
                          what: str = "optional primitives") -> bool:
     """Whether ``obj`` supplies the optional ``primitive`` (a key of ``table``, which maps
     it to its method name): whether its class overrides that method of ``base``."""
@@ -232,7 +232,8 @@ class Pair(abc.ABC):
         eps = check_array("eps", eps, allow_inf=True)
         comps = as_direction(direction).components
         fn = self._profile if as_bound(bound) is Bound.UPPER else self._profile_lower
-        return np.max([fn(eps, d) for d in comps], axis=0)
+        result: np.ndarray = np.max([fn(eps, d) for d in comps], axis=0)
+        return result
 
     def curve(self, kind: type[CurveT], *, registry: Registry | None = None,
               **options: Any) -> CurveT:

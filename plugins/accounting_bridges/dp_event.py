@@ -185,7 +185,8 @@ class _Reader:
             raise self.fail(event, path, f"mechanisms nested more than {MAX_MECHANISM_DEPTH} "
                                          f"deep are not accepted (as in a ledger document)")
         try:
-            return cls(**params)
+            result: Mechanism = cls(**params)
+            return result
         except (ValueError, TypeError) as exc:
             raise self.fail(event, path, f"{name}: {exc}") from None
 
@@ -195,7 +196,7 @@ class _Reader:
     # begin with the field's name; its path is put before it only on a refusal
     # (written out at every level, paths would cost the square of the depth)
     @staticmethod
-    def checked(path: Any, check: Callable, *args: Any, **kwargs: Any) -> Any:
+    def checked(path: Any, check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
             return check(*args, **kwargs)
         except (TypeError, ValueError) as exc:
@@ -203,10 +204,12 @@ class _Reader:
 
     def real(self, event: Any, path: Any, field: str, **limits: Any) -> float:
         limits.setdefault("allow_inf", True)
-        return self.checked(path, check_real, field, getattr(event, field), **limits)
+        result: float = self.checked(path, check_real, field, getattr(event, field), **limits)
+        return result
 
     def integer(self, event: Any, path: Any, field: str) -> int:
-        return self.checked(path, check_count, field, getattr(event, field), minimum=0)
+        result: int = self.checked(path, check_count, field, getattr(event, field), minimum=0)
+        return result
 
     def reals(self, event: Any, path: Any, field: str) -> tuple[float, ...]:
         value = getattr(event, field)
@@ -253,15 +256,17 @@ class _Reader:
                 return out
             stack[-1][3].append(out)
 
-    def combine(self, event: Any, path: Any, children: list, done: list,
+    def combine(self, event: Any, path: Any, children: list[Any], done: list[Any],
                 info: Any) -> list[Entry]:
         """The entries of ``event`` from those of its children (``done``)."""
-        handler: Callable | None = getattr(self, "_" + type(event).__name__, None)
+        handler: Callable[..., Any] | None = getattr(self, "_" + type(event).__name__, None)
         if handler is None:
             raise self.fail(event, path, "no mechanism here expresses this event")
         if getattr(self, "_children_" + type(event).__name__, None) is None:
-            return handler(event, path)
-        return handler(event, path, children, done, info)
+            result: list[Entry] = handler(event, path)
+            return result
+        result: list[Entry] = handler(event, path, children, done, info)
+        return result
 
     def _NoOpDpEvent(self, event, path):
         return []

@@ -113,8 +113,9 @@ class ApproxDPPair(LawPair):
         alpha = np.asarray(alpha, dtype=float)
         e, d = self.epsilon, self.delta
         with np.errstate(over="ignore"):
-            return np.maximum.reduce([np.zeros_like(alpha), 1.0 - d - math.exp(e) * alpha,
+            result: FloatArray = np.maximum.reduce([np.zeros_like(alpha), 1.0 - d - math.exp(e) * alpha,
                                       math.exp(-e) * (1.0 - d - alpha)])
+            return result
 
 
 def approx_dp_pair(epsilon: float, delta: float, count: int = 1) -> ApproxDPPair:

@@ -41,7 +41,8 @@ def gaussian_delta(mu: float, eps: FloatArray) -> FloatArray:
     with np.errstate(over="ignore"):
         val = np.exp(la) * -np.expm1(np.minimum(e + lb - la, 0.0))
     if every:
-        return val
+        result: FloatArray = val
+        return result
     val = np.where(eps == np.inf, 0.0, val)
     return np.where(eps == -np.inf, 1.0, val)
 
@@ -59,7 +60,8 @@ class GaussianPair(Pair):
 
     def _beta(self, alpha: FloatArray, direction: Direction) -> FloatArray:
         alpha = np.asarray(alpha, dtype=float)
-        return ndtr(-ndtri(alpha) - self.mu)
+        result: FloatArray = ndtr(-ndtri(alpha) - self.mu)
+        return result
 
     def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)

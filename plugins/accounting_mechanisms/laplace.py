@@ -67,7 +67,8 @@ class LaplacePair(Pair):
         return np.log(m)
 
     def _rho(self, direction: Direction) -> float | None:
-        return self.e + np.expm1(-self.e)
+        result: float | None = self.e + np.expm1(-self.e)
+        return result
 
     def _renyi_limit(self, order: float, direction: Direction,
                      side: Bound = Bound.UPPER) -> float | None:
@@ -103,7 +104,8 @@ class Laplace(AdditiveNoise):
     b: float = parameter(NOISE_SCALE)
 
     def log_density(self, x: FloatArray) -> FloatArray:
-        return -np.abs(np.asarray(x, dtype=float)) / self.b
+        result: FloatArray = -np.abs(np.asarray(x, dtype=float)) / self.b
+        return result
 
     def noise_width(self) -> float:
         return self.b

@@ -95,10 +95,12 @@ class MixturePair(Pair):
                 for w, p in self._live()]
 
     def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
-        return np.logaddexp.reduce(np.stack(self._cgfs(t, direction, lower=False)), axis=0)
+        result: FloatArray = np.logaddexp.reduce(np.stack(self._cgfs(t, direction, lower=False)), axis=0)
+        return result
 
     def cgf_lower(self, t: FloatArray, direction: Direction) -> FloatArray:
-        return np.logaddexp.reduce(np.stack(self._cgfs(t, direction, lower=True)), axis=0)
+        result: FloatArray = np.logaddexp.reduce(np.stack(self._cgfs(t, direction, lower=True)), axis=0)
+        return result
 
     def cgf_exactness(self) -> Exactness:
         labels = [p.cgf_exactness() for _, p in self._live()]

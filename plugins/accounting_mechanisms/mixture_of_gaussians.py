@@ -64,7 +64,8 @@ def _lse(z: FloatArray, axis: int = -1) -> FloatArray:
     m = np.max(z, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
     with np.errstate(divide="ignore"):
-        return np.squeeze(m, axis=axis) + np.log(np.sum(np.exp(z - m), axis=axis))
+        result: FloatArray = np.squeeze(m, axis=axis) + np.log(np.sum(np.exp(z - m), axis=axis))
+        return result
 
 
 @attrs.frozen
