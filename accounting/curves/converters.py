@@ -83,7 +83,7 @@ def check_options(where: str, options: Mapping[str, Any]) -> dict[str, Any]:
 # ------------------------------------------------------------------ profile → PLD
 def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
                        ranges: dict[Direction, Any] | None = None, grids: dict[Direction, Any] | None = None,
-                       largest: Callable[[Direction], float | None] | None = None):
+                       largest: Callable[[Direction], float | None] | None = None) -> Any:
     """(forward, backward) PMFs from a two-directional profile function, the support
     ranges, and the grid values per direction (``grids``: values already computed for
     this very ``delta``, reused instead of evaluated again). Both directions' grids
@@ -179,8 +179,8 @@ def _pld_to_rdp(pld: PLD, **options: Any) -> RDP:
     order (a valid, trivial bound) wherever they have mass there; the lower side, the
     CGF of the optimistic laws, is a lower bound of the truth."""
     check_options("pld→rdp", options)
-    def cgf_of(laws, lower=False):
-        def law(d):
+    def cgf_of(laws: Any, lower: Any=False) -> Any:
+        def law(d: Any) -> Any:
             return laws[0] if d is _FWD else laws[1]
         # D_1 = E[L] and D_∞ = max loss of the same laws: on the pessimistic side upper
         # bounds (+∞ with mass at +∞), on the optimistic side lower ones
@@ -193,7 +193,7 @@ def _pld_to_rdp(pld: PLD, **options: Any) -> RDP:
 _LOST_MASS = 1e-12
 
 
-def law_limit(law, order: float, *, lower: bool = False) -> float:
+def law_limit(law: Any, order: float, *, lower: bool = False) -> float:
     """D_1 = E_P[L] (``mean``) or D_∞ = the largest loss (``max_loss``) of a loss law,
     the limits of its Rényi curve at α = 1 and α = ∞.
 
@@ -246,7 +246,7 @@ def rdp_delta(cgf: Callable[[np.ndarray], np.ndarray], eps: np.ndarray,
     eps = np.asarray(eps, dtype=float)
     flat = np.ravel(eps)
 
-    def score(k, t, i):
+    def score(k: Any, t: Any, i: Any) -> Any:
         return improved_log_delta(k, t, flat[i])
     out = np.exp(minimise_over_orders(cgf, score, flat.size)) if flat.size else flat
     out = with_order_infinity("delta", flat, np.where(flat == -np.inf, 1.0, out), sup)
@@ -263,7 +263,7 @@ def rdp_epsilon(cgf: Callable[[np.ndarray], np.ndarray], delta: np.ndarray,
     with np.errstate(divide="ignore"):
         flat = np.log(np.ravel(delta))
 
-    def score(k, t, i):
+    def score(k: Any, t: Any, i: Any) -> Any:
         return improved_epsilon(k, t, flat[i])
     out = minimise_over_orders(cgf, score, flat.size) if flat.size else flat
     out = with_order_infinity("epsilon", flat, out, sup)
@@ -275,10 +275,10 @@ def _rdp_to_profile(rdp: RDP, **options: Any) -> PrivacyProfile:
     check_options("rdp→profile", options)
     # D_∞ of each direction where the curve declares it: the order α = ∞ of the
     # conversion, the only one that answers a pure-DP curve's δ = 0 exactly
-    def delta_fn(eps, d):
+    def delta_fn(eps: Any, d: Any) -> Any:
         return rdp_delta(lambda t: rdp.upper(t, d), eps, rdp.upper.limit(np.inf, d))
 
-    def eps_fn(delta, d):
+    def eps_fn(delta: Any, d: Any) -> Any:
         return rdp_epsilon(lambda t: rdp.upper(t, d), delta, rdp.upper.limit(np.inf, d))
     return PrivacyProfile(FunctionSide(delta_fn, eps_fn))
 
@@ -325,7 +325,7 @@ def _zcdp_to_rdp(z: ZCDP, **options: Any) -> RDP:
     rho = {_FWD: z.upper[0], _BWD: z.upper[1]}
     xi = {_FWD: z.xi[0], _BWD: z.xi[1]}
 
-    def limit(order, d):
+    def limit(order: Any, d: Any) -> Any:
         return xi[d] + rho[d] if order == 1.0 else (xi[d] if rho[d] == 0 else np.inf)
     if z.xi == (0.0, 0.0):   # plain zCDP: the same expression as before ξ existed
         return RDP(CGF.of(lambda t, d: rho[d] * t * (t + 1.0), limit=limit))

@@ -297,11 +297,11 @@ class Curve:
         return (self.epsilon(delta, direction, Bound.LOWER),
                 self.epsilon(delta, direction, Bound.UPPER))
 
-    def beta_interval(self, alpha, direction: Direction | str = "max"):
+    def beta_interval(self, alpha: Any, direction: Direction | str = "max") -> Any:
         """(smaller, larger) bracket of β(α): the sound side first (it is the smaller β)."""
         return self.beta(alpha, direction, Bound.UPPER), self.beta(alpha, direction, Bound.LOWER)
 
-    def renyi_interval(self, alpha, direction: Direction | str = "max"):
+    def renyi_interval(self, alpha: Any, direction: Direction | str = "max") -> Any:
         """(lower, upper) bracket of D_α."""
         return self.renyi(alpha, direction, Bound.LOWER), self.renyi(alpha, direction, Bound.UPPER)
 
@@ -352,7 +352,7 @@ class Curve:
         return (np.min if query == "beta" else np.max)(vals, axis=0)
 
     # ------------------------------------------------------------- conversion
-    def to(self, kind: type, *, registry=None, allow_lower: bool = False, **options) -> Curve:
+    def to(self, kind: type, *, registry: Any=None, allow_lower: bool = False, **options: Any) -> Curve:
         """Convert to another curve kind along the best registered path; lower-bound
         converters are used only with ``allow_lower``. Options the path's converters
         do not know are refused (TypeError naming them)."""

@@ -56,7 +56,7 @@ def check_step(step: object) -> float:
     return x
 
 
-def _pmfs(value) -> tuple[LossPMF, LossPMF]:
+def _pmfs(value: Any) -> tuple[LossPMF, LossPMF]:
     fwd, bwd = value
     return (fwd, bwd)
 
@@ -92,11 +92,11 @@ class PLD(Curve):
     def _of(side: tuple[LossPMF, LossPMF], d: Direction) -> LossPMF:
         return side[0] if d is Direction.FORWARD else side[1]
 
-    def _delta(self, side, eps: np.ndarray, d: Direction) -> np.ndarray:
+    def _delta(self, side: Any, eps: np.ndarray, d: Direction) -> np.ndarray:
         """δ(ε) of one direction's law."""
         return self._of(side, d).delta(eps)
 
-    def _epsilon(self, side, dl: np.ndarray, d: Direction) -> np.ndarray:
+    def _epsilon(self, side: Any, dl: np.ndarray, d: Direction) -> np.ndarray:
         """Smallest ε ≥ 0 with δ(ε) ≤ delta of one direction's law.
 
         δ = 0 (pure DP) is answered where the composed loss is bounded: ε(0) is its
@@ -173,7 +173,7 @@ class PLD(Curve):
         return compose_plds([(self, check_count("count", count))])
 
 
-def _checked_items(items) -> list[Any]:
+def _checked_items(items: Any) -> list[Any]:
     if not items:
         raise ValueError("compose_plds needs at least one PLD")
     for pld, _ in items:
@@ -182,7 +182,7 @@ def _checked_items(items) -> list[Any]:
     return [(pld, check_count("count", c)) for pld, c in items]
 
 
-def _joined(items) -> Provenance:
+def _joined(items: Any) -> Provenance:
     """The provenance of a composition: its parts' provenances joined, in order."""
     prov = items[0][0].provenance
     for pld, _ in items[1:]:
@@ -204,7 +204,7 @@ def compose_plds(items: list[tuple[PLD, int]]) -> PLD:
     if len(items) == 1 and items[0][1] == 1:
         return items[0][0]
 
-    def side(get, pessimistic):
+    def side(get: Any, pessimistic: Any) -> Any:
         return compose_pmfs([(get(pld), c) for pld, c in items], pessimistic=pessimistic)
 
     upper = tuple(side(lambda pld, d=d: pld.upper[d], True) for d in (0, 1))
@@ -252,7 +252,7 @@ class RefiningPLD:
                             provenance=self.provenance)
         return self._pld
 
-    def _answer(self, query: str, x: np.ndarray, direction, bound) -> np.ndarray:
+    def _answer(self, query: str, x: np.ndarray, direction: Any, bound: Any) -> np.ndarray:
         b = as_bound(bound)
         if self._single is not None or (query == "epsilon" and np.any(x == 0)):
             # (δ = 0, pure DP: the exact largest loss, which the full laws carry)
@@ -264,16 +264,16 @@ class RefiningPLD:
                              "lower=False)")
         vals = [getattr(side[0 if c is Direction.FORWARD else 1], query)(x)
                 for c in as_direction(direction).components]
-        result: np.ndarray = vals[0] if len(vals) == 1 else np.max(vals, axis=0)
+        result = vals[0] if len(vals) == 1 else np.max(vals, axis=0)
         return result
 
-    def delta(self, epsilon, direction: Direction | str = "max",
+    def delta(self, epsilon: Any, direction: Direction | str = "max",
               bound: Bound | str = "upper") -> np.ndarray:
         """δ(ε), as ``Curve.delta``."""
         return self._answer("delta", check_array("epsilon", epsilon, allow_inf=True),
                             direction, bound)
 
-    def epsilon(self, delta, direction: Direction | str = "max",
+    def epsilon(self, delta: Any, direction: Direction | str = "max",
                 bound: Bound | str = "upper") -> np.ndarray:
         """ε(δ), as ``Curve.epsilon`` (δ = 0 allowed where the loss is bounded)."""
         dl = check_array("delta", delta, lo=0.0, hi=1.0, hi_open=True)

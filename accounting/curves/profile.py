@@ -9,7 +9,7 @@ trade-off functions (unifying-accounting paper, Thm 1); their max alone does not
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 import numpy as np
@@ -39,10 +39,10 @@ class LawSide:
     def _law(self, direction: Direction) -> LossPMF:
         return self.laws[0] if direction is Direction.FORWARD else self.laws[1]
 
-    def delta(self, eps, direction):
+    def delta(self, eps: Any, direction: Any) -> Any:
         return self._law(direction).delta(eps)
 
-    def epsilon(self, delta, direction):
+    def epsilon(self, delta: Any, direction: Any) -> Any:
         return self._law(direction).epsilon(delta)
 
 
@@ -60,10 +60,10 @@ class FunctionSide:
     largest_loss: Callable[[Direction], float | None] | None = attrs.field(
         default=None, kw_only=True)
 
-    def delta(self, eps, direction):
+    def delta(self, eps: Any, direction: Any) -> Any:
         return np.asarray(self.delta_fn(np.asarray(eps, dtype=float), direction), dtype=float)
 
-    def epsilon(self, delta, direction):
+    def epsilon(self, delta: Any, direction: Any) -> Any:
         if self.epsilon_fn is not None:
             return np.asarray(self.epsilon_fn(delta, direction), dtype=float)
         return invert_decreasing(lambda e: self.delta(e, direction), delta)

@@ -258,7 +258,7 @@ class VertexSide:
     def _index(direction: Direction) -> int:
         return 0 if direction is Direction.FORWARD else 1
 
-    def beta(self, alpha, direction):
+    def beta(self, alpha: Any, direction: Any) -> Any:
         i = self._index(direction)
         alpha = np.asarray(alpha, dtype=float)
         own, rev = self.own[i], self.reverse[i]
@@ -278,7 +278,7 @@ class VertexSide:
                 out = np.where(gap, b_lo + (alpha - lo) * ((b_hi - b_lo) / (hi - lo)), out)
         return np.clip(out, 0.0, 1.0)
 
-    def power(self, alpha, direction):
+    def power(self, alpha: Any, direction: Any) -> Any:
         """1 − β of a pessimistic side (an upper bound on the power of every test of
         size α), computed as the power itself and rounded up: 1 − β from β loses all
         below half an ulp of 1 (1.1e-16) and 1e-4 relative at α = 1e-12 (an identical
@@ -309,7 +309,7 @@ class VertexSide:
         rev_power = np.where(alpha > a_star, line, inside)
         return np.clip(np.minimum(own_power, rev_power), 0.0, 1.0)
 
-    def delta(self, eps, direction):
+    def delta(self, eps: Any, direction: Any) -> Any:
         """sup_j (1 − α_j) − e^ε β_j over the own law's vertices: the maximising vertex
         is where the segment slope e^{−l_j} crosses e^{−ε}, by binary search (the
         slopes are non-increasing)."""
@@ -350,10 +350,10 @@ class BetaSide:
     beta_fn: Callable[[np.ndarray, Direction], np.ndarray]
     delta_fn: Callable[[np.ndarray, Direction], np.ndarray]
 
-    def beta(self, alpha, direction):
+    def beta(self, alpha: Any, direction: Any) -> Any:
         return np.asarray(self.beta_fn(alpha, direction), dtype=float)
 
-    def delta(self, eps, direction):
+    def delta(self, eps: Any, direction: Any) -> Any:
         return np.asarray(self.delta_fn(np.asarray(eps, dtype=float), direction), dtype=float)
 
 

@@ -545,7 +545,7 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
         # in one ``_gaps`` call; the interval between the two copies of point k is
         # no interval of the grid and is dropped
         if 0 < k < n - 1:
-            def joined(tilde_v, v):
+            def joined(tilde_v: Any, v: Any) -> Any:
                 return np.concatenate([tilde_v[:k + 1], v[k:]])
             g, (e1, e2) = _gaps(joined(dt, d), step, joined(x, x), inf_floor, False,
                                 (joined(dtm, dm), joined(dtp, dp), eta), split=k)
@@ -570,7 +570,7 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
     gain[0] = 1.0 + 1.0 / em1
     gain[-1] = e / em1
 
-    def negative(lam):
+    def negative(lam: Any) -> Any:
         lowered = _masses(lam, step, 0.0)
         m = base - lowered
         # below this size a negative mass is roundoff of the subtraction: booked as slack

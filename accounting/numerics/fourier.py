@@ -132,14 +132,14 @@ def _checked(items: Any, tail: float) -> tuple[list[Any], float]:
     return items, tail
 
 
-def _inf_and_slack(items) -> tuple[float, float]:
+def _inf_and_slack(items: Any) -> tuple[float, float]:
     """The composed mass at +∞, 1 − Π(1 − m_i)^{c_i}, and the summed optimistic slack."""
     log_keep = sum(c * math.log1p(-min(p.inf_mass, 1.0)) if p.inf_mass < 1.0 else -np.inf
                    for p, c in items)
     return float(-np.expm1(log_keep)), sum(c * p.slack for p, c in items)
 
 
-def _trivial(items, pessimistic: bool) -> LossPMF | None:
+def _trivial(items: Any, pessimistic: bool) -> LossPMF | None:
     """The composition where no Fourier transform is needed (a law without finite
     mass; two laws one of which has few atoms: ``_direct_pair``), else None."""
     inf, slack = _inf_and_slack(items)
@@ -164,7 +164,7 @@ class TiltedPasses:
     kept (8 bytes a grid point a tilt) for reuse by later sets.
     """
 
-    def __init__(self, items, tail: float, keep: bool = False,
+    def __init__(self, items: Any, tail: float, keep: bool = False,
                  far_tail: float = FAR_TAIL) -> None:
         self.items = items
         self.step = step = items[0][0].step
@@ -232,7 +232,7 @@ class TiltedPasses:
         cgf, step, n = self.cgf, self.step, self.n
         w = _fold_bounds(cgf, s + (n - 0.5) * step, True) + \
             _fold_bounds(cgf, s - (n - 0.5) * step, False)
-        result: np.ndarray = np.log1p(w / 1e-14)
+        result = np.log1p(w / 1e-14)
         return result
 
     def saddle(self, s: np.ndarray) -> np.ndarray:
@@ -290,7 +290,7 @@ class TiltedPasses:
             self._log_cap = np.minimum(cap, self.log_f + 1e-9)
         return self._log_cap
 
-    def law(self, tilts, pessimistic: bool) -> tuple[LossPMF, np.ndarray]:
+    def law(self, tilts: Any, pessimistic: bool) -> tuple[LossPMF, np.ndarray]:
         """The sound law from the passes at ``tilts`` (grid θ indices), and the
         allowance at each entry of the window: a bound on |law − exact| there, from
         which ``RefiningLaw`` judges whether an answer is as precise as the grid allows.
@@ -374,7 +374,7 @@ def _direct_pair(a: LossPMF, b: LossPMF, inf: float, slack: float, sup: float | 
                      roundoff=roundoff, bounded=bounded)
 
 
-def _summed_sup(items) -> float | None:
+def _summed_sup(items: Any) -> float | None:
     """Σ c_i·sup_i of the components' certified largest losses (None if any is
     unknown), rounded up (``weighted_sum_up``): the sum of bounded losses is bounded
     by it."""
@@ -397,7 +397,7 @@ def weighted_sum_up(terms: list[tuple[float, float]]) -> float:
     return float(np.nextafter(total, np.inf)) if Fraction(total) < exact else total
 
 
-def _summed_bounded(items) -> bool:
+def _summed_bounded(items: Any) -> bool:
     """Whether the sum has no mass at +∞ in exact arithmetic: every component's exact
     law has none (``LossPMF.bounded``) and their largest losses are known. Then what
     the pessimistic side sends to +∞ (the tail above the window, at most ``FAR_TAIL``;
@@ -583,7 +583,7 @@ def _running_sums_below(a: np.ndarray) -> np.ndarray:
     return run * (1.0 - 1.01 * (b + rows + 1) * UNIT_ROUNDOFF)
 
 
-def _prepare(items, dtype) -> list[Any]:
+def _prepare(items: Any, dtype: Any) -> list[Any]:
     """What ``_circular_compose`` needs of each law at every θ, computed once: log
     masses and losses in ``dtype``, log of the total mass, (max |loss|, log₂(size + 1))
     for the rounding bound, and the circle index of the first atom (before mod n)."""
@@ -597,7 +597,7 @@ def _prepare(items, dtype) -> list[Any]:
     return out
 
 
-def _circular_compose(items, n: int, theta: float, dtype,
+def _circular_compose(items: Any, n: int, theta: float, dtype: Any,
                       prepared: list[Any] | None = None) -> tuple[np.ndarray, float, float, float]:
     """The θ-tilted, normalised sum on a circle of n points.
 
@@ -742,7 +742,7 @@ def _bincount_ld(idx: np.ndarray, w: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _gamma(n: int, dtype=np.float64) -> float:
+def _gamma(n: int, dtype: Any=np.float64) -> float:
     """Error constant of a length-n FFT: γ = 5·log₂(n)·u (Higham, Accuracy and
     Stability of Numerical Algorithms, 2nd ed., Thm 24.2, constants rounded up); we
     use it coefficient-wise, |Δz_f| ≤ γ‖x‖₁, each output being log₂ n butterfly
@@ -751,7 +751,7 @@ def _gamma(n: int, dtype=np.float64) -> float:
 
 
 @functools.cache
-def _eps(dtype) -> float:
+def _eps(dtype: Any) -> float:
     """Machine epsilon of ``dtype`` (``np.finfo`` is slow to build for long double)."""
     return float(np.finfo(dtype).eps)
 
@@ -820,7 +820,7 @@ class RefiningLaw:
     relative precision for δ well above ``far_tail``.
     """
 
-    def __init__(self, items, *, pessimistic: bool = True, tail: float = 1e-18,
+    def __init__(self, items: Any, *, pessimistic: bool = True, tail: float = 1e-18,
                  far_tail: float = FAR_TAIL) -> None:
         items, tail = _checked(items, tail)
         far_tail = check_real("far_tail", far_tail, lo=0.0, hi=1e-3, lo_open=True)
@@ -836,7 +836,7 @@ class RefiningLaw:
             self._full = self._passes.law(self._passes.canonical, self.pessimistic)[0]
         return self._full
 
-    def _law(self, tilts) -> tuple[LossPMF, np.ndarray]:
+    def _law(self, tilts: Any) -> tuple[LossPMF, np.ndarray]:
         key = tuple(sorted(set(int(i) for i in tilts)))
         got = self._laws.get(key)
         if got is None:
@@ -849,7 +849,7 @@ class RefiningLaw:
         distinct = np.unique(first).size
         return distinct > 1 and distinct >= len(self._passes.canonical)
 
-    def _accepted(self, key, eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    def _accepted(self, key: Any, eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
         law, allowance = self._law(key)
         carried = _hockey(self._passes.s, allowance, eps)
         exact_zero = (delta == 0) & law.capped & \

@@ -136,7 +136,7 @@ class SummedCGF:
     − log Σ_j p_ij, evaluated once (in log space) on a fixed grid of θ: every Chernoff
     bound and every tilt below uses grid values only, so each is exact for its θ."""
 
-    def __init__(self, items):
+    def __init__(self, items: Any) -> None:
         pos = np.geomspace(1e-2, 1e3, 21)
         thetas = np.concatenate([-pos[::-1], [0.0], pos])
         theta_max = float(np.max(np.abs(thetas)))

@@ -182,14 +182,14 @@ def check_grid_size(pair: Pair, count: int = 1, step: float = DEFAULT_STEP,
     return check_grid_points(estimate_grid_points(pair, count, step), step, option=option)
 
 
-def _law_pld(pair: LawPair, step=None, tail: float = DEFAULT_TAIL, lower: bool = True) -> PLD:
+def _law_pld(pair: LawPair, step: Any=None, tail: float = DEFAULT_TAIL, lower: bool = True) -> PLD:
     """The PLD of a pair given by finite loss laws (a closed-form n-fold product such
     as randomized response's binomial law): its atoms moved onto the grid, up for the
     upper side and down for the lower (``discretise.atoms_to_grid``), exact on the
     grid, without the profile route's roundoff."""
     step = DEFAULT_STEP if step is None else step
 
-    def side(bound, pessimistic):
+    def side(bound: Any, pessimistic: Any) -> Any:
         return tuple(atoms_to_grid(pair.law(d, bound), step, tail, pessimistic)
                      for d in (Direction.FORWARD, Direction.BACKWARD))
     return PLD(side("upper", True), side("lower", False) if lower else None)
@@ -267,10 +267,10 @@ class ComposedPair(Pair):
     def _pld(self) -> PLD:
         return self.curve(PLD)
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: Any, direction: Any) -> Any:
         return self._pld.law(direction, "upper").delta(eps)
 
-    def _profile_lower(self, eps, direction):
+    def _profile_lower(self, eps: Any, direction: Any) -> Any:
         return self._pld.law(direction, "lower").delta(eps)
 
     def describe(self) -> str:

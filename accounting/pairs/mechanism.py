@@ -122,7 +122,7 @@ class Range:
         return f"{kind}{left}{self.lo:g}, {self.hi:g}{right}{unit}{extra}"
 
 
-def in_range(rng: Range):
+def in_range(rng: Range) -> Any:
     """attrs validator checking a value (or each element of a tuple) against ``rng``."""
     def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if isinstance(value, tuple):

@@ -281,19 +281,19 @@ class LawPair(Pair):
         laws = self.upper if as_bound(side, "side") is Bound.UPPER else self.lower
         return laws[0] if d is Direction.FORWARD else laws[1]
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: Any, direction: Any) -> Any:
         return self.law(direction, "upper").delta(eps)
 
-    def _profile_lower(self, eps, direction):
+    def _profile_lower(self, eps: Any, direction: Any) -> Any:
         return self.law(direction, "lower").delta(eps)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: Any, direction: Any) -> Any:
         return self.law(direction, "upper").cgf(t)
 
-    def cgf_lower(self, t, direction):
+    def cgf_lower(self, t: Any, direction: Any) -> Any:
         return self.law(direction, "lower").cgf(t)
 
-    def cgf_analytic(self, z, direction):
+    def cgf_analytic(self, z: Any, direction: Any) -> Any:
         """log Σ m e^{zℓ} over the upper law's finite atoms (exact laws only)."""
         if not self.exact:
             raise not_provided(self, "cgf_analytic")
@@ -304,7 +304,7 @@ class LawPair(Pair):
             return self.exact
         return super().provides(primitive)
 
-    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+    def _renyi_limit(self, order: Any, direction: Any, side: Any=Bound.UPPER) -> Any:
         """E[L] or the largest loss of the law (``curves.converters.law_limit``)."""
         return law_limit(self.law(direction, side), order,
                          lower=as_bound(side, "side") is Bound.LOWER)
@@ -320,7 +320,7 @@ class FinitePair(LawPair):
     p: np.ndarray = attrs.field(default=None, kw_only=True, repr=False)
     q: np.ndarray = attrs.field(default=None, kw_only=True, repr=False)
 
-    def sample(self, rng, shape):
+    def sample(self, rng: Any, shape: Any) -> Any:
         """Outcome indices: x ~ p and y ~ q."""
         return (rng.choice(self.p.size, size=shape, p=self.p),
                 rng.choice(self.q.size, size=shape, p=self.q))

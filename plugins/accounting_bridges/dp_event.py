@@ -87,7 +87,7 @@ class UnsupportedEventError(ValueError):
     names it and where it sits in the tree."""
 
 
-def _dp_event_module():
+def _dp_event_module() -> Any:
     try:
         from dp_accounting import dp_event
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -265,23 +265,23 @@ class _Reader:
         if getattr(self, "_children_" + type(event).__name__, None) is None:
             result: list[Entry] = handler(event, path)
             return result
-        result: list[Entry] = handler(event, path, children, done, info)
+        result = handler(event, path, children, done, info)
         return result
 
-    def _NoOpDpEvent(self, event, path):
+    def _NoOpDpEvent(self, event: Any, path: Any) -> Any:
         return []
 
-    def _NonPrivateDpEvent(self, event, path):
+    def _NonPrivateDpEvent(self, event: Any, path: Any) -> Any:
         return self.non_private(event, path)
 
-    def _children_ComposedDpEvent(self, event, path):
+    def _children_ComposedDpEvent(self, event: Any, path: Any) -> Any:
         events = event.events
         if isinstance(events, (str, bytes)) or not hasattr(events, "__iter__"):
             raise TypeError(f"{path}.events must be a list of DpEvents, got "
                             f"{type(events).__name__}")
         return [(sub, path.child(f".events[{i}]")) for i, sub in enumerate(events)], None
 
-    def _ComposedDpEvent(self, event, path, children, done, info):
+    def _ComposedDpEvent(self, event: Any, path: Any, children: Any, done: Any, info: Any) -> Any:
         if not done:
             return []
         # each child's list is this event's alone now: extend the first in place, so
@@ -291,7 +291,7 @@ class _Reader:
             out.extend(entries)
         return out
 
-    def _children_SelfComposedDpEvent(self, event, path):
+    def _children_SelfComposedDpEvent(self, event: Any, path: Any) -> Any:
         count = event.count
         if isinstance(count, bool) or not isinstance(count, int):
             raise TypeError(f"{path}.count must be an integer, got {type(count).__name__} "
@@ -300,24 +300,24 @@ class _Reader:
             raise self.fail(event, path, f"count must be an integer >= 0, got {count!r}")
         return [(event.event, path.child(".event"))], count
 
-    def _SelfComposedDpEvent(self, event, path, children, done, count):
+    def _SelfComposedDpEvent(self, event: Any, path: Any, children: Any, done: Any, count: Any) -> Any:
         if count == 1:
             return done[0]
         return [(m, c * count) for m, c in done[0] if count > 0]
 
-    def _GaussianDpEvent(self, event, path):
+    def _GaussianDpEvent(self, event: Any, path: Any) -> Any:
         z = self.real(event, path, "noise_multiplier")
         if z == 0:
             return self.non_private(event, path)
         return [(self.build(event, path, "gaussian", sigma=z, neighbouring=self.relation), 1)]
 
-    def _LaplaceDpEvent(self, event, path):
+    def _LaplaceDpEvent(self, event: Any, path: Any) -> Any:
         z = self.real(event, path, "noise_multiplier")
         if z == 0:
             return self.non_private(event, path)
         return [(self.build(event, path, "laplace", b=z, neighbouring=self.relation), 1)]
 
-    def _DiscreteLaplaceDpEvent(self, event, path):
+    def _DiscreteLaplaceDpEvent(self, event: Any, path: Any) -> Any:
         a = self.real(event, path, "noise_parameter")
         sensitivity = self.integer(event, path, "sensitivity")
         if a == 0:
@@ -325,7 +325,7 @@ class _Reader:
         return [(self.build(event, path, "discrete_laplace", a=a, sensitivity=sensitivity,
                             neighbouring=self.relation), 1)]
 
-    def _RandomizedResponseDpEvent(self, event, path):
+    def _RandomizedResponseDpEvent(self, event: Any, path: Any) -> Any:
         r = self.real(event, path, "noise_parameter")
         k = self.integer(event, path, "num_buckets")
         if k == 1:
@@ -342,7 +342,7 @@ class _Reader:
                                      "binary 'randomized_response' covers k = 2 under "
                                      "replace_one only)")
 
-    def _MixtureOfGaussiansDpEvent(self, event, path):
+    def _MixtureOfGaussiansDpEvent(self, event: Any, path: Any) -> Any:
         sigma = self.real(event, path, "standard_deviation")
         sens = self.reals(event, path, "sensitivities")
         probs = self.reals(event, path, "sampling_probs")
@@ -355,7 +355,7 @@ class _Reader:
         return [(self.build(event, path, "mixture_of_gaussians", sigma=sigma,
                             sensitivities=sens, sampling_probs=probs), 1)]
 
-    def _SingleEpochTreeAggregationDpEvent(self, event, path):
+    def _SingleEpochTreeAggregationDpEvent(self, event: Any, path: Any) -> Any:
         z = self.real(event, path, "noise_multiplier")
         counts = event.step_counts
         if isinstance(counts, (list, tuple)):
@@ -387,7 +387,7 @@ class _Reader:
                                      "Gaussians only); this composition of different "
                                      "mechanisms has no pair here")
 
-    def _children_PoissonSampledDpEvent(self, event, path):
+    def _children_PoissonSampledDpEvent(self, event: Any, path: Any) -> Any:
         # a chain of Poisson samplings is one, with the product of the probabilities
         q, node, where, chained = 1.0, event, path, -1
         while isinstance(node, self.ev.PoissonSampledDpEvent):
@@ -409,7 +409,7 @@ class _Reader:
             return value
         return math.nextafter(rng.lo, math.inf) if rng.lo_open else rng.lo
 
-    def _PoissonSampledDpEvent(self, event, path, children, done, info):
+    def _PoissonSampledDpEvent(self, event: Any, path: Any, children: Any, done: Any, info: Any) -> Any:
         q, chained = info
         if q == 0:
             return []
@@ -431,7 +431,7 @@ class _Reader:
             q = self.smallest(name, "q", q)
         return [(self.build(event, path, name, q=q, **params), 1)]
 
-    def _children_SampledWithoutReplacementDpEvent(self, event, path):
+    def _children_SampledWithoutReplacementDpEvent(self, event: Any, path: Any) -> Any:
         self.check_relation(event, path, Neighbouring.REPLACE_ONE)
         n = self.integer(event, path, "source_dataset_size")
         m = self.integer(event, path, "sample_size")
@@ -439,7 +439,7 @@ class _Reader:
             return [], (n, m)
         return [(event.event, path.child(".event"))], (n, m)
 
-    def _SampledWithoutReplacementDpEvent(self, event, path, children, done, sizes):
+    def _SampledWithoutReplacementDpEvent(self, event: Any, path: Any, children: Any, done: Any, sizes: Any) -> Any:
         n, m = sizes
         if m == 0:
             return []
@@ -452,12 +452,12 @@ class _Reader:
         return [(self.build(event, path, "sampled_without_replacement", base=base,
                             batch_size=m, dataset_size=n), 1)]
 
-    def _children_RepeatAndSelectDpEvent(self, event, path):
+    def _children_RepeatAndSelectDpEvent(self, event: Any, path: Any) -> Any:
         mean = self.real(event, path, "mean")
         shape = self.real(event, path, "shape")
         return [(event.event, path.child(".event"))], (mean, shape)
 
-    def _RepeatAndSelectDpEvent(self, event, path, children, done, params):
+    def _RepeatAndSelectDpEvent(self, event: Any, path: Any, children: Any, done: Any, params: Any) -> Any:
         mean, shape = params
         (inner_event, inner_path), = children
         base = self.single(done[0], inner_event, inner_path, "a repeated event")
@@ -495,7 +495,7 @@ def from_dp_event(event: Any, neighbouring: Any = "add_remove",
 
 
 def ledger_from_dp_event(event: Any, neighbouring: Any = "add_remove",
-                         registry: Registry | None = None):
+                         registry: Registry | None = None) -> Any:
     """A ``Ledger`` (``accounting.ledger``) of the composition ``event`` stands for."""
     try:
         from accounting.ledger import Ledger

@@ -56,7 +56,7 @@ def dpsgd_mechanism(noise_multiplier: float, sample_rate: float) -> Mechanism | 
     if q == 1.0:
         result: Mechanism | None = accounting.mechanism("gaussian", sigma=z)
         return result
-    result: Mechanism | None = accounting.mechanism("subsampled_gaussian", q=q, sigma=z)
+    result = accounting.mechanism("subsampled_gaussian", q=q, sigma=z)
     return result
 
 

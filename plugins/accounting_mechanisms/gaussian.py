@@ -13,6 +13,8 @@ is N(μ²/2, μ²) under P and the pair is symmetric, so both directions coincid
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import numpy as np
 from scipy.special import log_ndtr, ndtr, ndtri
@@ -67,13 +69,13 @@ class GaussianPair(Pair):
         t = np.asarray(t, dtype=float)
         return t * (t + 1.0) * self.mu ** 2 / 2.0
 
-    def cgf_analytic(self, z, direction):
+    def cgf_analytic(self, z: Any, direction: Any) -> Any:
         """K(z) = μ²z(z + 1)/2, entire: φ(t) = exp(itμ²/2 − t²μ²/2), the
         characteristic function of L ~ N(μ²/2, μ²)."""
         z = np.asarray(z, dtype=complex)
         return z * (z + 1.0) * self.mu ** 2 / 2.0
 
-    def characteristic_decay(self, direction):
+    def characteristic_decay(self, direction: Any) -> Any:
         """|φ(s)| = e^{−μ²s²/2}."""
         return self.mu ** 2 / 2.0
 

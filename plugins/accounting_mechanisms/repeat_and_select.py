@@ -263,7 +263,7 @@ class RepeatAndSelectPair(Pair):
         p = -math.expm1(-self.mean)
         with np.errstate(over="ignore"):
             atom = np.maximum(-np.expm1(np.minimum(eps, 0.0)), 0.0)
-        result: FloatArray = p * low + (1.0 - p) * atom
+        result = p * low + (1.0 - p) * atom
         return result
 
     def curve(self, kind: type[CurveT], *, registry: Registry | None = None,

@@ -226,7 +226,7 @@ def _log_f(ell: np.ndarray, lam: float | np.ndarray) -> np.ndarray:
         result: np.ndarray = ell + np.logaddexp(np.log(g) + _log_e1(-ell), _log_e1(g * ell))
         return result
     if np.all(lam_arr < 0.0):
-        result: np.ndarray = np.logaddexp(_log_e1(lam_arr * ell), np.log(-lam_arr) + _log_e1(ell))
+        result = np.logaddexp(_log_e1(lam_arr * ell), np.log(-lam_arr) + _log_e1(ell))
         return result
     raise ValueError(f"order must be > 1 or < 0 for the quadrature, got {lam}")
 

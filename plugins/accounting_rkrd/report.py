@@ -221,7 +221,7 @@ class AuditReport:
             out["bootstrap"] = self.bootstrap.to_dict()
         if self.sweep is not None:
             out["sweep"] = self.sweep.to_dict()
-        result: dict[str, Any] = json_safe(out)
+        result = json_safe(out)
         return result
 
     @classmethod
