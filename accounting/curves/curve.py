@@ -17,8 +17,8 @@ from __future__ import annotations
 import numbers
 import types
 import typing
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import attrs
 import numpy as np
@@ -37,15 +37,19 @@ def _check_path(path: tuple[Any, ...]) -> None:
                             f"name), got {type(step).__name__} ({step!r:.40})")
 
 
+def _as_path(value: str | Iterable[str]) -> tuple[str, ...]:
+    """A path from one step's name or a sequence of names."""
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
 @attrs.frozen
 class Provenance:
     """How a curve came to be: the source and the converters applied, and the label."""
 
     exactness: Exactness = attrs.field(default=Exactness.EXACT,
                                        validator=attrs.validators.instance_of(Exactness))
-    path: tuple[str, ...] = attrs.field(
-        default=(), converter=lambda p: (p,) if isinstance(p, str) else tuple(p),
-        validator=lambda _, __, path: _check_path(path))
+    path: tuple[str, ...] = attrs.field(default=(), converter=_as_path,
+                                        validator=lambda _, __, path: _check_path(path))
 
     def then(self, step: str, exactness: Exactness) -> Provenance:
         combined = self.exactness.then(exactness)
@@ -161,6 +165,10 @@ def deprecated_operator(old: str, new: str) -> None:
     import warnings  # only on the deprecated paths
     warnings.warn(f"{old} is deprecated and will be removed in the next release; use {new}",
                   DeprecationWarning, stacklevel=3)
+
+
+#: a curve kind (``to``, ``as_kind``: the kind asked for is the kind answered)
+_KindT = TypeVar("_KindT", bound="Curve")
 
 
 @attrs.frozen(eq=False, repr=False)
@@ -352,33 +360,36 @@ class Curve:
         return (np.min if query == "beta" else np.max)(vals, axis=0)
 
     # ------------------------------------------------------------- conversion
-    def to(self, kind: type, *, registry: Any=None, allow_lower: bool = False, **options: Any) -> Curve:
+    def to(self, kind: type[_KindT], *, registry: Any = None, allow_lower: bool = False,
+           **options: Any) -> _KindT:
         """Convert to another curve kind along the best registered path; lower-bound
         converters are used only with ``allow_lower``. Options the path's converters
         do not know are refused (TypeError naming them)."""
         from accounting.curves.graph import convert  # the graph imports this module
-        return convert(self, kind, registry=registry, allow_lower=allow_lower, **options)
+        out = convert(self, kind, registry=registry, allow_lower=allow_lower, **options)
+        assert isinstance(out, kind)   # the graph answers a curve of the kind asked
+        return out
 
     # ------------------------------------------------------------ composition
-    def compose(self, other: Curve) -> Curve:
+    def compose(self, other: Self) -> Self:
         """The curve of the independent composition (this kind's rule, which
         ``accounting.compose`` applies); kinds without a composition rule refuse
         (TypeError naming the kinds)."""
         raise TypeError(f"a {type(self).__name__} does not compose (with a "
                         f"{type(other).__name__}); convert both to PLD, RDP or ZCDP first")
 
-    def self_compose(self, count: int) -> Curve:
+    def self_compose(self, count: int) -> Self:
         """The curve of ``count`` independent copies (this kind's rule, which
         ``accounting.compose((curve, count))`` applies); kinds without one refuse."""
         raise TypeError(f"a {type(self).__name__} does not compose; convert it to PLD, RDP "
                         f"or ZCDP first")
 
-    def __add__(self, other: Curve) -> Curve:
+    def __add__(self, other: Self) -> Self:
         """Deprecated: ``accounting.compose(a, b)``."""
         deprecated_operator("curve + curve", "accounting.compose(a, b)")
         return self.compose(other)
 
-    def __mul__(self, count: int) -> Curve:
+    def __mul__(self, count: int) -> Self:
         """Deprecated: ``accounting.compose((curve, count))`` (kinds with a
         ``self_compose`` rule only)."""
         if type(self).self_compose is Curve.self_compose:
@@ -414,7 +425,7 @@ class Curve:
                 f"{'; ' + summary if summary else ''})")
 
 
-def as_kind(curve: Any, kind: type, parameter: str = "curve") -> Curve:
+def as_kind(curve: Any, kind: type[_KindT], parameter: str = "curve") -> _KindT:
     """``curve`` as a curve of ``kind``: itself if it is one, else its conversion (default
     options, through the registry). Anything that is not a curve is a TypeError naming
     ``parameter``."""
@@ -423,4 +434,6 @@ def as_kind(curve: Any, kind: type, parameter: str = "curve") -> Curve:
     if not isinstance(curve, Curve):
         raise TypeError(f"{parameter} must be a privacy curve (PLD, PrivacyProfile, TradeOff, "
                         f"RDP or ZCDP), got {type(curve).__name__}")
-    return curve.to(kind)
+    out = curve.to(kind)
+    assert isinstance(out, kind)   # a conversion answers a curve of the kind asked
+    return out

@@ -161,11 +161,12 @@ class PLD(Curve):
         """The PLD of the product pair (independent composition)."""
         if not isinstance(other, PLD):
             raise TypeError(f"can only compose a PLD with a PLD, got {type(other).__name__}")
-        upper = tuple(compose_laws(a, b, pessimistic=True) for a, b in zip(self.upper, other.upper))
+        upper = (compose_laws(self.upper[0], other.upper[0], pessimistic=True),
+                 compose_laws(self.upper[1], other.upper[1], pessimistic=True))
         lower = None
         if self.lower is not None and other.lower is not None:
-            lower = tuple(compose_laws(a, b, pessimistic=False)
-                          for a, b in zip(self.lower, other.lower))
+            lower = (compose_laws(self.lower[0], other.lower[0], pessimistic=False),
+                     compose_laws(self.lower[1], other.lower[1], pessimistic=False))
         return PLD(upper, lower, provenance=self.provenance.join(other.provenance))
 
     def self_compose(self, count: int) -> PLD:
@@ -237,9 +238,10 @@ class RefiningPLD:
             RefiningLaw([(pld.upper[d], c) for pld, c in items], pessimistic=True,
                         far_tail=far_tail)
             for d in (0, 1))}
-        if lower and all(pld.lower is not None for pld, _ in items):
+        lowers = [(pld.lower, c) for pld, c in items if pld.lower is not None]
+        if lower and len(lowers) == len(items):
             self._sides[Bound.LOWER] = tuple(
-                RefiningLaw([(pld.lower[d], c) for pld, c in items], pessimistic=False,
+                RefiningLaw([(low[d], c) for low, c in lowers], pessimistic=False,
                             far_tail=far_tail)
                 for d in (0, 1))
 
@@ -247,8 +249,9 @@ class RefiningPLD:
         """The full PLD (the canonical tilts, as ``compose_plds`` composes them)."""
         if self._pld is None:
             lower = self._sides.get(Bound.LOWER)
-            self._pld = PLD(tuple(law.full() for law in self._sides[Bound.UPPER]),
-                            tuple(law.full() for law in lower) if lower else None,
+            up = self._sides[Bound.UPPER]
+            self._pld = PLD((up[0].full(), up[1].full()),
+                            (lower[0].full(), lower[1].full()) if lower else None,
                             provenance=self.provenance)
         return self._pld
 

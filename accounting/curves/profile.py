@@ -9,7 +9,7 @@ trade-off functions (unifying-accounting paper, Thm 1); their max alone does not
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import attrs
 import numpy as np
@@ -141,7 +141,11 @@ class PrivacyProfile(Curve):
         return f"δ(ε=1) = {headline(lambda: self.delta(1.0))}"
 
 
-def compose_via_pld(a: Curve, b: Curve) -> Curve:
+#: a curve kind without a composition rule of its own, composed through the PLD
+_C = TypeVar("_C", bound=Curve)
+
+
+def compose_via_pld(a: _C, b: _C) -> _C:
     """``a`` ⊗ ``b`` for two exact curves of one kind without a composition rule of
     their own (profile, trade-off): convert each to PLD, convolve, convert back. A
     TypeError names the kinds and labels where that would not be sound."""
@@ -156,7 +160,7 @@ def compose_via_pld(a: Curve, b: Curve) -> Curve:
     return pa.compose(pb).to(kind)
 
 
-def repeat_via_pld(curve: Curve, count: int) -> Curve:
+def repeat_via_pld(curve: _C, count: int) -> _C:
     """``count`` independent copies of an exact curve without a composition rule of its
     own (profile, trade-off): its PLD raised to the ``count``-th power by one FFT
     power (``PLD.self_compose``), converted back; the same soundness condition as

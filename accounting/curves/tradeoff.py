@@ -202,7 +202,7 @@ class _ReverseLaw:
         return np.where(alpha > a_star, chord, self.trusted(alpha))
 
 
-def _add_up(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _add_up(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
     """a + b rounded up: the float sum, one ulp higher where it fell below the exact sum
     (the error term of Knuth's TwoSum, exact, says which)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)

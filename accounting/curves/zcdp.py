@@ -106,7 +106,8 @@ class ZCDP(Curve):
         """ξ and ρ add (arXiv:1605.02065, Lemmas 1.7 and 2.3)."""
         if not isinstance(other, ZCDP):
             raise TypeError(f"can only compose a ZCDP with a ZCDP, got {type(other).__name__}")
-        add = lambda a, b: (a[0] + b[0], a[1] + b[1])  # noqa: E731
+        def add(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+            return (a[0] + b[0], a[1] + b[1])
         lower = add(self.lower, other.lower) if self.lower and other.lower else None
         return ZCDP(add(self.upper, other.upper), lower, xi=add(self.xi, other.xi),
                     provenance=self.provenance.join(other.provenance))

@@ -209,9 +209,18 @@ class Mechanism(abc.ABC):
     """
 
     name: ClassVar[str] = ""
-    sensitivity: float = parameter(SENSITIVITY_RANGE, default=1.0, kw_only=True)
+    # (``parameter(SENSITIVITY_RANGE, default=1.0, kw_only=True)`` spelled out: attrs'
+    # type checker plugin reads ``attrs.field`` options, not those of a wrapper)
+    sensitivity: float = attrs.field(default=1.0, kw_only=True,
+                                     validator=[in_range(SENSITIVITY_RANGE)],
+                                     metadata={"range": SENSITIVITY_RANGE})
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.ADD_REMOVE, kw_only=True,
                                              converter=as_neighbouring)
+
+    if TYPE_CHECKING:
+        # each mechanism declares its own parameters (``sigma``, ``b``, ``base``, …), read
+        # by name where code dispatches on ``name``: to the type checker they are Any
+        def __getattr__(self, name: str) -> Any: ...
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # attrs writes a long repr (every field, defaults too) into each decorated

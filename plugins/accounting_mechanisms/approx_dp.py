@@ -177,9 +177,9 @@ class ApproxDPComposition(Mechanism):
     name = "approx_dp_composition"
     sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
-    epsilons: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("epsilons"),
+    epsilons: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("epsilons"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
                                   validator=entries_in(EPSILON), metadata={"range": EPSILON})
-    deltas: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("deltas"),
+    deltas: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("deltas"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
                                 validator=[entries_in(DELTA), _same_length],
                                 metadata={"range": DELTA})
 

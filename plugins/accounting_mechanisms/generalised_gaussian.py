@@ -65,7 +65,7 @@ class GeneralisedGaussian(AdditiveNoise):
 
     name = "generalised_gaussian"
     beta: float = parameter(Range(0.5, 5.0))
-    scale: float = parameter(Range(1e-4, 1e4, per="sensitivity", log=True, zero=True))  # type: ignore[assignment]
+    scale: float = parameter(Range(1e-4, 1e4, per="sensitivity", log=True, zero=True))
 
     def log_density(self, x: FloatArray) -> FloatArray:
         with np.errstate(over="ignore"):

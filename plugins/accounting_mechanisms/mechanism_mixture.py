@@ -146,7 +146,7 @@ class MechanismMixture(Mechanism):
     sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
     mechanisms: tuple[Mechanism, ...] = attrs.field(converter=_mechanisms)
-    probs: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("probs"),
+    probs: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("probs"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
                                validator=[entries_in(PROBABILITY),
                                           probabilities_for("mechanisms")],
                                metadata={"range": PROBABILITY})
