@@ -6,7 +6,6 @@ answer is looser than another's.
 
 from __future__ import annotations
 
-import functools
 import time
 from typing import Any
 
@@ -19,7 +18,7 @@ from accounting.curves.pld import DEFAULT_STEP
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.zcdp import ZCDP
 from accounting.validation import check_array, check_positive
-from accounting.vocabulary import Direction, FloatArray
+from accounting.vocabulary import Direction, bind_direction
 from accounting.workload import Workload
 
 __all__: list[str] = []
@@ -37,12 +36,6 @@ _SWEEP_MIN_VALUES = 16
 #: points of the fine order grid of a sweep, spread over the cells where the coarse
 #: grid found the optima
 _SWEEP_FINE_ORDERS = 400
-
-
-def _upper_cgf(rdp: Any, direction: Direction, t: FloatArray) -> FloatArray:
-    """The upper CGF of ``rdp`` in one ``direction`` (a curve with ``upper(t, d)``)."""
-    out: FloatArray = rdp.upper(t, direction)
-    return out
 
 
 def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, int]:
@@ -77,7 +70,7 @@ def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, in
     best = np.full(values.shape, -np.inf)
     n_orders = 0
     for d in directions:
-        per_d, n_orders = minimise_on_shared_orders(functools.partial(_upper_cgf, rdp, d),
+        per_d, n_orders = minimise_on_shared_orders(bind_direction(rdp.upper, d),
                                                     objective, _SWEEP_FINE_ORDERS)
         # the order α = ∞ where the curve declares a finite D_∞ (a pure-DP curve)
         sup = rdp.upper.limit(np.inf, d)

@@ -40,7 +40,7 @@ from accounting.numerics.discretise import (
 from accounting.numerics.loss import LossPMF
 from accounting.numerics.order_search import envelope_sup, minimise_over_orders
 from accounting.validation import check_real
-from accounting.vocabulary import Direction, Exactness
+from accounting.vocabulary import Direction, Exactness, bind_direction
 
 __all__ = ["CONVERTERS", "HOME_KINDS",
            "GRID_OPTIONS", "check_options", "profile_to_pld", "profile_laws", "rdp_delta", "law_limit",
@@ -90,9 +90,9 @@ def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
     come from one profile call per direction (``grid_profiles``); ``largest`` (a
     guess at each direction's largest loss) speeds up ``profile_sup``."""
     if ranges is None:
-        ranges = {d: profile_support(lambda e, d=d: delta(e, d), tail, step / 4) for d in (_FWD, _BWD)}
+        ranges = {d: profile_support(bind_direction(delta, d), tail, step / 4) for d in (_FWD, _BWD)}
     grids = {} if grids is None else grids
-    fns = tuple((lambda e, d=d: delta(e, d)) for d in (_FWD, _BWD))
+    fns = tuple(bind_direction(delta, d) for d in (_FWD, _BWD))
     idx = {d: grid_indices(-ranges[d.reverse()], ranges[d], step) for d in (_FWD, _BWD)}
     live = {d: idx[d] if idx[d].size else None for d in (_FWD, _BWD)}
     todo = [live[d] if d not in grids else None for d in (_FWD, _BWD)]
@@ -306,13 +306,13 @@ def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray], *, lower: bool = Fals
 
 def _rdp_to_zcdp(rdp: RDP, **options: Any) -> ZCDP:
     check_options("rdp→zcdp", options)
-    upper = tuple(zcdp_envelope(lambda t, d=d: rdp.upper(t, d)) for d in (_FWD, _BWD))
+    upper = tuple(zcdp_envelope(bind_direction(rdp.upper, d)) for d in (_FWD, _BWD))
     lower = None
     if rdp.lower is not None:
         # never above the upper side: the two envelopes take their sup at different
         # orders, and where K is roundoff-sized (permute-and-flip at ε = 1.4e-6: K(t) ~
         # 1e-19 at small t) the lower one's came out 11 % above, and ZCDP refused itself
-        lower = tuple(min(zcdp_envelope(lambda t, d=d: rdp.lower(t, d), lower=True), up)
+        lower = tuple(min(zcdp_envelope(bind_direction(rdp.lower, d), lower=True), up)
                       for d, up in zip((_FWD, _BWD), upper))
     return ZCDP(upper, lower)
 

@@ -624,7 +624,7 @@ def _circular_compose(items: Any, n: int, theta: float, dtype: Any,
     if prepared is None:
         prepared = _prepare(items, dtype)
     absolute = 0.0                                # ℓ1 rounding of the far-smaller atoms
-    for (logp, losses, log_total, size_term, start), (p, c) in zip(prepared, items):
+    for (logp, losses, log_total, size_term, start), (_, c) in zip(prepared, items):
         x = logp + dtype(theta) * losses
         j_top = int(np.argmax(x))   # (zero masses are −∞ here and never the max)
         top = x[j_top]

@@ -51,7 +51,7 @@ from accounting.pairs.composed import ComposedPair
 from accounting.pairs.pair import LawPair
 from accounting.pairs.primitives import check_primitive_output, check_renyi_output
 from accounting.registry.registry import curve_kind_name, default_registry, reserve
-from accounting.vocabulary import Bound, Direction, Exactness
+from accounting.vocabulary import Bound, Direction, Exactness, bind_direction
 
 __all__ = ["curve_of_pair", "curve_builder", "builders", "CURVE_KINDS"]
 
@@ -205,7 +205,7 @@ def _zcdp(pair: Any, registry: Any=None, **options: Any) -> ZCDP:
             with warnings.catch_warnings():
                 if bound is not None:   # the envelope's "sup at t → ∞" warning is moot
                     warnings.simplefilter("ignore", RuntimeWarning)
-                rho = zcdp_envelope(lambda t, d=d: rdp.upper(t, d))
+                rho = zcdp_envelope(bind_direction(rdp.upper, d))
             this = base.then(rdp.provenance.exactness)
             if bound is not None and bound < rho:
                 rho, this = bound, Exactness.UPPER

@@ -30,7 +30,7 @@ from accounting.ledger import Ledger
 from accounting.numerics.loss import GridSizeError
 from accounting.numerics.order_search import minimise_near
 from accounting.progress import progress
-from accounting.vocabulary import Direction, Exactness, FloatArray
+from accounting.vocabulary import Direction, Exactness, FloatArray, bind_direction
 
 __all__ = ["DEFAULT_RTOL", "Problem", "solve_bracket", "epsilon_label", "label_of", "check_flag"]
 
@@ -59,10 +59,6 @@ def _best_order(cgf: Callable[[np.ndarray], np.ndarray], log_delta: float,
     the result is sound."""
     best, t = minimise_near(cgf, lambda k, t: improved_epsilon(k, t, log_delta), log_t0)
     return max(best, 0.0), t
-
-
-def _cgf_of(rdp: RDP, direction: Direction, t: FloatArray) -> FloatArray:
-    return rdp.cgf(t, direction)
 
 
 def _zcdp_cgf(rho: float, t: FloatArray) -> FloatArray:
@@ -132,7 +128,7 @@ class Problem:
             rdp = acct.curve(RDP)
             self.labels[x] = epsilon_label(rdp)
             cgfs: dict[Direction, Callable[[FloatArray], FloatArray]] = {
-                d: functools.partial(_cgf_of, rdp, d) for d in directions}
+                d: bind_direction(rdp.cgf, d) for d in directions}
         else:
             zcdp = acct.curve(ZCDP)
             self.labels[x] = epsilon_label(zcdp)
