@@ -85,7 +85,7 @@ def _strict(method: Callable[..., Any]) -> Callable[..., Any]:
                (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)]
 
     @functools.wraps(method)
-    def wrapper(self, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
             check_options(f"Accountant.{method.__name__}()",
                           {k: v for k, v in kwargs.items() if k not in params}, allowed)

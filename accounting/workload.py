@@ -35,6 +35,7 @@ through ``workload_from_dict`` (its ``mechanisms`` list and ``source`` are accep
 from __future__ import annotations
 
 import numbers
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -139,7 +140,7 @@ def make_use(registry: Registry, name: Any, params: Mapping[str, Any], count: An
     mech = build_mechanism(registry, name, params, _depth=_depth)
     if isinstance(count, bool) or not isinstance(count, numbers.Integral):
         raise TypeError(f"{name}: count must be a positive integer, got {count!r}")
-    if not 1 <= count <= MAX_COUNT:
+    if not 1 <= int(count) <= MAX_COUNT:
         shown = f"{count}" if abs(count) < 10 ** 16 else f"{float(count):.3g}"
         raise ValueError(f"{name}: count must be a positive integer (at most {MAX_COUNT_TEXT}), "
                          f"got {shown}")
@@ -309,7 +310,7 @@ def parse_workload(text: str, source: str = "<workload>",
     return workload_from_dict(data, source, registry)
 
 
-def load_workload(path: str | object, registry: Registry | None = None) -> Workload:
+def load_workload(path: str | os.PathLike[str], registry: Registry | None = None) -> Workload:
     """A workload from a TOML file: a regular file of at most ``MAX_WORKLOAD_BYTES``,
     in UTF-8 (a FIFO, a device or a directory is refused before it is opened, so
     that reading cannot block or run forever)."""

@@ -215,7 +215,7 @@ def improved_log_delta(k: np.ndarray, t: np.ndarray, eps: np.ndarray) -> np.ndar
     return result
 
 
-def improved_epsilon(k: np.ndarray, t: np.ndarray, log_delta: np.ndarray) -> np.ndarray:
+def improved_epsilon(k: np.ndarray, t: np.ndarray, log_delta: np.ndarray | float) -> np.ndarray:
     """ε = D_α + log(1 − 1/α) − (log δ + log α)/(α − 1) at α = 1 + t."""
     a = 1.0 + t
     result: np.ndarray = k / t + np.log1p(-1.0 / a) - (log_delta + np.log(a)) / t

@@ -327,7 +327,7 @@ class Curve:
         # the converter graph knows the kinds, which import this module: read it late
         from accounting.curves.graph import home_kind
         home = home_kind(query)
-        out = self._answerers.get(home)
+        out: Curve | None = self._answerers.get(home)
         if out is None:
             out = self.to(home)
             self._answerers[home] = out

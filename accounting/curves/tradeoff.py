@@ -249,7 +249,7 @@ class VertexSide:
         a lost 1e-13 (a grid of 10⁴ differences of profile values, compounded by
         composition) is nothing to δ, but it is mass that no test pays for."""
         if pessimistic:
-            laws = tuple(law.topped_up() for law in laws)
+            laws = (laws[0].topped_up(), laws[1].topped_up())
         fwd, bwd = laws
         return cls((_OwnLaw.of(fwd), _OwnLaw.of(bwd)),
                    (_ReverseLaw.of(bwd), _ReverseLaw.of(fwd)), pessimistic)

@@ -105,7 +105,7 @@ class ApproxDPPair(LawPair):
         total = self.count * check_count("count", count)
         return approx_dp_pair(self.epsilon, self.delta, total)
 
-    def _beta(self, alpha: FloatArray, direction: Direction) -> FloatArray:
+    def _beta(self, alpha: FloatArray, direction: Direction) -> FloatArray | None:
         """f_{ε,δ}(α) = max{0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)} (one use only,
         arXiv:1905.02383, Prop. 2.5); k uses come from the exact law's vertices."""
         if self.count != 1:
