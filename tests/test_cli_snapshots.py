@@ -32,6 +32,11 @@ COMMANDS = cli_snapshot.documented()
 CHANGED: dict[str, str] = {
     "delta-laplace-b-2-compose-10-epsilon-1-2-account-77e520c7dc":
         "issue 28: one JSON envelope, whose first key is \"command\" (was \"query\")",
+    "epsilon-gaussian-sigma-1-0-compose-100-delta-1e-58889bae37":
+        "issue 24: an all-Gaussian job is answered by its exact μ-GDP profile, not a grid "
+        "(the provenance says profile; the numbers are the same to the digits shown)",
+    "epsilon-gaussian-sigma-2-compose-10-delta-1e-5-43474d548a":
+        "issue 24: an all-Gaussian job is answered by its exact μ-GDP profile, not a grid",
     "mechanisms-90cc147028":
         "issue 28: each mechanism's summary is its docstring's first paragraph, wrapped "
         "(was its first line, cut mid-sentence)",

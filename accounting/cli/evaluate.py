@@ -117,7 +117,10 @@ def evaluate_workload(workload: Workload, query: str, values: np.ndarray, names:
 def _evaluate_one(acct: Any, name: str, query: str, values: np.ndarray) -> dict[str, Any]:
     res: dict[str, Any] = {}
     kind = ACCOUNTANTS[name]
-    curve = acct.curve(kind)  # the full PLD first: the queries below reuse it
+    # an all-Gaussian job is answered by its exact closed form, with no grid at all;
+    # otherwise the full PLD first: the queries below reuse it
+    closed = acct.closed_profile() if name == "pld" else None
+    curve = closed if closed is not None else acct.curve(kind)
     sweep = name == "rdp" and values.size > _SWEEP_MIN_VALUES
     note = ""
     if sweep:
@@ -127,8 +130,8 @@ def _evaluate_one(acct: Any, name: str, query: str, values: np.ndarray) -> dict[
         answer = getattr(acct.under(name), query)(values)
     res[query] = np.atleast_1d(answer)
     if name == "pld":
-        lo, hi = (curve.epsilon_interval(values) if query == "epsilon"
-                  else curve.delta_interval(values))
+        lo, hi = (acct.epsilon_interval(values) if query == "epsilon"
+                  else acct.delta_interval(values))
         res["interval"] = np.stack([np.atleast_1d(lo), np.atleast_1d(hi)], axis=1)
     shown = curve if name == "pld" else curve.to(PrivacyProfile)
     res["provenance"] = str(shown.provenance) + note

@@ -11,6 +11,7 @@ self-composition done by one FFT power per distinct component. It is built by
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -217,6 +218,24 @@ class ComposedPair(Pair):
     @property
     def exact(self) -> bool:  # type: ignore[override]
         return False  # its profile comes from a discretised PLD
+
+    def gdp_mu(self) -> float | None:
+        """μ = √(Σ kᵢ μᵢ²) when every component is exactly μᵢ-GDP, else None: the
+        composition of k μᵢ-GDP mechanisms is exactly √(Σ kᵢμᵢ²)-GDP (Dong, Roth, Su,
+        arXiv:1905.02383, Cor. 3.3; for Gaussians also Balle, Wang, arXiv:1805.06530)."""
+        mus = [(p.gdp_mu(), c) for p, c in self.components]
+        if not mus or any(mu is None for mu, _ in mus):
+            return None
+        return math.sqrt(math.fsum(c * mu * mu for mu, c in mus if mu is not None))
+
+    def closed_form(self) -> Pair | None:
+        """An exact pair equivalent to the whole composition, or None: when every
+        component is μᵢ-GDP, the one μ-GDP pair of ``gdp_mu`` (its curves are closed
+        forms, so the composition needs no grid)."""
+        mu = self.gdp_mu()
+        if mu is None:
+            return None
+        return self.components[0][0].gdp_pair(mu)
 
     def _pld_parts(self, registry: Any = None, **options: Any) -> list[Any]:
         """(PLD, count) of each component, at the discretisation ``options``, each

@@ -185,6 +185,18 @@ class Pair(abc.ABC):
         """A closed-form pair for the count-fold product, or None."""
         return None
 
+    def gdp_mu(self) -> float | None:
+        """μ where this pair is exactly μ-GDP in both directions — its trade-off is
+        G_μ(α) = Φ(Φ⁻¹(1 − α) − μ) (Dong, Roth, Su, arXiv:1905.02383, Def. 2.6), as
+        for a Gaussian mechanism with μ = Δ/σ — else None (the default)."""
+        return None
+
+    def gdp_pair(self, mu: float) -> Pair | None:
+        """The μ-GDP pair of this pair's family with the given ``mu`` (for a pair whose
+        ``gdp_mu`` is not None), or None: what an exact composition of μ-GDP pairs
+        becomes (``ComposedPair.closed_form``)."""
+        return None
+
     def _renyi_limit(self, order: float, direction: Direction,
                      side: Bound = Bound.UPPER) -> float | None:
         """D_1 (order 1, KL) or D_∞ (order ∞) of one direction on one side of the
