@@ -235,7 +235,8 @@ class ComposedPair(Pair):
         mu = self.gdp_mu()
         if mu is None:
             return None
-        return self.components[0][0].gdp_pair(mu)
+        first: Pair = self.components[0][0]
+        return first.gdp_pair(mu)
 
     def _pld_parts(self, registry: Any = None, **options: Any) -> list[Any]:
         """(PLD, count) of each component, at the discretisation ``options``, each
