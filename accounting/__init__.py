@@ -15,7 +15,7 @@ __version__ = "0.2.0.dev0"
 
 import importlib
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from accounting.deprecated import install as _install_aliases
 
@@ -92,7 +92,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
 _install_aliases(sys.modules[__name__])
 
 
-def mechanism(name: str, *, registry=None, **params):
+def mechanism(name: str, *, registry: Any=None, **params: Any) -> Any:
     """An instance of the mechanism ``name`` registered on ``registry`` (default: the
     process-wide one, ``default_registry()``) with ``params``; a keyword the mechanism
     does not take is a TypeError naming it and the ones it does take. Its curves use
@@ -116,7 +116,7 @@ __all__ = [
 ]
 
 
-def save(obj, path, *, format=None) -> None:
+def save(obj: Any, path: Any, *, format: Any=None) -> None:
     """Write ``obj`` (an Accountant, Ledger, curve or audit report) to ``path`` as a
     versioned document, JSON or TOML (``format``, else from the suffix ``.json`` or
     ``.toml``); the one way to save, see ``accounting.serialization``."""
@@ -124,13 +124,13 @@ def save(obj, path, *, format=None) -> None:
     _save(obj, path, format=format)
 
 
-def load(path, registry=None, *, format=None):
+def load(path: Any, registry: Any=None, *, format: Any=None) -> Any:
     """Read what ``save`` wrote (JSON or TOML, never pickle, nothing executed)."""
     from accounting.serialization import load as _load
     return _load(path, registry=registry, format=format)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'accounting' has no attribute {name!r}")

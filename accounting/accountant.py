@@ -64,7 +64,7 @@ from accounting.pairs.composed import ComposedPair, check_grid_size
 from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import CurveT, Pair, of_kind
 from accounting.validation import check_count, check_options, check_real
-from accounting.vocabulary import Bound, Direction, as_bound, as_direction
+from accounting.vocabulary import Bound, Direction, InvariantError, as_bound, as_direction
 
 __all__ = ["Accountant", "ACCOUNTANTS", "MIN_STEP", "CURVE_OPTIONS", "check_accountant"]
 
@@ -73,11 +73,14 @@ ACCOUNTANTS = {"pld": PLD, "rdp": RDP, "zcdp": ZCDP}
 #: options ``Accountant.curve`` passes on to the PLD discretisation (the grid options of
 #: the conversion graph)
 CURVE_OPTIONS = GRID_OPTIONS
+#: relative accuracy trusted of a closed-form δ(ε) evaluated in float64 (log_ndtr and
+#: expm1: a few ulps; the margin is 10⁴ times that)
+CLOSED_DELTA_RTOL = 1e-11
 #: how many times ``epsilon_interval(rtol=…)`` may halve the step
 MAX_REFINEMENTS = 8
 
 
-def _strict(method: Callable) -> Callable:
+def _strict(method: Callable[..., Any]) -> Callable[..., Any]:
     """Refuse unknown keywords with a TypeError naming them and the allowed ones
     (Python's own message names only the first and lists nothing)."""
     params = inspect.signature(method).parameters
@@ -85,7 +88,7 @@ def _strict(method: Callable) -> Callable:
                (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)]
 
     @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
             check_options(f"Accountant.{method.__name__}()",
                           {k: v for k, v in kwargs.items() if k not in params}, allowed)
@@ -193,7 +196,7 @@ class Accountant:
     #: the registry given (None: the process-wide one); not part of the state
     registry: Any = attrs.field(default=None, init=False, eq=False, repr=False)
     #: computed curves, keyed by (kind, options): never part of the state
-    _cache: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
+    _cache: dict[Any, Any] = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
     def __init__(self, step: float = DEFAULT_STEP, *, registry: Any = None,
                  **options: Any) -> None:
@@ -246,7 +249,7 @@ class Accountant:
                                   for m, n in self.ledger.mechanisms(self.registry)))
 
     # ------------------------------------------------------------- state
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Deprecated: use ``accounting.save`` (or ``accounting.serialization.
         to_document``); the same document as ``state_dict``."""
         _deprecated("Accountant.to_dict()", "save")
@@ -260,7 +263,7 @@ class Accountant:
         step, entries = read_accountant_document(data, registry)
         return cls.of(Ledger(entries), step=step, registry=registry)
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         """``{"kind": "accountant", "schema": 1, "step": …, "ledger": {"entries": […]}}``:
         everything that determines the answers (not the cached curves), for
         ``load_state_dict``. Kept on the accountant only because PyTorch checkpoints
@@ -279,11 +282,11 @@ class Accountant:
         self.step, self.ledger = other.step, other.ledger
         self._cache.clear()
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         # the cached curves (a 1000-step PLD is ~1 MB) are recomputed on demand
         return {"step": self.step, "ledger": self.ledger}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__attrs_init__(state["step"])
         self.ledger = state["ledger"]
 
@@ -362,12 +365,76 @@ class Accountant:
                accountant: str | None) -> np.ndarray:
         direction, name = self._legacy(query, direction, accountant)
         d, b = as_direction(direction), as_bound(bound)
-        answerer = (self.curve(ACCOUNTANTS[name]) if name not in (None, "pld")
-                    # the composed PLD, tilts composed per query; the sound side alone
-                    # costs half
-                    else self._tiered(lower=b is Bound.LOWER))
+        if name in (None, "pld") and self._closed_answers(query, x):
+            lo, hi = self._closed_interval(query, x, d)
+            return hi if b is Bound.UPPER else lo
+        answerer: Any = (self.curve(ACCOUNTANTS[name]) if name not in (None, "pld")
+                         # the composed PLD, tilts composed per query; the sound side
+                         # alone costs half
+                         else self._tiered(lower=b is Bound.LOWER))
         out: np.ndarray = getattr(answerer, query)(x, d, b)
         return out
+
+    def closed_profile(self) -> PrivacyProfile | None:
+        """The exact privacy profile of the whole composition where it has a closed
+        form, else None: a composition of μᵢ-GDP parts (every Gaussian, any σ, Δ and
+        count) is exactly √(Σkᵢμᵢ²)-GDP (``ComposedPair.closed_form``), and ε, δ and
+        their intervals are then answered from δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)
+        (Balle, Wang, arXiv:1805.06530, Thm. 8), labelled exact, without a grid."""
+        if not self.ledger:
+            return None
+        key = ("closed profile",)
+        if key not in self._cache:
+            pair = self.pair().closed_form()
+            self._cache[key] = (None if pair is None
+                                else pair.curve(PrivacyProfile, registry=self.registry))
+        found: PrivacyProfile | None = self._cache[key]
+        return found
+
+    def _closed_answers(self, query: str, x: Any) -> bool:
+        """Whether the closed form answers this query: it exists, and (ε at δ) every δ
+        is in (0, 1) (δ = 0 goes to the engine, whose refusal says why ε is unbounded;
+        bad values to its checks)."""
+        if self.closed_profile() is None:
+            return False
+        if query == "delta":
+            return True
+        try:
+            values = np.asarray(x, dtype=float)
+        except (TypeError, ValueError):
+            return False
+        return bool(values.size) and bool(np.all((values > 0) & (values < 1)))
+
+    def _closed_interval(self, query: str, x: Any, direction: Direction
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """A certified bracket of the closed form's ε(δ) or δ(ε): float64 evaluation of
+        δ(ε) is trusted to ``CLOSED_DELTA_RTOL`` relative, so the upper end is moved up
+        and the lower end down until δ at each end clears that margin."""
+        profile = self.closed_profile()
+        assert profile is not None   # the callers checked
+        if query == "delta":
+            value = np.asarray(profile.delta(x, direction), dtype=float)
+            return (value * (1.0 - CLOSED_DELTA_RTOL), value * (1.0 + CLOSED_DELTA_RTOL))
+        delta = np.asarray(x, dtype=float)
+        hi = np.asarray(profile.epsilon(delta, direction), dtype=float)
+        lo, hi = hi.copy(), hi.copy()
+        finite = np.isfinite(hi) & (hi > 0)
+        for end, sign in ((hi, 1.0), (lo, -1.0)):
+            gap = np.full(end.shape, 1e-14)
+            for _ in range(40):
+                at = np.where(finite, end * (1.0 + sign * gap), end)
+                got = np.asarray(profile.delta(at, direction), dtype=float)
+                # the upper end needs δ(ε) < δ, the lower end δ(ε) > δ, beyond the margin
+                ok = ~finite | ((got * (1.0 + CLOSED_DELTA_RTOL) <= delta) if sign > 0
+                                else (got * (1.0 - CLOSED_DELTA_RTOL) >= delta))
+                if np.all(ok):
+                    break
+                gap = np.where(ok, gap, gap * 4.0)
+            else:
+                raise InvariantError("the closed-form bracket did not clear its margin")
+            end[...] = np.where(finite, end * (1.0 + sign * gap), end)
+        lo = np.maximum(lo, 0.0)
+        return (lo[()] if lo.ndim == 0 else lo), (hi[()] if hi.ndim == 0 else hi)
 
     def under(self, accountant: str) -> Accountant | Curve:
         """What answers the queries under the representation named ``accountant`` (one
@@ -429,6 +496,15 @@ class Accountant:
             direction, rtol = "max", direction
         d = as_direction(direction)
         name = f"{query}_interval"
+        if self._closed_answers(query, x):
+            lo, hi = self._closed_interval(query, x, d)
+            if rtol is not None:
+                rtol = check_real("rtol", rtol, lo=0.0, hi=1.0, lo_open=True)
+                width = float(np.max((hi - lo) / np.where(hi > 0, hi, 1.0)))
+                if width > rtol:
+                    raise ValueError(f"rtol={rtol:g} cannot be reached: the closed form is "
+                                     f"resolved to {width:.1e} relative in float64")
+            return lo, hi
         if rtol is None:
             bracket: tuple[np.ndarray, np.ndarray] = getattr(self._tiered(lower=True), name)(x, d)
             return bracket

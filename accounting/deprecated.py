@@ -92,7 +92,7 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return None
         return importlib.util.spec_from_loader(fullname, self)
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> object:
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         new = MOVED[spec.name]
         warnings.warn(f"{spec.name} is deprecated and will be removed in the next release; "
                       f"import {new} instead", DeprecationWarning, stacklevel=2)

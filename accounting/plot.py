@@ -13,7 +13,8 @@ dashed, the band between them shaded):
 * ``plot_profile`` — δ(ε) on a log scale;
 * ``plot_pld`` — the privacy-loss masses on the grid, and the mass at +∞;
 * ``plot_rdp`` — D_α against α with the zCDP envelope ρα, the gap shaded;
-* ``plot_accountants`` — ε(δ) of one or several accountants on one plot.
+* ``plot_accountants`` — ε(δ) of one or several accountants on one plot;
+* ``plot_roc`` — the membership-inference ROC bound, log-log.
 
 Information gap (numbers from ``accounting.analysis.gap``; Su, Yang, Su, Wang,
 "Unifying privacy accounting", arXiv:2610.02414v1, §3–§4): ``plot_gap``,
@@ -33,7 +34,7 @@ from accounting.curves.curve import as_kind
 from accounting.validation import check_array
 from accounting.vocabulary import ArrayLike, Bound, Direction, as_direction
 
-__all__ = ["plot_tradeoff", "plot_profile", "plot_pld", "plot_rdp", "plot_accountants",
+__all__ = ["plot_tradeoff", "plot_profile", "plot_pld", "plot_rdp", "plot_accountants", "plot_roc",
            "plot_gap", "plot_gap_vs_shift", "plot_gap_vs_parameter", "plot_allocation",
            "save", "plot_format"]
 
@@ -212,13 +213,30 @@ def plot_rdp(curve: Any, ax: Any = None, *, alphas: Sequence[float] | None = Non
     return ax
 
 
+#: a method whose ε exceeds the certified PLD's by this factor at every δ is left out of
+#: ``plot_accountants`` (with a note): on a shared axis it would flatten the others
+USELESS_FACTOR = 5.0
+
+
+def _log_ticks(axis: Any) -> None:
+    """Labels at 1, 2 and 5 of each decade only, so that labels never overlap."""
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+    axis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(ScalarFormatter())
+    axis.set_minor_formatter(NullFormatter())
+
+
 def plot_accountants(accountants: Mapping[str, Any] | Any, ax: Any = None, *,
-                     deltas: Sequence[float] | None = None,
+                     deltas: Sequence[float] | np.ndarray | None = None,
                      methods: Sequence[str] = ("pld",)) -> Any:
     """ε(δ) against δ for each accountant (a mapping ``{label: Accountant}``, or one
     accountant) under each of ``methods`` (``"pld"``, ``"rdp"``, ``"zcdp"``): the
     certified PLD bracket shaded, the other methods as lines — accountants and methods
-    compared on one plot."""
+    compared on one plot.
+
+    A method whose ε is more than ``USELESS_FACTOR`` times the certified PLD's at
+    every δ is not drawn (it would squash the others to a line at the bottom); the
+    legend says which were left out and by how much they lose."""
     from accounting.accountant import Accountant
     if isinstance(accountants, Accountant):
         accountants = {"": accountants}
@@ -228,28 +246,74 @@ def plot_accountants(accountants: Mapping[str, Any] | Any, ax: Any = None, *,
     dl = check_array("deltas", np.geomspace(1e-12, 1e-2, 60) if deltas is None else deltas,
                      lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     ax = _axes(ax)
+    left_out: dict[str, float] = {}   # method → its least ratio to the PLD's ε
+    drawn: list[np.ndarray] = []
     for k, (name, acct) in enumerate(accountants.items()):
         if not isinstance(acct, Accountant):
             raise TypeError(f"accountants[{name!r}] must be an Accountant, got "
                             f"{type(acct).__name__}")
+        lo, hi = acct.epsilon_interval(dl)
         for j, method in enumerate(methods):
             tag = f"{name}, {method}".lstrip(", ")
             if method == "pld":
-                lo, hi = acct.epsilon_interval(dl)
-                ax.semilogx(dl, hi, color=f"C{k}", label=f"{tag} (certified upper)")
-                ax.fill_between(dl, lo, hi, color=f"C{k}", alpha=0.25)
-            else:
-                ax.semilogx(dl, acct.under(method).epsilon(dl), color=f"C{k}",
-                            ls=("--", "-.", ":")[j % 3], label=tag)
-    low, high = ax.get_ylim()
+                width = float(np.max((hi - lo) / np.where(hi > 0, hi, 1.0)))
+                ax.semilogx(dl, hi, color=f"C{k}",
+                            label=f"{tag} (certified upper; bracket ≤ {width:.2%})")
+                ax.fill_between(dl, lo, hi, color=f"C{k}", alpha=0.35, lw=0)
+                drawn += [lo, hi]
+                continue
+            eps = np.asarray(acct.under(method).epsilon(dl), dtype=float)
+            ratio = eps / np.where(hi > 0, hi, np.nan)
+            if np.all(ratio > USELESS_FACTOR):
+                left_out[method] = min(left_out.get(method, np.inf), float(np.nanmin(ratio)))
+                continue
+            ax.semilogx(dl, eps, color=f"C{k}", ls=("--", "-.", ":")[j % 3], label=tag)
+            drawn.append(eps)
+    values = np.concatenate(drawn) if drawn else np.ones(1)
+    values = values[np.isfinite(values)]
+    low, high = (float(values.min()), float(values.max())) if values.size else (1.0, 1.0)
     if low > 0 and high / low > 20:    # methods far apart: a log scale keeps both legible
-        from matplotlib.ticker import ScalarFormatter
         ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(ScalarFormatter())
-        ax.yaxis.set_minor_formatter(ScalarFormatter())
+        _log_ticks(ax.yaxis)
+    for method, least in left_out.items():   # an invisible entry carries the note
+        ax.plot([], [], " ", label=f"{method} not drawn: ε ≥ {least:.0f}× the PLD's")
     ax.set_xlabel("δ")
     ax.set_ylabel("ε(δ)")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="x-small")
+    return ax
+
+
+def plot_roc(curve: Any, ax: Any = None, *, fprs: ArrayLike | None = None,
+             direction: Direction | str = "max", label: str = "") -> Any:
+    """The membership-inference ROC bound on log-log axes: the largest TPR of any
+    attack, 1 − T(α), against its FPR α, from 1e-6 to 1 (the low FPRs where attacks
+    are judged; Carlini et al., "Membership inference attacks from first principles",
+    arXiv:2112.03570, §3), both sides of the bracket where known, the chance line
+    TPR = FPR, and the queried ``fprs`` marked at their certified TPR bound.
+
+    ``curve``: any privacy curve (converted to a ``TradeOff``)."""
+    from accounting.analysis.risk import tpr_at_fpr
+    from accounting.curves.tradeoff import TradeOff
+    trade = as_kind(curve, TradeOff)
+    alpha = np.geomspace(1e-6, 1.0, 300)
+    ax = _axes(ax)
+    name = label or "TPR bound"
+    for bound, ls, suffix in _sides(trade):
+        ax.loglog(alpha, tpr_at_fpr(trade, alpha, direction=direction, bound=bound),
+                  ls=ls, color="C0", label=f"{name}, {suffix}")
+    ax.loglog(alpha, alpha, color="0.6", lw=0.8, label="chance (TPR = FPR)")
+    if fprs is not None:
+        at = check_array("fprs", fprs, lo=0.0, hi=1.0, lo_open=True)
+        tpr = tpr_at_fpr(trade, at, direction=direction)
+        ax.loglog(at, tpr, "o", color="k", ms=4, label="queried FPR")
+        for a, t in zip(np.atleast_1d(at), np.atleast_1d(tpr)):
+            ax.annotate(f"{t:.3g}", (a, t), textcoords="offset points", xytext=(4, -10),
+                        fontsize="x-small")
+    ax.set_xlim(1e-6, 1.0)
+    ax.set_ylim(1e-6, 1.05)
+    ax.set_xlabel("false-positive rate α")
+    ax.set_ylabel("true-positive rate ≤ 1 − T(α)")
+    ax.legend(fontsize="x-small", loc="lower right")
     return ax
 
 

@@ -217,7 +217,7 @@ def _decode(doc: Any, types: Mapping[str, type], path: str) -> Any:
         raise type(exc)(f"{where} ({name}): {exc}") from None
 
 
-def _decode_array(doc: Mapping, path: str) -> np.ndarray:
+def _decode_array(doc: Mapping[str, Any], path: str) -> np.ndarray:
     check_keys(doc, path, ("ndarray", "shape", "base64"), required=("shape", "base64"))
     name, shape, data = doc["ndarray"], doc["shape"], doc["base64"]
     if name not in _DTYPES:
@@ -249,10 +249,10 @@ class SavedReport(Protocol):
 
     auditor: str
 
-    def to_dict(self, exact: bool = False) -> dict: ...
+    def to_dict(self, exact: bool = False) -> dict[str, Any]: ...
 
 
-def to_document(obj: Any) -> dict:
+def to_document(obj: Any) -> dict[str, Any]:
     """The versioned document of a Ledger, Accountant, curve or audit report."""
     from accounting.curves.curve import Curve
     if isinstance(obj, Ledger):
@@ -343,7 +343,7 @@ def loads(text: str | bytes, registry: Any = None, *, format: str = "json") -> A
     return from_document(doc, registry)
 
 
-def save(obj: Any, path: str | os.PathLike, *, format: str | None = None) -> None:
+def save(obj: Any, path: str | os.PathLike[str], *, format: str | None = None) -> None:
     """Write ``obj`` (a Ledger, Accountant, curve or audit report) to ``path``, as JSON
     or TOML: ``format`` (``"json"``, ``"toml"``), else from the suffix (``.json``,
     ``.toml``; any other is refused). The one way to save; ``load`` reads it back.
@@ -355,7 +355,7 @@ def save(obj: Any, path: str | os.PathLike, *, format: str | None = None) -> Non
         fh.write(text if fmt == "toml" else text + "\n")
 
 
-def load(path: str | os.PathLike, registry: Any = None, *,
+def load(path: str | os.PathLike[str], registry: Any = None, *,
          format: str | None = None) -> Any:
     """Read back what ``save`` wrote (format as for ``save``): never unpickles, never
     executes anything."""
@@ -365,7 +365,7 @@ def load(path: str | os.PathLike, registry: Any = None, *,
     return from_document(doc, registry)
 
 
-def read_text_file(path: str | os.PathLike, limit: int, what: str = "file",
+def read_text_file(path: str | os.PathLike[str], limit: int, what: str = "file",
                    hint: str = "file") -> str:
     """The UTF-8 text of ``path``: a regular file of at most ``limit`` bytes (a FIFO, a
     device or a directory is refused before it is opened, so reading cannot block or
@@ -402,7 +402,7 @@ def read_text_file(path: str | os.PathLike, limit: int, what: str = "file",
                          f"{exc.start})") from None
 
 
-def check_writable_file(path: str | os.PathLike, what: str = "file",
+def check_writable_file(path: str | os.PathLike[str], what: str = "file",
                         hint: str = "a file") -> None:
     """Refuse, before any work, a place where a file cannot be written: a ValueError
     ``"{what}: …"`` naming ``path`` and the reason. ``path`` must name a file (not be

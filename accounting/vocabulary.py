@@ -13,12 +13,14 @@ via characteristic function", §2; unifying-accounting paper, Thm 1).
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 __all__ = ["Direction", "Bound", "Exactness", "InvariantError", "as_direction", "as_bound",
+           "bind_direction",
            "FloatArray", "IntArray", "AnyArray", "ArrayLike"]
 
 #: an array of float64, what the vectorised primitives return (losses, masses, δ(ε), K(t))
@@ -149,3 +151,15 @@ class InvariantError(RuntimeError):
     """A broken internal invariant: a bug of the library (or of a plugin's numerics),
     never the user's input. The command line reports it as an internal error (exit 1,
     "please report"), not as a usage error."""
+
+
+_R = TypeVar("_R")
+
+
+def bind_direction(fn: Callable[[Any, Direction], _R], direction: Direction
+                   ) -> Callable[[Any], _R]:
+    """``fn`` with its neighbouring direction fixed: x ↦ fn(x, direction) (one curve side
+    in one direction, as the one-argument functions of the converters take it)."""
+    def bound(x: Any) -> _R:
+        return fn(x, direction)
+    return bound

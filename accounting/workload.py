@@ -35,6 +35,7 @@ through ``workload_from_dict`` (its ``mechanisms`` list and ``source`` are accep
 from __future__ import annotations
 
 import numbers
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -97,7 +98,7 @@ class Use:
         args = ", ".join(f"{k}={_show(v)}" for k, v in self.params)
         return f"{self.name}({args})" + (f" × {self.count}" if self.count != 1 else "")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """Name, every parameter (defaults included) and count, JSON-ready."""
         values = {a.name: _plain(getattr(self.mechanism, a.name))
                   for a in ordered_parameters(type(self.mechanism).parameters())}
@@ -139,7 +140,7 @@ def make_use(registry: Registry, name: Any, params: Mapping[str, Any], count: An
     mech = build_mechanism(registry, name, params, _depth=_depth)
     if isinstance(count, bool) or not isinstance(count, numbers.Integral):
         raise TypeError(f"{name}: count must be a positive integer, got {count!r}")
-    if not 1 <= count <= MAX_COUNT:
+    if not 1 <= int(count) <= MAX_COUNT:
         shown = f"{count}" if abs(count) < 10 ** 16 else f"{float(count):.3g}"
         raise ValueError(f"{name}: count must be a positive integer (at most {MAX_COUNT_TEXT}), "
                          f"got {shown}")
@@ -172,7 +173,7 @@ class Workload:
     def describe(self) -> str:
         return " ⊗ ".join(u.describe() for u in self.uses)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """JSON-ready: ``source``, ``mechanisms`` (name, every parameter, count), and the
         description and query defaults that are set. ``workload_from_dict`` reads it
         back to the same ledger and the same ``as_dict``."""
@@ -202,14 +203,14 @@ def _values(source: str, key: str, value: Any, **limits: Any) -> tuple[float, ..
     return tuple(float(v) for v in arr)
 
 
-def _refuse_unknown(data: Mapping, allowed: Sequence[str], where: str, what: str) -> None:
+def _refuse_unknown(data: Mapping[str, Any], allowed: Sequence[str], where: str, what: str) -> None:
     unknown = [k for k in data if k not in allowed]
     if unknown:
         raise WorkloadError(f"{where}: unknown {what} {unknown[0]!r} "
                             f"(allowed: {', '.join(allowed)})")
 
 
-def _flatten_entries(entries: Any, source: str) -> list:
+def _flatten_entries(entries: Any, source: str) -> list[Any]:
     """The ``mechanisms`` list of ``Workload.as_dict`` ({name, params, count} each) as
     ``[[mechanism]]`` tables ({name, count, **params})."""
     if not isinstance(entries, list):
@@ -309,7 +310,7 @@ def parse_workload(text: str, source: str = "<workload>",
     return workload_from_dict(data, source, registry)
 
 
-def load_workload(path: str | object, registry: Registry | None = None) -> Workload:
+def load_workload(path: str | os.PathLike[str], registry: Registry | None = None) -> Workload:
     """A workload from a TOML file: a regular file of at most ``MAX_WORKLOAD_BYTES``,
     in UTF-8 (a FIFO, a device or a directory is refused before it is opened, so
     that reading cannot block or run forever)."""

@@ -88,8 +88,8 @@ CASES = [
     ("count", [*EPS, "--compose", "1e23", "--delta", "1e-5"], r"at most 1e15\), got 1e23"),
     ("count", [*EPS, "--compose", "100000000000000000000000", "--delta", "1e-5"],
      r"at most 1e15"),
-    ("count", ["calibrate", "--dpsgd", "--q", "0.01", "--steps", "1e30", "--epsilon", "1",
-               "--delta", "1e-5"], r"argument --steps: .*at most 1e15"),
+    ("count", ["calibrate", "--dpsgd", "--q", "0.01", "--compose", "1e30", "--epsilon", "1",
+               "--delta", "1e-5"], r"argument --compose: .*at most 1e15"),
     ("count", ["gap", "laplace", "--b", "1", "--compose", "1e16"], r"at most 1e15"),
     # wrong types and strict number syntax
     ("type", ["epsilon", "gaussian", "--sigma", "1_0", "--delta", "1e-5"],
@@ -373,7 +373,7 @@ def test_plugin_prints_at_import_do_not_corrupt_json(capsys, monkeypatch):
     monkeypatch.setattr(cli, "default_registry", noisy_registry)
     code, out, err = run(capsys, *EPS, "--delta", "1e-5", *RDP, "--json")
     assert code == 0
-    assert json.loads(out)["query"] == "epsilon"
+    assert json.loads(out)["command"] == "epsilon"
     assert "a plugin says hello at import" in err
     code, out, _ = run(capsys, "mechanisms", "--json")
     assert code == 0 and "gaussian" in {m["name"] for m in json.loads(out)["mechanisms"]}
@@ -381,22 +381,29 @@ def test_plugin_prints_at_import_do_not_corrupt_json(capsys, monkeypatch):
 
 # ---------------------------------------------------------- the fast paths
 def test_accountant_all_keeps_the_other_answers(capsys, alarm):
-    """At 1e12 uses the PLD refuses; RDP and zCDP still answer, and the refusal is
-    shown (text and JSON). RDP and zCDP of a Gaussian agree: ε = ρ + 2√(ρ log(1/δ))
-    is not it (CKS is tighter), so compare with the library's own one-accountant call."""
-    argv = [*EPS, "--compose", "1e12", "--delta", "1e-5"]
-    code, out, err = run(capsys, *argv, "--json")
+    """At 1e12 Laplace uses the PLD refuses; RDP and zCDP still answer, and the refusal
+    is shown (text and JSON). A Gaussian job of that size has a closed form (issue 24):
+    the PLD row answers it exactly, μ = 10⁶."""
+    laplace = ["epsilon", "laplace", "--b", "1", "--compose", "1e12", "--delta", "1e-5"]
+    code, out, err = run(capsys, *laplace, "--json")
     assert code == 0, err
     res = json.loads(out)["results"]
     assert "does not decay" in res["pld"]["error"] or "grid points" in res["pld"]["error"]
-    acct = Accountant().compose(accounting.mechanism("gaussian", sigma=1.0), 10 ** 12)
-    assert res["rdp"]["epsilon"][0] == pytest.approx(float(acct.epsilon(1e-5, "rdp")), rel=1e-12)
-    assert res["zcdp"]["rho"] == pytest.approx(0.5e12, rel=1e-12)
-    code, out, err = run(capsys, *argv)
+    acct = Accountant().compose(accounting.mechanism("laplace", b=1.0), 10 ** 12)
+    assert res["rdp"]["epsilon"][0] == pytest.approx(float(acct.under("rdp").epsilon(1e-5)),
+                                                     rel=1e-12)
+    assert res["zcdp"]["epsilon"][0] > 0
+    code, out, err = run(capsys, *laplace)
     assert code == 0 and re.search(r"^  pld\s+refused \(below\)", out, re.M)
-    assert re.search(r"^  pld refused: ", out, re.M) and re.search(r"^  rdp\s+1e-05\s+5\.", out, re.M)
+    assert re.search(r"^  pld refused: ", out, re.M) and re.search(r"^  rdp\s+1e-05\s+", out, re.M)
+    code, out, err = run(capsys, *EPS, "--compose", "1e12", "--delta", "1e-5", "--json")
+    pld = json.loads(out)["results"]["pld"]
+    gauss = Accountant().compose(accounting.mechanism("gaussian", sigma=1.0), 10 ** 12)
+    assert pld["exactness"] == "exact"
+    assert pld["epsilon"][0] == pytest.approx(float(gauss.epsilon(1e-5)), rel=1e-15)
+    assert float(gauss.epsilon(1e-5)) >= float(gauss.closed_profile().epsilon(1e-5))
     # one accountant that refuses: a usage error, as before
-    code, out, err = run(capsys, *argv, "--accountant", "pld")
+    code, out, err = run(capsys, *laplace, "--accountant", "pld")
     assert_usage_error(code, out, err, r"does not decay|grid points")
 
 

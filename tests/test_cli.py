@@ -117,7 +117,7 @@ def test_epsilon_json_parses(capsys):
                        "--json")
     assert code == 0
     data = json.loads(out)
-    assert data["query"] == "epsilon" and data["mechanism"] == "gaussian"
+    assert data["command"] == "epsilon" and data["mechanism"] == "gaussian"
     assert data["params"] == {"sigma": 2.0, "sensitivity": 1.0, "neighbouring": "add_remove"}
     assert data["count"] == 4 and data["delta"] == [1e-5, 1e-6] and data["step"] == 1e-3
     res = data["results"]

@@ -69,8 +69,34 @@ def test_json_pld_reports_step_and_is_sound(capsys):
     assert float(acct.epsilon(1e-6)) <= 1.0
 
 
+def test_dpsgd_steps_is_the_old_spelling_of_compose(capsys):
+    """One name per concept (issue 28): --compose N counts DP-SGD's steps, as it counts
+    every other command's uses; --steps N answers the same, with a warning."""
+    args = ["--q", "0.01", "--epsilon", "1", "--delta", "1e-5", "--accountant", "rdp"]
+    new = run_json(capsys, "calibrate", "--dpsgd", "--compose", "200", *args)
+    code, out, err = run(capsys, "calibrate", "--dpsgd", "--steps", "200", *args, "--json")
+    assert code == 0
+    assert err == ("accounting: warning: calibrate --dpsgd --steps N is deprecated and will be "
+                   "removed in the next release; use --compose N\n")
+    old = json.loads(out)
+    assert old["value"] == new["value"] and old["steps"] == new["steps"] == 200
+
+
+def test_every_json_output_names_its_command_first(capsys):
+    """One envelope: the first key of every --json object is "command"."""
+    for argv in (["epsilon", "gaussian", "--sigma", "2", "--delta", "1e-5"],
+                 ["delta", "laplace", "--b", "1", "--epsilon", "1"],
+                 ["risk", "gaussian", "--sigma", "2", "--fpr", "0.01"],
+                 ["gap", "laplace", "--b", "1", "--t", "1"],
+                 ["mechanisms"],
+                 ["calibrate", "laplace", "--solve", "b", "--epsilon", "1", "--delta", "1e-5"]):
+        res = run_json(capsys, *argv)
+        assert next(iter(res)) == "command" and res["command"] == argv[0], argv
+        assert "query" not in res, argv
+
+
 def test_dpsgd_form(capsys):
-    res = run_json(capsys, "calibrate", "--dpsgd", "--q", "0.01", "--steps", "500",
+    res = run_json(capsys, "calibrate", "--dpsgd", "--q", "0.01", "--compose", "500",
                    "--epsilon", "1", "--delta", "1e-5", "--accountant", "rdp")
     assert res["dpsgd"] is True and res["q"] == 0.01 and res["steps"] == 500
     assert res["mechanism"] == "subsampled_gaussian" and res["solve"] == "sigma"
@@ -117,13 +143,17 @@ def test_help(capsys):
       "--rtol", "0"], "rtol must be in"),
     (["calibrate", "gaussian", "--solve", "sigma", "--epsilon", "1", "--delta", "1e-5",
       "--steps", "10"], "--steps belongs to --dpsgd"),
-    (["calibrate", "--dpsgd", "--q", "0", "--steps", "10", "--epsilon", "1",
+    (["calibrate", "--dpsgd", "--q", "0", "--compose", "10", "--epsilon", "1",
       "--delta", "1e-5"], "q must be in"),
     (["calibrate", "--dpsgd", "--q", "0.1", "--epsilon", "1", "--delta", "1e-5"],
      "--dpsgd needs --q Q"),
+    (["calibrate", "--dpsgd", "--q", "0.1", "--compose", "0", "--epsilon", "1",
+      "--delta", "1e-5"], "argument --compose: a count must be a positive integer (at most 1e15), got 0"),
     (["calibrate", "--dpsgd", "--q", "0.1", "--steps", "0", "--epsilon", "1",
       "--delta", "1e-5"], "argument --steps: a count must be a positive integer (at most 1e15), got 0"),
-    (["calibrate", "gaussian", "--dpsgd", "--q", "0.1", "--steps", "5", "--epsilon", "1",
+    (["calibrate", "--dpsgd", "--q", "0.1", "--steps", "5", "--compose", "5", "--epsilon",
+      "1", "--delta", "1e-5"], "give the number of steps once, as --compose N"),
+    (["calibrate", "gaussian", "--dpsgd", "--q", "0.1", "--compose", "5", "--epsilon", "1",
       "--delta", "1e-5"], "not MECHANISM"),
     (["calibrate", "--epsilon", "1", "--delta", "1e-5"], "give a MECHANISM"),
 ])
@@ -157,7 +187,7 @@ def test_solve_parameter_outside_the_search_range_is_refused_up_front(capsys):
 def test_engine_refusal_during_the_search_is_worded_as_such(capsys):
     """`calibrate --dpsgd --steps 1e9` said "total mass must be at most 1" (an engine
     bug being fixed elsewhere): an answer, or a line saying where the refusal arose."""
-    code, out, err = run(capsys, "calibrate", "--dpsgd", "--q", "0.01", "--steps", "1e9",
+    code, out, err = run(capsys, "calibrate", "--dpsgd", "--q", "0.01", "--compose", "1e9",
                          "--epsilon", "1", "--delta", "1e-5")
     if code == 0:
         assert "DP-SGD noise multiplier" in out

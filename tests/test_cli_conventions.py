@@ -239,7 +239,7 @@ def test_without_a_default_job_run_asks_for_one(capsys, monkeypatch):
     assert code == 2 and out == ""
     assert err.startswith("accounting: error: no default job is registered")
     assert "registered jobs: tiny" in err
-    code, _, err = run(capsys, "calibrate", "--dpsgd", "--q", 0.1, "--steps", 10,
+    code, _, err = run(capsys, "calibrate", "--dpsgd", "--q", 0.1, "--compose", 10,
                        "--epsilon", 1, "--delta", 1e-5)
     assert code == 2 and "--dpsgd calibrates the job 'dpsgd'" in err
 

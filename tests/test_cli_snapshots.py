@@ -29,7 +29,20 @@ _spec.loader.exec_module(cli_snapshot)
 COMMANDS = cli_snapshot.documented()
 
 #: snapshot id → why its stored output is not the output of 74d51ef
-CHANGED: dict[str, str] = {}
+CHANGED: dict[str, str] = {
+    "delta-laplace-b-2-compose-10-epsilon-1-2-account-77e520c7dc":
+        "issue 28: one JSON envelope, whose first key is \"command\" (was \"query\")",
+    "epsilon-gaussian-sigma-1-0-compose-100-delta-1e-58889bae37":
+        "issue 24: an all-Gaussian job is answered by its exact μ-GDP profile, not a grid "
+        "(the provenance says profile; the numbers are the same to the digits shown)",
+    "epsilon-gaussian-sigma-2-compose-10-delta-1e-5-43474d548a":
+        "issue 24: an all-Gaussian job is answered by its exact μ-GDP profile, not a grid",
+    "mechanisms-90cc147028":
+        "issue 28: each mechanism's summary is its docstring's first paragraph, wrapped "
+        "(was its first line, cut mid-sentence)",
+    "delta-laplace-b-4-compose-5-epsilon-1-2-accounta-0099b68a59":
+        "issue 28: one JSON envelope, whose first key is \"command\" (was \"query\")",
+}
 
 #: commands that take more than a few seconds (calibrations of long compositions)
 SLOW_HEADS = ("calibrate",)

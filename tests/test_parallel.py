@@ -413,3 +413,21 @@ def test_allocator_is_tuned_only_where_dask_froze_it(monkeypatch):
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
     assert malloc.tune_allocator() is sys.platform.startswith("linux")
     assert malloc.tune_allocator() is False               # once per process
+
+
+def test_a_sweep_takes_a_list_of_query_values_as_a_workload_file_does():
+    """``delta = [1e-5, 1e-6]`` at the top level is an axis of the grid (issue 28): a
+    workload file takes the same form, and each point answers one δ."""
+    base = {"mechanism": [{"name": "gaussian", "sigma": 2.0, "count": 10}]}
+    listed = plan_sweep({**base, "delta": [1e-5, 1e-6], "grid": {"count": [10, 20]}})
+    gridded = plan_sweep({**base, "grid": {"delta": [1e-5, 1e-6], "count": [10, 20]}})
+    assert listed.axes == gridded.axes and listed.keys == gridded.keys and len(listed) == 4
+    only = run_sweep({**base, "delta": [1e-5, 1e-6]})
+    for row, delta in zip(only.rows, (1e-5, 1e-6)):
+        acct = workload_from_dict(base).accountant()
+        assert row["delta"] == delta
+        assert row["epsilon"] == pytest.approx(float(acct.epsilon(delta)), rel=1e-9)
+    with pytest.raises(SweepError, match="delta: give its values once"):
+        plan_sweep({**base, "delta": [1e-5], "grid": {"delta": [1e-6]}})
+    with pytest.raises(SweepError, match="epsilon is not a value"):
+        plan_sweep({**base, "epsilon": [1.0, 2.0], "grid": {"count": [1]}})

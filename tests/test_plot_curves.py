@@ -108,3 +108,56 @@ def test_a_plot_refuses_what_is_not_a_curve_and_saves_a_png(tmp_path, gauss10):
     path = tmp_path / "t.png"
     plot.save(plot.plot_profile(gauss10.curve(ac.PLD)), str(path))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_accountants_plot_leaves_out_a_method_far_above_the_pld_and_says_so():
+    """DP-SGD's zCDP ε is thousands of times its PLD ε (the zCDP of a subsampled
+    Gaussian is its worst-order bound): drawn, it would flatten the others."""
+    mech = ac.mechanism("subsampled_gaussian", q=0.004266, sigma=1.1)
+    acct = ac.Accountant().compose(mech, count=2000)
+    deltas = np.geomspace(1e-8, 1e-5, 4)
+    ax = plot.plot_accountants(acct, deltas=deltas, methods=("pld", "rdp", "zcdp"))
+    labels = [ln.get_label() for ln in ax.get_lines()]
+    assert "zcdp" not in labels           # (the line's label would be the bare method)
+    [note] = [lb for lb in labels if "not drawn" in lb]
+    ratio = acct.under("zcdp").epsilon(deltas) / acct.epsilon_interval(deltas)[1]
+    assert note == f"zcdp not drawn: ε ≥ {ratio.min():.0f}× the PLD's"
+    assert ratio.min() > plot.USELESS_FACTOR
+    _, r = _line(ax, "rdp")          # RDP stays: within a few times the PLD
+    np.testing.assert_array_equal(r, acct.under("rdp").epsilon(deltas))
+    lo, hi = acct.epsilon_interval(deltas)
+    [pld_label] = [lb for lb in labels if lb.startswith("pld")]
+    assert f"bracket ≤ {np.max((hi - lo) / hi):.2%}" in pld_label
+
+
+def test_a_log_scaled_accountants_plot_labels_only_one_two_and_five():
+    """Labels at 1, 2, 5 of each decade: the minor labels at 3, 4, 6, … overlapped."""
+    accts = {f"σ={s}": ac.Accountant().compose(ac.mechanism("gaussian", sigma=s), count=4)
+             for s in (0.5, 40.0)}
+    ax = plot.plot_accountants(accts, deltas=np.geomspace(1e-9, 1e-3, 7), methods=("pld",))
+    assert ax.get_yscale() == "log"
+    ax.figure.canvas.draw()
+    shown = [t.get_text() for t in ax.yaxis.get_ticklabels(which="both") if t.get_text()]
+    assert shown
+    mantissas = {f"{float(t.replace('−', '-')):.0e}"[0] for t in shown}
+    assert mantissas <= {"1", "2", "5"}
+
+
+def test_roc_plot_is_log_log_and_marks_the_queried_fprs(gauss10):
+    """TPR ≤ 1 − T(α) = Φ(Φ⁻¹(α) + μ) for μ-GDP (Dong, Roth, Su, §2), μ = √10/2."""
+    fprs = np.array([1e-4, 1e-3, 1e-2])
+    ax = plot.plot_roc(gauss10.tradeoff(), fprs=fprs, label="G")
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    assert ax.get_xlim()[0] <= 1e-6
+    x, y = _line(ax, "G, upper")
+    mu = np.sqrt(10) / 2.0
+    exact = stats.norm.cdf(stats.norm.ppf(x) + mu)
+    assert np.all(y >= exact - 1e-9)                  # an upper bound on every attack
+    np.testing.assert_allclose(y, exact, rtol=2e-3, atol=1e-9)
+    qx, qy = _line(ax, "queried FPR")
+    np.testing.assert_array_equal(qx, fprs)
+    np.testing.assert_allclose(qy, stats.norm.cdf(stats.norm.ppf(fprs) + mu), rtol=2e-3)
+    cx, cy = _line(ax, "chance")
+    np.testing.assert_array_equal(cx, cy)
+    with pytest.raises(ValueError, match="fprs"):
+        plot.plot_roc(gauss10.tradeoff(), fprs=[0.0])

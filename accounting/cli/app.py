@@ -46,6 +46,7 @@ import sys
 import traceback
 import warnings
 from collections.abc import Sequence
+from typing import TextIO
 
 from accounting import __version__
 from accounting.cli.base import (
@@ -108,7 +109,8 @@ def _build_parser() -> Parser:
 
 
 # ---------------------------------------------------------------------- main
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
     print(f"{PROG}: warning: {one_line(Exception(str(message)))}", file=sys.stderr)
 
 
@@ -143,7 +145,8 @@ def _dispatch(argv: list[str]) -> int:
         return code if isinstance(code, int) else (0 if code is None else EXIT_USAGE)
     if extras and not ns.takes_extras:
         raise CLIError(f"unrecognized arguments: {' '.join(extras)} (see '{PROG} --help')")
-    return ns.handler(ns, extras, _registry())
+    status: int = ns.handler(ns, extras, _registry())
+    return status
 
 
 def _split_flags(argv: list[str]) -> tuple[list[str], bool, bool]:

@@ -10,7 +10,6 @@ afterwards, and whatever their code raises is reported as theirs.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import stat
@@ -30,8 +29,10 @@ from accounting.cli.base import (
     stdout_to_stderr,
     unknown_name_error,
 )
+from accounting.cli.output import print_json
 from accounting.registry.registry import Registry
 from accounting.validation import check_positive, check_real
+from accounting.vocabulary import AnyArray
 
 __all__: list[str] = []
 
@@ -145,7 +146,7 @@ def _user_callable(fn: Any, spec: str) -> Any:
 _NPY_MAX_ELEMENTS = 1 << 31
 
 
-def _npy_header(path: str, what: str) -> tuple[tuple, np.dtype]:
+def _npy_header(path: str, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
     """Shape and dtype from a .npy header, read without loading the data; the file
     must be a regular file holding as many bytes as the header claims."""
     try:
@@ -201,7 +202,7 @@ def _load_npy(path: str, what: str, *, samples: bool = False) -> np.ndarray:
             raise CLIError(f"{what}: {path!r} holds n = {shape[0]} sample; at least 2 "
                            f"are needed")
     try:
-        arr = np.load(path, allow_pickle=False)
+        arr: AnyArray = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
         raise CLIError(f"{what}: cannot read {path!r} as a .npy array "
                        f"({one_line(exc)})") from None
@@ -296,7 +297,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         report = auditor.audit_callable(fn, data[0], data[1], n=ns.n, epsilon=ns.epsilon,
                                         delta=ns.delta, seed=ns.seed, **settings)
     if ns.json:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        print_json("audit", report.to_dict())
     else:
         print(report)
     return EXIT_REJECTED if ns.fail_on_reject and report.rejected else 0

@@ -10,9 +10,9 @@ import argparse
 import contextlib
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, NoReturn
 
 from accounting.registry.registry import PluginError, did_you_mean
 from accounting.workload import MAX_COUNT, MAX_COUNT_TEXT, WorkloadError
@@ -74,7 +74,7 @@ class Parser(argparse.ArgumentParser):
         return sorted({s for action in self._actions for s in action.option_strings
                        if s.startswith("--")})
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         bad = _INVALID_CHOICE.search(message)
         if bad is not None:   # argparse lists the choices; add the closest to the message
             choices = re.findall(r"[\w-]+", bad.group("choices"))
@@ -155,7 +155,7 @@ def one_line(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def stdout_to_stderr():
+def stdout_to_stderr() -> Iterator[None]:
     """Send what Python code prints to stderr meanwhile: plugins loaded while the
     registry is built, and the user's --mechanism code, must not corrupt the output
     (``--json`` above all)."""
@@ -194,7 +194,8 @@ def nan_is_internal(exc: BaseException) -> None:
     were all checked to be free of NaN: the library produced the NaN itself (a bug),
     e.g. "inf_mass must be in [0, 1], got nan"."""
     if isinstance(exc, (ValueError, TypeError)) and _NAN_WORD.search(str(exc)):
-        exc.accounting_internal = True  # type: ignore[attr-defined]
+        marked: Any = exc   # a marker attribute that the exit code reads back
+        marked.accounting_internal = True
 
 
 def is_usage_error(exc: BaseException) -> bool:

@@ -4,7 +4,7 @@
 ::
 
     accounting calibrate MECHANISM --solve PARAM --PARAM VALUE … [--compose K] --epsilon E --delta D
-    accounting calibrate --dpsgd --q Q --steps N --epsilon E --delta D
+    accounting calibrate --dpsgd --q Q --compose N --epsilon E --delta D
     accounting calibrate MECHANISM --solve PARAM … (--tpr T --fpr A | --advantage A)
     … [--direction forward|backward|max] [--integer]
 
@@ -15,14 +15,15 @@ smallest integer value meeting the target.
 
 ``--dpsgd`` calibrates the job named ``dpsgd`` that a plugin registers
 (``hookspecs.accounting_register_jobs``): its one mechanism, solving for the job's
-``solve`` parameter, with ``--q`` as its sampling rate ``q`` and ``--steps`` uses.
+``solve`` parameter, with ``--q`` as its sampling rate ``q`` and ``--compose`` steps
+(``--steps``, the old spelling, is accepted with a warning for one release).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
+import warnings
 from typing import Any
 
 from accounting.accountant import ACCOUNTANTS
@@ -35,7 +36,7 @@ from accounting.cli.base import (
     parse_float,
     raised_in,
 )
-from accounting.cli.output import json_num, show_num, show_param, show_seconds
+from accounting.cli.output import json_num, print_json, show_num, show_param, show_seconds
 from accounting.cli.parser import mechanism_help, mechanism_names, parse_params
 from accounting.curves.pld import DEFAULT_STEP
 from accounting.registry.registry import Registry
@@ -52,7 +53,7 @@ _DESCRIPTION = (
     "fixed as --NAME VALUE) for which --compose K independent uses meet ε ≤ --epsilon at "
     "--delta under --accountant (default pld), by Brent's method on a bracket; the answer "
     "is the feasible end of the final bracket, so its ε never exceeds the target. "
-    "--dpsgd --q Q --steps N: the DP-SGD noise multiplier, calibrating the mechanism of "
+    "--dpsgd --q Q --compose N: the DP-SGD noise multiplier, calibrating the mechanism of "
     f"the job '{DPSGD_JOB}' that a plugin registers (see 'accounting mechanisms') at "
     "sampling rate Q for N steps. See accounting.calibrate.")
 
@@ -74,9 +75,10 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rtol", type=parse_float, default=None, metavar="R",
                    help="relative width of the final bracket (default 1e-6)")
     p.add_argument("--dpsgd", action="store_true", help="DP-SGD: calibrate the noise "
-                   f"multiplier of the job '{DPSGD_JOB}' for --q Q and --steps N")
+                   f"multiplier of the job '{DPSGD_JOB}' for --q Q and --compose N "
+                   f"(N training steps)")
     p.add_argument("--steps", type=count_text, default=None, metavar="N",
-                   help="with --dpsgd: the number of training steps")
+                   help="deprecated: --compose N (the number of training steps)")
     # owned here so that a bare number after it is not taken for MECHANISM; handed back
     # to the mechanism's own parameters when a MECHANISM is given
     p.add_argument("--q", type=parse_float, default=None, metavar="Q",
@@ -106,7 +108,7 @@ def add_parser(sub: Any) -> None:
 _SOLVE_PROBES = (1.0, 1e-6, 1e6)
 
 
-def _check_solvable(registry: Registry, name: str, solve: str, params: dict) -> None:
+def _check_solvable(registry: Registry, name: str, solve: str, params: dict[str, Any]) -> None:
     """Refuse, before the search, a parameter the search cannot move freely: it
     brackets the answer on (0, ∞) from 1, so the mechanism must accept the probes."""
     rng = registry.mechanism(name).ranges().get(solve)
@@ -123,7 +125,7 @@ def _check_solvable(registry: Registry, name: str, solve: str, params: dict) -> 
                            f"b") from None
 
 
-def _dpsgd_job(registry: Registry, q: float) -> tuple[str, str, dict]:
+def _dpsgd_job(registry: Registry, q: float) -> tuple[str, str, dict[str, Any]]:
     """The mechanism, the parameter to solve and the fixed parameters of ``--dpsgd``:
     those of the job ``DPSGD_JOB``, its sampling rate ``q`` replaced."""
     job = registry.jobs.get(DPSGD_JOB)
@@ -152,17 +154,24 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         raise CLIError("calibrate needs a target: --epsilon E and --delta D (or a risk "
                        "target: --tpr T --fpr A, or --advantage A)")
     if ns.dpsgd:
-        if ns.mechanism or ns.solve or ns.compose is not None:
-            raise CLIError("--dpsgd takes --q Q and --steps N, not MECHANISM, --solve or "
-                           "--compose")
-        if ns.steps is None or ns.q is None:
-            raise CLIError("--dpsgd needs --q Q (the sampling rate) and --steps N")
+        if ns.mechanism or ns.solve:
+            raise CLIError("--dpsgd takes --q Q and --compose N, not MECHANISM or --solve")
+        if ns.steps is not None:
+            if ns.compose is not None:
+                raise CLIError("give the number of steps once, as --compose N (--steps is "
+                               "its deprecated spelling)")
+            warnings.warn("calibrate --dpsgd --steps N is deprecated and will be removed in "
+                          "the next release; use --compose N", FutureWarning, stacklevel=1)
+        steps = ns.compose if ns.compose is not None else ns.steps
+        if steps is None or ns.q is None:
+            raise CLIError("--dpsgd needs --q Q (the sampling rate) and --compose N (the "
+                           "number of steps)")
         if extras:
             raise CLIError(f"--dpsgd: unexpected argument {extras[0]!r} (it takes --q Q, "
-                           f"--steps N)")
+                           f"--compose N)")
         # q = 0 costs nothing at any σ: there is no smallest σ to search for
         name, solve, params = _dpsgd_job(registry, check_probability("q", ns.q, hi_open=False))
-        count = check_count("steps", ns.steps)
+        count = check_count("compose" if ns.compose is not None else "steps", steps)
     else:
         if ns.steps is not None:
             raise CLIError("--steps belongs to --dpsgd; give the number of uses as --compose K")
@@ -219,7 +228,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
             payload["integer"] = "smallest integer meeting the target"
         if res.accountant == "pld":
             payload["step"] = step
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        print_json("calibrate", payload)
         return 0
     fixed = ", ".join(f"{k}={show_param(v)}" for k, v in params.items())
     what = "DP-SGD noise multiplier" if ns.dpsgd else "calibrate"
@@ -242,7 +251,7 @@ def _directions(direction: str) -> str:
             else f"the {direction} direction only")
 
 
-def _run_risk(ns: argparse.Namespace, name: str, solve: str, params: dict, count: int,
+def _run_risk(ns: argparse.Namespace, name: str, solve: str, params: dict[str, Any], count: int,
               step: float, rtol: float) -> int:
     """``calibrate`` with a risk target (``calibrate_risk``)."""
     from accounting.analysis.calibration import MechanismFamily, calibrate_risk
@@ -252,7 +261,8 @@ def _run_risk(ns: argparse.Namespace, name: str, solve: str, params: dict, count
                          direction=ns.direction, integer=ns.integer, step=step, rtol=rtol,
                          accountant=ns.accountant)
     seconds = time.perf_counter() - t0
-    what = (f"TPR at FPR {show_num(res.fpr)}" if res.figure == "tpr" else "advantage (TPR − FPR)")
+    what = (f"TPR at FPR {show_num(res.fpr)}" if res.figure == "tpr" and res.fpr is not None
+            else "advantage (TPR − FPR)")   # (a TPR target always has its FPR)
     if ns.json:
         payload: dict[str, Any] = {
             "command": "calibrate", "mechanism": name, "params": params, "solve": solve,
@@ -265,7 +275,7 @@ def _run_risk(ns: argparse.Namespace, name: str, solve: str, params: dict, count
             "accountant": res.accountant, "step": step, "seconds": seconds}
         if ns.integer:
             payload["integer"] = "smallest integer meeting the target"
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        print_json("calibrate", payload)
         return 0
     fixed = ", ".join(f"{k}={show_param(v)}" for k, v in params.items())
     print(f"calibrate: {name}({solve}=?{', ' + fixed if fixed else ''}) × {count}, target "

@@ -18,6 +18,7 @@ from accounting.curves.pld import DEFAULT_STEP
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.zcdp import ZCDP
 from accounting.validation import check_array, check_positive
+from accounting.vocabulary import Direction, bind_direction
 from accounting.workload import Workload
 
 __all__: list[str] = []
@@ -55,7 +56,6 @@ def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, in
         with_order_infinity,
     )
     from accounting.numerics.order_search import minimise_on_shared_orders
-    from accounting.vocabulary import Direction
     directions = ((Direction.FORWARD,) if getattr(rdp, "symmetric", False) is True
                   else (Direction.FORWARD, Direction.BACKWARD))
 
@@ -70,8 +70,8 @@ def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, in
     best = np.full(values.shape, -np.inf)
     n_orders = 0
     for d in directions:
-        per_d, n_orders = minimise_on_shared_orders(lambda t, d=d: rdp.upper(t, d), objective,
-                                                    _SWEEP_FINE_ORDERS)
+        per_d, n_orders = minimise_on_shared_orders(bind_direction(rdp.upper, d),
+                                                    objective, _SWEEP_FINE_ORDERS)
         # the order α = ∞ where the curve declares a finite D_∞ (a pure-DP curve)
         sup = rdp.upper.limit(np.inf, d)
         if query == "delta":
@@ -87,7 +87,7 @@ def _rdp_sweep(rdp: Any, query: str, values: np.ndarray) -> tuple[np.ndarray, in
 
 
 def evaluate_workload(workload: Workload, query: str, values: np.ndarray, names: list[str],
-                      step: float) -> tuple[Any, dict[str, dict]]:
+                      step: float) -> tuple[Any, dict[str, dict[str, Any]]]:
     """Run ``query`` ("epsilon" or "delta") at ``values`` under each accountant.
 
     With several accountants, one that refuses (a usage error: e.g. a grid too large)
@@ -95,7 +95,7 @@ def evaluate_workload(workload: Workload, query: str, values: np.ndarray, names:
     when every one refuses, the first refusal is raised. Internal errors propagate.
     """
     acct = workload.accountant(step)
-    results: dict[str, dict] = {}
+    results: dict[str, dict[str, Any]] = {}
     first_error: Exception | None = None
     for name in names:
         t0 = time.perf_counter()
@@ -114,10 +114,13 @@ def evaluate_workload(workload: Workload, query: str, values: np.ndarray, names:
     return acct, results
 
 
-def _evaluate_one(acct: Any, name: str, query: str, values: np.ndarray) -> dict:
+def _evaluate_one(acct: Any, name: str, query: str, values: np.ndarray) -> dict[str, Any]:
     res: dict[str, Any] = {}
     kind = ACCOUNTANTS[name]
-    curve = acct.curve(kind)  # the full PLD first: the queries below reuse it
+    # an all-Gaussian job is answered by its exact closed form, with no grid at all;
+    # otherwise the full PLD first: the queries below reuse it
+    closed = acct.closed_profile() if name == "pld" else None
+    curve = closed if closed is not None else acct.curve(kind)
     sweep = name == "rdp" and values.size > _SWEEP_MIN_VALUES
     note = ""
     if sweep:
@@ -127,8 +130,8 @@ def _evaluate_one(acct: Any, name: str, query: str, values: np.ndarray) -> dict:
         answer = getattr(acct.under(name), query)(values)
     res[query] = np.atleast_1d(answer)
     if name == "pld":
-        lo, hi = (curve.epsilon_interval(values) if query == "epsilon"
-                  else curve.delta_interval(values))
+        lo, hi = (acct.epsilon_interval(values) if query == "epsilon"
+                  else acct.delta_interval(values))
         res["interval"] = np.stack([np.atleast_1d(lo), np.atleast_1d(hi)], axis=1)
     shown = curve if name == "pld" else curve.to(PrivacyProfile)
     res["provenance"] = str(shown.provenance) + note
@@ -138,7 +141,7 @@ def _evaluate_one(acct: Any, name: str, query: str, values: np.ndarray) -> dict:
     return res
 
 
-def looseness_notes(query: str, results: dict[str, dict]) -> list[str]:
+def looseness_notes(query: str, results: dict[str, dict[str, Any]]) -> list[str]:
     """Say when the PLD answer is looser than another accountant's (every answer is a
     valid upper bound, so the smallest is the one to use), as happens when the grid
     is too coarse for the composition: its certified lower end then collapses."""

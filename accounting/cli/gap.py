@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from typing import Any
 
 from accounting.cli.base import PROG, CLIError, count_text, parse_float
-from accounting.cli.output import json_num, show_num
+from accounting.cli.output import json_num, print_json, show_num
 from accounting.cli.parser import mechanism_help, mechanism_names, mechanism_use
 from accounting.pairs.composed import compose
+from accounting.pairs.mechanism import Mechanism
+from accounting.pairs.pair import Pair
 from accounting.registry.registry import Registry
 from accounting.validation import check_array, check_count
 
@@ -67,20 +68,25 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
                          options=getattr(ns, "command_options", ()))
     orders = check_array("t", list(ns.orders) if ns.orders else list(_GAP_T),
                          lo=0.0, hi=T_MAX, lo_open=True)
-    target = use.mechanism if count == 1 else compose((use.mechanism.pair(), count))
+    target: Mechanism | Pair = use.mechanism
+    if count > 1:
+        composed = compose((use.mechanism.pair(), count))
+        assert isinstance(composed, Pair)   # a composition of pairs is a pair
+        target = composed
     res = information_gap(target, orders, ns.direction)
     if ns.json:
         only = use.as_dict()
         payload = {"command": "gap", "mechanism": only["name"], "params": only["params"],
                    "count": count, **res.as_dict(),
                    "gap_relative": [json_num(v) for v in res.relative_gap]}
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        print_json("gap", payload)
         return 0
     print(use.describe())
     print(f"ρ* = {show_num(res.rho, 10)} ({res.method}; {_where(res.t_star)}); direction "
           f"{res.direction.value}" + (f", attained {res.rho_direction.value}"
                                       if res.direction.value == "max" else ""))
-    rows = [("t", "α", "K(t)", "ρ*·t(t+1)", "Γ(t)", "Γ(t)/t", "Γ/(ρ*t(t+1))")]
+    rows: list[tuple[str, ...]] = [("t", "α", "K(t)", "ρ*·t(t+1)", "Γ(t)", "Γ(t)/t",
+                                    "Γ/(ρ*t(t+1))")]
     for vals in zip(res.t, res.alpha, res.cgf, res.envelope, res.gap, res.gap_per_order,
                     res.relative_gap):
         rows.append(tuple(show_num(v, 6) if i < 2 else show_num(v) for i, v in enumerate(vals)))

@@ -4,12 +4,12 @@ parameters, converters, auditors, jobs — and the errors of plugins that failed
 from __future__ import annotations
 
 import argparse
-import json
+import textwrap
 from typing import Any
 
 import attrs
 
-from accounting.cli.output import json_default
+from accounting.cli.output import json_default, print_json
 from accounting.cli.parser import option_spellings, parameters_in_order
 from accounting.curves.graph import edges
 from accounting.pairs.derive import builders
@@ -30,15 +30,16 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     mechs = []
     for name in sorted(registry.mechanisms):
         cls = registry.mechanisms[name]
-        doc = (cls.__doc__ or "").strip().splitlines()
+        # the summary: the docstring's first paragraph whole, not its first line cut
+        summary = " ".join((cls.__doc__ or "").strip().split("\n\n", 1)[0].split())
         params = []
-        for a in parameters_in_order(cls):
-            required = a.default is attrs.NOTHING
-            params.append({"name": a.name, "type": parameter_kind(a), "required": required,
-                           "default": None if required else json_default(a.default)})
+        for attr in parameters_in_order(cls):
+            required = attr.default is attrs.NOTHING
+            params.append({"name": attr.name, "type": parameter_kind(attr), "required": required,
+                           "default": None if required else json_default(attr.default)})
         mechs.append({"name": name, "plugin": registry.mechanism_sources.get(name, "?"),
                       "class": f"{cls.__module__}.{cls.__qualname__}",
-                      "doc": doc[0] if doc else "", "parameters": params})
+                      "doc": summary, "parameters": params})
     convs = [{"name": c.name, "source": c.source.__name__, "target": c.target.__name__,
               "exactness": c.exactness.value, "plugin": c.plugin} for c in edges(registry)]
     auditors = [{"name": n, "plugin": p} for n, p in sorted(registry.auditor_sources.items())]
@@ -47,14 +48,15 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     builders(registry)   # a plugin's claim on a core curve kind is refused there: an error
     errors = [str(e) for e in registry.errors]
     if ns.json:
-        print(json.dumps({"mechanisms": mechs, "converters": convs, "auditors": auditors,
-                          "jobs": jobs, "errors": errors}, indent=2, ensure_ascii=False))
+        print_json("mechanisms", {"mechanisms": mechs, "converters": convs,
+                                  "auditors": auditors, "jobs": jobs, "errors": errors})
         return 0
     print(f"mechanisms ({len(mechs)}):")
     for m in mechs:
         print(f"  {m['name']}  [plugin {m['plugin']}]")
         if m["doc"]:
-            print(f"      {m['doc']}")
+            print(textwrap.fill(m["doc"], width=96, initial_indent=" " * 6,
+                                subsequent_indent=" " * 6))
         ps = ", ".join(f"--{option_spellings(p['name'])[0]} {p['type'].upper()}"
                        + (" (required)" if p["required"] else f" = {p['default']}")
                        for p in m["parameters"])

@@ -4,13 +4,16 @@ Every command formats through these helpers, so a number reads the same wherever
 appears: ``show_num`` (8 significant digits, ``inf``), ``json_num`` (±∞ as strings: JSON
 has no infinity), ``show_seconds``; the result table of ``epsilon``/``delta``/``run``
 (``results_table``) and its JSON twin (``results_json``); long provenance shortened
-(``shorten``); notes wrapped at 96 columns (``print_note``).
+(``shorten``); notes wrapped at 96 columns (``print_note``); every ``--json`` output in
+one envelope whose first key names the command (``print_json``).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import textwrap
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -18,6 +21,13 @@ import numpy as np
 from accounting.vocabulary import Exactness
 
 __all__: list[str] = []
+
+
+def print_json(command: str, payload: Mapping[str, Any]) -> None:
+    """Print the ``--json`` output of ``command``: one JSON object whose first key is
+    ``"command"`` (the subcommand's name), the same envelope for every command."""
+    body = {"command": command, **{k: v for k, v in payload.items() if k != "command"}}
+    print(json.dumps(body, indent=2, ensure_ascii=False))
 
 
 def show_num(x: float, digits: int = 8) -> str:
@@ -59,12 +69,12 @@ def json_default(value: Any) -> Any:
     return repr(value)
 
 
-def is_certified(res: dict) -> bool:
+def is_certified(res: dict[str, Any]) -> bool:
     """Whether one accountant's result (a row of ``evaluate_workload``) is certified."""
     return Exactness(res["exactness"]).certified
 
 
-def results_json(results: dict[str, dict]) -> dict:
+def results_json(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The results of ``evaluate_workload`` for ``--json``: numbers through ``json_num``."""
     out = {}
     for name, res in results.items():
@@ -85,7 +95,7 @@ def results_json(results: dict[str, dict]) -> dict:
     return out
 
 
-def results_table(query: str, values: np.ndarray, results: dict[str, dict]) -> list[str]:
+def results_table(query: str, values: np.ndarray, results: dict[str, dict[str, Any]]) -> list[str]:
     """The text table of ``evaluate_workload``'s results: one row per accountant and value,
     the refusals below it."""
     given, answer = ("δ", "ε") if query == "epsilon" else ("ε", "δ")
@@ -137,7 +147,7 @@ def print_note(note: str) -> None:
     print(textwrap.fill(note, width=96, initial_indent="  note: ", subsequent_indent=" " * 8))
 
 
-def provenance_lines(results: dict[str, dict]) -> list[str]:
+def provenance_lines(results: dict[str, dict[str, Any]]) -> list[str]:
     """One ``name: provenance`` line (shortened) per result that has a provenance."""
     return [f"  {name}: {shorten(res['provenance'])}" for name, res in results.items()
             if "provenance" in res]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import tomllib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -22,6 +22,9 @@ from accounting.cli.base import CLIError, Parser, RawHelpFormatter, parse_float,
 from accounting.registry.registry import Registry, did_you_mean
 from accounting.validation import check_depth
 from accounting.workload import Use, make_use, parameter_kind
+
+if TYPE_CHECKING:
+    from accounting.pairs.mechanism import Mechanism
 
 __all__: list[str] = []
 
@@ -53,7 +56,7 @@ def _parse_bool(text: str) -> bool:
 _parse_bool.__name__ = "boolean"  # argparse names the type in its message
 
 
-def _parse_table(text: str) -> dict:
+def _parse_table(text: str) -> dict[str, Any]:
     """A TOML inline table, e.g. ``{name = "gaussian", sigma = 1.0}`` (a mechanism).
     Refusals are ``ArgumentTypeError``s, whose message argparse shows (of a plain
     ValueError it shows only the text given, which may be long)."""
@@ -81,12 +84,12 @@ def _default_text(value: Any) -> str:
     return repr(value) if isinstance(value, str) else f"{value}"
 
 
-def parameters_in_order(cls: type) -> list[attrs.Attribute]:
+def parameters_in_order(cls: type[Mechanism]) -> list[attrs.Attribute[Any]]:
     """A mechanism's own parameters first, then the shared keyword-only ones."""
     return sorted(cls.parameters().values(), key=lambda a: a.kw_only)
 
 
-def param_parser(prog: str, cls: type, *,
+def param_parser(prog: str, cls: type[Mechanism], *,
                  add_options: Callable[[argparse.ArgumentParser], None] | None = None
                   ) -> Parser:
     """A parser of ``--NAME VALUE`` for each parameter of mechanism class ``cls``.
@@ -120,8 +123,8 @@ def param_parser(prog: str, cls: type, *,
     return p
 
 
-def parse_params(prog: str, cls: type, extras: list[str], rest_hint: Callable[[], str],
-                 *, solve: str | None = None, options: Sequence[str] = ()) -> dict:
+def parse_params(prog: str, cls: type[Mechanism], extras: list[str], rest_hint: Callable[[], str],
+                 *, solve: str | None = None, options: Sequence[str] = ()) -> dict[str, Any]:
     """The ``--PARAM VALUE`` options of mechanism class ``cls`` in ``extras``; an
     unknown option or a stray argument is refused (``rest_hint()`` says where to look),
     and so is a missing required parameter other than ``solve``.

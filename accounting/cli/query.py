@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +24,7 @@ from accounting.cli.base import PROG, CLIError, Parser, count_text, parse_float
 from accounting.cli.output import (
     is_certified,
     json_num,
+    print_json,
     print_note,
     provenance_lines,
     results_json,
@@ -70,13 +71,16 @@ def write_plot(path: str, draw: Callable[[Any], Any], title: str,
     import matplotlib.pyplot as plt
 
     from accounting.plot import save
-    ax = plt.figure(figsize=figsize).gca()
+    fig = plt.figure(figsize=figsize)
+    ax = fig.gca()
     draw(ax)
-    ax.set_title(shorten(title, 70), fontsize="small")
+    # two lines at most: a long workload name wraps instead of running off the figure
+    ax.set_title(textwrap.fill(textwrap.shorten(title, 150, placeholder=" …"), 75),
+                 fontsize="small")
     try:
         save(ax, path)
     except (OSError, ValueError) as exc:   # unknown suffix, read-only place, …
-        plt.close(ax.get_figure())
+        plt.close(fig)
         raise CLIError(f"--plot: cannot write {path!r}: {exc}") from None
 
 
@@ -176,7 +180,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         write_plot(ns.plot, lambda ax: plot_accountants({"": acct}, ax, deltas=deltas,
                                                          methods=asked), header)
     if ns.json:
-        payload: dict[str, Any] = {"query": query}
+        payload: dict[str, Any] = {}
         if ns.mechanism is not None:
             only = workload.uses[0].as_dict()
             payload.update(mechanism=only["name"], params=only["params"], count=only["count"])
@@ -187,7 +191,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         payload["results"] = results_json(results)
         if notes:
             payload["notes"] = notes
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        print_json(query, payload)
         return 0
     print(shorten(header))
     kinds = ("upper bounds" if all(is_certified(r) for r in results.values() if "error" not in r)

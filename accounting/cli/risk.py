@@ -20,13 +20,13 @@ upper sides only, no ``--plot``):
 * the CLT approximation μ and its TPRs (``accounting.analysis.clt``) — an
   approximation, not a bound, shown beside the bounds for comparison.
 
-``--plot FILE`` draws the trade-off curve (``plot_tradeoff``; needs matplotlib).
+``--plot FILE`` draws the membership-inference ROC bound on log-log axes, the
+queried FPRs marked (``plot_roc``; needs matplotlib).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 import numpy as np
@@ -43,10 +43,12 @@ from accounting.analysis.risk import (
 )
 from accounting.cli import evaluate as ev
 from accounting.cli.base import PROG, CLIError, count_text, parse_float, refusal_reason
-from accounting.cli.output import json_num, shorten, show_num
+from accounting.cli.output import json_num, print_json, shorten, show_num
 from accounting.cli.parser import mechanism_help, mechanism_names, mechanism_use
 from accounting.cli.query import check_plot, write_plot
 from accounting.curves.pld import DEFAULT_STEP, PLD
+from accounting.curves.rdp import RDP
+from accounting.curves.zcdp import ZCDP
 from accounting.registry.registry import Registry
 from accounting.validation import check_array
 from accounting.workload import MAX_COUNT_TEXT, Workload
@@ -84,8 +86,8 @@ def _options(p: argparse.ArgumentParser) -> None:
                         "certified bracket) or the Rényi curve (rdp, zcdp; upper bounds)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot", metavar="FILE", default=None,
-                   help="also draw the trade-off curve to FILE (.png, .pdf, .svg; needs "
-                        "matplotlib)")
+                   help="also draw the ROC bound (TPR against FPR, log-log, the queried "
+                        "FPRs marked) to FILE (.png, .pdf, .svg; needs matplotlib)")
 
 
 def add_parser(sub: Any) -> None:
@@ -96,7 +98,7 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=run, takes_extras=True)
 
 
-def _clt(workload: Workload, fprs: np.ndarray, step: float) -> dict:
+def _clt(workload: Workload, fprs: np.ndarray, step: float) -> dict[str, Any]:
     """The CLT approximation's μ and TPRs, or the reason it has none."""
     try:
         mu = clt_mu([(u.mechanism, u.count) for u in workload.uses], step=step)
@@ -131,7 +133,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         if ns.plot is not None:
             raise CLIError("--plot draws the PLD's trade-off curve; drop --accountant "
                            f"{ns.accountant} to plot")
-        renyi = acct.curve(ACCOUNTANTS[ns.accountant])
+        renyi = acct.curve(RDP) if ns.accountant == "rdp" else acct.curve(ZCDP)
         tpr, tpr_lo = tpr_at_fpr(renyi, fprs), None
         adv, adv_lo = advantage(renyi), None
         risk = bayes_risk(renyi, prior)
@@ -151,17 +153,14 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     header = use.describe()
 
     if ns.plot is not None:
-        from accounting.plot import plot_tradeoff
+        from accounting.plot import plot_roc
 
         def draw(ax: Any) -> None:
-            plot_tradeoff(tradeoff, ax, label=f"×{count}")
-            # the queried points: FPR α against the certified β = 1 − TPR
-            ax.plot(fprs, 1.0 - tpr, "o", color="k", ms=4, label="queried FPR (1 − TPR bound)")
-            ax.legend(fontsize="small")
+            plot_roc(tradeoff, ax, fprs=fprs, label=f"×{count}")
         write_plot(ns.plot, draw, header, figsize=(5.0, 5.0))
 
     if ns.json:
-        payload: dict[str, Any] = {"query": "risk"}
+        payload: dict[str, Any] = {}
         only = use.as_dict()
         payload.update(mechanism=only["name"], params=only["params"], count=only["count"],
                        step=step, direction="max over both neighbouring directions")
@@ -184,7 +183,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
                            "note": "CLT approximation (arXiv:1905.02383, Thm 3.5), not a "
                                    "bound: it can under-report the risk"})
         payload["provenance"] = provenance
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        print_json("risk", payload)
         return 0
 
     print(shorten(header))

@@ -9,7 +9,6 @@ default runs when neither ``--job`` nor ``--workload`` is given.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from typing import Any
 
@@ -21,6 +20,7 @@ from accounting.cli import evaluate as ev
 from accounting.cli.base import PROG, CLIError, refusal_reason, unknown_name_error
 from accounting.cli.output import (
     json_num,
+    print_json,
     print_note,
     results_json,
     results_table,
@@ -125,7 +125,7 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
         notes = [*notes, *extra_notes]
         if notes:
             payload["notes"] = notes
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        print_json("run", payload)
         return 0
 
     title = workload.description or workload.describe()

@@ -40,7 +40,7 @@ from accounting.numerics.discretise import (
 from accounting.numerics.loss import LossPMF
 from accounting.numerics.order_search import envelope_sup, minimise_over_orders
 from accounting.validation import check_real
-from accounting.vocabulary import Direction, Exactness
+from accounting.vocabulary import Direction, Exactness, bind_direction
 
 __all__ = ["CONVERTERS", "HOME_KINDS",
            "GRID_OPTIONS", "check_options", "profile_to_pld", "profile_laws", "rdp_delta", "law_limit",
@@ -60,7 +60,7 @@ DeltaFn = Callable[[np.ndarray, Direction], np.ndarray]
 GRID_OPTIONS = ("step", "tail", "lower")
 
 
-def check_options(where: str, options: Mapping[str, Any]) -> dict:
+def check_options(where: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """``options`` checked: TypeError naming any keyword outside ``GRID_OPTIONS`` and
     the allowed ones; each given value validated (``step`` > 0 or None, ``tail`` in
     (0, 1e-3], ``lower`` a bool) whether or not the route ends up using it."""
@@ -82,17 +82,17 @@ def check_options(where: str, options: Mapping[str, Any]) -> dict:
 
 # ------------------------------------------------------------------ profile → PLD
 def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
-                       ranges: dict | None = None, grids: dict | None = None,
-                       largest: Callable[[Direction], float | None] | None = None):
+                       ranges: dict[Direction, Any] | None = None, grids: dict[Direction, Any] | None = None,
+                       largest: Callable[[Direction], float | None] | None = None) -> Any:
     """(forward, backward) PMFs from a two-directional profile function, the support
     ranges, and the grid values per direction (``grids``: values already computed for
     this very ``delta``, reused instead of evaluated again). Both directions' grids
     come from one profile call per direction (``grid_profiles``); ``largest`` (a
     guess at each direction's largest loss) speeds up ``profile_sup``."""
     if ranges is None:
-        ranges = {d: profile_support(lambda e, d=d: delta(e, d), tail, step / 4) for d in (_FWD, _BWD)}
+        ranges = {d: profile_support(bind_direction(delta, d), tail, step / 4) for d in (_FWD, _BWD)}
     grids = {} if grids is None else grids
-    fns = tuple((lambda e, d=d: delta(e, d)) for d in (_FWD, _BWD))
+    fns = tuple(bind_direction(delta, d) for d in (_FWD, _BWD))
     idx = {d: grid_indices(-ranges[d.reverse()], ranges[d], step) for d in (_FWD, _BWD)}
     live = {d: idx[d] if idx[d].size else None for d in (_FWD, _BWD)}
     todo = [live[d] if d not in grids else None for d in (_FWD, _BWD)]
@@ -135,7 +135,7 @@ def profile_to_pld(profile: PrivacyProfile, step: float | None = None,
 
 
 def profile_laws(profile: PrivacyProfile, step: float | None, tail: float, lower: bool
-                 ) -> tuple:
+                 ) -> tuple[Any, ...]:
     """(upper laws, lower laws or None) of ``profile_to_pld``, for options already
     checked by ``check_options`` (a pair's curve builders: ``pair.curve`` checked them)."""
     if step is None:
@@ -179,8 +179,8 @@ def _pld_to_rdp(pld: PLD, **options: Any) -> RDP:
     order (a valid, trivial bound) wherever they have mass there; the lower side, the
     CGF of the optimistic laws, is a lower bound of the truth."""
     check_options("pld→rdp", options)
-    def cgf_of(laws, lower=False):
-        def law(d):
+    def cgf_of(laws: Any, lower: Any=False) -> Any:
+        def law(d: Any) -> Any:
             return laws[0] if d is _FWD else laws[1]
         # D_1 = E[L] and D_∞ = max loss of the same laws: on the pessimistic side upper
         # bounds (+∞ with mass at +∞), on the optimistic side lower ones
@@ -193,7 +193,7 @@ def _pld_to_rdp(pld: PLD, **options: Any) -> RDP:
 _LOST_MASS = 1e-12
 
 
-def law_limit(law, order: float, *, lower: bool = False) -> float:
+def law_limit(law: Any, order: float, *, lower: bool = False) -> float:
     """D_1 = E_P[L] (``mean``) or D_∞ = the largest loss (``max_loss``) of a loss law,
     the limits of its Rényi curve at α = 1 and α = ∞.
 
@@ -202,7 +202,8 @@ def law_limit(law, order: float, *, lower: bool = False) -> float:
     to roundoff or a cut tail says only the trivial lower bound 0."""
     if lower and abs(law.total_mass - 1.0) > _LOST_MASS:
         return 0.0
-    return law.mean() if order == 1.0 else max(law.max_loss, 0.0)
+    result: float = law.mean() if order == 1.0 else max(law.max_loss, 0.0)
+    return result
 
 
 # -------------------------------------------------------------- RDP → profile
@@ -210,13 +211,15 @@ def improved_log_delta(k: np.ndarray, t: np.ndarray, eps: np.ndarray) -> np.ndar
     """log δ = (α−1)(D_α − ε) + (α−1)log(1 − 1/α) − log α at α = 1 + t, D_α = K/t
     (Canonne, Kamath, Steinke 2020, Prop. 12; Asoodeh et al. 2021)."""
     a = 1.0 + t
-    return k - t * eps + t * np.log1p(-1.0 / a) - np.log(a)
+    result: np.ndarray = k - t * eps + t * np.log1p(-1.0 / a) - np.log(a)
+    return result
 
 
-def improved_epsilon(k: np.ndarray, t: np.ndarray, log_delta: np.ndarray) -> np.ndarray:
+def improved_epsilon(k: np.ndarray, t: np.ndarray, log_delta: np.ndarray | float) -> np.ndarray:
     """ε = D_α + log(1 − 1/α) − (log δ + log α)/(α − 1) at α = 1 + t."""
     a = 1.0 + t
-    return k / t + np.log1p(-1.0 / a) - (log_delta + np.log(a)) / t
+    result: np.ndarray = k / t + np.log1p(-1.0 / a) - (log_delta + np.log(a)) / t
+    return result
 
 
 def with_order_infinity(query: str, values: np.ndarray, out: np.ndarray,
@@ -230,7 +233,8 @@ def with_order_infinity(query: str, values: np.ndarray, out: np.ndarray,
         return out
     if query == "delta":
         return np.where(values >= sup, 0.0, out)
-    return np.minimum(out, sup)
+    result: np.ndarray = np.minimum(out, sup)
+    return result
 
 
 def rdp_delta(cgf: Callable[[np.ndarray], np.ndarray], eps: np.ndarray,
@@ -242,11 +246,12 @@ def rdp_delta(cgf: Callable[[np.ndarray], np.ndarray], eps: np.ndarray,
     eps = np.asarray(eps, dtype=float)
     flat = np.ravel(eps)
 
-    def score(k, t, i):
+    def score(k: Any, t: Any, i: Any) -> Any:
         return improved_log_delta(k, t, flat[i])
     out = np.exp(minimise_over_orders(cgf, score, flat.size)) if flat.size else flat
     out = with_order_infinity("delta", flat, np.where(flat == -np.inf, 1.0, out), sup)
-    return np.minimum(out, 1.0).reshape(eps.shape)
+    result: np.ndarray = np.minimum(out, 1.0).reshape(eps.shape)
+    return result
 
 
 def rdp_epsilon(cgf: Callable[[np.ndarray], np.ndarray], delta: np.ndarray,
@@ -258,21 +263,22 @@ def rdp_epsilon(cgf: Callable[[np.ndarray], np.ndarray], delta: np.ndarray,
     with np.errstate(divide="ignore"):
         flat = np.log(np.ravel(delta))
 
-    def score(k, t, i):
+    def score(k: Any, t: Any, i: Any) -> Any:
         return improved_epsilon(k, t, flat[i])
     out = minimise_over_orders(cgf, score, flat.size) if flat.size else flat
     out = with_order_infinity("epsilon", flat, out, sup)
-    return np.maximum(out, 0.0).reshape(delta.shape)
+    result: np.ndarray = np.maximum(out, 0.0).reshape(delta.shape)
+    return result
 
 
 def _rdp_to_profile(rdp: RDP, **options: Any) -> PrivacyProfile:
     check_options("rdp→profile", options)
     # D_∞ of each direction where the curve declares it: the order α = ∞ of the
     # conversion, the only one that answers a pure-DP curve's δ = 0 exactly
-    def delta_fn(eps, d):
+    def delta_fn(eps: Any, d: Any) -> Any:
         return rdp_delta(lambda t: rdp.upper(t, d), eps, rdp.upper.limit(np.inf, d))
 
-    def eps_fn(delta, d):
+    def eps_fn(delta: Any, d: Any) -> Any:
         return rdp_epsilon(lambda t: rdp.upper(t, d), delta, rdp.upper.limit(np.inf, d))
     return PrivacyProfile(FunctionSide(delta_fn, eps_fn))
 
@@ -300,13 +306,13 @@ def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray], *, lower: bool = Fals
 
 def _rdp_to_zcdp(rdp: RDP, **options: Any) -> ZCDP:
     check_options("rdp→zcdp", options)
-    upper = tuple(zcdp_envelope(lambda t, d=d: rdp.upper(t, d)) for d in (_FWD, _BWD))
+    upper = tuple(zcdp_envelope(bind_direction(rdp.upper, d)) for d in (_FWD, _BWD))
     lower = None
     if rdp.lower is not None:
         # never above the upper side: the two envelopes take their sup at different
         # orders, and where K is roundoff-sized (permute-and-flip at ε = 1.4e-6: K(t) ~
         # 1e-19 at small t) the lower one's came out 11 % above, and ZCDP refused itself
-        lower = tuple(min(zcdp_envelope(lambda t, d=d: rdp.lower(t, d), lower=True), up)
+        lower = tuple(min(zcdp_envelope(bind_direction(rdp.lower, d), lower=True), up)
                       for d, up in zip((_FWD, _BWD), upper))
     return ZCDP(upper, lower)
 
@@ -319,7 +325,7 @@ def _zcdp_to_rdp(z: ZCDP, **options: Any) -> RDP:
     rho = {_FWD: z.upper[0], _BWD: z.upper[1]}
     xi = {_FWD: z.xi[0], _BWD: z.xi[1]}
 
-    def limit(order, d):
+    def limit(order: Any, d: Any) -> Any:
         return xi[d] + rho[d] if order == 1.0 else (xi[d] if rho[d] == 0 else np.inf)
     if z.xi == (0.0, 0.0):   # plain zCDP: the same expression as before ξ existed
         return RDP(CGF.of(lambda t, d: rho[d] * t * (t + 1.0), limit=limit))

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numbers
 import types
 import typing
-from collections.abc import Callable
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import attrs
 import numpy as np
@@ -30,11 +30,16 @@ __all__ = ["Exactness", "Provenance", "Curve", "QUERIES", "directional_max", "as
            "check_no_rtol", "deprecated_operator"]
 
 
-def _check_path(path: tuple) -> None:
+def _check_path(path: tuple[Any, ...]) -> None:
     for i, step in enumerate(path):
         if not isinstance(step, str):
             raise TypeError(f"Provenance.path[{i}] must be a string (a source or converter "
                             f"name), got {type(step).__name__} ({step!r:.40})")
+
+
+def _as_path(value: str | Iterable[str]) -> tuple[str, ...]:
+    """A path from one step's name or a sequence of names."""
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 @attrs.frozen
@@ -43,9 +48,8 @@ class Provenance:
 
     exactness: Exactness = attrs.field(default=Exactness.EXACT,
                                        validator=attrs.validators.instance_of(Exactness))
-    path: tuple[str, ...] = attrs.field(
-        default=(), converter=lambda p: (p,) if isinstance(p, str) else tuple(p),
-        validator=lambda _, __, path: _check_path(path))
+    path: tuple[str, ...] = attrs.field(default=(), converter=_as_path,
+                                        validator=lambda _, __, path: _check_path(path))
 
     def then(self, step: str, exactness: Exactness) -> Provenance:
         combined = self.exactness.then(exactness)
@@ -73,7 +77,7 @@ def directional_max(fn: Callable[[Direction], np.ndarray], direction: Direction 
     return np.max([fn(d) for d in comps], axis=0) if len(comps) > 1 else fn(comps[0])
 
 
-def _side_spec(cls: type) -> dict:
+def _side_spec(cls: type) -> dict[str, Any]:
     """{side name: its declared type, Optional unwrapped} from a curve class's
     annotations (cached): what ``Curve.__attrs_post_init__`` checks against."""
     spec = _SPECS.get(cls)
@@ -92,7 +96,7 @@ def _side_spec(cls: type) -> dict:
     return spec
 
 
-_SPECS: dict = {}
+_SPECS: dict[type, dict[str, Any]] = {}
 
 
 def _check_value(where: str, value: Any, hint: Any) -> None:
@@ -163,6 +167,10 @@ def deprecated_operator(old: str, new: str) -> None:
                   DeprecationWarning, stacklevel=3)
 
 
+#: a curve kind (``to``, ``as_kind``: the kind asked for is the kind answered)
+_KindT = TypeVar("_KindT", bound="Curve")
+
+
 @attrs.frozen(eq=False, repr=False)
 class Curve:
     """Base class: the five queries, conversion by ``to``, bracket sides, composition,
@@ -191,11 +199,21 @@ class Curve:
     """
 
     #: the queries this kind answers by its own formula (the others: by conversion)
-    NATIVE: ClassVar[frozenset] = frozenset()
+    NATIVE: ClassVar[frozenset[str]] = frozenset()
     #: whether ``epsilon`` accepts δ = 0 (pure DP), which only loss laws can answer
     PURE_DP: ClassVar[bool] = False
 
-    _answerers: dict = attrs.field(factory=dict, init=False, repr=False, eq=False)
+    _answerers: dict[Any, Any] = attrs.field(factory=dict, init=False, repr=False, eq=False)
+
+    if TYPE_CHECKING:
+        # every kind declares these as attrs fields (their types and defaults differ by
+        # kind); named here, read-only, so that code holding a ``Curve`` type-checks
+        @property
+        def upper(self) -> Any: ...
+        @property
+        def lower(self) -> Any: ...
+        @property
+        def provenance(self) -> Provenance: ...
 
     def __attrs_post_init__(self) -> None:
         name = type(self).__name__
@@ -233,7 +251,8 @@ class Curve:
               bound: Bound | str = "upper") -> np.ndarray:
         """δ(ε), vectorised over ε (any real ε; ±∞ allowed); ``max``: the larger δ."""
         eps = check_array("epsilon", epsilon, allow_inf=True)
-        return self._query("delta", eps, direction, bound)
+        result: np.ndarray = self._query("delta", eps, direction, bound)
+        return result
 
     def epsilon(self, delta: np.ndarray | float, direction: Direction | str = "max",
                 bound: Bound | str = "upper") -> np.ndarray:
@@ -241,14 +260,16 @@ class Curve:
         (δ = 0, pure DP, too where the kind carries loss laws: ``PURE_DP``)."""
         dl = check_array("delta", delta, lo=0.0, hi=1.0, lo_open=not self.PURE_DP,
                          hi_open=True)
-        return self._query("epsilon", dl, direction, bound)
+        result: np.ndarray = self._query("epsilon", dl, direction, bound)
+        return result
 
     def beta(self, alpha: np.ndarray | float, direction: Direction | str = "max",
              bound: Bound | str = "upper") -> np.ndarray:
         """β = T(α) for α in [0, 1]: ``forward`` T(P, Q), ``backward`` T(Q, P), ``max``
         their pointwise min (the pessimistic summary). The sound side is the smaller β."""
         a = check_array("alpha", alpha, lo=0.0, hi=1.0)
-        return self._query("beta", a, direction, bound)
+        result: np.ndarray = self._query("beta", a, direction, bound)
+        return result
 
     def renyi(self, alpha: np.ndarray | float, direction: Direction | str = "max",
               bound: Bound | str = "upper") -> np.ndarray:
@@ -256,7 +277,8 @@ class Curve:
         divergence E_P[L] and α = ∞ the max divergence ess sup L (the pure-DP ε; +∞
         where the loss is unbounded or no finite bound is known), see ``RDP``."""
         a = check_array("alpha", alpha, lo=1.0, allow_inf=True)
-        return self._query("renyi", a, direction, bound)
+        result: np.ndarray = self._query("renyi", a, direction, bound)
+        return result
 
     def rho(self, direction: Direction | str = "max", bound: Bound | str = "upper") -> float:
         """The zCDP parameter ρ = sup_{α>1} D_α/α (Bun and Steinke 2016,
@@ -283,11 +305,11 @@ class Curve:
         return (self.epsilon(delta, direction, Bound.LOWER),
                 self.epsilon(delta, direction, Bound.UPPER))
 
-    def beta_interval(self, alpha, direction: Direction | str = "max"):
+    def beta_interval(self, alpha: Any, direction: Direction | str = "max") -> Any:
         """(smaller, larger) bracket of β(α): the sound side first (it is the smaller β)."""
         return self.beta(alpha, direction, Bound.UPPER), self.beta(alpha, direction, Bound.LOWER)
 
-    def renyi_interval(self, alpha, direction: Direction | str = "max"):
+    def renyi_interval(self, alpha: Any, direction: Direction | str = "max") -> Any:
         """(lower, upper) bracket of D_α."""
         return self.renyi(alpha, direction, Bound.LOWER), self.renyi(alpha, direction, Bound.UPPER)
 
@@ -305,7 +327,7 @@ class Curve:
         # the converter graph knows the kinds, which import this module: read it late
         from accounting.curves.graph import home_kind
         home = home_kind(query)
-        out = self._answerers.get(home)
+        out: Curve | None = self._answerers.get(home)
         if out is None:
             out = self.to(home)
             self._answerers[home] = out
@@ -338,33 +360,36 @@ class Curve:
         return (np.min if query == "beta" else np.max)(vals, axis=0)
 
     # ------------------------------------------------------------- conversion
-    def to(self, kind: type, *, registry=None, allow_lower: bool = False, **options) -> Curve:
+    def to(self, kind: type[_KindT], *, registry: Any = None, allow_lower: bool = False,
+           **options: Any) -> _KindT:
         """Convert to another curve kind along the best registered path; lower-bound
         converters are used only with ``allow_lower``. Options the path's converters
         do not know are refused (TypeError naming them)."""
         from accounting.curves.graph import convert  # the graph imports this module
-        return convert(self, kind, registry=registry, allow_lower=allow_lower, **options)
+        out = convert(self, kind, registry=registry, allow_lower=allow_lower, **options)
+        assert isinstance(out, kind)   # the graph answers a curve of the kind asked
+        return out
 
     # ------------------------------------------------------------ composition
-    def compose(self, other: Curve) -> Curve:
+    def compose(self, other: Self) -> Self:
         """The curve of the independent composition (this kind's rule, which
         ``accounting.compose`` applies); kinds without a composition rule refuse
         (TypeError naming the kinds)."""
         raise TypeError(f"a {type(self).__name__} does not compose (with a "
                         f"{type(other).__name__}); convert both to PLD, RDP or ZCDP first")
 
-    def self_compose(self, count: int) -> Curve:
+    def self_compose(self, count: int) -> Self:
         """The curve of ``count`` independent copies (this kind's rule, which
         ``accounting.compose((curve, count))`` applies); kinds without one refuse."""
         raise TypeError(f"a {type(self).__name__} does not compose; convert it to PLD, RDP "
                         f"or ZCDP first")
 
-    def __add__(self, other: Curve) -> Curve:
+    def __add__(self, other: Self) -> Self:
         """Deprecated: ``accounting.compose(a, b)``."""
         deprecated_operator("curve + curve", "accounting.compose(a, b)")
         return self.compose(other)
 
-    def __mul__(self, count: int) -> Curve:
+    def __mul__(self, count: int) -> Self:
         """Deprecated: ``accounting.compose((curve, count))`` (kinds with a
         ``self_compose`` rule only)."""
         if type(self).self_compose is Curve.self_compose:
@@ -400,7 +425,7 @@ class Curve:
                 f"{'; ' + summary if summary else ''})")
 
 
-def as_kind(curve: Any, kind: type, parameter: str = "curve") -> Curve:
+def as_kind(curve: Any, kind: type[_KindT], parameter: str = "curve") -> _KindT:
     """``curve`` as a curve of ``kind``: itself if it is one, else its conversion (default
     options, through the registry). Anything that is not a curve is a TypeError naming
     ``parameter``."""
@@ -409,4 +434,6 @@ def as_kind(curve: Any, kind: type, parameter: str = "curve") -> Curve:
     if not isinstance(curve, Curve):
         raise TypeError(f"{parameter} must be a privacy curve (PLD, PrivacyProfile, TradeOff, "
                         f"RDP or ZCDP), got {type(curve).__name__}")
-    return curve.to(kind)
+    out = curve.to(kind)
+    assert isinstance(out, kind)   # a conversion answers a curve of the kind asked
+    return out

@@ -84,7 +84,7 @@ class Converter:
                                                       takes_self=True))
 
     @property
-    def options(self) -> frozenset | None:
+    def options(self) -> frozenset[Any] | None:
         """The keyword options ``func`` takes by name, or None when it takes any
         (``**options``: it is then responsible for refusing those it does not know,
         as the core's edges do with ``converters.check_options``)."""
@@ -250,12 +250,13 @@ def find_path(converters: list[Converter], source: type, target: type,
     if source is target and not required:
         return []
     counter = itertools.count()
-    heap: list = [((0, 0, 0), next(counter), source, start, 0, [])]
-    seen: set = set()
+    heap: list[Any] = [((0, 0, 0), next(counter), source, start, 0, [])]
+    seen: set[Any] = set()
     while heap:
         cost, _, kind, label, used, path = heapq.heappop(heap)
         if kind is target and used == full:
-            return path
+            result: list[Converter] | None = path
+            return result
         if (kind, label, used) in seen:
             continue
         seen.add((kind, label, used))
@@ -353,7 +354,7 @@ def convert(curve: Curve, target: type, *, registry: Registry | None = None,
                                            f"done without it")
 
 
-def _share_options(path: list[Converter], options: dict) -> list[tuple[Converter, dict]]:
+def _share_options(path: list[Converter], options: dict[str, Any]) -> list[tuple[Converter, dict[str, Any]]]:
     """Each edge of ``path`` with the options it takes: all of them for an edge taking
     ``**options`` (which refuses what it does not know), else those it names. An
     option that no edge of the path takes would be silently ignored: TypeError naming

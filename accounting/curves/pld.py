@@ -10,6 +10,8 @@ brackets the truth: δ_lower(ε) ≤ δ(ε) ≤ δ_upper(ε), ε_lower(δ) ≤ �
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import numpy as np
 
@@ -54,7 +56,7 @@ def check_step(step: object) -> float:
     return x
 
 
-def _pmfs(value) -> tuple[LossPMF, LossPMF]:
+def _pmfs(value: Any) -> tuple[LossPMF, LossPMF]:
     fwd, bwd = value
     return (fwd, bwd)
 
@@ -73,7 +75,8 @@ class PLD(Curve):
         if d is Direction.MAX:
             raise ValueError("law() needs direction 'forward' or 'backward'")
         side = self._side(bound)
-        return side[0] if d is Direction.FORWARD else side[1]
+        result: LossPMF = side[0] if d is Direction.FORWARD else side[1]
+        return result
 
     @property
     def step(self) -> float | None:
@@ -89,11 +92,11 @@ class PLD(Curve):
     def _of(side: tuple[LossPMF, LossPMF], d: Direction) -> LossPMF:
         return side[0] if d is Direction.FORWARD else side[1]
 
-    def _delta(self, side, eps: np.ndarray, d: Direction) -> np.ndarray:
+    def _delta(self, side: Any, eps: np.ndarray, d: Direction) -> np.ndarray:
         """δ(ε) of one direction's law."""
         return self._of(side, d).delta(eps)
 
-    def _epsilon(self, side, dl: np.ndarray, d: Direction) -> np.ndarray:
+    def _epsilon(self, side: Any, dl: np.ndarray, d: Direction) -> np.ndarray:
         """Smallest ε ≥ 0 with δ(ε) ≤ delta of one direction's law.
 
         δ = 0 (pure DP) is answered where the composed loss is bounded: ε(0) is its
@@ -158,11 +161,12 @@ class PLD(Curve):
         """The PLD of the product pair (independent composition)."""
         if not isinstance(other, PLD):
             raise TypeError(f"can only compose a PLD with a PLD, got {type(other).__name__}")
-        upper = tuple(compose_laws(a, b, pessimistic=True) for a, b in zip(self.upper, other.upper))
+        upper = (compose_laws(self.upper[0], other.upper[0], pessimistic=True),
+                 compose_laws(self.upper[1], other.upper[1], pessimistic=True))
         lower = None
         if self.lower is not None and other.lower is not None:
-            lower = tuple(compose_laws(a, b, pessimistic=False)
-                          for a, b in zip(self.lower, other.lower))
+            lower = (compose_laws(self.lower[0], other.lower[0], pessimistic=False),
+                     compose_laws(self.lower[1], other.lower[1], pessimistic=False))
         return PLD(upper, lower, provenance=self.provenance.join(other.provenance))
 
     def self_compose(self, count: int) -> PLD:
@@ -170,7 +174,7 @@ class PLD(Curve):
         return compose_plds([(self, check_count("count", count))])
 
 
-def _checked_items(items) -> list:
+def _checked_items(items: Any) -> list[Any]:
     if not items:
         raise ValueError("compose_plds needs at least one PLD")
     for pld, _ in items:
@@ -179,12 +183,13 @@ def _checked_items(items) -> list:
     return [(pld, check_count("count", c)) for pld, c in items]
 
 
-def _joined(items) -> Provenance:
+def _joined(items: Any) -> Provenance:
     """The provenance of a composition: its parts' provenances joined, in order."""
     prov = items[0][0].provenance
     for pld, _ in items[1:]:
         prov = prov.join(pld.provenance)
-    return prov
+    result: Provenance = prov
+    return result
 
 
 def compose_plds(items: list[tuple[PLD, int]]) -> PLD:
@@ -200,7 +205,7 @@ def compose_plds(items: list[tuple[PLD, int]]) -> PLD:
     if len(items) == 1 and items[0][1] == 1:
         return items[0][0]
 
-    def side(get, pessimistic):
+    def side(get: Any, pessimistic: Any) -> Any:
         return compose_pmfs([(get(pld), c) for pld, c in items], pessimistic=pessimistic)
 
     upper = tuple(side(lambda pld, d=d: pld.upper[d], True) for d in (0, 1))
@@ -233,9 +238,10 @@ class RefiningPLD:
             RefiningLaw([(pld.upper[d], c) for pld, c in items], pessimistic=True,
                         far_tail=far_tail)
             for d in (0, 1))}
-        if lower and all(pld.lower is not None for pld, _ in items):
+        lowers = [(pld.lower, c) for pld, c in items if pld.lower is not None]
+        if lower and len(lowers) == len(items):
             self._sides[Bound.LOWER] = tuple(
-                RefiningLaw([(pld.lower[d], c) for pld, c in items], pessimistic=False,
+                RefiningLaw([(low[d], c) for low, c in lowers], pessimistic=False,
                             far_tail=far_tail)
                 for d in (0, 1))
 
@@ -243,31 +249,34 @@ class RefiningPLD:
         """The full PLD (the canonical tilts, as ``compose_plds`` composes them)."""
         if self._pld is None:
             lower = self._sides.get(Bound.LOWER)
-            self._pld = PLD(tuple(law.full() for law in self._sides[Bound.UPPER]),
-                            tuple(law.full() for law in lower) if lower else None,
+            up = self._sides[Bound.UPPER]
+            self._pld = PLD((up[0].full(), up[1].full()),
+                            (lower[0].full(), lower[1].full()) if lower else None,
                             provenance=self.provenance)
         return self._pld
 
-    def _answer(self, query: str, x: np.ndarray, direction, bound) -> np.ndarray:
+    def _answer(self, query: str, x: np.ndarray, direction: Any, bound: Any) -> np.ndarray:
         b = as_bound(bound)
         if self._single is not None or (query == "epsilon" and np.any(x == 0)):
             # (δ = 0, pure DP: the exact largest loss, which the full laws carry)
-            return getattr(self.pld(), query)(x, direction, b)
+            result: np.ndarray = getattr(self.pld(), query)(x, direction, b)
+            return result
         side = self._sides.get(b)
         if side is None:
             raise ValueError(f"this composition has no {b.value} side (composed with "
                              "lower=False)")
         vals = [getattr(side[0 if c is Direction.FORWARD else 1], query)(x)
                 for c in as_direction(direction).components]
-        return vals[0] if len(vals) == 1 else np.max(vals, axis=0)
+        result = vals[0] if len(vals) == 1 else np.max(vals, axis=0)
+        return result
 
-    def delta(self, epsilon, direction: Direction | str = "max",
+    def delta(self, epsilon: Any, direction: Direction | str = "max",
               bound: Bound | str = "upper") -> np.ndarray:
         """δ(ε), as ``Curve.delta``."""
         return self._answer("delta", check_array("epsilon", epsilon, allow_inf=True),
                             direction, bound)
 
-    def epsilon(self, delta, direction: Direction | str = "max",
+    def epsilon(self, delta: Any, direction: Direction | str = "max",
                 bound: Bound | str = "upper") -> np.ndarray:
         """ε(δ), as ``Curve.epsilon`` (δ = 0 allowed where the loss is bounded)."""
         dl = check_array("delta", delta, lo=0.0, hi=1.0, hi_open=True)

@@ -9,7 +9,7 @@ trade-off functions (unifying-accounting paper, Thm 1); their max alone does not
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import attrs
 import numpy as np
@@ -39,10 +39,10 @@ class LawSide:
     def _law(self, direction: Direction) -> LossPMF:
         return self.laws[0] if direction is Direction.FORWARD else self.laws[1]
 
-    def delta(self, eps, direction):
+    def delta(self, eps: Any, direction: Any) -> Any:
         return self._law(direction).delta(eps)
 
-    def epsilon(self, delta, direction):
+    def epsilon(self, delta: Any, direction: Any) -> Any:
         return self._law(direction).epsilon(delta)
 
 
@@ -60,10 +60,10 @@ class FunctionSide:
     largest_loss: Callable[[Direction], float | None] | None = attrs.field(
         default=None, kw_only=True)
 
-    def delta(self, eps, direction):
+    def delta(self, eps: Any, direction: Any) -> Any:
         return np.asarray(self.delta_fn(np.asarray(eps, dtype=float), direction), dtype=float)
 
-    def epsilon(self, delta, direction):
+    def epsilon(self, delta: Any, direction: Any) -> Any:
         if self.epsilon_fn is not None:
             return np.asarray(self.epsilon_fn(delta, direction), dtype=float)
         return invert_decreasing(lambda e: self.delta(e, direction), delta)
@@ -141,7 +141,11 @@ class PrivacyProfile(Curve):
         return f"δ(ε=1) = {headline(lambda: self.delta(1.0))}"
 
 
-def compose_via_pld(a: Curve, b: Curve) -> Curve:
+#: a curve kind without a composition rule of its own, composed through the PLD
+_C = TypeVar("_C", bound=Curve)
+
+
+def compose_via_pld(a: _C, b: _C) -> _C:
     """``a`` ⊗ ``b`` for two exact curves of one kind without a composition rule of
     their own (profile, trade-off): convert each to PLD, convolve, convert back. A
     TypeError names the kinds and labels where that would not be sound."""
@@ -156,7 +160,7 @@ def compose_via_pld(a: Curve, b: Curve) -> Curve:
     return pa.compose(pb).to(kind)
 
 
-def repeat_via_pld(curve: Curve, count: int) -> Curve:
+def repeat_via_pld(curve: _C, count: int) -> _C:
     """``count`` independent copies of an exact curve without a composition rule of its
     own (profile, trade-off): its PLD raised to the ``count``-th power by one FFT
     power (``PLD.self_compose``), converted back; the same soundness condition as

@@ -80,11 +80,11 @@ class _Checked:
 
     __slots__ = ("terms",)
 
-    def __init__(self, terms: tuple) -> None:
+    def __init__(self, terms: tuple[Any, ...]) -> None:
         self.terms = terms
 
 
-def _cgf_terms(value: Any) -> tuple:
+def _cgf_terms(value: Any) -> tuple[Any, ...]:
     """attrs converter of ``CGF.terms``: a tuple of (weight ≥ 0, callable) pairs."""
     if isinstance(value, _Checked):
         return value.terms

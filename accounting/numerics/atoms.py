@@ -32,6 +32,7 @@ whose discretised laws, scaled back by s with r_d taken off +∞, are the remain
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
@@ -61,7 +62,8 @@ def atom_profile(losses: np.ndarray, masses: np.ndarray, eps: np.ndarray) -> np.
     with np.errstate(invalid="ignore"):
         share = -np.expm1(gap)
     share = np.where(np.isnan(share), 0.0, share)   # ε = +∞: −∞ + ∞ would be NaN
-    return share @ masses
+    result: np.ndarray = share @ masses
+    return result
 
 
 def on_grid(losses: np.ndarray, step: float) -> tuple[np.ndarray, np.ndarray]:
@@ -126,7 +128,7 @@ def finite_law_on_grid(law: LossPMF, step: float, tail: float) -> LossPMF:
     return LossPMF.on_grid(step, out.offset, out.masses, inf_mass, sup_loss=sup)
 
 
-def _atoms(value) -> tuple[np.ndarray, np.ndarray]:
+def _atoms(value: Any) -> tuple[np.ndarray, np.ndarray]:
     losses, masses = (np.asarray(v, dtype=float).ravel() for v in value)
     if losses.shape != masses.shape:
         raise ValueError("loss_atoms must return (losses, masses) of the same length")
@@ -173,7 +175,7 @@ class AtomSplit:
         than moving the atom a cell down, which shifts δ at every ε below it
         (Laplace at step 1e-3, Δ/b = 1/3: mean optimistic δ gap 4e-6 against 1.3e-4,
         the max 1.7e-4 either way); on the grid the split loses nothing."""
-        def keep(atoms):
+        def keep(atoms: Any) -> Any:
             losses, masses = atoms
             sel = on_grid(losses, step)[1]
             return losses[sel], masses[sel]
@@ -197,7 +199,7 @@ class AtomSplit:
         (roundoff-sized negative differences are raised to 0: δ − A ≥ 0 exactly)."""
         s = self.scale
 
-        def delta_nu(eps, d):
+        def delta_nu(eps: Any, d: Any) -> Any:
             eps = np.asarray(eps, dtype=float)
             rest = np.maximum(delta(eps, d) - atom_profile(*self._of(d), eps), 0.0)
             return np.minimum(rest / s + self.floor(d), 1.0)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -99,7 +100,7 @@ def grid_profile(indices: np.ndarray, step: float, delta: ProfileFn,
 
 def grid_profiles(indices: tuple[np.ndarray | None, np.ndarray | None], step: float,
                   profiles: tuple[ProfileFn, ProfileFn], shifts: tuple[float, ...] = (0.0,)
-                  ) -> list[tuple[tuple | None, tuple | None]]:
+                  ) -> list[tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]]:
     """``grid_profile`` of both directions' grids at every shift, from one call of each
     direction's profile.
 
@@ -114,7 +115,7 @@ def grid_profiles(indices: tuple[np.ndarray | None, np.ndarray | None], step: fl
     """
     # what each direction's profile is needed at: ranges of j at an offset, j·d + offset
     # (``left`` is a prefix of a grid, which increases)
-    wanted: list[dict] = [{}, {}]
+    wanted: list[dict[Any, Any]] = [{}, {}]
     grids = []
     for k, idx in enumerate(indices):
         if idx is None:
@@ -130,7 +131,7 @@ def grid_profiles(indices: tuple[np.ndarray | None, np.ndarray | None], step: fl
             if nl > 0:
                 wanted[1 - k].setdefault(-s, []).append((int(-idx[nl - 1]), int(-idx[0])))
         grids.append((k, idx, nl, epss))
-    values: list = [None, None]      # per direction: (spans, values)
+    values: list[Any] = [None, None]      # per direction: (spans, values)
     for k in (0, 1):
         if not wanted[k]:
             continue
@@ -154,10 +155,11 @@ def grid_profiles(indices: tuple[np.ndarray | None, np.ndarray | None], step: fl
         spans, vals = values[k]
         for off, a, b, at in spans:
             if off == s and a <= lo and hi <= b:
-                return vals[at + lo - a:at + hi - a + 1]
+                result: np.ndarray = vals[at + lo - a:at + hi - a + 1]
+                return result
         raise AssertionError("grid values not evaluated")   # pragma: no cover
 
-    out: list[list] = [[None, None] for _ in shifts]
+    out: list[list[Any]] = [[None, None] for _ in shifts]
     for k, idx, nl, epss in grids:
         for n, (s, eps) in enumerate(zip(shifts, epss)):
             x = np.exp(eps)
@@ -432,7 +434,7 @@ _PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
 
 
 def _gaps(v: np.ndarray, step: float, x: np.ndarray, floor: float, tilde: bool,
-          near: tuple | None = None, split: int | None = None) -> np.ndarray:
+          near: tuple[Any, ...] | None = None, split: int | None = None) -> np.ndarray:
     """For each interval, the largest height of the chord above a set of support lines.
 
     In the local coordinate u = x/x_i ∈ [1, e^d] of interval i, every line below the
@@ -509,7 +511,7 @@ def _gaps(v: np.ndarray, step: float, x: np.ndarray, floor: float, tilde: bool,
 
 
 def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndarray,
-                    inf_floor: float = 0.0, near: tuple | None = None,
+                    inf_floor: float = 0.0, near: tuple[Any, ...] | None = None,
                     max_passes: int = 20) -> LossPMF:
     """Optimistic PMF: a convex, grid-kinked profile g = δ − λ below the convex δ.
 
@@ -543,7 +545,7 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
         # in one ``_gaps`` call; the interval between the two copies of point k is
         # no interval of the grid and is dropped
         if 0 < k < n - 1:
-            def joined(tilde_v, v):
+            def joined(tilde_v: Any, v: Any) -> Any:
                 return np.concatenate([tilde_v[:k + 1], v[k:]])
             g, (e1, e2) = _gaps(joined(dt, d), step, joined(x, x), inf_floor, False,
                                 (joined(dtm, dm), joined(dtp, dp), eta), split=k)
@@ -568,7 +570,7 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
     gain[0] = 1.0 + 1.0 / em1
     gain[-1] = e / em1
 
-    def negative(lam):
+    def negative(lam: Any) -> Any:
         lowered = _masses(lam, step, 0.0)
         m = base - lowered
         # below this size a negative mass is roundoff of the subtraction: booked as slack
@@ -770,7 +772,8 @@ def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
                 cand, test, gone, passes, done = _linked_passes(cand, test, passes,
                                                                 xs, yd, yt, lf)
                 if done:
-                    return cand
+                    result: np.ndarray = cand
+                    return result
                 continue
             passes -= 1
             b = cand[test]
@@ -799,7 +802,7 @@ def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
 
 
 def _linked_passes(cand: np.ndarray, test: np.ndarray, passes: int, xs: np.ndarray,
-                   yd: np.ndarray, yt: np.ndarray, lf: np.ndarray) -> tuple:
+                   yd: np.ndarray, yt: np.ndarray, lf: np.ndarray) -> tuple[Any, ...]:
     """Up to ``passes`` of ``_hull_vertices``' passes over the kept points ``cand``,
     testing the positions ``test``, on links between kept neighbours instead of a
     compacted array.
@@ -814,12 +817,12 @@ def _linked_passes(cand: np.ndarray, test: np.ndarray, passes: int, xs: np.ndarr
     left, whether the hull is done).
     """
     last = cand.size - 1
-    prv: dict = {}
-    nxt: dict = {}
-    dead: set = set()
+    prv: dict[str, Any] = {}
+    nxt: dict[str, Any] = {}
+    dead: set[Any] = set()
     size = cand.size
     todo = test.tolist()
-    gone: list = []
+    gone: list[Any] = []
     done = False
     at, x, y_d, y_t, lft = cand.item, xs.item, yd.item, yt.item, lf.item
     while passes > 0:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any
 
 import numpy as np
 
@@ -119,7 +120,7 @@ def self_compose_law(law: LossPMF, count: int, *, pessimistic: bool = True,
     return compose_pmfs([(law, count)], pessimistic=pessimistic, tail=tail)
 
 
-def _checked(items, tail: float) -> tuple[list, float]:
+def _checked(items: Any, tail: float) -> tuple[list[Any], float]:
     """``items`` with checked counts on one grid, and the checked ``tail``."""
     if not items:
         raise ValueError("compose_pmfs needs at least one PMF")
@@ -131,14 +132,14 @@ def _checked(items, tail: float) -> tuple[list, float]:
     return items, tail
 
 
-def _inf_and_slack(items) -> tuple[float, float]:
+def _inf_and_slack(items: Any) -> tuple[float, float]:
     """The composed mass at +∞, 1 − Π(1 − m_i)^{c_i}, and the summed optimistic slack."""
     log_keep = sum(c * math.log1p(-min(p.inf_mass, 1.0)) if p.inf_mass < 1.0 else -np.inf
                    for p, c in items)
     return float(-np.expm1(log_keep)), sum(c * p.slack for p, c in items)
 
 
-def _trivial(items, pessimistic: bool) -> LossPMF | None:
+def _trivial(items: Any, pessimistic: bool) -> LossPMF | None:
     """The composition where no Fourier transform is needed (a law without finite
     mass; two laws one of which has few atoms: ``_direct_pair``), else None."""
     inf, slack = _inf_and_slack(items)
@@ -163,7 +164,7 @@ class TiltedPasses:
     kept (8 bytes a grid point a tilt) for reuse by later sets.
     """
 
-    def __init__(self, items, tail: float, keep: bool = False,
+    def __init__(self, items: Any, tail: float, keep: bool = False,
                  far_tail: float = FAR_TAIL) -> None:
         self.items = items
         self.step = step = items[0][0].step
@@ -202,11 +203,11 @@ class TiltedPasses:
         self._above = cgf.tail_index((window + n - 0.5) * step, True)
         self._below = cgf.tail_index((window - n + 0.5) * step, False)
         self._keep = keep
-        self._runs: dict = {}
+        self._runs: dict[int, Any] = {}
         self._log_cap: np.ndarray | None = None
 
     @functools.cached_property
-    def canonical(self) -> tuple:
+    def canonical(self) -> tuple[Any, ...]:
         """The tilts that resolve the whole window (``SummedCGF.tilts``), each judged
         with its fold (``_fold_penalty``): a tilt centred past the top of the window
         folds its heavy tilted top onto the losses below, so it is not chosen for them
@@ -226,11 +227,13 @@ class TiltedPasses:
             pos = (s - g[0]) / (g[1] - g[0])
             j = np.clip(np.floor(pos).astype(np.intp), 0, 39)
             f = (pos - j)[None, :]
-            return coarse[:, j] * (1.0 - f) + coarse[:, j + 1] * f
+            result: np.ndarray = coarse[:, j] * (1.0 - f) + coarse[:, j + 1] * f
+            return result
         cgf, step, n = self.cgf, self.step, self.n
         w = _fold_bounds(cgf, s + (n - 0.5) * step, True) + \
             _fold_bounds(cgf, s - (n - 0.5) * step, False)
-        return np.log1p(w / 1e-14)
+        result = np.log1p(w / 1e-14)
+        return result
 
     def saddle(self, s: np.ndarray) -> np.ndarray:
         """Index of the grid θ that resolves the entry at each s best, by its predicted
@@ -242,7 +245,8 @@ class TiltedPasses:
         flat = s.ravel()
         k, t = self.cgf.k, self.cgf.thetas
         score = k[:, None] - t[:, None] * flat[None, :] + self._fold_penalty(flat)
-        return np.argmin(score, axis=0).reshape(s.shape)
+        result: np.ndarray = np.argmin(score, axis=0).reshape(s.shape)
+        return result
 
     def chernoff_quantile(self, delta: np.ndarray) -> np.ndarray:
         """The smallest s with Chernoff bound F·e^{K(θ)−θs} ≤ δ over the grid θ > 0:
@@ -253,9 +257,10 @@ class TiltedPasses:
         with np.errstate(divide="ignore"):
             target = np.log(np.maximum(delta, 1e-300)).ravel() - self.log_f
         q = np.min((k[:, None] - target[None, :]) / t[:, None], axis=0)
-        return np.clip(q, self.s[0], self.s[-1]).reshape(delta.shape)
+        result: np.ndarray = np.clip(q, self.s[0], self.s[-1]).reshape(delta.shape)
+        return result
 
-    def _run(self, i: int) -> tuple:
+    def _run(self, i: int) -> tuple[Any, ...]:
         got = self._runs.get(i)
         if got is None:
             theta = float(self.cgf.thetas[i])
@@ -285,7 +290,7 @@ class TiltedPasses:
             self._log_cap = np.minimum(cap, self.log_f + 1e-9)
         return self._log_cap
 
-    def law(self, tilts, pessimistic: bool) -> tuple[LossPMF, np.ndarray]:
+    def law(self, tilts: Any, pessimistic: bool) -> tuple[LossPMF, np.ndarray]:
         """The sound law from the passes at ``tilts`` (grid θ indices), and the
         allowance at each entry of the window: a bound on |law − exact| there, from
         which ``RefiningLaw`` judges whether an answer is as precise as the grid allows.
@@ -369,7 +374,7 @@ def _direct_pair(a: LossPMF, b: LossPMF, inf: float, slack: float, sup: float | 
                      roundoff=roundoff, bounded=bounded)
 
 
-def _summed_sup(items) -> float | None:
+def _summed_sup(items: Any) -> float | None:
     """Σ c_i·sup_i of the components' certified largest losses (None if any is
     unknown), rounded up (``weighted_sum_up``): the sum of bounded losses is bounded
     by it."""
@@ -392,7 +397,7 @@ def weighted_sum_up(terms: list[tuple[float, float]]) -> float:
     return float(np.nextafter(total, np.inf)) if Fraction(total) < exact else total
 
 
-def _summed_bounded(items) -> bool:
+def _summed_bounded(items: Any) -> bool:
     """Whether the sum has no mass at +∞ in exact arithmetic: every component's exact
     law has none (``LossPMF.bounded``) and their largest losses are known. Then what
     the pessimistic side sends to +∞ (the tail above the window, at most ``FAR_TAIL``;
@@ -508,7 +513,7 @@ def _best_lines(k: np.ndarray, thetas: np.ndarray, s: np.ndarray) -> np.ndarray:
     line itself, so rounding in the breakpoints can only pick a near-best θ, whose
     bound is as valid."""
     order = [int(i) for i in np.argsort(thetas, kind="stable") if np.isfinite(k[i])]
-    hull: list = []
+    hull: list[Any] = []
     for i in order:
         # a line of the same θ: the smaller K serves
         if hull and thetas[hull[-1]] == thetas[i]:
@@ -578,7 +583,7 @@ def _running_sums_below(a: np.ndarray) -> np.ndarray:
     return run * (1.0 - 1.01 * (b + rows + 1) * UNIT_ROUNDOFF)
 
 
-def _prepare(items, dtype) -> list:
+def _prepare(items: Any, dtype: Any) -> list[Any]:
     """What ``_circular_compose`` needs of each law at every θ, computed once: log
     masses and losses in ``dtype``, log of the total mass, (max |loss|, log₂(size + 1))
     for the rounding bound, and the circle index of the first atom (before mod n)."""
@@ -592,8 +597,8 @@ def _prepare(items, dtype) -> list:
     return out
 
 
-def _circular_compose(items, n: int, theta: float, dtype,
-                      prepared: list | None = None) -> tuple[np.ndarray, float, float, float]:
+def _circular_compose(items: Any, n: int, theta: float, dtype: Any,
+                      prepared: list[Any] | None = None) -> tuple[np.ndarray, float, float, float]:
     """The θ-tilted, normalised sum on a circle of n points.
 
     Returns (circle, E, K(θ), η): every entry is within E of the circular composition
@@ -619,7 +624,7 @@ def _circular_compose(items, n: int, theta: float, dtype,
     if prepared is None:
         prepared = _prepare(items, dtype)
     absolute = 0.0                                # ℓ1 rounding of the far-smaller atoms
-    for (logp, losses, log_total, size_term, start), (p, c) in zip(prepared, items):
+    for (logp, losses, log_total, size_term, start), (_, c) in zip(prepared, items):
         x = logp + dtype(theta) * losses
         j_top = int(np.argmax(x))   # (zero masses are −∞ here and never the max)
         top = x[j_top]
@@ -737,7 +742,7 @@ def _bincount_ld(idx: np.ndarray, w: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _gamma(n: int, dtype=np.float64) -> float:
+def _gamma(n: int, dtype: Any=np.float64) -> float:
     """Error constant of a length-n FFT: γ = 5·log₂(n)·u (Higham, Accuracy and
     Stability of Numerical Algorithms, 2nd ed., Thm 24.2, constants rounded up); we
     use it coefficient-wise, |Δz_f| ≤ γ‖x‖₁, each output being log₂ n butterfly
@@ -746,7 +751,7 @@ def _gamma(n: int, dtype=np.float64) -> float:
 
 
 @functools.cache
-def _eps(dtype) -> float:
+def _eps(dtype: Any) -> float:
     """Machine epsilon of ``dtype`` (``np.finfo`` is slow to build for long double)."""
     return float(np.finfo(dtype).eps)
 
@@ -815,7 +820,7 @@ class RefiningLaw:
     relative precision for δ well above ``far_tail``.
     """
 
-    def __init__(self, items, *, pessimistic: bool = True, tail: float = 1e-18,
+    def __init__(self, items: Any, *, pessimistic: bool = True, tail: float = 1e-18,
                  far_tail: float = FAR_TAIL) -> None:
         items, tail = _checked(items, tail)
         far_tail = check_real("far_tail", far_tail, lo=0.0, hi=1e-3, lo_open=True)
@@ -823,7 +828,7 @@ class RefiningLaw:
         self._full = _trivial(items, pessimistic)
         self._passes = None if self._full is not None else TiltedPasses(
             items, tail, keep=True, far_tail=far_tail)
-        self._laws: dict = {}
+        self._laws: dict[tuple[int, ...], Any] = {}
 
     def full(self) -> LossPMF:
         """The law of the canonical tilts: ``compose_pmfs`` of the same items."""
@@ -831,7 +836,7 @@ class RefiningLaw:
             self._full = self._passes.law(self._passes.canonical, self.pessimistic)[0]
         return self._full
 
-    def _law(self, tilts) -> tuple[LossPMF, np.ndarray]:
+    def _law(self, tilts: Any) -> tuple[LossPMF, np.ndarray]:
         key = tuple(sorted(set(int(i) for i in tilts)))
         got = self._laws.get(key)
         if got is None:
@@ -844,12 +849,13 @@ class RefiningLaw:
         distinct = np.unique(first).size
         return distinct > 1 and distinct >= len(self._passes.canonical)
 
-    def _accepted(self, key, eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    def _accepted(self, key: Any, eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
         law, allowance = self._law(key)
         carried = _hockey(self._passes.s, allowance, eps)
         exact_zero = (delta == 0) & law.capped & \
             (eps >= (law.sup_loss if law.sup_loss is not None else np.inf))
-        return (carried <= LAZY_RTOL * delta) | exact_zero
+        result: np.ndarray = (carried <= LAZY_RTOL * delta) | exact_zero
+        return result
 
     def delta(self, eps: np.ndarray | float) -> np.ndarray:
         """δ(ε), as ``LossPMF.delta`` of the composed law."""

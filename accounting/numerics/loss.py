@@ -471,7 +471,8 @@ def _blocked_log_moments(logp: np.ndarray, l0: float, step: float, t: np.ndarray
     """``log_moments`` of grid atoms by blocks of ``b`` (its docstring); the caller
     keeps |t|·b·step small enough that e^{t·b·step} cannot overflow (``log_moments``:
     40; the composition's CGF, ``SummedCGF``: 600)."""
-    return stacked_log_moments(*grid_blocks([logp], [l0], step, b), step, t)[0]
+    result: np.ndarray = stacked_log_moments(*grid_blocks([logp], [l0], step, b), step, t)[0]
+    return result
 
 
 def grid_blocks(logps: list[np.ndarray], l0s: list[float], step: float,
@@ -545,7 +546,8 @@ def stacked_log_moments(scaled: np.ndarray, top: np.ndarray, first: np.ndarray,
         total = np.empty_like(peak)
         for k, (s, e) in enumerate(bounds):
             total[k] = np.sum(terms[s:e], axis=0)
-    return peak + np.log(total)
+    result: np.ndarray = peak + np.log(total)
+    return result
 
 
 #: The unit roundoff u = eps/2 = 2^-53 of float64: a correctly rounded operation errs by

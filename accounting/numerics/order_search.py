@@ -87,7 +87,8 @@ def minimise_over_orders(cgf: CGFFn, score: Callable[[np.ndarray, np.ndarray, np
         best = np.where(better, vi, best)
         centre = np.where(better, logt[np.arange(n), i], centre)
         half = half * 2.0 / (ZOOM_POINTS + 1)
-    return best
+    result: np.ndarray = best
+    return result
 
 
 def minimise_near(cgf: CGFFn, score: Callable[[np.ndarray, np.ndarray], np.ndarray],

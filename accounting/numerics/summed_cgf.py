@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ def _block_width(p: LossPMF, theta_max: float) -> int | None:
 
 
 def _prepare_laws(items: list[tuple[LossPMF, int]],
-                  theta_max: float) -> tuple[list, dict, int, int]:
+                  theta_max: float) -> tuple[list[Any], dict[Any, Any], int, int]:
     """What ``SummedCGF._evaluate`` needs of each law, in the order of the items:
     (log-masses, bottom and top losses of its bins, count, log of its finite mass,
     None) for a law summed atom by atom or bin by bin, (None, None, None, count, log
@@ -47,7 +48,7 @@ def _prepare_laws(items: list[tuple[LossPMF, int]],
     (step, B) → [(item index, count, log mass, first loss, blocks, log-masses)];
     and the grid indices of the smallest and largest sums."""
     laws = []
-    groups: dict = {}
+    groups: dict[str, Any] = {}
     i_min = i_max = 0
     for k, (p, c) in enumerate(items):
         # (masses are ≥ 0; a grid law rarely has zeros inside, and without any the
@@ -98,7 +99,7 @@ class _DenseGroup:
     one grid ``step`` (``_blocked_log_moments``), kept as their ``grid_blocks`` stacked
     (computed once, not at every evaluation) with what their rounding bounds need."""
 
-    def __init__(self, step: float, b: int, members: list) -> None:
+    def __init__(self, step: float, b: int, members: list[Any]) -> None:
         self.step, self.b = step, b
         self.index = np.array([m[0] for m in members], dtype=np.intp)
         self.c = np.array([float(m[1]) for m in members])
@@ -135,7 +136,7 @@ class SummedCGF:
     − log Σ_j p_ij, evaluated once (in log space) on a fixed grid of θ: every Chernoff
     bound and every tilt below uses grid values only, so each is exact for its θ."""
 
-    def __init__(self, items):
+    def __init__(self, items: Any) -> None:
         pos = np.geomspace(1e-2, 1e3, 21)
         thetas = np.concatenate([-pos[::-1], [0.0], pos])
         theta_max = float(np.max(np.abs(thetas)))

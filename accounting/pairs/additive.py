@@ -42,7 +42,7 @@ import abc
 import inspect
 import math
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
@@ -151,13 +151,14 @@ MECHANISM_PRIMITIVES.setdefault("sample_noise", "sample_noise")
 class _Sampled:
     """Mixin of the generic noise pairs: ``sample`` from the mechanism's noise sampler."""
 
-    def sample(self, rng, shape):
+    def sample(self, rng: Any, shape: Any) -> Any:
         return self.sensitivity + self.sampler(rng, shape), self.sampler(rng, shape)
 
     def provides(self, primitive: str) -> bool:
         if primitive == "sample":
             return self.sampler is not None
-        return super().provides(primitive)
+        result: bool = super().provides(primitive)
+        return result
 
 
 @attrs.frozen(eq=False)
@@ -169,13 +170,13 @@ class CutSupportLawPair(LawPair):
     declares D_∞ = ess sup L = +∞; its lower side and D_1 are the laws'. (The generalised Gaussian at β = 3.4 said D_∞ = 1.2966, and its lower side
     1.2973; the true D_∞ is +∞.)"""
 
-    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+    def _renyi_limit(self, order: Any, direction: Any, side: Any=Bound.UPPER) -> Any:
         if order == np.inf and as_bound(side, "side") is Bound.UPPER:
             return np.inf
         return super()._renyi_limit(order, direction, side)
 
 
-def _owner(logf, label: str):
+def _owner(logf: Any, label: str) -> Any:
     """Whom a faulty ``log_density`` is reported against: the mechanism when ``logf`` is
     its bound method, else the label."""
     return logf.__self__ if inspect.ismethod(logf) else label
@@ -191,12 +192,12 @@ class _CheckedDensity:
     logf: Callable[[np.ndarray], np.ndarray]
     owner: object
 
-    def __call__(self, x):
+    def __call__(self, x: Any) -> Any:
         return check_primitive_output(self.logf(x), "log_density", self.owner, at=x,
                                       variable="x")
 
 
-def _peak(logf, probe: np.ndarray, owner) -> float:
+def _peak(logf: Any, probe: np.ndarray, owner: Any) -> float:
     """max of ``logf`` (a ``_CheckedDensity``) on ``probe``; a ``PrimitiveError`` naming
     ``owner`` when it is −∞ everywhere there (no mass near 0 to place a grid on)."""
     lp = logf(probe)
@@ -208,7 +209,7 @@ def _peak(logf, probe: np.ndarray, owner) -> float:
     return float(np.max(lp))
 
 
-def support_extent(logf, start: float, peak: float, direction: float, limit: float) -> float:
+def support_extent(logf: Any, start: float, peak: float, direction: float, limit: float) -> float:
     """Distance from 0 along ``direction`` (doubling from ``start``, at most ``limit``) at
     which ``logf`` has dropped 745 nats below ``peak``: where float64 masses underflow."""
     s = start
@@ -223,7 +224,7 @@ def support_extent(logf, start: float, peak: float, direction: float, limit: flo
     return limit
 
 
-def continuous_noise_pair(logf, sensitivity: float, scale: float = 1.0, *,
+def continuous_noise_pair(logf: Any, sensitivity: float, scale: float = 1.0, *,
                           cells: int = _CELLS, label: str = "additive noise",
                           symmetric: bool = False,
                           sampler: NoiseSampler | None = None) -> LawPair:
@@ -283,14 +284,14 @@ class _NoisePair(_Sampled, CutSupportLawPair):
 
     logf: object = None
     sensitivity: float = 1.0
-    span: tuple = (0.0, 0.0)
+    span: tuple[Any, ...] = (0.0, 0.0)
     width: float = 1.0
     sampler: NoiseSampler | None = attrs.field(default=None, kw_only=True)
     #: log-moments already computed, by (t, direction), and the normaliser: conversions
     #: evaluate the same orders in both directions and again when refining
-    _memo: dict = attrs.field(factory=dict, init=False, repr=False)
+    _memo: dict[Any, Any] = attrs.field(factory=dict, init=False, repr=False)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: Any, direction: Any) -> Any:
         t = np.asarray(t, dtype=float)
         if self.symmetric:   # both directions are one curve
             direction = Direction.FORWARD
@@ -313,9 +314,10 @@ class _NoisePair(_Sampled, CutSupportLawPair):
             lo, hi = self.span
             self._memo["log_z"] = log_integral(self._checked_logf(), lo, hi, self.width,
                                                self.sensitivity)
-        return self._memo["log_z"]
+        result: float = self._memo["log_z"]
+        return result
 
-    def cgf_lower(self, t, direction):
+    def cgf_lower(self, t: Any, direction: Any) -> Any:
         return self._cgf(t, direction)
 
     def cgf_exactness(self) -> Exactness:
@@ -333,7 +335,7 @@ class _NoisePair(_Sampled, CutSupportLawPair):
         a, b = (1.0 + t, -t) if direction is Direction.FORWARD else (-t, 1.0 + t)
         logf = self._checked_logf()
 
-        def h(x):
+        def h(x: Any) -> Any:
             with np.errstate(invalid="ignore", over="ignore"):
                 v = a * logf(x - self.sensitivity) + b * logf(x)
             return np.where(np.isnan(v), -np.inf, v)   # −∞ + ∞: both densities are 0
@@ -346,7 +348,7 @@ class _NoisePair(_Sampled, CutSupportLawPair):
 _GL16_X, _GL16_W = np.polynomial.legendre.leggauss(16)
 
 
-def log_integral(h, lo: float, hi: float, width: float, sensitivity: float,
+def log_integral(h: Any, lo: float, hi: float, width: float, sensitivity: float,
                   panels: int = 1024, drop: float = 80.0) -> float:
     """log ∫ e^{h(x)} dx for a unimodal-ish log-integrand, in log space.
 
@@ -376,7 +378,7 @@ def log_integral(h, lo: float, hi: float, width: float, sensitivity: float,
     return float(logsumexp(h(nodes) + logw))
 
 
-def cell_laws(log_pc, log_qc, a, b) -> tuple[LossPMF, LossPMF]:
+def cell_laws(log_pc: Any, log_qc: Any, a: Any, b: Any) -> tuple[LossPMF, LossPMF]:
     """Pessimistic (split to the cell's extreme losses) and optimistic (merged) laws
     of the loss log dP/dQ under P for outcomes grouped in cells."""
     pc = np.exp(log_pc)
@@ -400,7 +402,7 @@ def cell_laws(log_pc, log_qc, a, b) -> tuple[LossPMF, LossPMF]:
     return upper, lower
 
 
-def integer_noise_pair(logf, sensitivity: float, *, label: str = "integer noise",
+def integer_noise_pair(logf: Any, sensitivity: float, *, label: str = "integer noise",
                        symmetric: bool = False,
                        sampler: NoiseSampler | None = None) -> LawPair:
     """The exact pair (Z + Δ, Z) for noise with log-pmf ``logf`` on ℤ, Δ an integer

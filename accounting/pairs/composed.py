@@ -11,6 +11,7 @@ self-composition done by one FFT power per distinct component. It is built by
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -125,7 +126,7 @@ def _compose_curves(items: list[tuple[Curve, int]]) -> Curve:
     return out
 
 
-def _components(value: Iterable) -> tuple:
+def _components(value: Iterable[Any]) -> tuple[Any, ...]:
     out = []
     for pair, count in value:
         if not isinstance(pair, Pair):
@@ -182,20 +183,20 @@ def check_grid_size(pair: Pair, count: int = 1, step: float = DEFAULT_STEP,
     return check_grid_points(estimate_grid_points(pair, count, step), step, option=option)
 
 
-def _law_pld(pair: LawPair, step=None, tail: float = DEFAULT_TAIL, lower: bool = True) -> PLD:
+def _law_pld(pair: LawPair, step: Any=None, tail: float = DEFAULT_TAIL, lower: bool = True) -> PLD:
     """The PLD of a pair given by finite loss laws (a closed-form n-fold product such
     as randomized response's binomial law): its atoms moved onto the grid, up for the
     upper side and down for the lower (``discretise.atoms_to_grid``), exact on the
     grid, without the profile route's roundoff."""
     step = DEFAULT_STEP if step is None else step
 
-    def side(bound, pessimistic):
+    def side(bound: Any, pessimistic: Any) -> Any:
         return tuple(atoms_to_grid(pair.law(d, bound), step, tail, pessimistic)
                      for d in (Direction.FORWARD, Direction.BACKWARD))
     return PLD(side("upper", True), side("lower", False) if lower else None)
 
 
-def _cut_tails(options: dict, uses: int) -> dict:
+def _cut_tails(options: dict[str, Any], uses: int) -> dict[str, Any]:
     """``options`` with the discretisation tail of each use set to ``DEFAULT_TAIL``
     divided by the number of uses composed by FFT powers (unless the caller set
     ``tail``): each use sends its cut tail to +∞, so n uses at the default would put
@@ -212,13 +213,32 @@ class ComposedPair(Pair):
 
     Internal construction: users build one with ``accounting.compose((pair, count), …)``."""
 
-    components: tuple = attrs.field(converter=_components)
+    components: tuple[Any, ...] = attrs.field(converter=_components)
 
     @property
     def exact(self) -> bool:  # type: ignore[override]
         return False  # its profile comes from a discretised PLD
 
-    def _pld_parts(self, registry: Any = None, **options: Any) -> list:
+    def gdp_mu(self) -> float | None:
+        """μ = √(Σ kᵢ μᵢ²) when every component is exactly μᵢ-GDP, else None: the
+        composition of k μᵢ-GDP mechanisms is exactly √(Σ kᵢμᵢ²)-GDP (Dong, Roth, Su,
+        arXiv:1905.02383, Cor. 3.3; for Gaussians also Balle, Wang, arXiv:1805.06530)."""
+        mus = [(p.gdp_mu(), c) for p, c in self.components]
+        if not mus or any(mu is None for mu, _ in mus):
+            return None
+        return math.sqrt(math.fsum(c * mu * mu for mu, c in mus if mu is not None))
+
+    def closed_form(self) -> Pair | None:
+        """An exact pair equivalent to the whole composition, or None: when every
+        component is μᵢ-GDP, the one μ-GDP pair of ``gdp_mu`` (its curves are closed
+        forms, so the composition needs no grid)."""
+        mu = self.gdp_mu()
+        if mu is None:
+            return None
+        first: Pair = self.components[0][0]
+        return first.gdp_pair(mu)
+
+    def _pld_parts(self, registry: Any = None, **options: Any) -> list[Any]:
         """(PLD, count) of each component, at the discretisation ``options``, each
         derived through ``registry``."""
         # a closed-form n-fold product (Gaussians: μ ↦ μ√n) beats an FFT power
@@ -267,10 +287,10 @@ class ComposedPair(Pair):
     def _pld(self) -> PLD:
         return self.curve(PLD)
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: Any, direction: Any) -> Any:
         return self._pld.law(direction, "upper").delta(eps)
 
-    def _profile_lower(self, eps, direction):
+    def _profile_lower(self, eps: Any, direction: Any) -> Any:
         return self._pld.law(direction, "lower").delta(eps)
 
     def describe(self) -> str:

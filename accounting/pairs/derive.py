@@ -51,7 +51,7 @@ from accounting.pairs.composed import ComposedPair
 from accounting.pairs.pair import LawPair
 from accounting.pairs.primitives import check_primitive_output, check_renyi_output
 from accounting.registry.registry import curve_kind_name, default_registry, reserve
-from accounting.vocabulary import Bound, Direction, Exactness
+from accounting.vocabulary import Bound, Direction, Exactness, bind_direction
 
 __all__ = ["curve_of_pair", "curve_builder", "builders", "CURVE_KINDS"]
 
@@ -59,31 +59,31 @@ def _exact(step: str) -> Provenance:
     return Provenance(Exactness.EXACT, (step,))
 
 
-def _checked(fn, what: str, pair):
+def _checked(fn: Any, what: str, pair: Any) -> Any:
     """``fn`` with its output checked (no NaN; the pair and its plugin named)."""
-    def checked(x, direction):
+    def checked(x: Any, direction: Any) -> Any:
         return check_primitive_output(fn(x, direction), what, pair, at=x)
     return checked
 
 
-def _checked_cgf(fn, what: str, pair, *, lower: bool = False):
+def _checked_cgf(fn: Any, what: str, pair: Any, *, lower: bool = False) -> Any:
     """``fn`` (a CGF K(t, direction)) with its output checked: no NaN and, beyond
     rounding, no K(t) < 0 on the sound side (``check_renyi_output``)."""
-    def checked(t, direction):
+    def checked(t: Any, direction: Any) -> Any:
         return check_renyi_output(fn(t, direction), what, pair, t, direction, lower=lower)
     return checked
 
 
-def _checked_limit(pair, side: Bound):
+def _checked_limit(pair: Any, side: Bound) -> Any:
     """The pair's declared D_1 and D_∞ on ``side``, checked ≥ 0 as its CGF is."""
-    def limit(order, direction):
+    def limit(order: Any, direction: Any) -> Any:
         value = pair._renyi_limit(order, direction, side)
         return float(check_renyi_output([value], "_renyi_limit", pair, [order - 1.0],
                                         direction, cgf=False, lower=side is Bound.LOWER)[0])
     return limit
 
 
-def _profile(pair, **options: Any) -> PrivacyProfile:
+def _profile(pair: Any, **options: Any) -> PrivacyProfile:
     # the pair's D_∞ per direction, where it knows it: where the PLD's search for the
     # largest loss starts (and checks it against the profile)
     upper = FunctionSide(_checked(pair._profile, "_profile", pair),
@@ -95,7 +95,7 @@ def _profile(pair, **options: Any) -> PrivacyProfile:
     return PrivacyProfile(upper, lower, provenance=_exact(f"{pair.describe()} profile"))
 
 
-def _non_private(pair) -> bool:
+def _non_private(pair: Any) -> bool:
     """Whether δ(+∞) = 1 in both directions on both sides: all the privacy loss is at
     +∞ (P ⊥ Q), the profile is 1 everywhere and there is no loss range to grid."""
     inf = np.array([np.inf])
@@ -103,7 +103,7 @@ def _non_private(pair) -> bool:
                for d in (Direction.FORWARD, Direction.BACKWARD))
 
 
-def _pld(pair, registry=None, **options: Any) -> PLD:
+def _pld(pair: Any, registry: Any=None, **options: Any) -> PLD:
     if _non_private(pair):
         # all the loss at +∞ in both directions (no noise): nothing to discretise, one
         # grid point of mass 0 so that the PLD composes with others on the grid
@@ -125,7 +125,7 @@ def _pld(pair, registry=None, **options: Any) -> PLD:
     return PLD(upper, lower, provenance=_exact(f"{pair.describe()} pld"))
 
 
-def _pld_with_atoms(pair, step=None, tail=None, lower: bool = True) -> PLD:
+def _pld_with_atoms(pair: Any, step: Any=None, tail: Any=None, lower: bool = True) -> PLD:
     """The PLD of an exact pair with declared atoms: the atoms on the grid exactly, the
     normalised remainder by connect-the-dots and its convex minorant
     (``numerics.atoms.AtomSplit``)."""
@@ -140,14 +140,14 @@ def _pld_with_atoms(pair, step=None, tail=None, lower: bool = True) -> PLD:
         side = FunctionSide(split.remainder(_checked(pair._profile, "_profile", pair)))
         rest = profile_to_pld(PrivacyProfile(side, side), step=step, tail=tail, lower=lower)
 
-    def side(bound, pessimistic):
+    def side(bound: Any, pessimistic: Any) -> Any:
         return tuple(split.recombine(rest.law(d, bound) if rest is not None else None,
                                      d, step, pessimistic)
                      for d in (Direction.FORWARD, Direction.BACKWARD))
     return PLD(side("upper", True), side("lower", False) if lower else None)
 
 
-def _tradeoff(pair, registry=None, **options: Any) -> TradeOff:
+def _tradeoff(pair: Any, registry: Any=None, **options: Any) -> TradeOff:
     if pair.provides("beta"):
         side = BetaSide(_checked(pair._beta, "_beta", pair),
                         _checked(pair._profile, "_profile", pair))
@@ -158,7 +158,7 @@ def _tradeoff(pair, registry=None, **options: Any) -> TradeOff:
     return _pld(pair, **options).to(TradeOff, registry=registry, **options)
 
 
-def _rdp(pair, registry=None, **options: Any) -> RDP:
+def _rdp(pair: Any, registry: Any=None, **options: Any) -> RDP:
     """The pair's Rényi curve, labelled by ``cgf_exactness()``: exact, an upper bound,
     or numerical (a quadrature: both sides hold the estimate)."""
     if pair.provides("cgf"):
@@ -186,7 +186,7 @@ def _rdp(pair, registry=None, **options: Any) -> RDP:
     return _pld(pair, **options).to(RDP, registry=registry, **options)
 
 
-def _zcdp(pair, registry=None, **options: Any) -> ZCDP:
+def _zcdp(pair: Any, registry: Any=None, **options: Any) -> ZCDP:
     """ρ per direction: the pair's closed form, else the envelope of its Rényi curve
     (or ``rho_bound`` where smaller). The label is the weakest of the directions':
     a closed form is exact for an exact pair (else an upper bound), an envelope is
@@ -205,7 +205,7 @@ def _zcdp(pair, registry=None, **options: Any) -> ZCDP:
             with warnings.catch_warnings():
                 if bound is not None:   # the envelope's "sup at t → ∞" warning is moot
                     warnings.simplefilter("ignore", RuntimeWarning)
-                rho = zcdp_envelope(lambda t, d=d: rdp.upper(t, d))
+                rho = zcdp_envelope(bind_direction(rdp.upper, d))
             this = base.then(rdp.provenance.exactness)
             if bound is not None and bound < rho:
                 rho, this = bound, Exactness.UPPER
@@ -215,7 +215,7 @@ def _zcdp(pair, registry=None, **options: Any) -> ZCDP:
     return ZCDP(tuple(rhos), lower, provenance=Provenance(label, (f"{pair.describe()} zcdp",)))
 
 
-def _characteristic(pair, registry=None, **options: Any) -> CharacteristicFunction:
+def _characteristic(pair: Any, registry: Any=None, **options: Any) -> CharacteristicFunction:
     """φ of both directions (``curves.characteristic``): the pair's K at complex
     orders where it provides one (an exact term, with its decay rate), the product of
     the parts' φ for a composition, else the φ of its pessimistic PLD law with the
@@ -232,7 +232,8 @@ def _characteristic(pair, registry=None, **options: Any) -> CharacteristicFuncti
         out = parts[0]
         for part in parts[1:]:
             out = out.compose(part)
-        return out
+        result: CharacteristicFunction = out
+        return result
     pld = lattice(options.get("step") or DEFAULT_STEP)
     laws = {d: pld.law(d, "upper") for d in (Direction.FORWARD, Direction.BACKWARD)}
     inf_true = {d: float(pair._profile(np.array([np.inf]), d)[0]) for d in laws}
@@ -242,10 +243,10 @@ def _characteristic(pair, registry=None, **options: Any) -> CharacteristicFuncti
         low = float(law.losses[0]) if law.losses.size else 0.0
         gap[d] = float(pair._profile(np.array([low]), d)[0]) + float(np.expm1(low))
 
-    def cgf(z, d):
+    def cgf(z: Any, d: Any) -> Any:
         return law_log_mgf(laws[d], z)
 
-    def error(t, d):
+    def error(t: Any, d: Any) -> Any:
         return lattice_phi_error(laws[d], inf_true[d], gap[d], t)
     term = PhiTerm(cgf, error, lattice=lattice, exactness=Exactness.NUMERICAL,
                    label=f"{label} (its PLD law)")
@@ -253,15 +254,16 @@ def _characteristic(pair, registry=None, **options: Any) -> CharacteristicFuncti
         Exactness.NUMERICAL, (f"{label} φ (its PLD law)",)))
 
 
-def _lattice(pair, registry, options: dict):
+def _lattice(pair: Any, registry: Any, options: dict[str, Any]) -> Any:
     """step ↦ the pair's certified PLD on that grid (the options' tail), built once
     per step."""
-    cache: dict = {}
+    cache: dict[float, Any] = {}
 
     def lattice(step: float) -> PLD:
         if step not in cache:
             cache[step] = _pld(pair, registry, **dict(options, step=step))
-        return cache[step]
+        result: PLD = cache[step]
+        return result
     return lattice
 
 
@@ -277,7 +279,7 @@ _CORE = "core.pairs"
 reserve("curve kind", (curve_kind_name(kind) for kind in CURVE_KINDS), _CORE)
 
 
-def builders(registry) -> dict:
+def builders(registry: Any) -> dict[str, Any]:
     """Every curve kind and its builder: the core's (``CURVE_KINDS``), then those
     registered on ``registry``. A registered builder of a core kind is refused, once:
     withdrawn from the registry and recorded as an error of its plugin."""
@@ -292,7 +294,7 @@ def builders(registry) -> dict:
     return out
 
 
-def curve_builder(kind: Any, registry=None):
+def curve_builder(kind: Any, registry: Any=None) -> Any:
     """The builder of the curve class ``kind``: the core's, else the one registered on
     ``registry`` (default: the process-wide one); a ValueError naming the kinds
     otherwise."""
@@ -306,7 +308,7 @@ def curve_builder(kind: Any, registry=None):
         raise ValueError(f"unknown curve kind {kind!r}; expected one of {names}") from None
 
 
-def curve_of_pair(pair, kind: type, *, registry=None, **options: Any):
+def curve_of_pair(pair: Any, kind: type, *, registry: Any=None, **options: Any) -> Any:
     """The curve of ``kind`` for ``pair``: by the core's route for its five kinds (the
     module docstring), else by the builder a plugin registered for ``kind`` on
     ``registry`` (hook ``accounting_register_curve_kinds``; default: the process-wide

@@ -44,7 +44,7 @@ def as_neighbouring(value: Neighbouring | str) -> Neighbouring:
         raise ValueError(f"neighbouring must be 'add_remove' or 'replace_one', got {value!r}") from None
 
 
-def positive(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     """attrs validator: a finite real number > 0, named in the error."""
     check_positive(attribute.name, value)
 
@@ -122,9 +122,9 @@ class Range:
         return f"{kind}{left}{self.lo:g}, {self.hi:g}{right}{unit}{extra}"
 
 
-def in_range(rng: Range):
+def in_range(rng: Range) -> Any:
     """attrs validator checking a value (or each element of a tuple) against ``rng``."""
-    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if isinstance(value, tuple):
             for i, v in enumerate(value):
                 rng.check(f"{attribute.name}[{i}]", v, instance)
@@ -140,7 +140,7 @@ PROB_TOLERANCE = 1e-9
 def probabilities_for(other: str) -> Any:
     """An attrs validator: the field is a probability vector with one entry per entry of
     the field ``other``, summing to 1 within ``PROB_TOLERANCE``."""
-    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         n = len(getattr(instance, other))
         if len(value) != n:
             raise ValueError(f"{attribute.name} must have one entry per entry of {other} "
@@ -209,9 +209,18 @@ class Mechanism(abc.ABC):
     """
 
     name: ClassVar[str] = ""
-    sensitivity: float = parameter(SENSITIVITY_RANGE, default=1.0, kw_only=True)
+    # (``parameter(SENSITIVITY_RANGE, default=1.0, kw_only=True)`` spelled out: attrs'
+    # type checker plugin reads ``attrs.field`` options, not those of a wrapper)
+    sensitivity: float = attrs.field(default=1.0, kw_only=True,
+                                     validator=[in_range(SENSITIVITY_RANGE)],
+                                     metadata={"range": SENSITIVITY_RANGE})
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.ADD_REMOVE, kw_only=True,
                                              converter=as_neighbouring)
+
+    if TYPE_CHECKING:
+        # each mechanism declares its own parameters (``sigma``, ``b``, ``base``, …), read
+        # by name where code dispatches on ``name``: to the type checker they are Any
+        def __getattr__(self, name: str) -> Any: ...
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # attrs writes a long repr (every field, defaults too) into each decorated
@@ -276,7 +285,7 @@ class Mechanism(abc.ABC):
                                     "optional mechanism primitives")
 
     @classmethod
-    def parameters(cls) -> dict[str, attrs.Attribute]:
+    def parameters(cls) -> dict[str, attrs.Attribute[Any]]:
         """The parameters a user sets, by name (what the command line offers). A field
         whose metadata has ``"deprecated"`` (the name of its replacement) is still
         accepted by the constructor but not offered."""

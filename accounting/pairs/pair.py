@@ -124,7 +124,7 @@ def overrides_method(cls: type, method: str, base: type) -> bool:
     return False
 
 
-def provides_by_override(obj: object, primitive: str, table: dict, base: type,
+def provides_by_override(obj: object, primitive: str, table: dict[str, Any], base: type,
                          what: str = "optional primitives") -> bool:
     """Whether ``obj`` supplies the optional ``primitive`` (a key of ``table``, which maps
     it to its method name): whether its class overrides that method of ``base``."""
@@ -185,6 +185,18 @@ class Pair(abc.ABC):
         """A closed-form pair for the count-fold product, or None."""
         return None
 
+    def gdp_mu(self) -> float | None:
+        """μ where this pair is exactly μ-GDP in both directions — its trade-off is
+        G_μ(α) = Φ(Φ⁻¹(1 − α) − μ) (Dong, Roth, Su, arXiv:1905.02383, Def. 2.6), as
+        for a Gaussian mechanism with μ = Δ/σ — else None (the default)."""
+        return None
+
+    def gdp_pair(self, mu: float) -> Pair | None:
+        """The μ-GDP pair of this pair's family with the given ``mu`` (for a pair whose
+        ``gdp_mu`` is not None), or None: what an exact composition of μ-GDP pairs
+        becomes (``ComposedPair.closed_form``)."""
+        return None
+
     def _renyi_limit(self, order: float, direction: Direction,
                      side: Bound = Bound.UPPER) -> float | None:
         """D_1 (order 1, KL) or D_∞ (order ∞) of one direction on one side of the
@@ -232,7 +244,8 @@ class Pair(abc.ABC):
         eps = check_array("eps", eps, allow_inf=True)
         comps = as_direction(direction).components
         fn = self._profile if as_bound(bound) is Bound.UPPER else self._profile_lower
-        return np.max([fn(eps, d) for d in comps], axis=0)
+        result: np.ndarray = np.max([fn(eps, d) for d in comps], axis=0)
+        return result
 
     def curve(self, kind: type[CurveT], *, registry: Registry | None = None,
               **options: Any) -> CurveT:
@@ -280,19 +293,19 @@ class LawPair(Pair):
         laws = self.upper if as_bound(side, "side") is Bound.UPPER else self.lower
         return laws[0] if d is Direction.FORWARD else laws[1]
 
-    def _profile(self, eps, direction):
+    def _profile(self, eps: Any, direction: Any) -> Any:
         return self.law(direction, "upper").delta(eps)
 
-    def _profile_lower(self, eps, direction):
+    def _profile_lower(self, eps: Any, direction: Any) -> Any:
         return self.law(direction, "lower").delta(eps)
 
-    def _cgf(self, t, direction):
+    def _cgf(self, t: Any, direction: Any) -> Any:
         return self.law(direction, "upper").cgf(t)
 
-    def cgf_lower(self, t, direction):
+    def cgf_lower(self, t: Any, direction: Any) -> Any:
         return self.law(direction, "lower").cgf(t)
 
-    def cgf_analytic(self, z, direction):
+    def cgf_analytic(self, z: Any, direction: Any) -> Any:
         """log Σ m e^{zℓ} over the upper law's finite atoms (exact laws only)."""
         if not self.exact:
             raise not_provided(self, "cgf_analytic")
@@ -303,7 +316,7 @@ class LawPair(Pair):
             return self.exact
         return super().provides(primitive)
 
-    def _renyi_limit(self, order, direction, side=Bound.UPPER):
+    def _renyi_limit(self, order: Any, direction: Any, side: Any=Bound.UPPER) -> Any:
         """E[L] or the largest loss of the law (``curves.converters.law_limit``)."""
         return law_limit(self.law(direction, side), order,
                          lower=as_bound(side, "side") is Bound.LOWER)
@@ -319,7 +332,7 @@ class FinitePair(LawPair):
     p: np.ndarray = attrs.field(default=None, kw_only=True, repr=False)
     q: np.ndarray = attrs.field(default=None, kw_only=True, repr=False)
 
-    def sample(self, rng, shape):
+    def sample(self, rng: Any, shape: Any) -> Any:
         """Outcome indices: x ~ p and y ~ q."""
         return (rng.choice(self.p.size, size=shape, p=self.p),
                 rng.choice(self.q.size, size=shape, p=self.q))

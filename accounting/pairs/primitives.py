@@ -160,4 +160,5 @@ def check_renyi_output(values: Any, what: str, owner: Any, t: Any, direction: An
                                            f"for t ≥ 0 (allowed rounding "
                                            f"{float(tolerance.ravel()[first]):.3g}), at "
                                            f"{int(bad.sum())} of {arr.size} points")
-    return np.maximum(arr, 0.0)
+    result: np.ndarray = np.maximum(arr, 0.0)
+    return result

@@ -105,12 +105,33 @@ def describe_config(config: Any) -> str:
     return text if len(text) <= _CONFIG_CHARS else text[:_CONFIG_CHARS - 1] + "…"
 
 
-def _one_line(text: str) -> str:
+def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
 def _check_timeout(name: str, value: Any) -> float | None:
     return None if value is None else check_positive(name, value)
+
+
+# the Engine's field converters (named functions: attrs' type checker reads their signatures)
+def _check_workers(value: Any) -> int | None:
+    return None if value is None else check_count("workers", value, maximum=4096)
+
+
+def _check_connect_timeout(value: Any) -> float:
+    return check_positive("connect_timeout", value)
+
+
+def _check_task_timeout(value: Any) -> float | None:
+    return _check_timeout("timeout", value)
+
+
+def _check_retries(value: Any) -> int:
+    return check_count("retries", value, minimum=0, maximum=100)
+
+
+def _check_chunksize(value: Any) -> int | None:
+    return None if value is None else check_count("chunksize", value)
 
 
 def _check_scheduler(value: Any) -> str | None:
@@ -136,22 +157,15 @@ class Engine:
     rebuilt after a worker died; ``chunksize``: tasks per submission.
     """
 
-    workers: int | None = attrs.field(
-        default=None,
-        converter=lambda v: None if v is None else check_count("workers", v, maximum=4096))
+    workers: int | None = attrs.field(default=None, converter=_check_workers)
     scheduler: str | None = attrs.field(default=None, converter=_check_scheduler)
     client: Any = attrs.field(default=None, repr=False)
     executor: Any = attrs.field(default=None, repr=False)
     threads: int = attrs.field(default=1, converter=check_threads)
-    connect_timeout: float = attrs.field(
-        default=10.0, converter=lambda v: check_positive("connect_timeout", v))
-    timeout: float | None = attrs.field(default=None,
-                                           converter=lambda v: _check_timeout("timeout", v))
-    retries: int = attrs.field(default=1,
-                               converter=lambda v: check_count("retries", v, minimum=0,
-                                                               maximum=100))
-    chunksize: int | None = attrs.field(
-        default=None, converter=lambda v: None if v is None else check_count("chunksize", v))
+    connect_timeout: float = attrs.field(default=10.0, converter=_check_connect_timeout)
+    timeout: float | None = attrs.field(default=None, converter=_check_task_timeout)
+    retries: int = attrs.field(default=1, converter=_check_retries)
+    chunksize: int | None = attrs.field(default=None, converter=_check_chunksize)
 
     def __attrs_post_init__(self) -> None:
         given = [name for name, value in (("workers", self.workers if
@@ -200,8 +214,8 @@ def _failure(exc: BaseException) -> tuple[str, str]:
     return type(exc).__name__, _one_line(str(exc)) or "(no message)"
 
 
-def _run_chunk(fn: Callable, items: Sequence[tuple], seed: int,
-               threads: int | None, here: bool = False) -> list:
+def _run_chunk(fn: Callable[..., Any], items: Sequence[tuple[Any, ...]], seed: int,
+               threads: int | None, here: bool = False) -> list[Any]:
     """Run ``items`` = [(position, index, config)]; [(position, ok, value or
     (type name, message))]. Exceptions are caught here, so that the main process
     gets plain strings (an exception need not be picklable) for every task.
@@ -234,7 +248,7 @@ class _Session:
     parallelism = 1
     rebuildable = False
 
-    def submit(self, items: list, fn: Callable, seed: int, threads: int) -> cf.Future:
+    def submit(self, items: list[Any], fn: Callable[..., Any], seed: int, threads: int) -> cf.Future[Any]:
         raise NotImplementedError
 
     def rebuild(self) -> None:
@@ -253,7 +267,8 @@ class _ExecutorSession(_Session):
         self.executor = executor
         self.parallelism = int(getattr(executor, "_max_workers", 0) or 4)
 
-    def submit(self, items, fn, seed, threads):
+    def submit(self, items: list[Any], fn: Callable[..., Any], seed: int,
+               threads: int) -> cf.Future[Any]:
         return self.executor.submit(_run_chunk, fn, items, seed, threads)
 
 
@@ -347,7 +362,8 @@ def _connect(address: str, timeout: float) -> Any:
         raise EngineError(f"the Dask scheduler {address} needs Dask: pip install "
                           f"'accounting-dp[distributed]'") from None
     try:
-        client = Client(address, timeout=timeout, set_as_default=False)
+        client = Client(address, timeout=timeout,  # type: ignore[no-untyped-call]  # dask's
+                        set_as_default=False)                 # Client is unannotated
     except (OSError, TimeoutError) as exc:
         raise EngineError(f"cannot reach the Dask scheduler at {address} within "
                           f"{timeout:g} s ({type(exc).__name__}: {_one_line(exc)})") from None
@@ -369,12 +385,17 @@ def _open(engine: Engine) -> Iterator[_Session | None]:
         yield None
         return
     if kind == "processes":
+        assert engine.workers is not None   # kind 'processes' means workers > 1
         session: _Session = _PoolSession(engine.workers, engine.threads)
     elif kind == "executor":
         session = _ExecutorSession(engine.executor)
     else:
         owned = engine.client is None
-        client = _connect(engine.scheduler, engine.connect_timeout) if owned else engine.client
+        if owned:
+            assert engine.scheduler is not None   # kind 'dask' without a client has one
+            client = _connect(engine.scheduler, engine.connect_timeout)
+        else:
+            client = engine.client
         try:
             _wait_for_workers(client, engine.connect_timeout)
         except BaseException:
@@ -392,7 +413,7 @@ def _open(engine: Engine) -> Iterator[_Session | None]:
 
 
 # -------------------------------------------------------------- the loop
-def _chunks(items: list, size: int) -> list[list]:
+def _chunks(items: list[Any], size: int) -> list[list[Any]]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
@@ -405,8 +426,8 @@ def _infrastructure(exc: BaseException) -> bool:
         "KilledWorker", "CommClosedError", "FutureCancelledError")
 
 
-def _died_message(engine: Engine, exc: BaseException, chunk_items: list,
-                  configs: Sequence, attempts: int) -> str:
+def _died_message(engine: Engine, exc: BaseException, chunk_items: list[Any],
+                  configs: Sequence[Any], attempts: int) -> str:
     first = chunk_items[0]
     ids = ", ".join(str(i) for _, i, _ in chunk_items[:5]) + \
         (", …" if len(chunk_items) > 5 else "")
@@ -422,7 +443,7 @@ def map_tasks(fn: Callable[[Any, Any], Any], configs: Sequence[Any], *,
               indices: Sequence[int] | None = None,
               on_result: Callable[[int, Any], None] | None = None,
               on_error: str = "raise", progress: bool | None = None,
-              label: str = "tasks") -> list:
+              label: str = "tasks") -> list[Any]:
     """``[fn(configs[k], task_seed(seed, indices[k])) for k]``, run on ``engine``.
 
     ``fn`` must be picklable (a module-level function) for a process pool or Dask.
@@ -448,10 +469,10 @@ def map_tasks(fn: Callable[[Any, Any], Any], configs: Sequence[Any], *,
         raise ValueError(f"indices must have one entry per configuration ({n}), "
                          f"got {len(indices)}")
     seed = resolve_seed(seed)
-    results: list = [None] * n
+    results: list[Any] = [None] * n
     bar = progress_bar(total=n, desc=label, enabled=bool(progress), delay=0.0)
 
-    def finish(outcomes: list) -> None:
+    def finish(outcomes: list[Any]) -> None:
         for position, ok, value in outcomes:
             if not ok:
                 failure = TaskFailure(indices[position], configs[position], *value)
@@ -480,8 +501,8 @@ def map_tasks(fn: Callable[[Any, Any], Any], configs: Sequence[Any], *,
         bar.close()
 
 
-def _drive(session: _Session, engine: Engine, fn: Callable, seed: int, chunks: list,
-           configs: Sequence, finish: Callable[[list], None]) -> None:
+def _drive(session: _Session, engine: Engine, fn: Callable[..., Any], seed: int, chunks: list[Any],
+           configs: Sequence[Any], finish: Callable[[list[Any]], None]) -> None:
     """Submit every chunk, collect as they finish, rebuild a broken local pool."""
     attempts = [1] * len(chunks)
     pending = {session.submit(chunk, fn, seed, engine.threads): c

@@ -36,14 +36,14 @@ class LedgerAnswers:
     ledger j at the k-th query value (``query`` = "epsilon": ε at δ = ``at[k]``)."""
 
     query: str
-    at: tuple
+    at: tuple[Any, ...]
     accountant: str
     index: np.ndarray = attrs.field(repr=False)
-    digests: tuple = attrs.field(repr=False)
-    ledgers: tuple = attrs.field(repr=False)
-    first_row: tuple = attrs.field(repr=False)
+    digests: tuple[Any, ...] = attrs.field(repr=False)
+    ledgers: tuple[Any, ...] = attrs.field(repr=False)
+    first_row: tuple[Any, ...] = attrs.field(repr=False)
     values: np.ndarray = attrs.field(repr=False)
-    labels: tuple = attrs.field(repr=False)
+    labels: tuple[Any, ...] = attrs.field(repr=False)
     seconds: float = 0.0
 
     @property
@@ -56,7 +56,8 @@ class LedgerAnswers:
 
     def answers(self) -> np.ndarray:
         """Shape (rows, len(at)): the answer of every row."""
-        return self.values[self.index]
+        out: np.ndarray = self.values[self.index]
+        return out
 
     def column_names(self) -> list[str]:
         given = "delta" if self.query == "epsilon" else "epsilon"
@@ -70,13 +71,16 @@ class LedgerAnswers:
         return frame
 
 
-def group_ledgers(ledgers: Iterable[Mapping[str, Any]]) -> tuple[np.ndarray, list, list, list]:
+def group_ledgers(ledgers: Iterable[Mapping[str, Any]]
+                  ) -> tuple[np.ndarray, list[Mapping[str, Any]], list[str], list[int]]:
     """(index per row, distinct ledgers, their digests, the first row of each)."""
     by_id: dict[int, int] = {}
     by_digest: dict[str, int] = {}
-    alive: list = []                     # keeps the objects hashed by id alive
-    distinct, digests, first = [], [], []
-    index = []
+    alive: list[Any] = []                     # keeps the objects hashed by id alive
+    distinct: list[Mapping[str, Any]] = []
+    digests: list[str] = []
+    first: list[int] = []
+    index: list[int] = []
     for row, ledger in enumerate(ledgers):
         j = by_id.get(id(ledger))
         if j is None:
@@ -94,7 +98,7 @@ def group_ledgers(ledgers: Iterable[Mapping[str, Any]]) -> tuple[np.ndarray, lis
     return np.asarray(index, dtype=np.int64), distinct, digests, first
 
 
-def answer_ledger(task: Mapping[str, Any], seed: Any = None) -> dict:
+def answer_ledger(task: Mapping[str, Any], seed: Any = None) -> dict[str, Any]:
     """The answers of one ledger: {"values": [...], "label": ...} (deterministic)."""
     values, label = answer(task["ledger"], task["query"], task["at"], task["accountant"])
     return {"values": values.tolist(), "label": label}
@@ -115,10 +119,10 @@ def account_ledgers(ledgers: Iterable[Mapping[str, Any]], *, delta: Any = None,
         raise ValueError(f"accountant must be one of {', '.join(ACCOUNTANTS)}, got "
                          f"{accountant!r}")
     if delta is not None:
-        query, at = "epsilon", check_array("delta", delta, lo=0.0, hi=1.0, hi_open=True)
+        query, asked = "epsilon", check_array("delta", delta, lo=0.0, hi=1.0, hi_open=True)
     else:
-        query, at = "delta", check_array("epsilon", epsilon, allow_inf=True)
-    at = tuple(float(v) for v in np.atleast_1d(at))
+        query, asked = "delta", check_array("epsilon", epsilon, allow_inf=True)
+    at = tuple(float(v) for v in np.atleast_1d(asked))
     if not at:
         raise ValueError(f"{'delta' if query == 'epsilon' else 'epsilon'} must not be empty")
     if isinstance(ledgers, (str, bytes, Mapping)):

@@ -41,4 +41,4 @@ def tune_allocator() -> bool:
     except (OSError, AttributeError):     # not glibc (musl has no mallopt)
         return False
     ok = mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) == 1
-    return ok and mallopt(_M_TRIM_THRESHOLD, 2 * _MMAP_THRESHOLD) == 1
+    return bool(ok and mallopt(_M_TRIM_THRESHOLD, 2 * _MMAP_THRESHOLD) == 1)

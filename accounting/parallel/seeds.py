@@ -28,7 +28,9 @@ def resolve_seed(seed: Any | None) -> int:
     """``seed`` checked (an integer in [0, 2^128 − 1]), or fresh entropy when None —
     returned so that the run can be reported and repeated."""
     if seed is None:
-        return int(np.random.SeedSequence().entropy)
+        entropy = np.random.SeedSequence().entropy
+        assert isinstance(entropy, int)   # drawn fresh, it is one integer
+        return entropy
     return check_count("seed", seed, minimum=0, maximum=MAX_SEED)
 
 

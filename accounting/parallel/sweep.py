@@ -9,7 +9,8 @@ Cartesian product gives the points::
     accountant = "pld"         # "pld" (default), "rdp" or "zcdp"
     solve = "sigma"            # calibrate: the parameter solved for
     epsilon = 1.0              # the target (calibrate) or the ε of a "delta" query
-    delta = 1e-5               # the δ of an "epsilon" query, or of the target
+    delta = 1e-5               # the δ of an "epsilon" query, or of the target; a list
+                               # (delta = [1e-5, 1e-6]) is an axis, as under [grid]
     step = 1e-4                # optional PLD grid step
     rtol = 1e-6                # optional, calibrate: relative width of the bracket
 
@@ -102,13 +103,13 @@ class SweepPlan:
 
     query: str
     solve: str | None
-    axes: tuple              # ((name, (values…)), …) in grid order
-    points: tuple            # per point: {axis: value}
-    tasks: tuple             # per point: the task configuration
-    keys: tuple              # per point: the digest of its task (16 hex digits)
+    axes: tuple[Any, ...]              # ((name, (values…)), …) in grid order
+    points: tuple[Any, ...]            # per point: {axis: value}
+    tasks: tuple[Any, ...]             # per point: the task configuration
+    keys: tuple[Any, ...]              # per point: the digest of its task (16 hex digits)
 
     @property
-    def results(self) -> tuple:
+    def results(self) -> tuple[Any, ...]:
         """(column, type) of the answer columns."""
         return _RESULTS[self.query]
 
@@ -133,7 +134,7 @@ def _plain(value: Any, where: str) -> Any:
     return value
 
 
-def _axis_values(name: str, values: Any) -> tuple:
+def _axis_values(name: str, values: Any) -> tuple[Any, ...]:
     if isinstance(values, np.ndarray):
         values = values.tolist()
     if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Sequence):
@@ -151,7 +152,7 @@ def _axis_values(name: str, values: Any) -> tuple:
     return out
 
 
-def _workloads(spec: Mapping[str, Any]) -> list[tuple[str, dict]]:
+def _workloads(spec: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(label, workload dict) of the base workload or of each ``workload`` table."""
     if "workload" in spec:
         if "mechanism" in spec:
@@ -181,7 +182,7 @@ def _workloads(spec: Mapping[str, Any]) -> list[tuple[str, dict]]:
     return [("", {"mechanism": copy.deepcopy(spec["mechanism"])})]
 
 
-def _entries(label: str, workload: dict) -> list:
+def _entries(label: str, workload: dict[str, Any]) -> list[Any]:
     entries = workload["mechanism"]
     where = f"workload {label!r}" if label else "the workload"
     if not isinstance(entries, list) or not entries or \
@@ -191,7 +192,7 @@ def _entries(label: str, workload: dict) -> list:
     return entries
 
 
-def _targets(axis: str, label: str, entries: list) -> list[int]:
+def _targets(axis: str, label: str, entries: list[Any]) -> list[int]:
     """The mechanism entries (0-based) a parameter axis sets in one workload."""
     where = f"workload {label!r}" if label else "the workload"
     parts = axis.split(".")
@@ -213,6 +214,10 @@ def _targets(axis: str, label: str, entries: list) -> list[int]:
         raise SweepError(f"grid: unknown parameter {axis!r}: not a parameter of any mechanism "
                          f"of {where} ({', '.join(names)}) nor a query value")
     return hits
+
+
+#: query values that may be listed at the top level (each value a point of the grid)
+_LISTABLE = ("delta", "epsilon")
 
 
 def _single(spec: Mapping[str, Any], key: str) -> Any:
@@ -251,12 +256,21 @@ def plan_sweep(spec: Mapping[str, Any]) -> SweepPlan:
     elif solve is not None or "rtol" in spec:
         raise SweepError(f"{'solve' if solve is not None else 'rtol'} applies to "
                          f"query = \"calibrate\" only")
-    fixed = {k: _single(spec, k) for k in settable if k in spec}
-    fixed.setdefault("accountant", "pld")
-    workloads = _workloads(spec)
     grid = spec.get("grid", {})
     if not isinstance(grid, Mapping):
         raise SweepError(f"grid must be a table of axes, got {type(grid).__name__}")
+    # a list of query values at the top level, as a workload file takes them
+    # (``delta = [1e-5, 1e-6]``), is an axis of the grid: one point per value
+    listed = [k for k in _LISTABLE if k in spec and k in settable
+              and isinstance(spec[k], (list, tuple, np.ndarray))]
+    for key in listed:
+        if key in grid:
+            raise SweepError(f"{key}: give its values once, at the top level or under [grid]")
+    if listed:
+        grid = {**{k: spec[k] for k in listed}, **grid}
+    fixed = {k: _single(spec, k) for k in settable if k in spec and k not in listed}
+    fixed.setdefault("accountant", "pld")
+    workloads = _workloads(spec)
     if not grid and len(workloads) < 2:
         raise SweepError("the grid is empty: give at least one axis under [grid] (or "
                          "several [[workload]] tables)")
@@ -289,8 +303,10 @@ def plan_sweep(spec: Mapping[str, Any]) -> SweepPlan:
         for name, _ in axes:
             if name not in settable and name != "workload":
                 targets[label, name] = _targets(name, label, entries)
-    points, tasks, keys = [], [], []
-    first = {}
+    points: list[dict[str, Any]] = []
+    tasks: list[dict[str, Any]] = []
+    keys: list[str] = []
+    first: dict[str, int] = {}
     for combo in itertools.product(*(values for _, values in axes)):
         point = dict(zip((name for name, _ in axes), combo))
         label = point.get("workload", workloads[0][0])
@@ -314,17 +330,18 @@ def plan_sweep(spec: Mapping[str, Any]) -> SweepPlan:
     return SweepPlan(query, solve, tuple(axes), tuple(points), tuple(tasks), tuple(keys))
 
 
-def _task(query: str, solve: str | None, rtol: Any, workload: dict, values: dict,
-          index: int) -> dict:
+def _task(query: str, solve: str | None, rtol: Any, workload: dict[str, Any], values: dict[str, Any],
+          index: int) -> dict[str, Any]:
     """The task of one point, checked now so that a bad value fails before any work."""
     accountant = values["accountant"]
     if accountant not in ACCOUNTANTS:
         raise SweepError(f"point {index}: accountant must be one of "
                          f"{', '.join(ACCOUNTANTS)}, got {accountant!r}")
     workload.update(values)
-    task: dict = {"query": query, "workload": workload}
+    task: dict[str, Any] = {"query": query, "workload": workload}
     try:
         if query == "calibrate":
+            assert solve is not None   # the plan refused a calibrate sweep without one
             task["solve"] = solve
             if rtol is not None:
                 task["rtol"] = rtol
@@ -339,7 +356,7 @@ def _task(query: str, solve: str | None, rtol: Any, workload: dict, values: dict
 
 
 # ------------------------------------------------------------------ a task
-def run_point(task: Mapping[str, Any], seed: Any = None) -> dict:
+def run_point(task: Mapping[str, Any], seed: Any = None) -> dict[str, Any]:
     """The answer columns of one task (see ``SweepPlan.results``) and its ``seconds``.
     Deterministic: ``seed`` is not used (accounting draws no random numbers)."""
     t0 = time.perf_counter()
@@ -371,11 +388,11 @@ class SweepResult:
     that raised (with ``on_error="record"``), whose rows carry the ``error``."""
 
     plan: SweepPlan = attrs.field(repr=False)
-    rows: tuple = attrs.field(repr=False)
+    rows: tuple[Any, ...] = attrs.field(repr=False)
     computed: int
     resumed: int
     seconds: float
-    failures: tuple = ()
+    failures: tuple[Any, ...] = ()
 
     @property
     def columns(self) -> list[str]:
@@ -387,7 +404,7 @@ class SweepResult:
         return pd.DataFrame(list(self.rows), columns=self.columns)
 
 
-def _row(plan: SweepPlan, i: int, value: Any) -> dict:
+def _row(plan: SweepPlan, i: int, value: Any) -> dict[str, Any]:
     row = {"index": i, "key": plan.keys[i], **plan.points[i]}
     if isinstance(value, TaskFailure):
         row.update({name: None for name, _ in plan.results}, seconds=None,
@@ -397,7 +414,7 @@ def _row(plan: SweepPlan, i: int, value: Any) -> dict:
     return row
 
 
-def _resumed(plan: SweepPlan, table: TableFile) -> dict[int, dict]:
+def _resumed(plan: SweepPlan, table: TableFile) -> dict[int, dict[str, Any]]:
     """The finished rows of ``table`` by point, decoded and checked as strictly as
     fresh input; rows with an error, and rows whose answer is +∞ (a true answer for a
     non-private point, but one that a damaged file could also hold), are run again.
@@ -426,7 +443,7 @@ def _resumed(plan: SweepPlan, table: TableFile) -> dict[int, dict]:
 
 
 def _checked_row(plan: SweepPlan, i: int, raw: Mapping[str, Any],
-                 table: TableFile) -> dict | None:
+                 table: TableFile) -> dict[str, Any] | None:
     """The answer columns and ``seconds`` of a row read back for point ``i``, None if
     the point is to be run again; a ValueError naming the column otherwise."""
     def get(name: str, kind: type) -> Any:
@@ -475,7 +492,7 @@ def _checked_row(plan: SweepPlan, i: int, raw: Mapping[str, Any],
 
 
 def run_sweep(spec: Mapping[str, Any] | SweepPlan, *,
-              output: str | os.PathLike | None = None, resume: bool = False,
+              output: str | os.PathLike[str] | None = None, resume: bool = False,
               overwrite: bool = False, engine: Engine | None = None, seed: int = 0,
               on_error: str = "raise", progress: Any = False) -> SweepResult:
     """Run every point of ``spec`` (a dict, or a ``SweepPlan``) on ``engine``.
@@ -496,7 +513,7 @@ def run_sweep(spec: Mapping[str, Any] | SweepPlan, *,
         if output is not None else None
     try:
         done = _resumed(plan, table) if table is not None else {}
-        rows: list = [done.get(i) for i in range(len(plan))]
+        rows: list[Any] = [done.get(i) for i in range(len(plan))]
         todo = [i for i in range(len(plan)) if i not in done]
 
         def on_result(k: int, value: Any) -> None:
@@ -519,7 +536,7 @@ def run_sweep(spec: Mapping[str, Any] | SweepPlan, *,
 
 
 # --------------------------------------------------------------- from TOML
-def load_sweep(path: str | os.PathLike) -> dict:
+def load_sweep(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A sweep from a TOML file: a regular UTF-8 file of at most 1 MiB (as a workload
     file; a FIFO or a device is refused before it is opened). Only parsed, never
     executed."""

@@ -38,7 +38,7 @@ __all__ = ["TableFile", "table_format", "check_output", "decode_value", "encode_
 FORMATS = {".csv": "csv", ".jsonl": "jsonl"}
 
 
-def table_format(path: str | os.PathLike) -> str:
+def table_format(path: str | os.PathLike[str]) -> str:
     """``"csv"`` or ``"jsonl"`` from the extension of ``path``; a ValueError otherwise."""
     ext = os.path.splitext(str(path))[1].lower()
     if ext not in FORMATS:
@@ -47,7 +47,7 @@ def table_format(path: str | os.PathLike) -> str:
     return FORMATS[ext]
 
 
-def check_output(path: str | os.PathLike) -> str:
+def check_output(path: str | os.PathLike[str]) -> str:
     """The format of the output file ``path`` (``table_format``) once it is known the
     file can be written there: its folder exists and takes a new file (tried, with a
     temporary file removed at once: the final rewrite needs one there too), and
@@ -113,11 +113,11 @@ class TableFile:
     (``check_output``).
     """
 
-    def __init__(self, path: str | os.PathLike, columns: Sequence[str], *,
+    def __init__(self, path: str | os.PathLike[str], columns: Sequence[str], *,
                  resume: bool = False, overwrite: bool = False) -> None:
         self.path, self.columns = str(path), list(columns)
         self.format = check_output(path)
-        self.existing: list[dict] = []
+        self.existing: list[dict[str, Any]] = []
         self.lines: list[int] = []
         exists = os.path.exists(self.path) and os.path.getsize(self.path) > 0
         if exists and not (resume or overwrite):

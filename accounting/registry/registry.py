@@ -501,7 +501,7 @@ class Registry:
         return self._fail(record.plugin, message)
 
     # -------------------------------------------------------------- queries
-    def mechanism(self, name: str) -> type:
+    def mechanism(self, name: str) -> type[Any]:   # (a Mechanism class: the leaf store cannot name it)
         """The mechanism class registered under ``name``."""
         if not isinstance(name, str):
             raise TypeError(f"mechanism name must be a string, got {type(name).__name__}")

@@ -87,7 +87,7 @@ class UnsupportedEventError(ValueError):
     names it and where it sits in the tree."""
 
 
-def _dp_event_module():
+def _dp_event_module() -> Any:
     try:
         from dp_accounting import dp_event
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -185,7 +185,8 @@ class _Reader:
             raise self.fail(event, path, f"mechanisms nested more than {MAX_MECHANISM_DEPTH} "
                                          f"deep are not accepted (as in a ledger document)")
         try:
-            return cls(**params)
+            result: Mechanism = cls(**params)
+            return result
         except (ValueError, TypeError) as exc:
             raise self.fail(event, path, f"{name}: {exc}") from None
 
@@ -195,7 +196,7 @@ class _Reader:
     # begin with the field's name; its path is put before it only on a refusal
     # (written out at every level, paths would cost the square of the depth)
     @staticmethod
-    def checked(path: Any, check: Callable, *args: Any, **kwargs: Any) -> Any:
+    def checked(path: Any, check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
             return check(*args, **kwargs)
         except (TypeError, ValueError) as exc:
@@ -203,10 +204,12 @@ class _Reader:
 
     def real(self, event: Any, path: Any, field: str, **limits: Any) -> float:
         limits.setdefault("allow_inf", True)
-        return self.checked(path, check_real, field, getattr(event, field), **limits)
+        result: float = self.checked(path, check_real, field, getattr(event, field), **limits)
+        return result
 
     def integer(self, event: Any, path: Any, field: str) -> int:
-        return self.checked(path, check_count, field, getattr(event, field), minimum=0)
+        result: int = self.checked(path, check_count, field, getattr(event, field), minimum=0)
+        return result
 
     def reals(self, event: Any, path: Any, field: str) -> tuple[float, ...]:
         value = getattr(event, field)
@@ -253,30 +256,32 @@ class _Reader:
                 return out
             stack[-1][3].append(out)
 
-    def combine(self, event: Any, path: Any, children: list, done: list,
+    def combine(self, event: Any, path: Any, children: list[Any], done: list[Any],
                 info: Any) -> list[Entry]:
         """The entries of ``event`` from those of its children (``done``)."""
-        handler: Callable | None = getattr(self, "_" + type(event).__name__, None)
+        handler: Callable[..., Any] | None = getattr(self, "_" + type(event).__name__, None)
         if handler is None:
             raise self.fail(event, path, "no mechanism here expresses this event")
         if getattr(self, "_children_" + type(event).__name__, None) is None:
-            return handler(event, path)
-        return handler(event, path, children, done, info)
+            result: list[Entry] = handler(event, path)
+            return result
+        result = handler(event, path, children, done, info)
+        return result
 
-    def _NoOpDpEvent(self, event, path):
+    def _NoOpDpEvent(self, event: Any, path: Any) -> Any:
         return []
 
-    def _NonPrivateDpEvent(self, event, path):
+    def _NonPrivateDpEvent(self, event: Any, path: Any) -> Any:
         return self.non_private(event, path)
 
-    def _children_ComposedDpEvent(self, event, path):
+    def _children_ComposedDpEvent(self, event: Any, path: Any) -> Any:
         events = event.events
         if isinstance(events, (str, bytes)) or not hasattr(events, "__iter__"):
             raise TypeError(f"{path}.events must be a list of DpEvents, got "
                             f"{type(events).__name__}")
         return [(sub, path.child(f".events[{i}]")) for i, sub in enumerate(events)], None
 
-    def _ComposedDpEvent(self, event, path, children, done, info):
+    def _ComposedDpEvent(self, event: Any, path: Any, children: Any, done: Any, info: Any) -> Any:
         if not done:
             return []
         # each child's list is this event's alone now: extend the first in place, so
@@ -286,7 +291,7 @@ class _Reader:
             out.extend(entries)
         return out
 
-    def _children_SelfComposedDpEvent(self, event, path):
+    def _children_SelfComposedDpEvent(self, event: Any, path: Any) -> Any:
         count = event.count
         if isinstance(count, bool) or not isinstance(count, int):
             raise TypeError(f"{path}.count must be an integer, got {type(count).__name__} "
@@ -295,24 +300,24 @@ class _Reader:
             raise self.fail(event, path, f"count must be an integer >= 0, got {count!r}")
         return [(event.event, path.child(".event"))], count
 
-    def _SelfComposedDpEvent(self, event, path, children, done, count):
+    def _SelfComposedDpEvent(self, event: Any, path: Any, children: Any, done: Any, count: Any) -> Any:
         if count == 1:
             return done[0]
         return [(m, c * count) for m, c in done[0] if count > 0]
 
-    def _GaussianDpEvent(self, event, path):
+    def _GaussianDpEvent(self, event: Any, path: Any) -> Any:
         z = self.real(event, path, "noise_multiplier")
         if z == 0:
             return self.non_private(event, path)
         return [(self.build(event, path, "gaussian", sigma=z, neighbouring=self.relation), 1)]
 
-    def _LaplaceDpEvent(self, event, path):
+    def _LaplaceDpEvent(self, event: Any, path: Any) -> Any:
         z = self.real(event, path, "noise_multiplier")
         if z == 0:
             return self.non_private(event, path)
         return [(self.build(event, path, "laplace", b=z, neighbouring=self.relation), 1)]
 
-    def _DiscreteLaplaceDpEvent(self, event, path):
+    def _DiscreteLaplaceDpEvent(self, event: Any, path: Any) -> Any:
         a = self.real(event, path, "noise_parameter")
         sensitivity = self.integer(event, path, "sensitivity")
         if a == 0:
@@ -320,7 +325,7 @@ class _Reader:
         return [(self.build(event, path, "discrete_laplace", a=a, sensitivity=sensitivity,
                             neighbouring=self.relation), 1)]
 
-    def _RandomizedResponseDpEvent(self, event, path):
+    def _RandomizedResponseDpEvent(self, event: Any, path: Any) -> Any:
         r = self.real(event, path, "noise_parameter")
         k = self.integer(event, path, "num_buckets")
         if k == 1:
@@ -337,7 +342,7 @@ class _Reader:
                                      "binary 'randomized_response' covers k = 2 under "
                                      "replace_one only)")
 
-    def _MixtureOfGaussiansDpEvent(self, event, path):
+    def _MixtureOfGaussiansDpEvent(self, event: Any, path: Any) -> Any:
         sigma = self.real(event, path, "standard_deviation")
         sens = self.reals(event, path, "sensitivities")
         probs = self.reals(event, path, "sampling_probs")
@@ -350,7 +355,7 @@ class _Reader:
         return [(self.build(event, path, "mixture_of_gaussians", sigma=sigma,
                             sensitivities=sens, sampling_probs=probs), 1)]
 
-    def _SingleEpochTreeAggregationDpEvent(self, event, path):
+    def _SingleEpochTreeAggregationDpEvent(self, event: Any, path: Any) -> Any:
         z = self.real(event, path, "noise_multiplier")
         counts = event.step_counts
         if isinstance(counts, (list, tuple)):
@@ -382,7 +387,7 @@ class _Reader:
                                      "Gaussians only); this composition of different "
                                      "mechanisms has no pair here")
 
-    def _children_PoissonSampledDpEvent(self, event, path):
+    def _children_PoissonSampledDpEvent(self, event: Any, path: Any) -> Any:
         # a chain of Poisson samplings is one, with the product of the probabilities
         q, node, where, chained = 1.0, event, path, -1
         while isinstance(node, self.ev.PoissonSampledDpEvent):
@@ -404,7 +409,7 @@ class _Reader:
             return value
         return math.nextafter(rng.lo, math.inf) if rng.lo_open else rng.lo
 
-    def _PoissonSampledDpEvent(self, event, path, children, done, info):
+    def _PoissonSampledDpEvent(self, event: Any, path: Any, children: Any, done: Any, info: Any) -> Any:
         q, chained = info
         if q == 0:
             return []
@@ -426,7 +431,7 @@ class _Reader:
             q = self.smallest(name, "q", q)
         return [(self.build(event, path, name, q=q, **params), 1)]
 
-    def _children_SampledWithoutReplacementDpEvent(self, event, path):
+    def _children_SampledWithoutReplacementDpEvent(self, event: Any, path: Any) -> Any:
         self.check_relation(event, path, Neighbouring.REPLACE_ONE)
         n = self.integer(event, path, "source_dataset_size")
         m = self.integer(event, path, "sample_size")
@@ -434,7 +439,7 @@ class _Reader:
             return [], (n, m)
         return [(event.event, path.child(".event"))], (n, m)
 
-    def _SampledWithoutReplacementDpEvent(self, event, path, children, done, sizes):
+    def _SampledWithoutReplacementDpEvent(self, event: Any, path: Any, children: Any, done: Any, sizes: Any) -> Any:
         n, m = sizes
         if m == 0:
             return []
@@ -447,12 +452,12 @@ class _Reader:
         return [(self.build(event, path, "sampled_without_replacement", base=base,
                             batch_size=m, dataset_size=n), 1)]
 
-    def _children_RepeatAndSelectDpEvent(self, event, path):
+    def _children_RepeatAndSelectDpEvent(self, event: Any, path: Any) -> Any:
         mean = self.real(event, path, "mean")
         shape = self.real(event, path, "shape")
         return [(event.event, path.child(".event"))], (mean, shape)
 
-    def _RepeatAndSelectDpEvent(self, event, path, children, done, params):
+    def _RepeatAndSelectDpEvent(self, event: Any, path: Any, children: Any, done: Any, params: Any) -> Any:
         mean, shape = params
         (inner_event, inner_path), = children
         base = self.single(done[0], inner_event, inner_path, "a repeated event")
@@ -490,7 +495,7 @@ def from_dp_event(event: Any, neighbouring: Any = "add_remove",
 
 
 def ledger_from_dp_event(event: Any, neighbouring: Any = "add_remove",
-                         registry: Registry | None = None):
+                         registry: Registry | None = None) -> Any:
     """A ``Ledger`` (``accounting.ledger``) of the composition ``event`` stands for."""
     try:
         from accounting.ledger import Ledger

@@ -105,7 +105,7 @@ class ApproxDPPair(LawPair):
         total = self.count * check_count("count", count)
         return approx_dp_pair(self.epsilon, self.delta, total)
 
-    def _beta(self, alpha: FloatArray, direction: Direction) -> FloatArray:
+    def _beta(self, alpha: FloatArray, direction: Direction) -> FloatArray | None:
         """f_{ε,δ}(α) = max{0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)} (one use only,
         arXiv:1905.02383, Prop. 2.5); k uses come from the exact law's vertices."""
         if self.count != 1:
@@ -113,8 +113,9 @@ class ApproxDPPair(LawPair):
         alpha = np.asarray(alpha, dtype=float)
         e, d = self.epsilon, self.delta
         with np.errstate(over="ignore"):
-            return np.maximum.reduce([np.zeros_like(alpha), 1.0 - d - math.exp(e) * alpha,
+            result: FloatArray = np.maximum.reduce([np.zeros_like(alpha), 1.0 - d - math.exp(e) * alpha,
                                       math.exp(-e) * (1.0 - d - alpha)])
+            return result
 
 
 def approx_dp_pair(epsilon: float, delta: float, count: int = 1) -> ApproxDPPair:
@@ -176,9 +177,9 @@ class ApproxDPComposition(Mechanism):
     name = "approx_dp_composition"
     sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
-    epsilons: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("epsilons"),
+    epsilons: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("epsilons"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
                                   validator=entries_in(EPSILON), metadata={"range": EPSILON})
-    deltas: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("deltas"),
+    deltas: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("deltas"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
                                 validator=[entries_in(DELTA), _same_length],
                                 metadata={"range": DELTA})
 

@@ -171,7 +171,8 @@ def dgauss_log_ratio(sigma: float, c: FloatArray) -> FloatArray:
     den = 1.0 + 2.0 * float(np.sum(np.exp(logq)))
     s = np.sin(np.pi * k * frac[..., None]) ** 2
     num = 4.0 * np.sum(np.exp(logq) * s, axis=-1)
-    return np.log1p(-num / den)
+    result: FloatArray = np.log1p(-num / den)
+    return result
 
 
 @functools.lru_cache(maxsize=16)
@@ -214,7 +215,8 @@ def _profile_by_table(sigma: float, sensitivity: int, eps: FloatArray) -> FloatA
     val = np.exp(log_d[i]) + np.where(np.isfinite(log_h[i]), tail, 0.0)
     val = np.where(below, -np.expm1(np.minimum(e, 0.0)), np.where(above, 0.0, val))
     val = np.where(eps == np.inf, 0.0, np.where(eps == -np.inf, 1.0, val))
-    return np.clip(val, 0.0, 1.0) + 0.0
+    result: FloatArray = np.clip(val, 0.0, 1.0) + 0.0
+    return result
 
 
 def _log_upper_sum(sigma: float, k: FloatArray) -> FloatArray:
@@ -285,7 +287,8 @@ def _profile_by_tails(sigma: float, sensitivity: int, eps: FloatArray) -> FloatA
         val = np.exp(la) * -np.expm1(np.minimum(e + lb - la, 0.0))
     val = np.where(np.isfinite(la), val, 0.0)
     val = np.where(eps == np.inf, 0.0, np.where(eps == -np.inf, 1.0, val))
-    return np.clip(val, 0.0, 1.0) + 0.0
+    result: FloatArray = np.clip(val, 0.0, 1.0) + 0.0
+    return result
 
 
 def dgauss_delta(sigma: float, sensitivity: int, eps: FloatArray, *, method: str = "auto") -> FloatArray:
@@ -605,7 +608,8 @@ class DiscreteLaplacePair(Pair):
         top = -l1p + t * a * d
         mid = (math.log(math.tanh(a / 2.0)) - a * d * (1.0 + t)
                + _log_geom(a * (1.0 + 2.0 * t), d - 1))
-        return logsumexp(np.stack([bottom, top, mid]), axis=0)
+        result: FloatArray = logsumexp(np.stack([bottom, top, mid]), axis=0)
+        return result
 
     def _beta(self, alpha: FloatArray, direction: Direction) -> FloatArray:
         """T(P, Q)(α), exact: the Neyman–Pearson tests reject the smallest losses first,
@@ -693,7 +697,8 @@ class DiscreteLaplace(AdditiveNoise):
         return self._given_rate if self._given_rate is not None else 1.0 / float(self.scale)
 
     def log_density(self, x: FloatArray) -> FloatArray:
-        return -self.a * np.abs(np.asarray(x, dtype=float))
+        result: FloatArray = -self.a * np.abs(np.asarray(x, dtype=float))
+        return result
 
     def noise_width(self) -> float:
         return float(self.scale)

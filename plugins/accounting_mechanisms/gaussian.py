@@ -13,6 +13,8 @@ is N(μ²/2, μ²) under P and the pair is symmetric, so both directions coincid
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import numpy as np
 from scipy.special import log_ndtr, ndtr, ndtri
@@ -41,7 +43,8 @@ def gaussian_delta(mu: float, eps: FloatArray) -> FloatArray:
     with np.errstate(over="ignore"):
         val = np.exp(la) * -np.expm1(np.minimum(e + lb - la, 0.0))
     if every:
-        return val
+        result: FloatArray = val
+        return result
     val = np.where(eps == np.inf, 0.0, val)
     return np.where(eps == -np.inf, 1.0, val)
 
@@ -59,19 +62,20 @@ class GaussianPair(Pair):
 
     def _beta(self, alpha: FloatArray, direction: Direction) -> FloatArray:
         alpha = np.asarray(alpha, dtype=float)
-        return ndtr(-ndtri(alpha) - self.mu)
+        result: FloatArray = ndtr(-ndtri(alpha) - self.mu)
+        return result
 
     def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
         return t * (t + 1.0) * self.mu ** 2 / 2.0
 
-    def cgf_analytic(self, z, direction):
+    def cgf_analytic(self, z: Any, direction: Any) -> Any:
         """K(z) = μ²z(z + 1)/2, entire: φ(t) = exp(itμ²/2 − t²μ²/2), the
         characteristic function of L ~ N(μ²/2, μ²)."""
         z = np.asarray(z, dtype=complex)
         return z * (z + 1.0) * self.mu ** 2 / 2.0
 
-    def characteristic_decay(self, direction):
+    def characteristic_decay(self, direction: Any) -> Any:
         """|φ(s)| = e^{−μ²s²/2}."""
         return self.mu ** 2 / 2.0
 
@@ -85,6 +89,13 @@ class GaussianPair(Pair):
 
     def _self_compose(self, count: int) -> Pair | None:
         return GaussianPair(self.mu * np.sqrt(count))
+
+    def gdp_mu(self) -> float:
+        """μ: (N(μ, 1), N(0, 1)) is the μ-GDP pair itself (arXiv:1905.02383, Def. 2.6)."""
+        return float(self.mu)
+
+    def gdp_pair(self, mu: float) -> GaussianPair:
+        return GaussianPair(mu)
 
     def noise_density(self) -> NoiseDensity:
         """(N(μ, 1), N(0, 1)) as additive noise: (log-density, Δ, width, span)."""

@@ -118,9 +118,9 @@ class GaussianMixture(AdditiveNoise):
     weights: tuple[float, ...] = attrs.field(converter=_weights,
                                  validator=[_all_positive, in_range(WEIGHT)],
                                  metadata={"range": WEIGHT})
-    means: tuple[float, ...] = attrs.field(converter=float_tuple("means"),
+    means: tuple[float, ...] = attrs.field(converter=float_tuple("means"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
                                validator=[_finite, in_range(MEAN)], metadata={"range": MEAN})
-    scales: tuple[float, ...] = attrs.field(converter=float_tuple("scales"),
+    scales: tuple[float, ...] = attrs.field(converter=float_tuple("scales"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
                                 validator=[_all_positive, in_range(SCALE)],
                                 metadata={"range": SCALE})
 

@@ -95,10 +95,12 @@ class MixturePair(Pair):
                 for w, p in self._live()]
 
     def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
-        return np.logaddexp.reduce(np.stack(self._cgfs(t, direction, lower=False)), axis=0)
+        result: FloatArray = np.logaddexp.reduce(np.stack(self._cgfs(t, direction, lower=False)), axis=0)
+        return result
 
     def cgf_lower(self, t: FloatArray, direction: Direction) -> FloatArray:
-        return np.logaddexp.reduce(np.stack(self._cgfs(t, direction, lower=True)), axis=0)
+        result: FloatArray = np.logaddexp.reduce(np.stack(self._cgfs(t, direction, lower=True)), axis=0)
+        return result
 
     def cgf_exactness(self) -> Exactness:
         labels = [p.cgf_exactness() for _, p in self._live()]
@@ -144,7 +146,7 @@ class MechanismMixture(Mechanism):
     sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
     mechanisms: tuple[Mechanism, ...] = attrs.field(converter=_mechanisms)
-    probs: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("probs"),
+    probs: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("probs"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
                                validator=[entries_in(PROBABILITY),
                                           probabilities_for("mechanisms")],
                                metadata={"range": PROBABILITY})

@@ -64,7 +64,8 @@ def _lse(z: FloatArray, axis: int = -1) -> FloatArray:
     m = np.max(z, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
     with np.errstate(divide="ignore"):
-        return np.squeeze(m, axis=axis) + np.log(np.sum(np.exp(z - m), axis=axis))
+        result: FloatArray = np.squeeze(m, axis=axis) + np.log(np.sum(np.exp(z - m), axis=axis))
+        return result
 
 
 @attrs.frozen
@@ -217,10 +218,10 @@ class MixtureOfGaussians(Mechanism):
     sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
     sigma: float = parameter(SIGMA)
-    sensitivities: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("sensitivities"),
+    sensitivities: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("sensitivities"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
                                        validator=entries_in(SENSITIVITY_ENTRY),
                                        metadata={"range": SENSITIVITY_ENTRY})
-    sampling_probs: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("sampling_probs"),
+    sampling_probs: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("sampling_probs"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
                                         validator=[entries_in(PROBABILITY),
                                                    probabilities_for("sensitivities")],
                                         metadata={"range": PROBABILITY})

@@ -141,7 +141,8 @@ class ReplaceOneGaussianPair(Pair):
         s2 = self.sigma ** 2
         shift = math.log(self.q) - (math.log1p(-self.q) if self.q < 1.0 else -np.inf)
         a = lambda y: (2.0 * y * self.delta - self.delta ** 2) / (2.0 * s2) + shift  # noqa: E731
-        return self.delta / s2 * (expit(a(x)) + expit(a(-x)))
+        result: FloatArray = self.delta / s2 * (expit(a(x)) + expit(a(-x)))
+        return result
 
     def _root(self, eps: FloatArray) -> FloatArray:
         """inf{x : L(x) > ε} for ε ≥ 0 (L odd and increasing): Newton steps kept inside

@@ -258,11 +258,13 @@ class RepeatAndSelectPair(Pair):
         low = np.minimum(self.base._profile_lower(eps, Direction.FORWARD),
                          self.base._profile_lower(eps, Direction.BACKWARD))
         if not math.isinf(self.shape):
-            return low
+            result: FloatArray = low
+            return result
         p = -math.expm1(-self.mean)
         with np.errstate(over="ignore"):
             atom = np.maximum(-np.expm1(np.minimum(eps, 0.0)), 0.0)
-        return p * low + (1.0 - p) * atom
+        result = p * low + (1.0 - p) * atom
+        return result
 
     def curve(self, kind: type[CurveT], *, registry: Registry | None = None,
               **options: Any) -> CurveT:

@@ -53,7 +53,8 @@ class SubsampledGaussianPair(PoissonSubsampledPair):
 
     @property
     def z(self) -> float:
-        return 1.0 / self.base.mu
+        result: float = 1.0 / self.base.mu
+        return result
 
     def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         fn = _rdp.remove_cgf_upper if direction is Direction.FORWARD else _rdp.add_cgf_upper

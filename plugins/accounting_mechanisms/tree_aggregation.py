@@ -399,7 +399,7 @@ class TreeAggregation(Mechanism):
 
     name = "tree_aggregation"
     sigma: float = parameter(NOISE_SCALE)
-    step_counts: tuple[int, ...] = attrs.field(converter=_step_counts, validator=entries_in(STEPS),
+    step_counts: tuple[int, ...] = attrs.field(converter=_step_counts, validator=entries_in(STEPS),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
                                      metadata={"range": STEPS})
     completed: bool = _flag_field("completed")
 

@@ -100,8 +100,8 @@ def _inf_mass(log_masses: FloatArray, sensitivity: int, truncation: int) -> floa
     return min(m, 1.0)
 
 
-def _integer_in(rng: Range) -> Callable[[Any, attrs.Attribute[Any], Any], int]:
-    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> int:
+def _integer_in(rng: Range) -> Callable[[Any, attrs.Attribute[Any], Any], Any]:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> Any:
         return rng.check(attribute.name, value)
     return check
 

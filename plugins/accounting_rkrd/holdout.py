@@ -106,7 +106,8 @@ class WitnessTest:
         if self.epsilon_lower_bound is not None:
             return max(self.rows, key=lambda r: r.epsilon_bound)
         beaten = [r for r in self.rows if r.beaten]
-        return beaten[0] if beaten else self.rows[0]
+        result: ThresholdResult = beaten[0] if beaten else self.rows[0]
+        return result
 
     def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, "detail": self.detail,
@@ -190,7 +191,8 @@ def _curve_strength(claim: Any, a_u: np.ndarray, b_u: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
         one = np.log(claim.beta(a_u)) - np.log(b_u)
         two = np.log(claim.beta(b_u)) - np.log(a_u)
-    return np.maximum(one, two)
+    result: np.ndarray = np.maximum(one, two)
+    return result
 
 
 def _plan_curve(cand: Candidate, claim: Any, m_p: int, m_q: int,

@@ -188,7 +188,8 @@ class AuditReport:
         (``accounting.save`` writes that form)."""
         if exact:
             from accounting.serialization import encode
-            return encode(self, report_types(), "report")
+            result: dict[str, Any] = encode(self, report_types(), "report")
+            return result
         out: dict[str, Any] = {
             "auditor": self.auditor,
             "claim": self.claim.to_dict(),
@@ -220,7 +221,8 @@ class AuditReport:
             out["bootstrap"] = self.bootstrap.to_dict()
         if self.sweep is not None:
             out["sweep"] = self.sweep.to_dict()
-        return json_safe(out)
+        result = json_safe(out)
+        return result
 
     @classmethod
     def from_dict(cls, data: Any) -> AuditReport:

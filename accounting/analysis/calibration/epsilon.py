@@ -66,7 +66,7 @@ class Calibration:
     rtol: float
     evaluations: int
     order: float | None = None
-    uses: tuple = attrs.field(default=(), eq=False, repr=False)
+    uses: tuple[Any, ...] = attrs.field(default=(), eq=False, repr=False)
     ledger: Ledger | None = attrs.field(default=None, eq=False, repr=False)
     exactness: Exactness = attrs.field(default=Exactness.UPPER,
                                        validator=attrs.validators.instance_of(Exactness))

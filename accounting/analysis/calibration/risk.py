@@ -64,14 +64,16 @@ class RiskCalibration:
 
 def _risk_metric(tpr: float | None, fpr: float | None, advantage: float | None,
                  direction: Direction, accountant: str = "pld"
-                 ) -> tuple[str, float, float | None, Callable]:
+                 ) -> tuple[str, float, float | None, Callable[..., Any]]:
     """(figure, target, fpr, accountant ↦ the figure's upper bound under ``accountant``:
     the pessimistic PLD, or the Rényi curve through ``accounting.analysis.risk``)."""
     from accounting.analysis import risk
     kind = PLD if accountant == "pld" else (RDP if accountant == "rdp" else ZCDP)
 
-    def curve(acct: Accountant):
-        return acct.curve(PLD, lower=False) if kind is PLD else acct.curve(kind)
+    def curve(acct: Accountant) -> PLD | RDP | ZCDP:
+        if kind is PLD:
+            return acct.curve(PLD, lower=False)
+        return acct.curve(RDP) if kind is RDP else acct.curve(ZCDP)
     if (tpr is None) == (advantage is None):
         raise ValueError("give exactly one risk target: tpr (with fpr) or advantage")
     if tpr is not None:

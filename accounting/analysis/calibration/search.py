@@ -11,6 +11,7 @@ previous best order (``numerics.order_search.minimise_near``).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -29,7 +30,7 @@ from accounting.ledger import Ledger
 from accounting.numerics.loss import GridSizeError
 from accounting.numerics.order_search import minimise_near
 from accounting.progress import progress
-from accounting.vocabulary import Direction, Exactness
+from accounting.vocabulary import Direction, Exactness, FloatArray, bind_direction
 
 __all__ = ["DEFAULT_RTOL", "Problem", "solve_bracket", "epsilon_label", "label_of", "check_flag"]
 
@@ -60,6 +61,11 @@ def _best_order(cgf: Callable[[np.ndarray], np.ndarray], log_delta: float,
     return max(best, 0.0), t
 
 
+def _zcdp_cgf(rho: float, t: FloatArray) -> FloatArray:
+    """K(t) = ρ t (t + 1), the CGF of ρ-zCDP at α − 1 = t."""
+    return rho * t * (t + 1.0)
+
+
 @attrs.define
 class Problem:
     """ε(δ; x) of a workload under one accountant, memoised, with warm-started orders."""
@@ -77,10 +83,11 @@ class Problem:
     #: x = 0 is no noise at all (x scales the mechanisms' own noise parameters): a
     #: value the search may answer when nothing smaller can be evaluated
     zero: bool = False
-    seen: dict = attrs.field(factory=dict)
-    _log_t: dict = attrs.field(factory=dict)
+    #: x → (ε or the figure, the best order α or None)
+    seen: dict[float, tuple[float, float | None]] = attrs.field(factory=dict)
+    _log_t: dict[Direction, float] = attrs.field(factory=dict)
     #: what ε at each x is: a certified upper bound or a numerical value
-    labels: dict = attrs.field(factory=dict)
+    labels: dict[float, Exactness] = attrs.field(factory=dict)
     #: progress on stderr for long searches (silent for the first seconds; see
     #: ``accounting.progress``); closed by the caller
     bar: Any = attrs.field(factory=lambda: progress(desc="calibration: evaluations"))
@@ -96,8 +103,11 @@ class Problem:
         acct = Accountant.of(ledger, step=self.step)
         pairs = ledger.pairs()
         if self.metric is not None:
-            read = (acct.curve(PLD, lower=False) if self.accountant == "pld"
-                    else acct.curve(RDP if self.accountant == "rdp" else ZCDP))
+            read: PLD | RDP | ZCDP
+            if self.accountant == "pld":
+                read = acct.curve(PLD, lower=False)
+            else:
+                read = acct.curve(RDP) if self.accountant == "rdp" else acct.curve(ZCDP)
             self.labels[x] = epsilon_label(read)
             return float(self.metric(acct)), None
         if self.accountant == "pld":
@@ -117,13 +127,14 @@ class Problem:
         if self.accountant == "rdp":
             rdp = acct.curve(RDP)
             self.labels[x] = epsilon_label(rdp)
-            cgfs = {d: (lambda t, d=d: rdp.cgf(t, d)) for d in directions}
+            cgfs: dict[Direction, Callable[[FloatArray], FloatArray]] = {
+                d: bind_direction(rdp.cgf, d) for d in directions}
         else:
             zcdp = acct.curve(ZCDP)
             self.labels[x] = epsilon_label(zcdp)
-            cgfs = {d: (lambda t, r=zcdp.rho(d): r * t * (t + 1.0)) for d in directions}
+            cgfs = {d: functools.partial(_zcdp_cgf, zcdp.rho(d)) for d in directions}
         log_delta = math.log(self.delta)
-        best = (-math.inf, None)
+        best: tuple[float, float | None] = (-math.inf, None)
         for d, cgf in cgfs.items():
             if d not in self._log_t:
                 # first guess: the best order of a Gaussian with ρ = K(1)/2,
@@ -143,7 +154,7 @@ class Problem:
         return best
 
 
-def epsilon_label(curve) -> Exactness:
+def epsilon_label(curve: PLD | RDP | ZCDP) -> Exactness:
     """What ε from the upper side of ``curve`` is: a certified upper bound when the
     curve is exact or a sound bound, else (a numerical curve) numerical."""
     return label_of(curve.provenance)
@@ -154,7 +165,8 @@ def label_of(provenance: Provenance) -> Exactness:
     return Exactness.UPPER if provenance.exactness.certified else Exactness.NUMERICAL
 
 
-def _check_order(seen: dict, target: float, label: str, what: str = "ε") -> tuple[float, float]:
+def _check_order(seen: dict[float, tuple[float, float | None]], target: float, label: str,
+                 what: str = "ε") -> tuple[float, float]:
     """(largest infeasible x, smallest feasible x); ValueError if they cross."""
     feasible = [x for x, (e, _) in seen.items() if e <= target]
     infeasible = [x for x, (e, _) in seen.items() if e > target]
