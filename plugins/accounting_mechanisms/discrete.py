@@ -102,10 +102,12 @@ def _check_integer_sensitivity(label: str, value: float) -> int:
     return int(x)
 
 
-def _integer_sensitivity() -> Any:
-    """The ``sensitivity`` field of noise on the integers: declared range, checked first."""
-    return attrs.field(default=1.0, kw_only=True, metadata={"range": INTEGER_SENSITIVITY},
-                       validator=lambda i, a, v: _check_integer_sensitivity(i.name, v))
+def _integer_sensitivity_check(instance: AdditiveNoise, attribute: attrs.Attribute[Any],
+                               value: float) -> None:
+    """attrs validator of the ``sensitivity`` field of noise on the integers (each such
+    class declares the field with ``attrs.field`` itself, so that mypy's attrs plugin
+    reads it as keyword-only with a default)."""
+    _check_integer_sensitivity(instance.name, value)
 
 
 # ============================================================================ sampling
@@ -171,7 +173,8 @@ def dgauss_log_ratio(sigma: float, c: FloatArray) -> FloatArray:
     den = 1.0 + 2.0 * float(np.sum(np.exp(logq)))
     s = np.sin(np.pi * k * frac[..., None]) ** 2
     num = 4.0 * np.sum(np.exp(logq) * s, axis=-1)
-    return np.log1p(-num / den)
+    result: FloatArray = np.log1p(-num / den)
+    return result
 
 
 @functools.lru_cache(maxsize=16)
@@ -214,7 +217,8 @@ def _profile_by_table(sigma: float, sensitivity: int, eps: FloatArray) -> FloatA
     val = np.exp(log_d[i]) + np.where(np.isfinite(log_h[i]), tail, 0.0)
     val = np.where(below, -np.expm1(np.minimum(e, 0.0)), np.where(above, 0.0, val))
     val = np.where(eps == np.inf, 0.0, np.where(eps == -np.inf, 1.0, val))
-    return np.clip(val, 0.0, 1.0) + 0.0
+    result: FloatArray = np.clip(val, 0.0, 1.0) + 0.0
+    return result
 
 
 def _log_upper_sum(sigma: float, k: FloatArray) -> FloatArray:
@@ -285,7 +289,8 @@ def _profile_by_tails(sigma: float, sensitivity: int, eps: FloatArray) -> FloatA
         val = np.exp(la) * -np.expm1(np.minimum(e + lb - la, 0.0))
     val = np.where(np.isfinite(la), val, 0.0)
     val = np.where(eps == np.inf, 0.0, np.where(eps == -np.inf, 1.0, val))
-    return np.clip(val, 0.0, 1.0) + 0.0
+    result: FloatArray = np.clip(val, 0.0, 1.0) + 0.0
+    return result
 
 
 def dgauss_delta(sigma: float, sensitivity: int, eps: FloatArray, *, method: str = "auto") -> FloatArray:
@@ -350,7 +355,9 @@ class DiscreteGaussian(AdditiveNoise):
 
     name = "discrete_gaussian"
     domain = "integer"
-    sensitivity: float = _integer_sensitivity()
+    sensitivity: float = attrs.field(default=1.0, kw_only=True,
+                                     metadata={"range": INTEGER_SENSITIVITY},
+                                     validator=_integer_sensitivity_check)
     sigma: float = parameter(NOISE_SCALE)
 
     def log_density(self, x: FloatArray) -> FloatArray:
@@ -476,8 +483,13 @@ class SubsampledDiscreteGaussianPair(PoissonSubsampledPair):
     exact binomial sums)."""
 
     def __attrs_post_init__(self) -> None:
+        self._gaussian_base()
+
+    def _gaussian_base(self) -> DiscreteGaussianPair:
+        """``base``, refused unless a discrete Gaussian pair (the lattice sum's law)."""
         if not isinstance(self.base, DiscreteGaussianPair):
             raise TypeError(f"base must be a DiscreteGaussianPair, got {type(self.base).__name__}")
+        return self.base
 
     def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
@@ -487,7 +499,8 @@ class SubsampledDiscreteGaussianPair(PoissonSubsampledPair):
             where = where & (t != np.floor(t)) & (t + 1.0 < LATTICE_MAX_REMOVE_ORDER)
         if not np.any(where):
             return generic
-        lattice = dgauss_subsampled_cgf(self.base.sigma, self.base.sensitivity, float(self.q),
+        base = self._gaussian_base()
+        lattice = dgauss_subsampled_cgf(base.sigma, base.sensitivity, float(self.q),
                                         np.where(where, t, 0.0), direction)
         return np.where(where, np.minimum(generic, lattice), generic)
 
@@ -605,7 +618,8 @@ class DiscreteLaplacePair(Pair):
         top = -l1p + t * a * d
         mid = (math.log(math.tanh(a / 2.0)) - a * d * (1.0 + t)
                + _log_geom(a * (1.0 + 2.0 * t), d - 1))
-        return logsumexp(np.stack([bottom, top, mid]), axis=0)
+        result: FloatArray = logsumexp(np.stack([bottom, top, mid]), axis=0)
+        return result
 
     def _beta(self, alpha: FloatArray, direction: Direction) -> FloatArray:
         """T(P, Q)(α), exact: the Neyman–Pearson tests reject the smallest losses first,
@@ -659,8 +673,12 @@ class DiscreteLaplace(AdditiveNoise):
 
     name = "discrete_laplace"
     domain = "integer"
-    sensitivity: float = _integer_sensitivity()
-    scale: float = attrs.field(default=None, kw_only=True,
+    sensitivity: float = attrs.field(default=1.0, kw_only=True,
+                                     metadata={"range": INTEGER_SENSITIVITY},
+                                     validator=_integer_sensitivity_check)
+    # the None default is a placeholder: __init__ always passes a float scale (from
+    # scale= or 1/a) or raises, so the attribute is a float on every built instance
+    scale: float = attrs.field(default=None, kw_only=True,  # type: ignore[assignment]
                                validator=attrs.validators.optional(in_range(NOISE_SCALE)),
                                metadata={"range": NOISE_SCALE})
     #: the deprecated decay rate, as given (``a=``); None when ``scale`` is given
@@ -693,7 +711,8 @@ class DiscreteLaplace(AdditiveNoise):
         return self._given_rate if self._given_rate is not None else 1.0 / float(self.scale)
 
     def log_density(self, x: FloatArray) -> FloatArray:
-        return -self.a * np.abs(np.asarray(x, dtype=float))
+        result: FloatArray = -self.a * np.abs(np.asarray(x, dtype=float))
+        return result
 
     def noise_width(self) -> float:
         return float(self.scale)

@@ -39,7 +39,7 @@ def gaussian_delta(mu: float, eps: FloatArray) -> FloatArray:
     la = log_ndtr(mu / 2.0 - scaled)
     lb = log_ndtr(-mu / 2.0 - scaled)
     with np.errstate(over="ignore"):
-        val = np.exp(la) * -np.expm1(np.minimum(e + lb - la, 0.0))
+        val: FloatArray = np.exp(la) * -np.expm1(np.minimum(e + lb - la, 0.0))
     if every:
         return val
     val = np.where(eps == np.inf, 0.0, val)
@@ -59,19 +59,20 @@ class GaussianPair(Pair):
 
     def _beta(self, alpha: FloatArray, direction: Direction) -> FloatArray:
         alpha = np.asarray(alpha, dtype=float)
-        return ndtr(-ndtri(alpha) - self.mu)
+        result: FloatArray = ndtr(-ndtri(alpha) - self.mu)
+        return result
 
     def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
         return t * (t + 1.0) * self.mu ** 2 / 2.0
 
-    def cgf_analytic(self, z, direction):
+    def cgf_analytic(self, z: AnyArray, direction: Direction) -> AnyArray:
         """K(z) = μ²z(z + 1)/2, entire: φ(t) = exp(itμ²/2 − t²μ²/2), the
         characteristic function of L ~ N(μ²/2, μ²)."""
         z = np.asarray(z, dtype=complex)
         return z * (z + 1.0) * self.mu ** 2 / 2.0
 
-    def characteristic_decay(self, direction):
+    def characteristic_decay(self, direction: Direction) -> float | None:
         """|φ(s)| = e^{−μ²s²/2}."""
         return self.mu ** 2 / 2.0
 

@@ -65,7 +65,7 @@ class GeneralisedGaussian(AdditiveNoise):
 
     name = "generalised_gaussian"
     beta: float = parameter(Range(0.5, 5.0))
-    scale: float = parameter(Range(1e-4, 1e4, per="sensitivity", log=True, zero=True))  # type: ignore[assignment]
+    scale: float = parameter(Range(1e-4, 1e4, per="sensitivity", log=True, zero=True))
 
     def log_density(self, x: FloatArray) -> FloatArray:
         with np.errstate(over="ignore"):
@@ -82,7 +82,8 @@ class GeneralisedGaussian(AdditiveNoise):
                      ) -> AnyArray:
         """|Z/scale|^β ~ Gamma(1/β, 1), with a random sign."""
         mag = rng.gamma(1.0 / self.beta, 1.0, size=shape) ** (1.0 / self.beta)
-        return self.scale * mag * rng.choice((-1.0, 1.0), size=shape)
+        draws: AnyArray = self.scale * mag * rng.choice((-1.0, 1.0), size=shape)
+        return draws
 
     def noise_width(self) -> float:
         return self.std()

@@ -40,7 +40,8 @@ def rr_cgf(p: float, t: FloatArray) -> FloatArray:
     """K(t) = log[p^{1+t}(1−p)^{−t} + (1−p)^{1+t}p^{−t}] in log space."""
     t = np.asarray(t, dtype=float)
     lp, lq = np.log(p), np.log1p(-p)
-    return np.logaddexp((1 + t) * lp - t * lq, (1 + t) * lq - t * lp)
+    result: FloatArray = np.logaddexp((1 + t) * lp - t * lq, (1 + t) * lq - t * lp)
+    return result
 
 
 def rr_composed_law(p: float, count: int) -> LossPMF:

@@ -56,7 +56,7 @@ class StudentT(AdditiveNoise):
 
     name = "student_t"
     nu: float = parameter(Range(1.0, 1e6, log=True))
-    scale: float = parameter(Range(1e-3, 1e4, per="sensitivity", log=True, zero=True))  # type: ignore[assignment]
+    scale: float = parameter(Range(1e-3, 1e4, per="sensitivity", log=True, zero=True))
 
     def log_density(self, x: FloatArray) -> FloatArray:
         x = np.asarray(x, dtype=float)

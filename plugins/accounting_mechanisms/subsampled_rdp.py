@@ -76,7 +76,8 @@ BaseCGF = Callable[[FloatArray], FloatArray]
 def _log_y(log_x: FloatArray, q: float) -> FloatArray:
     """log(1 − q + qX) from log X (X = 0 allowed as −∞; q = 1 allowed)."""
     lq1 = np.log1p(-q) if q < 1 else -np.inf
-    return np.logaddexp(lq1, np.log(q) + log_x)
+    result: FloatArray = np.logaddexp(lq1, np.log(q) + log_x)
+    return result
 
 
 def law_cgf(law: LossPMF, q: float, t: FloatArray, direction: Direction) -> FloatArray:
@@ -111,7 +112,8 @@ def _joint_convexity(base_cgf: BaseCGF, q: float, t: FloatArray) -> FloatArray:
     with np.errstate(over="ignore"):
         k0 = np.asarray(base_cgf(t), dtype=float)
     lq1 = np.log1p(-q) if q < 1 else -np.inf
-    return np.logaddexp(lq1, np.log(q) + k0)
+    result: FloatArray = np.logaddexp(lq1, np.log(q) + k0)
+    return result
 
 
 def _binomial_log_moment(order: int, q: float, base_k: FloatArray) -> float:

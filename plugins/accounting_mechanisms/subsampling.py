@@ -122,7 +122,8 @@ class PoissonSubsampledPair(Pair):
             if inside.all() and not np.isneginf(eps).any():
                 factor = -np.expm1(eps + log1mq)            # 1 − (1 − q)e^ε > 0 inside
                 arg = np.log(q) + eps - np.log(factor)
-                return np.maximum(factor * base_profile(arg, direction), 0.0)
+                result: FloatArray = np.maximum(factor * base_profile(arg, direction), 0.0)
+                return result
             if np.isnan(eps).any():
                 return self._mixed_masked(eps, direction, base_profile, q, log1mq)
             out = np.zeros(eps.shape)
