@@ -141,7 +141,7 @@ def make_use(registry: Registry, name: Any, params: Mapping[str, Any], count: An
     if isinstance(count, bool) or not isinstance(count, numbers.Integral):
         raise TypeError(f"{name}: count must be a positive integer, got {count!r}")
     if not 1 <= int(count) <= MAX_COUNT:
-        shown = f"{count}" if abs(count) < 10 ** 16 else f"{float(count):.3g}"
+        shown = f"{count}" if abs(int(count)) < 10 ** 16 else f"{float(count):.3g}"
         raise ValueError(f"{name}: count must be a positive integer (at most {MAX_COUNT_TEXT}), "
                          f"got {shown}")
     return Use(name, tuple(params.items()), int(count), mech)

@@ -242,7 +242,7 @@ class Mechanism(abc.ABC):
         parts = []
         for a in fields:
             value = getattr(self, a.name)
-            if a.default is not attrs.NOTHING and not isinstance(a.default, attrs.Factory):
+            if a.default is not attrs.NOTHING and not isinstance(a.default, attrs.Factory):  # type: ignore[arg-type]  # attrs.Factory is a class at run time; its stub is a function
                 try:
                     if bool(value == a.default):
                         continue

@@ -262,7 +262,9 @@ class Pair(abc.ABC):
         warnings.warn("pair.self_compose(n) is deprecated and will be removed in the next "
                       "release; use accounting.compose((pair, n))", DeprecationWarning,
                       stacklevel=2)
-        return compose((self, count))
+        out = compose((self, count))
+        assert isinstance(out, Pair)   # a composition of pairs is a pair
+        return out
 
     def describe(self) -> str:
         return type(self).__name__

@@ -66,12 +66,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
+from types import ModuleType
+from typing import Any, TypeVar
 
 import numpy as np
 
 from accounting.accountant import Accountant
-from accounting.ledger import MAX_MECHANISM_DEPTH
+from accounting.ledger import MAX_MECHANISM_DEPTH, Ledger
 from accounting.pairs.mechanism import Mechanism, Neighbouring, as_neighbouring
 from accounting.registry.registry import Registry, default_registry
 from accounting.validation import check_array, check_count, check_real
@@ -81,19 +82,22 @@ __all__ = ["UnsupportedEventError", "dp_event_entries", "from_dp_event", "ledger
 
 Entry = tuple[Mechanism, int]
 
+_T = TypeVar("_T")
+
 
 class UnsupportedEventError(ValueError):
     """A ``DpEvent`` (or a mechanism) with no counterpart on the other side; the message
     names it and where it sits in the tree."""
 
 
-def _dp_event_module() -> Any:
+def _dp_event_module() -> ModuleType:
     try:
         from dp_accounting import dp_event
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError("the dp_accounting bridge needs dp-accounting: "
                           "pip install 'accounting-dp[bench]'") from exc
-    return dp_event
+    module: ModuleType = dp_event   # Any to mypy: dp_accounting ships no stubs
+    return module
 
 
 def as_relation(neighbouring: Any) -> Neighbouring:
@@ -123,7 +127,8 @@ class _Path:
         return _Path(self, step)
 
     def __str__(self) -> str:
-        steps, node = [], self
+        steps: list[str] = []
+        node: _Path | None = self
         while node is not None:
             steps.append(node.step)
             node = node.parent
@@ -131,6 +136,18 @@ class _Path:
 
     def __format__(self, spec: str) -> str:
         return format(str(self), spec)
+
+
+#: a child of an event in the walk: the child event (a dp_accounting DpEvent, which has
+#: no stubs) and its path
+Child = tuple[Any, _Path]
+
+
+def _by_name(mechanism: Mechanism) -> Any:
+    """``mechanism``, to read its parameters by name: the bridge matches mechanisms by
+    their registered names and imports none of their plugins, so to it their
+    parameters (``sigma``, ``b``, ``q``, ``base``, …) are dynamic attributes."""
+    return mechanism
 
 
 def _times_up(a: float, b: float) -> float:
@@ -146,8 +163,8 @@ def _nesting(mechanism: Mechanism) -> int:
     """How many mechanisms are nested inside ``mechanism`` (a wrapper's ``base`` is
     one), counted without recursion."""
     depth = 0
-    while isinstance(getattr(mechanism, "base", None), Mechanism):
-        mechanism, depth = mechanism.base, depth + 1
+    while isinstance(inner := getattr(mechanism, "base", None), Mechanism):
+        mechanism, depth = inner, depth + 1
     return depth
 
 
@@ -185,10 +202,10 @@ class _Reader:
             raise self.fail(event, path, f"mechanisms nested more than {MAX_MECHANISM_DEPTH} "
                                          f"deep are not accepted (as in a ledger document)")
         try:
-            result: Mechanism = cls(**params)
-            return result
+            built: Mechanism = cls(**params)
         except (ValueError, TypeError) as exc:
             raise self.fail(event, path, f"{name}: {exc}") from None
+        return built
 
     # dp_accounting's events are plain records that check nothing: a string or a
     # boolean where a number belongs is refused here, naming the field, before it
@@ -196,7 +213,7 @@ class _Reader:
     # begin with the field's name; its path is put before it only on a refusal
     # (written out at every level, paths would cost the square of the depth)
     @staticmethod
-    def checked(path: Any, check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def checked(path: Any, check: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         try:
             return check(*args, **kwargs)
         except (TypeError, ValueError) as exc:
@@ -204,12 +221,10 @@ class _Reader:
 
     def real(self, event: Any, path: Any, field: str, **limits: Any) -> float:
         limits.setdefault("allow_inf", True)
-        result: float = self.checked(path, check_real, field, getattr(event, field), **limits)
-        return result
+        return self.checked(path, check_real, field, getattr(event, field), **limits)
 
     def integer(self, event: Any, path: Any, field: str) -> int:
-        result: int = self.checked(path, check_count, field, getattr(event, field), minimum=0)
-        return result
+        return self.checked(path, check_count, field, getattr(event, field), minimum=0)
 
     def reals(self, event: Any, path: Any, field: str) -> tuple[float, ...]:
         value = getattr(event, field)
@@ -235,7 +250,8 @@ class _Reader:
         of frames [event, path, children, their entries, what the event needs]."""
         if isinstance(path, str):
             path = _Path(None, path)
-        stack = [[event, path, None, [], None]]
+        # frames are mutable lists of mixed kinds (a DpEvent has no stubs)
+        stack: list[list[Any]] = [[event, path, None, [], None]]
         while True:
             frame = stack[-1]
             node, where, children, done, _ = frame
@@ -256,32 +272,32 @@ class _Reader:
                 return out
             stack[-1][3].append(out)
 
-    def combine(self, event: Any, path: Any, children: list[Any], done: list[Any],
-                info: Any) -> list[Entry]:
+    def combine(self, event: Any, path: _Path, children: list[Child],
+                done: list[list[Entry]], info: Any) -> list[Entry]:
         """The entries of ``event`` from those of its children (``done``)."""
-        handler: Callable[..., Any] | None = getattr(self, "_" + type(event).__name__, None)
+        handler: Callable[..., list[Entry]] | None = getattr(
+            self, "_" + type(event).__name__, None)
         if handler is None:
             raise self.fail(event, path, "no mechanism here expresses this event")
         if getattr(self, "_children_" + type(event).__name__, None) is None:
-            result: list[Entry] = handler(event, path)
-            return result
-        result = handler(event, path, children, done, info)
-        return result
+            return handler(event, path)
+        return handler(event, path, children, done, info)
 
-    def _NoOpDpEvent(self, event: Any, path: Any) -> Any:
+    def _NoOpDpEvent(self, event: Any, path: _Path) -> list[Entry]:
         return []
 
-    def _NonPrivateDpEvent(self, event: Any, path: Any) -> Any:
+    def _NonPrivateDpEvent(self, event: Any, path: _Path) -> list[Entry]:
         return self.non_private(event, path)
 
-    def _children_ComposedDpEvent(self, event: Any, path: Any) -> Any:
+    def _children_ComposedDpEvent(self, event: Any, path: _Path) -> tuple[list[Child], Any]:
         events = event.events
         if isinstance(events, (str, bytes)) or not hasattr(events, "__iter__"):
             raise TypeError(f"{path}.events must be a list of DpEvents, got "
                             f"{type(events).__name__}")
         return [(sub, path.child(f".events[{i}]")) for i, sub in enumerate(events)], None
 
-    def _ComposedDpEvent(self, event: Any, path: Any, children: Any, done: Any, info: Any) -> Any:
+    def _ComposedDpEvent(self, event: Any, path: _Path, children: list[Child],
+                         done: list[list[Entry]], info: None) -> list[Entry]:
         if not done:
             return []
         # each child's list is this event's alone now: extend the first in place, so
@@ -291,7 +307,7 @@ class _Reader:
             out.extend(entries)
         return out
 
-    def _children_SelfComposedDpEvent(self, event: Any, path: Any) -> Any:
+    def _children_SelfComposedDpEvent(self, event: Any, path: _Path) -> tuple[list[Child], Any]:
         count = event.count
         if isinstance(count, bool) or not isinstance(count, int):
             raise TypeError(f"{path}.count must be an integer, got {type(count).__name__} "
@@ -300,24 +316,25 @@ class _Reader:
             raise self.fail(event, path, f"count must be an integer >= 0, got {count!r}")
         return [(event.event, path.child(".event"))], count
 
-    def _SelfComposedDpEvent(self, event: Any, path: Any, children: Any, done: Any, count: Any) -> Any:
+    def _SelfComposedDpEvent(self, event: Any, path: _Path, children: list[Child],
+                             done: list[list[Entry]], count: int) -> list[Entry]:
         if count == 1:
             return done[0]
         return [(m, c * count) for m, c in done[0] if count > 0]
 
-    def _GaussianDpEvent(self, event: Any, path: Any) -> Any:
+    def _GaussianDpEvent(self, event: Any, path: _Path) -> list[Entry]:
         z = self.real(event, path, "noise_multiplier")
         if z == 0:
             return self.non_private(event, path)
         return [(self.build(event, path, "gaussian", sigma=z, neighbouring=self.relation), 1)]
 
-    def _LaplaceDpEvent(self, event: Any, path: Any) -> Any:
+    def _LaplaceDpEvent(self, event: Any, path: _Path) -> list[Entry]:
         z = self.real(event, path, "noise_multiplier")
         if z == 0:
             return self.non_private(event, path)
         return [(self.build(event, path, "laplace", b=z, neighbouring=self.relation), 1)]
 
-    def _DiscreteLaplaceDpEvent(self, event: Any, path: Any) -> Any:
+    def _DiscreteLaplaceDpEvent(self, event: Any, path: _Path) -> list[Entry]:
         a = self.real(event, path, "noise_parameter")
         sensitivity = self.integer(event, path, "sensitivity")
         if a == 0:
@@ -325,7 +342,7 @@ class _Reader:
         return [(self.build(event, path, "discrete_laplace", a=a, sensitivity=sensitivity,
                             neighbouring=self.relation), 1)]
 
-    def _RandomizedResponseDpEvent(self, event: Any, path: Any) -> Any:
+    def _RandomizedResponseDpEvent(self, event: Any, path: _Path) -> list[Entry]:
         r = self.real(event, path, "noise_parameter")
         k = self.integer(event, path, "num_buckets")
         if k == 1:
@@ -342,7 +359,7 @@ class _Reader:
                                      "binary 'randomized_response' covers k = 2 under "
                                      "replace_one only)")
 
-    def _MixtureOfGaussiansDpEvent(self, event: Any, path: Any) -> Any:
+    def _MixtureOfGaussiansDpEvent(self, event: Any, path: _Path) -> list[Entry]:
         sigma = self.real(event, path, "standard_deviation")
         sens = self.reals(event, path, "sensitivities")
         probs = self.reals(event, path, "sampling_probs")
@@ -355,7 +372,7 @@ class _Reader:
         return [(self.build(event, path, "mixture_of_gaussians", sigma=sigma,
                             sensitivities=sens, sampling_probs=probs), 1)]
 
-    def _SingleEpochTreeAggregationDpEvent(self, event: Any, path: Any) -> Any:
+    def _SingleEpochTreeAggregationDpEvent(self, event: Any, path: _Path) -> list[Entry]:
         z = self.real(event, path, "noise_multiplier")
         counts = event.step_counts
         if isinstance(counts, (list, tuple)):
@@ -380,14 +397,14 @@ class _Reader:
             return inner[0][0]
         if all(m.name == "gaussian" for m, _ in inner):
             # Σ count_i·(Δ_i/σ_i)² is the squared μ of the one Gaussian they make
-            mu2 = math.fsum(c * (m.sensitivity / m.sigma) ** 2 for m, c in inner)
+            mu2 = math.fsum(c * (m.sensitivity / _by_name(m).sigma) ** 2 for m, c in inner)
             return self.build(event, path, "gaussian", sigma=1.0 / math.sqrt(mu2),
                               neighbouring=self.relation)
         raise self.fail(event, path, f"{role} must contain one mechanism (or "
                                      "Gaussians only); this composition of different "
                                      "mechanisms has no pair here")
 
-    def _children_PoissonSampledDpEvent(self, event: Any, path: Any) -> Any:
+    def _children_PoissonSampledDpEvent(self, event: Any, path: _Path) -> tuple[list[Child], Any]:
         # a chain of Poisson samplings is one, with the product of the probabilities
         q, node, where, chained = 1.0, event, path, -1
         while isinstance(node, self.ev.PoissonSampledDpEvent):
@@ -409,7 +426,8 @@ class _Reader:
             return value
         return math.nextafter(rng.lo, math.inf) if rng.lo_open else rng.lo
 
-    def _PoissonSampledDpEvent(self, event: Any, path: Any, children: Any, done: Any, info: Any) -> Any:
+    def _PoissonSampledDpEvent(self, event: Any, path: _Path, children: list[Child],
+                               done: list[list[Entry]], info: tuple[float, bool]) -> list[Entry]:
         q, chained = info
         if q == 0:
             return []
@@ -421,17 +439,18 @@ class _Reader:
             return [(base, 1)]
         if q == 1:
             return [(base, 1)]
-        name, params = "poisson_subsampled", {"base": base, "neighbouring": self.relation}
+        name = "poisson_subsampled"
+        params: dict[str, Any] = {"base": base, "neighbouring": self.relation}
         if self.relation is Neighbouring.ADD_REMOVE and base.sensitivity == 1:
             if base.name == "gaussian":
-                name, params = "subsampled_gaussian", {"sigma": float(base.sigma)}
+                name, params = "subsampled_gaussian", {"sigma": float(_by_name(base).sigma)}
             elif base.name == "laplace":
-                name, params = "subsampled_laplace", {"b": float(base.b)}
+                name, params = "subsampled_laplace", {"b": float(_by_name(base).b)}
         if chained:
             q = self.smallest(name, "q", q)
         return [(self.build(event, path, name, q=q, **params), 1)]
 
-    def _children_SampledWithoutReplacementDpEvent(self, event: Any, path: Any) -> Any:
+    def _children_SampledWithoutReplacementDpEvent(self, event: Any, path: _Path) -> tuple[list[Child], Any]:
         self.check_relation(event, path, Neighbouring.REPLACE_ONE)
         n = self.integer(event, path, "source_dataset_size")
         m = self.integer(event, path, "sample_size")
@@ -439,7 +458,8 @@ class _Reader:
             return [], (n, m)
         return [(event.event, path.child(".event"))], (n, m)
 
-    def _SampledWithoutReplacementDpEvent(self, event: Any, path: Any, children: Any, done: Any, sizes: Any) -> Any:
+    def _SampledWithoutReplacementDpEvent(self, event: Any, path: _Path, children: list[Child],
+                                          done: list[list[Entry]], sizes: tuple[int, int]) -> list[Entry]:
         n, m = sizes
         if m == 0:
             return []
@@ -452,12 +472,13 @@ class _Reader:
         return [(self.build(event, path, "sampled_without_replacement", base=base,
                             batch_size=m, dataset_size=n), 1)]
 
-    def _children_RepeatAndSelectDpEvent(self, event: Any, path: Any) -> Any:
+    def _children_RepeatAndSelectDpEvent(self, event: Any, path: _Path) -> tuple[list[Child], Any]:
         mean = self.real(event, path, "mean")
         shape = self.real(event, path, "shape")
         return [(event.event, path.child(".event"))], (mean, shape)
 
-    def _RepeatAndSelectDpEvent(self, event: Any, path: Any, children: Any, done: Any, params: Any) -> Any:
+    def _RepeatAndSelectDpEvent(self, event: Any, path: _Path, children: list[Child],
+                                done: list[list[Entry]], params: tuple[float, float]) -> list[Entry]:
         mean, shape = params
         (inner_event, inner_path), = children
         base = self.single(done[0], inner_event, inner_path, "a repeated event")
@@ -495,13 +516,8 @@ def from_dp_event(event: Any, neighbouring: Any = "add_remove",
 
 
 def ledger_from_dp_event(event: Any, neighbouring: Any = "add_remove",
-                         registry: Registry | None = None) -> Any:
+                         registry: Registry | None = None) -> Ledger:
     """A ``Ledger`` (``accounting.ledger``) of the composition ``event`` stands for."""
-    try:
-        from accounting.ledger import Ledger
-    except ImportError as exc:
-        raise ImportError("this version of accounting has no Ledger "
-                          "(accounting.ledger)") from exc
     return Ledger.from_mechanisms(dp_event_entries(event, neighbouring, registry))
 
 
@@ -511,11 +527,7 @@ def entries_of(obj: Any) -> list[Entry]:
     if isinstance(obj, Mechanism):
         return [(obj, 1)]
     if isinstance(obj, Accountant):
-        ledger = getattr(obj, "ledger", None)
-        if ledger is not None:  # an accountant that keeps its composition as a Ledger
-            return list(ledger.mechanisms())
-        # before the ledger: a {mechanism or pair: count} mapping
-        return list(obj._entries.items())
+        return list(obj.ledger.mechanisms())   # its composition is one Ledger
     mechanisms = getattr(obj, "mechanisms", None)
     if callable(mechanisms):  # a Ledger
         return list(mechanisms())
@@ -536,49 +548,50 @@ def _event_of(m: Any, relation: Neighbouring, path: str, ev: Any) -> Any:
         raise _unsupported(m, path, f"declares {m.neighbouring.value} neighbouring, but the "
                                     f"events are asked for under {relation.value}")
     name = m.name
+    params = _by_name(m)
     if name == "gaussian":
-        return ev.GaussianDpEvent(noise_multiplier=float(m.sigma) / m.sensitivity)
+        return ev.GaussianDpEvent(noise_multiplier=float(params.sigma) / params.sensitivity)
     if name == "laplace":
-        return ev.LaplaceDpEvent(noise_multiplier=float(m.b) / m.sensitivity)
+        return ev.LaplaceDpEvent(noise_multiplier=float(params.b) / params.sensitivity)
     if name == "discrete_laplace":
-        return ev.DiscreteLaplaceDpEvent(noise_parameter=float(m.a), sensitivity=int(m.sensitivity))
+        return ev.DiscreteLaplaceDpEvent(noise_parameter=float(params.a), sensitivity=int(params.sensitivity))
     if name == "randomized_response":
         # truthful with probability p: the same pair as 1 − p (outputs relabelled),
         # which is dp_accounting's k = 2 with noise r = 2(1 − max(p, 1 − p))
-        return ev.RandomizedResponseDpEvent(noise_parameter=2.0 * (1.0 - max(m.p, 1.0 - m.p)),
+        return ev.RandomizedResponseDpEvent(noise_parameter=2.0 * (1.0 - max(params.p, 1.0 - params.p)),
                                             num_buckets=2)
     if name == "kary_randomized_response":
-        return ev.RandomizedResponseDpEvent(noise_parameter=float(m.r), num_buckets=int(m.k))
+        return ev.RandomizedResponseDpEvent(noise_parameter=float(params.r), num_buckets=int(params.k))
     if name == "subsampled_gaussian":
         return ev.PoissonSampledDpEvent(
-            sampling_probability=float(m.q),
-            event=ev.GaussianDpEvent(noise_multiplier=float(m.sigma) / m.sensitivity))
+            sampling_probability=float(params.q),
+            event=ev.GaussianDpEvent(noise_multiplier=float(params.sigma) / params.sensitivity))
     if name == "subsampled_laplace":
         return ev.PoissonSampledDpEvent(
-            sampling_probability=float(m.q),
-            event=ev.LaplaceDpEvent(noise_multiplier=float(m.b) / m.sensitivity))
+            sampling_probability=float(params.q),
+            event=ev.LaplaceDpEvent(noise_multiplier=float(params.b) / params.sensitivity))
     if name == "poisson_subsampled":
-        return ev.PoissonSampledDpEvent(sampling_probability=float(m.q),
-                                        event=_event_of(m.base, relation, f"{path}.base", ev))
+        return ev.PoissonSampledDpEvent(sampling_probability=float(params.q),
+                                        event=_event_of(params.base, relation, f"{path}.base", ev))
     if name == "sampled_without_replacement":
         return ev.SampledWithoutReplacementDpEvent(
-            source_dataset_size=int(m.dataset_size), sample_size=int(m.batch_size),
-            event=_event_of(m.base, relation, f"{path}.base", ev))
+            source_dataset_size=int(params.dataset_size), sample_size=int(params.batch_size),
+            event=_event_of(params.base, relation, f"{path}.base", ev))
     if name == "mixture_of_gaussians":
-        return ev.MixtureOfGaussiansDpEvent(standard_deviation=float(m.sigma),
-                                            sensitivities=list(m.sensitivities),
-                                            sampling_probs=list(m.sampling_probs))
-    if name == "tree_aggregation" and not m.completed:
-        counts = [int(t) for t in m.step_counts]
+        return ev.MixtureOfGaussiansDpEvent(standard_deviation=float(params.sigma),
+                                            sensitivities=list(params.sensitivities),
+                                            sampling_probs=list(params.sampling_probs))
+    if name == "tree_aggregation" and not params.completed:
+        counts = [int(t) for t in params.step_counts]
         return ev.SingleEpochTreeAggregationDpEvent(
-            noise_multiplier=float(m.sigma) / m.sensitivity,
+            noise_multiplier=float(params.sigma) / params.sensitivity,
             step_counts=counts[0] if len(counts) == 1 else counts)
     if name == "repeat_and_select":
-        return ev.RepeatAndSelectDpEvent(event=_event_of(m.base, relation, f"{path}.base", ev),
-                                         mean=float(m.mean), shape=float(m.shape))
-    if name == "approx_dp" and m.delta == 1:
+        return ev.RepeatAndSelectDpEvent(event=_event_of(params.base, relation, f"{path}.base", ev),
+                                         mean=float(params.mean), shape=float(params.shape))
+    if name == "approx_dp" and params.delta == 1:
         return ev.NonPrivateDpEvent()
-    if name == "approx_dp" and m.delta == 0 and m.epsilon == 0:
+    if name == "approx_dp" and params.delta == 0 and params.epsilon == 0:
         return ev.NoOpDpEvent()
     raise _unsupported(m, path, "has no dp_accounting DpEvent equivalent")
 

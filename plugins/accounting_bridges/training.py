@@ -53,11 +53,9 @@ def dpsgd_mechanism(noise_multiplier: float, sample_rate: float) -> Mechanism | 
         check_real("noise_multiplier", noise_multiplier, lo=0.0)
         return None
     z = check_real("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
-    if q == 1.0:
-        result: Mechanism | None = accounting.mechanism("gaussian", sigma=z)
-        return result
-    result = accounting.mechanism("subsampled_gaussian", q=q, sigma=z)
-    return result
+    mechanism: Mechanism = (accounting.mechanism("gaussian", sigma=z) if q == 1.0 else
+                            accounting.mechanism("subsampled_gaussian", q=q, sigma=z))
+    return mechanism
 
 
 def _check_history_entry(i: int, entry: Any) -> tuple[float, float, int]:
@@ -85,7 +83,7 @@ class TrainingAccountant:
         self.grid_step = check_step(grid_step)
         #: runs of equal steps: (noise_multiplier, sample_rate, steps)
         self.history: list[tuple[float, float, int]] = []
-        self._cache: dict[Any, Any] = {}
+        self._cache: dict[tuple[tuple[float, float, int], ...], Accountant] = {}
 
     @classmethod
     def mechanism(cls) -> str:
@@ -162,7 +160,8 @@ class TrainingAccountant:
             return 0.0
         return float(acc.under(accountant).delta(epsilon))
 
-    def state_dict(self, destination: MutableMapping[str, Any] | None = None) -> MutableMapping[str, Any]:
+    def state_dict(self, destination: MutableMapping[str, Any] | None = None
+                   ) -> MutableMapping[str, Any]:
         """The history, the mechanism name and the grid step: plain numbers only (what
         Opacus checkpoints hold; ``load_state_dict`` reads it back)."""
         if destination is None:

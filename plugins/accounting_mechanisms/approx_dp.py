@@ -42,7 +42,7 @@ from scipy.special import expit
 
 from accounting.numerics.loss import LossPMF
 from accounting.pairs.mechanism import Mechanism, Range, parameter
-from accounting.pairs.pair import LawPair, Pair
+from accounting.pairs.pair import LawPair, Pair, not_provided
 from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.validation import check_count
 from accounting.vocabulary import Direction, FloatArray
@@ -105,17 +105,25 @@ class ApproxDPPair(LawPair):
         total = self.count * check_count("count", count)
         return approx_dp_pair(self.epsilon, self.delta, total)
 
-    def _beta(self, alpha: FloatArray, direction: Direction) -> FloatArray | None:
+    def provides(self, primitive: str) -> bool:
+        # the closed form f_{ε,δ} is one use's: k uses take β from the exact laws
+        # (LawPair's trade-off), not from _beta
+        if primitive == "beta" and self.count != 1:
+            return False
+        return super().provides(primitive)
+
+    def _beta(self, alpha: FloatArray, direction: Direction) -> FloatArray:
         """f_{ε,δ}(α) = max{0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)} (one use only,
         arXiv:1905.02383, Prop. 2.5); k uses come from the exact law's vertices."""
         if self.count != 1:
-            return None
+            raise not_provided(self, "beta")
         alpha = np.asarray(alpha, dtype=float)
         e, d = self.epsilon, self.delta
         with np.errstate(over="ignore"):
-            result: FloatArray = np.maximum.reduce([np.zeros_like(alpha), 1.0 - d - math.exp(e) * alpha,
-                                      math.exp(-e) * (1.0 - d - alpha)])
-            return result
+            beta: FloatArray = np.maximum.reduce([np.zeros_like(alpha),
+                                                  1.0 - d - math.exp(e) * alpha,
+                                                  math.exp(-e) * (1.0 - d - alpha)])
+        return beta
 
 
 def approx_dp_pair(epsilon: float, delta: float, count: int = 1) -> ApproxDPPair:
@@ -144,6 +152,16 @@ class ApproxDP(Mechanism):
 
     def pair(self) -> ApproxDPPair:
         return approx_dp_pair(float(self.epsilon), float(self.delta))
+
+
+# the vector fields' converters are named functions (not scalar_or_tuple(...) calls in
+# the field) so that mypy's attrs plugin reads the constructor's argument types
+def _epsilons(value: Any) -> tuple[float, ...]:
+    return scalar_or_tuple("epsilons")(value)
+
+
+def _deltas(value: Any) -> tuple[float, ...]:
+    return scalar_or_tuple("deltas")(value)
 
 
 def _same_length(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -177,9 +195,9 @@ class ApproxDPComposition(Mechanism):
     name = "approx_dp_composition"
     sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
-    epsilons: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("epsilons"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
+    epsilons: tuple[float, ...] = attrs.field(converter=_epsilons,
                                   validator=entries_in(EPSILON), metadata={"range": EPSILON})
-    deltas: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("deltas"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
+    deltas: tuple[float, ...] = attrs.field(converter=_deltas,
                                 validator=[entries_in(DELTA), _same_length],
                                 metadata={"range": DELTA})
 

@@ -172,7 +172,8 @@ def br_max_kl(epsilon: float) -> float:
     eps = check_positive("epsilon", epsilon)
     if eps >= 1.0:
         log_e = eps + math.log(-math.expm1(-eps))        # log(e^ε − 1)
-        parts = (log_e, math.log(eps), 1.0, math.exp(math.log(eps) - log_e))
+        parts: tuple[float, ...] = (log_e, math.log(eps), 1.0,
+                                    math.exp(math.log(eps) - log_e))
         value = parts[0] - parts[1] - parts[2] + parts[3]
     else:
         x = math.fsum(eps ** k / math.factorial(k + 1) for k in range(1, 20))
@@ -296,7 +297,12 @@ class BoundedRangeBatchPair(Pair):
         return nodes, np.minimum.accumulate(up), np.maximum.accumulate(lo[::-1])[::-1]
 
     def _positive(self, eps: FloatArray, lower: bool) -> FloatArray:
-        nodes, up, lo = self._grid
+        grid = self._grid
+        if grid is None:   # what unpacking None raised before, with the reason
+            raise TypeError(f"{self.count} uses of {self.epsilon:g}-BR have no batch grid "
+                            f"(count·ε beyond MAX_EPS = {MAX_EPS:g}); batch_pair composes "
+                            "them as adaptive uses instead")
+        nodes, up, lo = grid
         top = self.count * self.epsilon
         out = np.zeros(eps.shape)
         inside = eps <= nodes[-1]
@@ -328,10 +334,12 @@ class BoundedRangeBatchPair(Pair):
         return out
 
     def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
-        return np.clip(symmetric_profile(eps, lambda e: self._positive(e, False)), 0.0, 1.0)
+        result: FloatArray = np.clip(symmetric_profile(eps, lambda e: self._positive(e, False)), 0.0, 1.0)
+        return result
 
     def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
-        return np.clip(symmetric_profile(eps, lambda e: self._positive(e, True)), 0.0, 1.0)
+        result: FloatArray = np.clip(symmetric_profile(eps, lambda e: self._positive(e, True)), 0.0, 1.0)
+        return result
 
     def _renyi_limit(self, order: float, direction: Direction,
                      side: Bound = Bound.UPPER) -> float | None:

@@ -102,10 +102,12 @@ def _check_integer_sensitivity(label: str, value: float) -> int:
     return int(x)
 
 
-def _integer_sensitivity() -> Any:
-    """The ``sensitivity`` field of noise on the integers: declared range, checked first."""
-    return attrs.field(default=1.0, kw_only=True, metadata={"range": INTEGER_SENSITIVITY},
-                       validator=lambda i, a, v: _check_integer_sensitivity(i.name, v))
+def _integer_sensitivity_check(instance: AdditiveNoise, attribute: attrs.Attribute[Any],
+                               value: float) -> None:
+    """attrs validator of the ``sensitivity`` field of noise on the integers (each such
+    class declares the field with ``attrs.field`` itself, so that mypy's attrs plugin
+    reads it as keyword-only with a default)."""
+    _check_integer_sensitivity(instance.name, value)
 
 
 # ============================================================================ sampling
@@ -353,7 +355,9 @@ class DiscreteGaussian(AdditiveNoise):
 
     name = "discrete_gaussian"
     domain = "integer"
-    sensitivity: float = _integer_sensitivity()
+    sensitivity: float = attrs.field(default=1.0, kw_only=True,
+                                     metadata={"range": INTEGER_SENSITIVITY},
+                                     validator=_integer_sensitivity_check)
     sigma: float = parameter(NOISE_SCALE)
 
     def log_density(self, x: FloatArray) -> FloatArray:
@@ -479,8 +483,13 @@ class SubsampledDiscreteGaussianPair(PoissonSubsampledPair):
     exact binomial sums)."""
 
     def __attrs_post_init__(self) -> None:
+        self._gaussian_base()
+
+    def _gaussian_base(self) -> DiscreteGaussianPair:
+        """``base``, refused unless a discrete Gaussian pair (the lattice sum's law)."""
         if not isinstance(self.base, DiscreteGaussianPair):
             raise TypeError(f"base must be a DiscreteGaussianPair, got {type(self.base).__name__}")
+        return self.base
 
     def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         t = np.asarray(t, dtype=float)
@@ -490,7 +499,8 @@ class SubsampledDiscreteGaussianPair(PoissonSubsampledPair):
             where = where & (t != np.floor(t)) & (t + 1.0 < LATTICE_MAX_REMOVE_ORDER)
         if not np.any(where):
             return generic
-        lattice = dgauss_subsampled_cgf(self.base.sigma, self.base.sensitivity, float(self.q),
+        base = self._gaussian_base()
+        lattice = dgauss_subsampled_cgf(base.sigma, base.sensitivity, float(self.q),
                                         np.where(where, t, 0.0), direction)
         return np.where(where, np.minimum(generic, lattice), generic)
 
@@ -663,8 +673,12 @@ class DiscreteLaplace(AdditiveNoise):
 
     name = "discrete_laplace"
     domain = "integer"
-    sensitivity: float = _integer_sensitivity()
-    scale: float = attrs.field(default=None, kw_only=True,
+    sensitivity: float = attrs.field(default=1.0, kw_only=True,
+                                     metadata={"range": INTEGER_SENSITIVITY},
+                                     validator=_integer_sensitivity_check)
+    # the None default is a placeholder: __init__ always passes a float scale (from
+    # scale= or 1/a) or raises, so the attribute is a float on every built instance
+    scale: float = attrs.field(default=None, kw_only=True,  # type: ignore[assignment]
                                validator=attrs.validators.optional(in_range(NOISE_SCALE)),
                                metadata={"range": NOISE_SCALE})
     #: the deprecated decay rate, as given (``a=``); None when ``scale`` is given

@@ -13,8 +13,6 @@ is N(μ²/2, μ²) under P and the pair is symmetric, so both directions coincid
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 import numpy as np
 from scipy.special import log_ndtr, ndtr, ndtri
@@ -41,10 +39,9 @@ def gaussian_delta(mu: float, eps: FloatArray) -> FloatArray:
     la = log_ndtr(mu / 2.0 - scaled)
     lb = log_ndtr(-mu / 2.0 - scaled)
     with np.errstate(over="ignore"):
-        val = np.exp(la) * -np.expm1(np.minimum(e + lb - la, 0.0))
+        val: FloatArray = np.exp(la) * -np.expm1(np.minimum(e + lb - la, 0.0))
     if every:
-        result: FloatArray = val
-        return result
+        return val
     val = np.where(eps == np.inf, 0.0, val)
     return np.where(eps == -np.inf, 1.0, val)
 
@@ -69,13 +66,13 @@ class GaussianPair(Pair):
         t = np.asarray(t, dtype=float)
         return t * (t + 1.0) * self.mu ** 2 / 2.0
 
-    def cgf_analytic(self, z: Any, direction: Any) -> Any:
+    def cgf_analytic(self, z: AnyArray, direction: Direction) -> AnyArray:
         """K(z) = μ²z(z + 1)/2, entire: φ(t) = exp(itμ²/2 − t²μ²/2), the
         characteristic function of L ~ N(μ²/2, μ²)."""
         z = np.asarray(z, dtype=complex)
         return z * (z + 1.0) * self.mu ** 2 / 2.0
 
-    def characteristic_decay(self, direction: Any) -> Any:
+    def characteristic_decay(self, direction: Direction) -> float | None:
         """|φ(s)| = e^{−μ²s²/2}."""
         return self.mu ** 2 / 2.0
 

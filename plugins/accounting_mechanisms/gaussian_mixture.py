@@ -65,6 +65,16 @@ def _weights(value: Any) -> tuple[float, ...]:
     return tuple(w / total for w in weights)
 
 
+# the converters of the vector fields are named functions (not float_tuple(...) calls in
+# the field) so that mypy's attrs plugin reads the constructor's argument types
+def _means(value: Any) -> tuple[float, ...]:
+    return float_tuple("means")(value)
+
+
+def _scales(value: Any) -> tuple[float, ...]:
+    return float_tuple("scales")(value)
+
+
 def _finite(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if len(value) == 0:
         raise ValueError(f"{attribute.name} must have at least one entry")
@@ -118,9 +128,9 @@ class GaussianMixture(AdditiveNoise):
     weights: tuple[float, ...] = attrs.field(converter=_weights,
                                  validator=[_all_positive, in_range(WEIGHT)],
                                  metadata={"range": WEIGHT})
-    means: tuple[float, ...] = attrs.field(converter=float_tuple("means"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
+    means: tuple[float, ...] = attrs.field(converter=_means,
                                validator=[_finite, in_range(MEAN)], metadata={"range": MEAN})
-    scales: tuple[float, ...] = attrs.field(converter=float_tuple("scales"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
+    scales: tuple[float, ...] = attrs.field(converter=_scales,
                                 validator=[_all_positive, in_range(SCALE)],
                                 metadata={"range": SCALE})
 
@@ -176,7 +186,7 @@ class GaussianMixture(AdditiveNoise):
         return (np.asarray(self.means)[k]
                 + np.asarray(self.scales)[k] * rng.standard_normal(shape))
 
-    def generic_pair(self) -> Pair:
+    def generic_pair(self) -> LawPair:
         """The pair by the generic numerics, on the noise centred at its mean."""
         mbar = self.mean()
         return continuous_noise_pair(lambda x: self._log_density(x, mbar), self.sensitivity,

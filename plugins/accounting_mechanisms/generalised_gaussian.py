@@ -82,8 +82,8 @@ class GeneralisedGaussian(AdditiveNoise):
                      ) -> AnyArray:
         """|Z/scale|^β ~ Gamma(1/β, 1), with a random sign."""
         mag = rng.gamma(1.0 / self.beta, 1.0, size=shape) ** (1.0 / self.beta)
-        result: AnyArray = self.scale * mag * rng.choice((-1.0, 1.0), size=shape)
-        return result
+        draws: AnyArray = self.scale * mag * rng.choice((-1.0, 1.0), size=shape)
+        return draws
 
     def noise_width(self) -> float:
         return self.std()

@@ -18,8 +18,6 @@ and the pair (Lap(Δ, b), Lap(0, b)) is symmetric.
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 import numpy as np
 
@@ -54,7 +52,7 @@ class LaplacePair(Pair):
         a = 1.0 + t
         return t * self.e + np.log1p(t * np.expm1(self.e * (1.0 - 2.0 * a)) / (2.0 * a - 1.0))
 
-    def cgf_analytic(self, z: Any, direction: Any) -> Any:
+    def cgf_analytic(self, z: AnyArray, direction: Direction) -> AnyArray:
         """K(z) = log M(z), M(z) = ((1 + z)e^{ze} + z e^{−e(1+z)})/(1 + 2z): the atoms e
         (mass ½) and −e (mass ½e^{−e}) plus ∫_0^e ½e^{x−e}e^{z(2x−e)}dx (the module
         docstring's law), in both directions; M(0) = M(−1) = 1. At z = −½ the
@@ -66,11 +64,12 @@ class LaplacePair(Pair):
         with np.errstate(invalid="ignore", divide="ignore"):
             m = ((1.0 + w) * np.exp(w * e) + w * np.exp(-e * (1.0 + w))) / (1.0 + 2.0 * w)
         m = np.where(near, np.exp(-e / 2.0) * (1.0 + e / 2.0), m)
-        return np.log(m)
+        result: AnyArray = np.log(m)
+        return result
 
     def _rho(self, direction: Direction) -> float | None:
-        result: float | None = self.e + np.expm1(-self.e)
-        return result
+        rho: float = self.e + np.expm1(-self.e)
+        return rho
 
     def _renyi_limit(self, order: float, direction: Direction,
                      side: Bound = Bound.UPPER) -> float | None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -40,6 +40,9 @@ from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.vocabulary import Direction, Exactness, FloatArray
 
 from .approx_dp import entries_in, one_sensitivity, scalar_or_tuple
+
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
 
 __all__ = ["MechanismMixture", "MixturePair"]
 
@@ -133,6 +136,12 @@ def _mechanisms(value: Any) -> tuple[Mechanism, ...]:
     return items
 
 
+# the probability vector's converter is a named function (not scalar_or_tuple(...) calls in
+# the field) so that mypy's attrs plugin reads the constructor's argument types
+def _probs(value: Any) -> tuple[float, ...]:
+    return scalar_or_tuple("probs")(value)
+
+
 @attrs.frozen
 class MechanismMixture(Mechanism):
     """Runs ``mechanisms[i]`` with probability ``probs[i]`` (probabilities > 0 summing
@@ -146,7 +155,7 @@ class MechanismMixture(Mechanism):
     sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
     mechanisms: tuple[Mechanism, ...] = attrs.field(converter=_mechanisms)
-    probs: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("probs"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
+    probs: tuple[float, ...] = attrs.field(converter=_probs,
                                validator=[entries_in(PROBABILITY),
                                           probabilities_for("mechanisms")],
                                metadata={"range": PROBABILITY})
@@ -164,7 +173,7 @@ class MechanismMixture(Mechanism):
     def pair(self) -> MixturePair:
         return self.pair_in(None)
 
-    def pair_in(self, registry: Any = None) -> MixturePair:
+    def pair_in(self, registry: Registry | None = None) -> MixturePair:
         """The mixture of the components' pairs, each looked up in ``registry``."""
         total = math.fsum(self.probs)
         return MixturePair(tuple(m.pair_in(registry) for m in self.mechanisms),

@@ -35,6 +35,7 @@ Gaussian's σ = 0 at c = (0, 1), p = (1 − q, q): δ(ε) = q for ε ≥ 0.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -203,6 +204,16 @@ class MixtureOfGaussiansPair(Pair):
         return f"MoG(σ={self.sigma:g}, c={list(self.c)}, p={list(self.p)})"
 
 
+# the vector fields' converters are named functions (not scalar_or_tuple(...) calls in
+# the field) so that mypy's attrs plugin reads the constructor's argument types
+def _sensitivities(value: Any) -> tuple[float, ...]:
+    return scalar_or_tuple("sensitivities")(value)
+
+
+def _sampling_probs(value: Any) -> tuple[float, ...]:
+    return scalar_or_tuple("sampling_probs")(value)
+
+
 @attrs.frozen
 class MixtureOfGaussians(Mechanism):
     """Gaussian noise of scale ``sigma`` on a query whose sensitivity is ``c_i`` with
@@ -218,10 +229,10 @@ class MixtureOfGaussians(Mechanism):
     sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
                                      metadata={"range": Range(1.0, 1.0)})
     sigma: float = parameter(SIGMA)
-    sensitivities: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("sensitivities"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
+    sensitivities: tuple[float, ...] = attrs.field(converter=_sensitivities,
                                        validator=entries_in(SENSITIVITY_ENTRY),
                                        metadata={"range": SENSITIVITY_ENTRY})
-    sampling_probs: tuple[float, ...] = attrs.field(converter=scalar_or_tuple("sampling_probs"),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
+    sampling_probs: tuple[float, ...] = attrs.field(converter=_sampling_probs,
                                         validator=[entries_in(PROBABILITY),
                                                    probabilities_for("sensitivities")],
                                         metadata={"range": PROBABILITY})

@@ -101,6 +101,8 @@ from accounting.pairs.primitives import check_primitive_output
 from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.vocabulary import Direction, Exactness, FloatArray
 
+from .gaussian import Gaussian
+
 __all__ = ["PoissonReplaceOne", "PoissonReplaceOneGaussian", "ReplaceOneGaussianPair",
            "replace_one_noise_pair", "check_replace_one_base"]
 
@@ -140,9 +142,12 @@ class ReplaceOneGaussianPair(Pair):
         """L′(x) = (Δ/σ²)[s(x) + s(−x)], s(x) = expit(a(x) + log q − log(1 − q)) (> 0)."""
         s2 = self.sigma ** 2
         shift = math.log(self.q) - (math.log1p(-self.q) if self.q < 1.0 else -np.inf)
-        a = lambda y: (2.0 * y * self.delta - self.delta ** 2) / (2.0 * s2) + shift  # noqa: E731
-        result: FloatArray = self.delta / s2 * (expit(a(x)) + expit(a(-x)))
-        return result
+
+        def a(y: FloatArray) -> FloatArray:
+            return (2.0 * y * self.delta - self.delta ** 2) / (2.0 * s2) + shift
+
+        slope: FloatArray = self.delta / s2 * (expit(a(x)) + expit(a(-x)))
+        return slope
 
     def _root(self, eps: FloatArray) -> FloatArray:
         """inf{x : L(x) > ε} for ε ≥ 0 (L odd and increasing): Newton steps kept inside
@@ -411,9 +416,11 @@ class PoissonReplaceOne(Mechanism):
         base, q = self.base, float(self.q)
         if q == 0.0 or base.sensitivity == 0:
             return identical_pair(f"{self.name} (q = 0 or sensitivity 0: no privacy loss)")
+        # the field's validator (check_replace_one_base) refuses any other base
+        assert isinstance(base, AdditiveNoise)
         if base.noise_width() == 0:
             return disjoint_pair(f"{self.name}∘{base.name} (no noise: non-private)")
-        if base.name == "gaussian":
+        if base.name == "gaussian" and isinstance(base, Gaussian):
             return ReplaceOneGaussianPair(float(base.sigma), float(base.sensitivity), q)
         return replace_one_noise_pair(base, q)
 

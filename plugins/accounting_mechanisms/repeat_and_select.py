@@ -59,7 +59,7 @@ from accounting.pairs.mechanism import Mechanism, Neighbouring, Range, as_neighb
 from accounting.pairs.pair import CurveT, Pair, identical_pair
 from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.validation import check_real
-from accounting.vocabulary import Bound, Direction, Exactness, FloatArray
+from accounting.vocabulary import ArrayLike, Bound, Direction, Exactness, FloatArray
 
 from .approx_dp import one_sensitivity
 
@@ -80,13 +80,14 @@ SHAPE = Range(-1.0, 1e3, lo_open=True)
 _GRID_T = np.geomspace(1e-5, 1e5, 241)
 
 
-def _log_h(x: FloatArray) -> FloatArray:
+def _log_h(x: ArrayLike) -> FloatArray:
     """log(expm1(x)/x), 0 at x = 0."""
     x = np.asarray(x, dtype=float)
     safe = np.where(x == 0, 1.0, x)
     with np.errstate(over="ignore"):
         val = np.where(x > 0, x + np.log(-np.expm1(-safe) / safe), np.log(np.expm1(safe) / safe))
-    return np.where(x == 0, 0.0, val)
+    result: FloatArray = np.where(x == 0, 0.0, val)
+    return result
 
 
 def _log_tnb_mean(shape: float, log_gamma: float) -> float:
@@ -255,16 +256,15 @@ class RepeatAndSelectPair(Pair):
         """One run of the base (K = 0, when Poisson, releases nothing): the base's lower
         profile, smaller direction, scaled by P[K ≥ 1] with the no-run atom's share."""
         eps = np.asarray(eps, dtype=float)
-        low = np.minimum(self.base._profile_lower(eps, Direction.FORWARD),
-                         self.base._profile_lower(eps, Direction.BACKWARD))
+        low: FloatArray = np.minimum(self.base._profile_lower(eps, Direction.FORWARD),
+                                     self.base._profile_lower(eps, Direction.BACKWARD))
         if not math.isinf(self.shape):
-            result: FloatArray = low
-            return result
+            return low
         p = -math.expm1(-self.mean)
         with np.errstate(over="ignore"):
             atom = np.maximum(-np.expm1(np.minimum(eps, 0.0)), 0.0)
-        result = p * low + (1.0 - p) * atom
-        return result
+        mixed: FloatArray = p * low + (1.0 - p) * atom
+        return mixed
 
     def curve(self, kind: type[CurveT], *, registry: Registry | None = None,
               **options: Any) -> CurveT:
@@ -273,7 +273,10 @@ class RepeatAndSelectPair(Pair):
         (its lower side, where present, is the base's, a certified lower bound)."""
         out = super().curve(kind, registry=registry, **options)
         if out.provenance.exactness is Exactness.EXACT:
-            out = attrs.evolve(out, provenance=Provenance(Exactness.UPPER, out.provenance.path))
+            # mypy's attrs plugin reads evolve's keywords off CurveT's bound, Curve, whose
+            # subclasses (every curve kind) declare the provenance field, not Curve itself
+            out = attrs.evolve(out,  # type: ignore[call-arg]
+                               provenance=Provenance(Exactness.UPPER, out.provenance.path))
         return out
 
     def describe(self) -> str:
@@ -324,7 +327,7 @@ class RepeatAndSelect(Mechanism):
     def pair(self) -> Pair:
         return self.pair_in(None)
 
-    def pair_in(self, registry: Any = None) -> Pair:
+    def pair_in(self, registry: Registry | None = None) -> Pair:
         """The pair of the base looked up in ``registry``, repeated and selected."""
         base = self.base.pair_in(registry)
         if self.mean == 1 and not math.isinf(self.shape):

@@ -25,7 +25,7 @@ import attrs
 import numpy as np
 
 from accounting.pairs.mechanism import RATE, Range, parameter
-from accounting.pairs.pair import disjoint_pair, identical_pair
+from accounting.pairs.pair import Pair, disjoint_pair, identical_pair
 from accounting.registry.hookspecs import RegisterMechanism, RegisterSpecialisation, hookimpl
 from accounting.validation import check_positive
 from accounting.vocabulary import AnyArray, Direction, Exactness, FloatArray
@@ -43,8 +43,13 @@ class SubsampledGaussianPair(PoissonSubsampledPair):
     generic subsampled profile of the Gaussian pair, plus the exact Rényi curve."""
 
     def __attrs_post_init__(self) -> None:
+        self._gaussian_base()
+
+    def _gaussian_base(self) -> GaussianPair:
+        """``base``, refused unless a Gaussian pair (the exact Rényi curve's law)."""
         if not isinstance(self.base, GaussianPair):
             raise TypeError(f"base must be a GaussianPair, got {type(self.base).__name__}")
+        return self.base
 
     @classmethod
     def of(cls, q: float, z: float) -> SubsampledGaussianPair:
@@ -53,8 +58,7 @@ class SubsampledGaussianPair(PoissonSubsampledPair):
 
     @property
     def z(self) -> float:
-        result: float = 1.0 / self.base.mu
-        return result
+        return 1.0 / self._gaussian_base().mu
 
     def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
         fn = _rdp.remove_cgf_upper if direction is Direction.FORWARD else _rdp.add_cgf_upper
@@ -99,7 +103,7 @@ class SubsampledGaussian(PoissonMechanism):
         return (self.sensitivity * inside + rng.normal(0.0, self.sigma, size=shape),
                 rng.normal(0.0, self.sigma, size=shape))
 
-    def pair(self) -> PoissonSubsampledPair:
+    def pair(self) -> Pair:
         if self.q == 0 or self.sensitivity == 0:
             return identical_pair(f"{self.name} (q = 0 or sensitivity 0: no privacy loss)")
         if self.sigma == 0:   # the mixture of a non-private base: exact, δ = q

@@ -223,7 +223,7 @@ def _log_f(ell: np.ndarray, lam: float | np.ndarray) -> np.ndarray:
     lam_arr = np.asarray(lam, dtype=float)
     if np.all(lam_arr > 1.0):
         g = lam_arr - 1.0
-        result: np.ndarray = ell + np.logaddexp(np.log(g) + _log_e1(-ell), _log_e1(g * ell))
+        result: FloatArray = ell + np.logaddexp(np.log(g) + _log_e1(-ell), _log_e1(g * ell))
         return result
     if np.all(lam_arr < 0.0):
         result = np.logaddexp(_log_e1(lam_arr * ell), np.log(-lam_arr) + _log_e1(ell))
@@ -242,7 +242,7 @@ def _log_integrand(x: np.ndarray, q: float, sigma: float,
                    lam: float | np.ndarray) -> np.ndarray:
     """log(phi_sigma(x) F_lam(ell(x))): the log-integrand of A_lam - 1."""
     log_phi, log_f = _log_integrand_parts(x, q, sigma, lam)
-    result: np.ndarray = log_phi + log_f
+    result: FloatArray = log_phi + log_f
     return result
 
 
@@ -473,7 +473,7 @@ def _log_a_quadrature_batch(q: float, sigma: float, lams: np.ndarray) -> np.ndar
                 f"(q={q}, sigma={sigma}, order={worst})", RuntimeWarning, stacklevel=3)
 
     # log A = log1p(A - 1) keeps full relative accuracy when A - 1 is tiny.
-    result: np.ndarray = np.logaddexp(0.0, shift + np.log(done))
+    result: FloatArray = np.logaddexp(0.0, shift + np.log(done))
     return result
 
 
@@ -662,12 +662,13 @@ def _series_bracket(q: float, sigma: float, alphas: np.ndarray) -> tuple[np.ndar
     shift = np.maximum(np.maximum(log_terms[0].max(axis=1), log_terms[1].max(axis=1)),
                        np.maximum(tail1, tail2))
     shift = np.where(np.isfinite(shift), shift, 0.0)
-    terms, errs = [], []
+    blocks: list[FloatArray] = []
+    errs: list[FloatArray] = []
     for parts, log_t in zip((parts1, parts2), log_terms):
         scaled = np.exp(log_t - shift[:, None])
-        terms.append(sign * scaled)
+        blocks.append(sign * scaled)
         errs.append(16.0 * _EPS * (size + sum(np.abs(p) for p in parts)) * scaled)
-    terms = np.concatenate(terms, axis=1)
+    terms = np.concatenate(blocks, axis=1)
     total = terms.sum(axis=1)
     absum = np.abs(terms).sum(axis=1)
     err = np.concatenate(errs, axis=1).sum(axis=1) + (2.0 * big_k + 3.0) * _EPS * absum
@@ -710,7 +711,7 @@ def remove_cgf_upper(q: float, sigma: float, t: Any) -> np.ndarray:
     qf, sf, t = _check_q(q), _check_sigma(sigma), _check_t(t)
     shape = t.shape
     if qf == 1.0:
-        result: np.ndarray = t * (t + 1.0) / (2.0 * sf * sf)
+        result: FloatArray = t * (t + 1.0) / (2.0 * sf * sf)
         return result
     lo = np.floor(t)
     w = t - lo
@@ -760,7 +761,7 @@ def remove_cgf_lower(q: float, sigma: float, t: Any) -> np.ndarray:
     qf, sf, t = _check_q(q), _check_sigma(sigma), _check_t(t)
     shape = t.shape
     if qf == 1.0:
-        result: np.ndarray = t * (t + 1.0) / (2.0 * sf * sf)
+        result: FloatArray = t * (t + 1.0) / (2.0 * sf * sf)
         return result
     n = np.floor(t)
     w = t - n
@@ -790,7 +791,7 @@ def add_cgf_upper(q: float, sigma: float, t: Any) -> np.ndarray:
     """
     qf, sf, t = _check_q(q), _check_sigma(sigma), _check_t(t)
     if qf == 1.0:
-        result: np.ndarray = t * (t + 1.0) / (2.0 * sf * sf)
+        result: FloatArray = t * (t + 1.0) / (2.0 * sf * sf)
         return result
     s2 = sf * sf
 
@@ -859,7 +860,7 @@ def _chord_log_a_add(q: float, sigma: float, ts: np.ndarray, reach: float) -> np
         top = terms.max(axis=1, keepdims=True)
         top = np.where(np.isfinite(top), top, 0.0)
         log_am1 = (top[:, 0] + np.log(np.exp(terms - top).sum(axis=1))) + math.log1p(1e-9)
-    result: np.ndarray = np.logaddexp(0.0, log_am1)
+    result: FloatArray = np.logaddexp(0.0, log_am1)
     return result
 
 
@@ -868,7 +869,7 @@ def add_cgf_lower(q: float, sigma: float, t: Any) -> np.ndarray:
     ``_coarse_log_a`` at the order -t, and 0. Lowered by the roundoff margin."""
     qf, sf, t = _check_q(q), _check_sigma(sigma), _check_t(t)
     if qf == 1.0:
-        result: np.ndarray = t * (t + 1.0) / (2.0 * sf * sf)
+        result: FloatArray = t * (t + 1.0) / (2.0 * sf * sf)
         return result
     flat = t.ravel()
     out = np.zeros(flat.shape)
@@ -890,7 +891,7 @@ def _log_mass(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     hi = np.where(right, -a, b)
     lhi, llo = log_ndtr(hi), log_ndtr(lo)
     with np.errstate(divide="ignore"):
-        result: np.ndarray = lhi + np.log1p(-np.exp(llo - lhi))
+        result: FloatArray = lhi + np.log1p(-np.exp(llo - lhi))
         return result
 
 
@@ -923,5 +924,5 @@ def _coarse_log_a(q: float, sigma: float, lams: np.ndarray) -> np.ndarray:
         terms = lp0 + _log_f(ell.ravel(), lam_cells.ravel()).reshape(ell.shape)
         terms = np.where(np.isnan(terms), -np.inf, terms)
         log_am1 = logsumexp(terms, axis=1) + math.log1p(-1e-9)
-    result: np.ndarray = np.logaddexp(0.0, log_am1)
+    result: FloatArray = np.logaddexp(0.0, log_am1)
     return result

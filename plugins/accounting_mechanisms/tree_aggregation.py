@@ -143,7 +143,8 @@ def _concat(x: _Block, y: _Block, k: int, s: int, gap: int) -> _Block:
     shift_t = np.minimum(idx + y.size, s)
     shift_l = np.minimum(idx + x.size, s)
     for c in range(min(cx, cap)):
-        np.maximum.at(out[c], (slice(None), shift_t), x.value[c])
+        # numpy's stubs type ufunc.at's indices as an integer array only, not a tuple
+        np.maximum.at(out[c], (slice(None), shift_t), x.value[c])  # type: ignore[arg-type]
     for c in range(min(cy, cap)):
         np.maximum.at(out[c], shift_l, y.value[c])
     if cx and cy and cap >= 2:
@@ -227,6 +228,7 @@ def _squared(t: int, k: int, s: int, budget: float) -> tuple[int, bool]:
         if t >> level & 1:
             block = perfect[level]
             tree = block if tree is None else _concat(tree, block, k, s, gap)
+    assert tree is not None   # t ≥ 2 here (k ≥ 2 occurrences), so t has a top bit
     best = float(np.max(tree.value))
     return int(round(best)), True
 
@@ -399,7 +401,7 @@ class TreeAggregation(Mechanism):
 
     name = "tree_aggregation"
     sigma: float = parameter(NOISE_SCALE)
-    step_counts: tuple[int, ...] = attrs.field(converter=_step_counts, validator=entries_in(STEPS),  # type: ignore[misc]  # attrs' mypy plugin: parameter() and factory converters
+    step_counts: tuple[int, ...] = attrs.field(converter=_step_counts, validator=entries_in(STEPS),
                                      metadata={"range": STEPS})
     completed: bool = _flag_field("completed")
 

@@ -100,9 +100,9 @@ def _inf_mass(log_masses: FloatArray, sensitivity: int, truncation: int) -> floa
     return min(m, 1.0)
 
 
-def _integer_in(rng: Range) -> Callable[[Any, attrs.Attribute[Any], Any], Any]:
-    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> Any:
-        return rng.check(attribute.name, value)
+def _integer_in(rng: Range) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        rng.check(attribute.name, value)
     return check
 
 

@@ -206,7 +206,9 @@ class RKRDAuditor:
         seed = _seed(seed)
         _, split_ss, boot_ss, witness_ss = np.random.SeedSequence(seed).spawn(4)
         n_p, n_q, d = x.shape[0], y.shape[0], x.shape[1]
-        lam0 = dp_lambda(claim.epsilon, claim.delta) if eps_claim else None
+        # λ₀ = δe^{−ε} of an (ε, δ) claim (None for a curve claim: λ₀ is None iff not eps_claim)
+        point = claim if isinstance(claim, EpsDeltaClaim) else None
+        lam0 = None if point is None else dp_lambda(point.epsilon, point.delta)
 
         # ---- plan: everything below is decided from sizes and settings, not data
         split_seed = int(split_ss.generate_state(1)[0])
@@ -218,7 +220,7 @@ class RKRDAuditor:
         thresholds: tuple[float, ...] = ()
         rkrdp_status = "not applicable (the claim is a curve, not one (ε, δ))"
         run_rkrdp = False
-        if eps_claim and self.rkrdp is not False:
+        if point is not None and lam0 is not None and self.rkrdp is not False:
             if k == 0:
                 rkrdp_status = "not run: no α >= 2 in alphas"
             elif not lam0 > 0.0:
@@ -227,7 +229,7 @@ class RKRDAuditor:
                 rkrdp_status = ("vacuous: λ₀ = δe^{−ε} underflows to 0 at this ε; skipped")
             else:
                 thresholds = tuple(
-                    rkrdp_threshold(claim.epsilon, a, lam0, m_p, m_q,
+                    rkrdp_threshold(point.epsilon, a, lam0, m_p, m_q,
                                     level / (2.0 * k)).value if ok else math.inf
                     for a, ok in zip(alphas, tested))
                 vacuous = all(math.isinf(v) for v in thresholds)
@@ -303,14 +305,14 @@ class RKRDAuditor:
         sweep = statistics = None
         if do_sweep:
             prog.stage(f"descriptive λ sweep: n × n kernel statistics ({n_p} + {n_q})")
-            grid = np.unique(np.append(lambdas, lam0) if eps_claim else lambdas)
+            grid = np.unique(np.append(lambdas, lam0) if lam0 is not None else lambdas)
             sweep = rkrd_sweep(x, y, alphas, grid, bandwidth=bandwidth)
-            if eps_claim:
+            if lam0 is not None:
                 statistics = tuple(sweep.at(a, lam0) for a in alphas)
         boot = None
         if self.reference is not None:
             prog.stage("parametric bootstrap")
-            lam_b = lam0 if eps_claim else float(lambdas.min())
+            lam_b = lam0 if lam0 is not None else float(lambdas.min())
             boot = bootstrap_test(x, y, mechanism=self.reference, shift=self.shift,
                                   alpha=float(alphas.max()), lam=lam_b,
                                   n_boot=self.n_boot, bandwidth=bandwidth,
@@ -371,7 +373,9 @@ class RKRDAuditor:
 
 def _seed(seed: int | None) -> int:
     if seed is None:
-        return int(np.random.SeedSequence().entropy)
+        entropy = np.random.SeedSequence().entropy
+        assert isinstance(entropy, int)   # drawn fresh when none is given: one integer
+        return entropy
     return check_count("seed", seed, minimum=0)
 
 

@@ -35,7 +35,8 @@ from .kernel import check_samples
 __all__ = ["noise_sampler", "BootstrapResult", "bootstrap_test"]
 
 
-def noise_sampler(mechanism: Any) -> Callable[[np.random.Generator, tuple[int, ...]], np.ndarray]:
+def noise_sampler(mechanism: Any
+                  ) -> Callable[[np.random.Generator, tuple[int, ...] | int], np.ndarray]:
     """The sampler ``(rng, shape) -> noise`` of an additive-noise mechanism instance
     (its ``sample_noise``); a ValueError naming the mechanism when it has none."""
     if not isinstance(mechanism, AdditiveNoise):

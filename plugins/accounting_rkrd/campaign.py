@@ -248,8 +248,9 @@ def audit_campaign(fn: Callable[[Any, np.random.Generator], Any], d0: Any, d1: A
         settings.append(point)
     seed = resolve_seed(seed)
     t0 = time.perf_counter()
-    tasks = [{"point": p, "replicate": r, "settings": s}
-             for p, s in enumerate(settings) for r in range(replicates)]
+    # a task: the grid point's index, the replicate and the point's audit keywords
+    tasks: list[dict[str, Any]] = [{"point": p, "replicate": r, "settings": s}
+                                   for p, s in enumerate(settings) for r in range(replicates)]
     results = map_tasks(_Audit(fn, d0, d1, auditor), tasks, engine=engine, seed=seed,
                         progress=progress, label="audits")
     rows = tuple({"point": t["point"], "replicate": t["replicate"],

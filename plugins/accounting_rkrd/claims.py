@@ -76,8 +76,8 @@ class CurveClaim:
         if not np.all(np.isfinite(b)):
             raise ValueError(f"claim: the trade-off curve of {self.label} returned a "
                              f"non-finite β")
-        result: np.ndarray = np.clip(b, 0.0, 1.0)
-        return result
+        clipped: np.ndarray = np.clip(b, 0.0, 1.0)
+        return clipped
 
     def describe(self) -> str:
         return f"the trade-off curve of {self.label}"

@@ -142,8 +142,8 @@ class _Prepared:
             # log1p(Λ/λ)/Λ, with its Λ → 0 limit 1/λ
             ratio = np.where(lam_y > 0.0, np.log1p(lam_y / lam) / np.where(lam_y > 0.0, lam_y,
                                                                               1.0), 1.0 / lam)
-            result: float = _xlogx_sum(self.eig_x()) - np.log(lam) - float(ratio @ self.w_sq)
-            return result
+            kl: float = _xlogx_sum(self.eig_x()) - np.log(lam) - float(ratio @ self.w_sq)
+            return kl
         e = (1.0 - alpha) / alpha
         safe = np.where(lam_y > 0.0, lam_y, 1.0)
         h = np.where(lam_y > 0.0, np.expm1(e * np.log1p(lam_y / lam)) / safe, e / lam)
@@ -244,5 +244,5 @@ def rkrd_sweep(x: Any, y: Any, alphas: Any, lambdas: Any, *,
 def rkrd(x: Any, y: Any, alpha: float, lam: float, *,
          bandwidth: float | None = None) -> float:
     """The estimate D̂_{α,λ} at one (α, λ); see ``rkrd_sweep``."""
-    result: float = rkrd_sweep(x, y, [alpha], [lam], bandwidth=bandwidth).values[0, 0]
-    return result
+    value: float = rkrd_sweep(x, y, [alpha], [lam], bandwidth=bandwidth).values[0, 0]
+    return value

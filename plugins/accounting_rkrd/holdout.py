@@ -85,7 +85,7 @@ class WitnessTest:
     level: float
     m_p: int
     m_q: int
-    rows: tuple[Any, ...]
+    rows: tuple[ThresholdResult, ...]
     epsilon_lower_bound: float | None
     detectable_epsilon: float | None
     detectable: bool
@@ -104,10 +104,11 @@ class WitnessTest:
     def best(self) -> ThresholdResult:
         """The row with the largest ε bound ((ε, δ) claims) or the first beaten row."""
         if self.epsilon_lower_bound is not None:
-            return max(self.rows, key=lambda r: r.epsilon_bound)
+            # an (ε, δ) claim: every row has its ε bound
+            return max(self.rows, key=lambda r: -math.inf if r.epsilon_bound is None
+                       else r.epsilon_bound)
         beaten = [r for r in self.rows if r.beaten]
-        result: ThresholdResult = beaten[0] if beaten else self.rows[0]
-        return result
+        return beaten[0] if beaten else self.rows[0]
 
     def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, "detail": self.detail,
@@ -191,8 +192,8 @@ def _curve_strength(claim: Any, a_u: np.ndarray, b_u: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
         one = np.log(claim.beta(a_u)) - np.log(b_u)
         two = np.log(claim.beta(b_u)) - np.log(a_u)
-    result: np.ndarray = np.maximum(one, two)
-    return result
+    strength: np.ndarray = np.maximum(one, two)
+    return strength
 
 
 def _plan_curve(cand: Candidate, claim: Any, m_p: int, m_q: int,
@@ -237,10 +238,11 @@ def witness_test(cands: list[Candidate], xb: np.ndarray, yb: np.ndarray, *, clai
     a0 = float(clopper_pearson_upper(0, m_q, level_each))
     b0 = float(clopper_pearson_upper(0, m_p, level_each))
     if eps_claim:
-        eps = ratio_bounds(a_u, b_u, claim.delta)
-        beaten = eps > claim.epsilon
-        lb = float(np.max(eps))
-        lb = lb if math.isfinite(lb) and lb > 0.0 else 0.0
+        bounds = ratio_bounds(a_u, b_u, claim.delta)
+        beaten = bounds > claim.epsilon
+        eps: list[float | None] = [float(e) for e in bounds]
+        top = float(np.max(bounds))
+        lb: float | None = top if math.isfinite(top) and top > 0.0 else 0.0
         det = detectable_epsilon(m_p, m_q, claim.delta, level_each)
         detectable = det > claim.epsilon
     else:

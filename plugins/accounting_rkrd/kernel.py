@@ -110,8 +110,8 @@ def rbf(a: np.ndarray, b: np.ndarray, bandwidth: float) -> np.ndarray:
     """k(a_i, b_j) = exp(−‖a_i − b_j‖²/h²) for rows of (centred) ``a`` and ``b``."""
     sq = squared_distances(a, b)
     sq *= -1.0 / (bandwidth * bandwidth)
-    result: np.ndarray = np.exp(sq, out=sq)
-    return result
+    k: np.ndarray = np.exp(sq, out=sq)
+    return k
 
 
 @attrs.frozen

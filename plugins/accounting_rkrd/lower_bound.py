@@ -147,8 +147,8 @@ def lower_bound_from_split(xa: np.ndarray, ya: np.ndarray, xb: np.ndarray, yb: n
     xa, xb, ya, yb = xa - centre, xb - centre, ya - centre, yb - centre
 
     def score(z: np.ndarray) -> np.ndarray:
-        result: np.ndarray = rbf(z, xa, h).mean(axis=1) - rbf(z, ya, h).mean(axis=1)
-        return result
+        s: np.ndarray = rbf(z, xa, h).mean(axis=1) - rbf(z, ya, h).mean(axis=1)
+        return s
 
     # leave-one-out on the first parts: a point's own k(z, z) = 1 would inflate it
     kxa, kya, kxya = rbf(xa, xa, h), rbf(ya, ya, h), rbf(xa, ya, h)

@@ -10,6 +10,7 @@ The kernel divergence D̂ is shown only as a labelled descriptive statistic.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -34,6 +35,12 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     return value
+
+
+def _str_tuple(notes: Iterable[str]) -> tuple[str, ...]:
+    """attrs converter of the warnings (a named function: mypy's attrs plugin cannot
+    read the generic ``tuple`` as one)."""
+    return tuple(notes)
 
 
 def _num(x: float, digits: int = 4) -> str:
@@ -96,7 +103,7 @@ class AuditReport:
     seconds: float = 0.0
     auditor: str = "rkrd"
     #: what makes the audit less informative than it looks (a degenerate kernel, …)
-    warnings: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    warnings: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
 
     # ------------------------------------------------------------ the claim
     @property
@@ -117,11 +124,11 @@ class AuditReport:
     def lower_bound(self) -> LowerBound | None:
         """The certified bound with its best threshold, as a ``LowerBound`` ((ε, δ)
         claims; None for a curve claim)."""
-        eps = self.witness.epsilon_lower_bound
-        if eps is None:
+        eps, delta = self.witness.epsilon_lower_bound, self.delta
+        if eps is None or delta is None:    # a curve claim has neither
             return None
         w, r = self.witness, self.witness.best
-        return LowerBound(eps, self.level_witness, self.delta, r.threshold, r.fpr_upper,
+        return LowerBound(eps, self.level_witness, delta, r.threshold, r.fpr_upper,
                           r.fnr_upper, r.false_positives, r.false_negatives, w.m_p, w.m_q,
                           len(w.rows), None, f"{w.family}: {w.detail}")
 
@@ -188,8 +195,9 @@ class AuditReport:
         (``accounting.save`` writes that form)."""
         if exact:
             from accounting.serialization import encode
-            result: dict[str, Any] = encode(self, report_types(), "report")
-            return result
+            # JSON data: a dict at the top, whose values are whatever the fields hold
+            encoded: dict[str, Any] = encode(self, report_types(), "report")
+            return encoded
         out: dict[str, Any] = {
             "auditor": self.auditor,
             "claim": self.claim.to_dict(),
@@ -221,8 +229,8 @@ class AuditReport:
             out["bootstrap"] = self.bootstrap.to_dict()
         if self.sweep is not None:
             out["sweep"] = self.sweep.to_dict()
-        result = json_safe(out)
-        return result
+        safe: dict[str, Any] = json_safe(out)   # a dict stays a dict
+        return safe
 
     @classmethod
     def from_dict(cls, data: Any) -> AuditReport:
@@ -259,8 +267,8 @@ class AuditReport:
                          f"{r.fnr_upper:.4g}", f"{r.claimed_fnr:.4g}",
                          "yes" if r.beaten else "no"))
         widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
-        for r in rows:
-            lines.append("    " + "  ".join(c.rjust(wd) for c, wd in zip(r, widths)))
+        for cells in rows:
+            lines.append("    " + "  ".join(c.rjust(wd) for c, wd in zip(cells, widths)))
         if self.epsilon_lower_bound is not None:
             lines.append(f"  certified: ε ≥ {self.epsilon_lower_bound:.4f} at δ = {self.delta:g} with "
                          f"confidence {1 - self.level_witness:g}")
@@ -274,7 +282,7 @@ class AuditReport:
                                     self.rkrdp.thresholds):
                     lines.append(f"    α = {a:g}: held-out D̂ {ho:.4f}, threshold "
                                  f"{'inf (vacuous)' if math.isinf(t) else f'{t:.4f}'}")
-        if self.statistics is not None:
+        if self.statistics is not None and self.rkrdp is not None:  # both or neither
             stats = ", ".join(f"α={a:g}: {v:.3f}" for a, v in zip(self.rkrdp.alphas,
                                                                    self.statistics))
             lines.append(f"  descriptive only — kernel divergence D̂(α, λ₀) on all samples "

@@ -61,15 +61,16 @@ def check_families(families: object) -> tuple[str, ...]:
     if isinstance(families, str):
         families = (families,)
     try:
-        out = tuple(families)  # type: ignore[arg-type]
+        # tuple() is the iterability check: its TypeError is the message below
+        out: tuple[object, ...] = tuple(families)  # type: ignore[arg-type]
     except TypeError:
         raise TypeError(f"witnesses must be a sequence of family names from "
                         f"{', '.join(FAMILIES)}, got {type(families).__name__}") from None
-    bad = [f for f in out if f not in FAMILIES]
+    bad = [f for f in out if not (isinstance(f, str) and f in FAMILIES)]
     if not out or bad:
         raise ValueError(f"witnesses must be a non-empty selection of {', '.join(FAMILIES)}; "
                          f"got {', '.join(map(repr, bad)) or 'none'}")
-    return tuple(dict.fromkeys(out))
+    return tuple(dict.fromkeys(f for f in out if isinstance(f, str)))   # bad is empty
 
 
 @attrs.define
@@ -138,12 +139,18 @@ def _threshold(xa: np.ndarray, ya: np.ndarray, rng: np.random.Generator) -> list
             def score(z: np.ndarray, j: int = int(j), sign: float = sign) -> np.ndarray:
                 return sign * z[:, j]
             label = f"coordinate {j + 1}, {word} on D" if d > 1 else f"output {word} on D"
-            out.append(Candidate("threshold", label, score(xa), score(ya),
-                                 lambda score=score: score))
+
+            def final(score: Score = score) -> Score:
+                return score
+            out.append(Candidate("threshold", label, score(xa), score(ya), final))
 
     def fit(x: np.ndarray, y: np.ndarray) -> list[tuple[str, Score]]:
         w = x.mean(axis=0) - y.mean(axis=0)
-        return [("mean-difference direction", lambda z, w=w: z @ w)]
+
+        def project(z: np.ndarray, w: np.ndarray = w) -> np.ndarray:
+            projected: np.ndarray = z @ w
+            return projected
+        return [("mean-difference direction", project)]
 
     if d > 1:
         out += _crossfit("threshold", fit, xa, ya, rng)
@@ -171,6 +178,12 @@ def _kernel(xa: np.ndarray, ya: np.ndarray, h0: float) -> list[Candidate]:
 
 
 # ---------------------------------------------------------- likelihood ratio
+def _negated(s: Score) -> Score:
+    def negated(z: np.ndarray) -> np.ndarray:
+        return -s(z)
+    return negated
+
+
 def _ratio_fit(h: float) -> Callable[[np.ndarray, np.ndarray], list[tuple[str, Score]]]:
     def one_way(num: np.ndarray, den: np.ndarray) -> list[Score]:
         m = den.shape[0]
@@ -179,16 +192,19 @@ def _ratio_fit(h: float) -> Callable[[np.ndarray, np.ndarray], list[tuple[str, S
         scores = []
         for lam in _RATIO_LAMBDAS:
             c = vec @ (proj / (m * lam + np.maximum(kappa, 0.0)))
-            scores.append(_blocked(lambda z, c=c: rbf(z, num, h).mean(axis=1)
-                                   - rbf(z, den, h) @ c))
+
+            def ratio(z: np.ndarray, c: np.ndarray = c) -> np.ndarray:
+                estimate: np.ndarray = rbf(z, num, h).mean(axis=1) - rbf(z, den, h) @ c
+                return estimate
+            scores.append(_blocked(ratio))
         return scores
 
     def fit(x: np.ndarray, y: np.ndarray) -> list[tuple[str, Score]]:
         pq, qp = one_way(x, y), one_way(y, x)
         out = [(f"dP/dQ estimate, λ = {lam:g}, bandwidth {h:.4g}", s)
                for lam, s in zip(_RATIO_LAMBDAS, pq)]
-        out += [(f"−dQ/dP estimate, λ = {lam:g}, bandwidth {h:.4g}",
-                 lambda z, s=s: -s(z)) for lam, s in zip(_RATIO_LAMBDAS, qp)]
+        out += [(f"−dQ/dP estimate, λ = {lam:g}, bandwidth {h:.4g}", _negated(s))
+                for lam, s in zip(_RATIO_LAMBDAS, qp)]
         return out
     return fit
 
@@ -252,8 +268,10 @@ def candidates(xa: np.ndarray, ya: np.ndarray, *, families: tuple[str, ...],
         if family == "threshold":
             out += _threshold(xa, ya, rng)
         elif family == "kernel":
+            assert h0 is not None      # without a kernel scale the family was dropped above
             out += _kernel(xk, yk, h0)
         elif family == "likelihood_ratio":
+            assert h0 is not None
             out += _crossfit("likelihood_ratio", _ratio_fit(h0), xk, yk, rng)
         else:
             out += _crossfit("logistic", _logistic_fit, xa, ya, rng)

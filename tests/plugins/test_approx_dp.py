@@ -6,13 +6,12 @@ import math
 
 import numpy as np
 import pytest
+from closed_forms import rr_rdp
 from scipy.special import comb, expit
 
 import accounting
 from accounting import PLD, RDP, PrivacyProfile, TradeOff
 from accounting.testing import MechanismContract
-
-from closed_forms import rr_rdp
 
 NAN = float("nan")
 
@@ -105,6 +104,39 @@ def test_tradeoff_is_dong_roth_su_f_eps_delta():
     want = np.maximum.reduce([np.zeros_like(a), 1 - d0 - math.exp(e0) * a,
                               math.exp(-e0) * (1 - d0 - a)])
     np.testing.assert_allclose(to.beta(a), want, atol=1e-12)
+
+
+def _neyman_pearson_beta(p: np.ndarray, q: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """T(P, Q)(α) of two laws on finitely many outcomes by brute force: the most powerful
+    tests reject the outcomes of largest q/p first (those with p = 0 at no cost),
+    randomising on the boundary one (Neyman–Pearson lemma), so β is the piecewise-linear
+    curve through (cumulative p, 1 − cumulative q) in that order."""
+    with np.errstate(divide="ignore"):
+        ratio = np.where(p > 0, q / np.where(p > 0, p, 1.0), np.inf)
+    order = np.argsort(-ratio, kind="stable")
+    cum_p = np.concatenate([[0.0], np.cumsum(p[order])])
+    cum_q = np.concatenate([[0.0], np.cumsum(q[order])])
+    # of the points at one α (outcomes with p = 0), the last has the smallest β
+    keep = np.concatenate([cum_p[1:] > cum_p[:-1], [True]])
+    return np.interp(alpha, cum_p[keep], 1.0 - cum_q[keep])
+
+
+@pytest.mark.parametrize("eps,delta,k", [(0.8, 0.02, 2), (1.5, 0.0, 3), (0.3, 0.1, 2)])
+def test_tradeoff_of_self_composition_is_neyman_pearson_on_the_product(eps, delta, k):
+    """k uses: the trade-off comes from the exact product laws (f_{ε,δ} is one use's
+    only), and equals brute-force Neyman–Pearson on the 4^k product outcomes."""
+    pair = accounting.compose((accounting.mechanism("approx_dp", epsilon=eps,
+                                                    delta=delta).pair(), k))
+    assert not pair.provides("beta")
+    s = float(expit(eps))
+    p1 = np.array([delta, (1 - delta) * s, (1 - delta) * (1 - s), 0.0])
+    q1 = p1[::-1].copy()
+    p, q = p1, q1
+    for _ in range(k - 1):
+        p, q = np.outer(p, p1).ravel(), np.outer(q, q1).ravel()
+    a = np.concatenate([[0.0], np.linspace(1e-4, 1.0, 300)])
+    got = pair.curve(TradeOff).beta(a)
+    np.testing.assert_allclose(got, _neyman_pearson_beta(p, q, a), atol=1e-12)
 
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
