@@ -183,7 +183,8 @@ class AuditorContract:
         assert isinstance(report.rejected, (bool, np.bool_))
         json.dumps(report.to_dict())
         assert str(report).strip(), "the report prints as an empty string"
-        lower, top = report.epsilon_lower_bound, report.max_provable_epsilon
+        numbers: Any = report         # a score report also carries the two bounds
+        lower, top = numbers.epsilon_lower_bound, numbers.max_provable_epsilon
         assert 0.0 <= lower <= top, f"certified {lower} above the provable {top}"
 
     def test_scores_same_seed_same_report(self) -> None:

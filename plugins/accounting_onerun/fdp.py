@@ -81,7 +81,7 @@ def blow_up(family: str, params: np.ndarray, delta: float) -> Blowup:
         def eps_delta(a: np.ndarray) -> np.ndarray:
             a = np.clip(a, 0.0, 1.0)
             first = 1.0 - delta - e_up * (1.0 - a)
-            return np.maximum(0.0, np.maximum(first, e_down * (a - delta)))
+            return np.asarray(np.maximum(0.0, np.maximum(first, e_down * (a - delta))))
         return eps_delta
     raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")
 

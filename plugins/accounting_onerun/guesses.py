@@ -35,24 +35,24 @@ def check_scores(scores: Any, inclusion: Any) -> tuple[np.ndarray, np.ndarray]:
     """``scores`` as a finite float64 vector and ``inclusion`` as a 0/1 int vector of the
     same length m ≥ 1 (a list, an array of any real or boolean dtype)."""
     s = _vector("scores", scores)
+    b = _vector("inclusion", inclusion)
+    if s.size != b.size:
+        raise ValueError(f"scores and inclusion must have the same length m, got "
+                         f"{s.size} scores and {b.size} inclusion bits")
     if s.dtype.kind not in "fiu":
         raise ValueError(f"scores must be real numbers, got dtype {s.dtype}")
     s = s.astype(np.float64)
     bad = ~np.isfinite(s)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"scores must be finite, got {s[i]} at index {i}")
-    b = _vector("inclusion", inclusion)
+        raise ValueError(f"scores must be finite, got {s[i].item()} at index {i}")
     if b.dtype.kind not in "biuf":
         raise ValueError(f"inclusion must be 0/1 bits, got dtype {b.dtype}")
     bits = b.astype(np.float64)
     wrong = ~((bits == 0.0) | (bits == 1.0))
     if wrong.any():
         i = int(np.flatnonzero(wrong)[0])
-        raise ValueError(f"inclusion must hold only 0 and 1, got {b[i]!r} at index {i}")
-    if s.size != b.size:
-        raise ValueError(f"scores and inclusion must have the same length m, got "
-                         f"{s.size} scores and {b.size} inclusion bits")
+        raise ValueError(f"inclusion must hold only 0 and 1, got {b[i].item()!r} at index {i}")
     return s, bits.astype(np.int64)
 
 

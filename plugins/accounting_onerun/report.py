@@ -74,7 +74,7 @@ class OneRunReport:
     level: float
     m: int
     included: int
-    candidates: tuple[Candidate, ...] = attrs.field(converter=tuple)
+    candidates: tuple[Candidate, ...]
     abstention: str
     epsilon: float | None = None
     seed: int = 0
@@ -172,7 +172,8 @@ class OneRunReport:
             "not_rejected_is_not_a_certificate": True, "seed": self.seed,
             "seconds": self.seconds,
         }
-        return _json(out)
+        result: dict[str, Any] = _json(out)
+        return result
 
     def __str__(self) -> str:
         lines = [f"One-run canary audit ({self.method}): {self.decision.upper()} at level "

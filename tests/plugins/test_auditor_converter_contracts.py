@@ -3,8 +3,6 @@ onerun) and to every core converter."""
 
 from __future__ import annotations
 
-import pytest
-
 from accounting import default_registry
 from accounting.curves.graph import edges
 from accounting.testing import AuditorContract, ConverterContract

@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 from scipy.special import ndtr
 from scipy.stats import binom
 
-from accounting_onerun import OneRunAuditor, gaussian_canaries, true_mu
-from accounting_onerun import fdp, steinke
+from accounting_onerun import OneRunAuditor, fdp, gaussian_canaries, steinke, true_mu
 from accounting_onerun.guesses import abstention_grid, count_correct
 
 AUD = OneRunAuditor()
