@@ -8,7 +8,9 @@ entry point of ``accounting.registry.auditor.ScoreAuditor``:
   score of canary j (higher: more likely included), ``inclusion[j]`` ∈ {0, 1} whether
   it was included (each independently with probability 1/2, before the run);
 
-and, for a training function, ``audit_training(train, *, m, ...)``, which draws the
+a whole claimed curve (``claim=``: a registered mechanism instance or a curve of the
+library, tested by the f-DP analysis on its sound side, ``fdp.curve_blow_up``) beside
+the family's bound; and, for a training function, ``audit_training(train, *, m, ...)``, which draws the
 inclusion bits itself and calls ``train(inclusion, rng)`` once for the m scores.
 
 Two analyses: ``analysis="fdp"`` (default; arXiv:2410.22235, ``fdp``) in the family
@@ -30,6 +32,7 @@ import attrs
 import numpy as np
 
 from accounting.validation import check_count, check_probability, check_real
+from accounting_rkrd.claims import as_claim
 
 from . import fdp, steinke
 from .guesses import GRID_FRACTIONS, Guesses, abstention_grid, check_scores, count_correct
@@ -39,7 +42,7 @@ __all__ = ["OneRunAuditor", "DEFAULT_AUDITOR", "ANALYSES", "SIDES"]
 
 ANALYSES = ("fdp", "eps-delta")
 SIDES = ("both", "plus")
-_SETTINGS = ("family", "sides", "grid")
+_SETTINGS = ("family", "sides", "grid", "claim")
 
 
 def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
@@ -107,12 +110,23 @@ class OneRunAuditor:
         each = level / len(splits)
         found = count_correct(s, b, splits, seed)
         candidates = tuple(self._candidate(g, analysis, family, delta, each) for g in found)
+        label, curve_rejected = None, None
+        if settings.get("claim") is not None:
+            if analysis != "fdp":
+                raise ValueError("claim: a whole claimed curve is tested by the f-DP "
+                                 "analysis only (analysis='fdp')")
+            curve = as_claim(settings["claim"])
+            F = fdp.curve_blow_up(curve.beta)
+            label = curve.describe()
+            curve_rejected = any(bool(fdp.rejects(F, g.m, g.r, g.correct, each, 1)[0])
+                                 for g in found)
         return OneRunReport(
             analysis=analysis, family=family, delta=delta, level=level, m=m,
             included=int(b.sum()), candidates=candidates,
             abstention=(f"fixed, {abstain} of {m} not guessed" if abstain is not None else
                         f"best of {len(splits)} guess counts, paid for (Bonferroni)"),
-            epsilon=epsilon, seed=seed, sides=sides, seconds=time.perf_counter() - t0)
+            epsilon=epsilon, seed=seed, sides=sides, claim=label,
+            claim_rejected=curve_rejected, seconds=time.perf_counter() - t0)
 
     def audit_training(self, train: Callable[[np.ndarray, np.random.Generator], Any], *,
                        m: int, seed: int | None = None, **options: Any) -> OneRunReport:

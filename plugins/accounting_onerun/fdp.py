@@ -39,6 +39,13 @@ Families (the ε reported is always labelled with its family):
   (arXiv:1905.02383, Prop. 2.5), F(a) = max(0, 1 − δ − e^ε(1 − a), e^{−ε}(a − δ)):
   rejecting it says the run is not (ε, δ)-DP.
 
+* a whole claimed curve (``curve_blow_up``: a registered mechanism or any curve of the
+  library, read on its sound side in both directions): f is replaced by a convex
+  minorant h, the lower convex hull of the points (α_i, f(α_{i+1})) on a fine grid
+  (geometric near 0), which lies below f everywhere since f decreases; step 1 holds
+  for h in both directions and F(a) = h⁻¹(1 − a) with h⁻¹(y) = inf{x : h(x) ≤ y}.
+  Rejecting it says the run does not satisfy that curve.
+
 The search evaluates the recursion for a whole vector of parameters at once (numpy),
 on a coarse grid and then on a fine one inside the bracket; the parameter reported
 is a rejected grid point (from below), never the unrejected end.
@@ -56,7 +63,7 @@ from scipy.special import ndtr, ndtri
 from accounting_mechanisms.gaussian import gaussian_delta
 
 __all__ = ["FAMILIES", "rejects", "largest_rejected", "gdp_epsilon", "gdp_mu",
-           "blow_up", "MU_MAX", "EPS_MAX"]
+           "blow_up", "curve_blow_up", "MU_MAX", "EPS_MAX"]
 
 FAMILIES = ("gdp", "eps-delta")
 #: the largest μ (GDP) and ε (eps-delta) searched
@@ -84,6 +91,37 @@ def blow_up(family: str, params: np.ndarray, delta: float) -> Blowup:
             return np.asarray(np.maximum(0.0, np.maximum(first, e_down * (a - delta))))
         return eps_delta
     raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")
+
+
+def curve_blow_up(beta: Callable[[np.ndarray], np.ndarray], points: int = 3000) -> Blowup:
+    """F(a) = h⁻¹(1 − a) for the convex minorant h of a claimed trade-off curve β (module
+    doc), β(α) vectorised on [0, 1], decreasing, with β(0) <= 1."""
+    alpha = np.concatenate(([0.0], np.geomspace(1e-15, 1.0, points)))
+    b = np.clip(np.asarray(beta(alpha), dtype=float), 0.0, 1.0)
+    if not np.all(np.isfinite(b)):
+        raise ValueError("claim: the curve's β is not finite on [0, 1]")
+    # each cell's value at its right end: a step function below β (β decreases)
+    xs, ys = alpha[:-1], np.minimum.accumulate(b)[1:]
+    xs, ys = np.append(xs, 1.0), np.append(ys, ys[-1])
+    hull: list[int] = []
+    for k in range(xs.size):                         # lower hull, monotone chain
+        while len(hull) >= 2:
+            i, j = hull[-2], hull[-1]
+            if (ys[j] - ys[i]) * (xs[k] - xs[i]) >= (ys[k] - ys[i]) * (xs[j] - xs[i]):
+                hull.pop()
+            else:
+                break
+        hull.append(k)
+    hx, hy = xs[hull], ys[hull]
+    # h decreases along the hull: its inverse reads the points backwards
+    inv_y, inv_x = hy[::-1], hx[::-1]
+
+    def curve(a: np.ndarray) -> np.ndarray:
+        y = 1.0 - np.clip(a, 0.0, 1.0)
+        x = np.interp(y, inv_y, inv_x)
+        # above h(0) every x qualifies (inf = 0); below min h none does (F = 1, the most)
+        return np.asarray(np.where(y >= hy[0], 0.0, np.where(y < hy[-1], 1.0, x)))
+    return curve
 
 
 def rejects(F: Blowup, m: int, r: int, c: int, level: float, size: int) -> np.ndarray:

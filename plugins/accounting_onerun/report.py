@@ -79,6 +79,10 @@ class OneRunReport:
     epsilon: float | None = None
     seed: int = 0
     sides: str = "both"
+    #: a whole claimed curve tested beside the family's bound (its description), and
+    #: whether the canaries reject it
+    claim: str | None = None
+    claim_rejected: bool | None = None
     seconds: float = 0.0
     auditor: str = "onerun"
 
@@ -115,13 +119,17 @@ class OneRunReport:
 
     # ------------------------------------------------------------- verdict
     @property
-    def rejected(self) -> bool:
+    def rejected_epsilon(self) -> bool:
         return self.epsilon is not None and self.epsilon_lower_bound > self.epsilon
 
     @property
+    def rejected(self) -> bool:
+        return self.rejected_epsilon or bool(self.claim_rejected)
+
+    @property
     def decision(self) -> str:
-        return "reject" if self.rejected else ("not rejected" if self.epsilon is not None
-                                               else "no claim tested")
+        tested = self.epsilon is not None or self.claim is not None
+        return "reject" if self.rejected else ("not rejected" if tested else "no claim tested")
 
     def _family_words(self, eps: float) -> str:
         if self.family == "gdp":
@@ -133,7 +141,13 @@ class OneRunReport:
     def verdict(self) -> str:
         """The verdict in words, with what it does and does not mean."""
         lvl, eps = f"{self.level:g}", self.epsilon_lower_bound
-        if self.rejected:
+        if self.claim is not None:
+            curve = (f"REJECTED at level {lvl}: the run does not satisfy {self.claim}. "
+                     if self.claim_rejected else
+                     f"The run is consistent with {self.claim} at level {lvl}. ")
+        else:
+            curve = ""
+        if self.rejected_epsilon:
             text = (f"REJECTED at level {lvl}: the claim ε = {self.epsilon:g} is below the "
                     f"certified bound; with confidence {1 - self.level:g} the run is "
                     f"{self._family_words(eps)}.")
@@ -141,6 +155,8 @@ class OneRunReport:
             text = (f"With confidence {1 - self.level:g} the run is {self._family_words(eps)}"
                     + (f"; the claim ε = {self.epsilon:g} is not rejected." if
                        self.epsilon is not None else "."))
+        elif self.claim is not None:
+            text = f"Nothing certified in {self.family_label} at level {lvl}."
         else:
             text = (f"NOTHING CERTIFIED at level {lvl}: the guesses are consistent with "
                     f"ε = 0 in {self.family_label}. This is not a certificate of privacy.")
@@ -151,9 +167,9 @@ class OneRunReport:
                      f"been rejected; use more canaries.")
         else:
             text += f" Perfect guesses on m = {self.m} canaries could prove up to ε = {mx:.3g}."
-        if not self.rejected and self.epsilon is not None:
+        if not self.rejected and (self.epsilon is not None or self.claim is not None):
             text += " Not rejected is not a certificate of privacy."
-        return text
+        return curve + text
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (infinities as strings)."""
@@ -161,6 +177,7 @@ class OneRunReport:
             "auditor": self.auditor, "analysis": self.analysis, "method": self.method,
             "family": self.family, "family_label": self.family_label,
             "claimed_epsilon": self.epsilon, "delta": self.delta, "level": self.level,
+            "claimed_curve": self.claim, "curve_rejected": self.claim_rejected,
             "decision": self.decision, "rejected": self.rejected, "verdict": self.verdict(),
             "epsilon_lower_bound": self.epsilon_lower_bound,
             "parameter_lower_bound": self.parameter_lower_bound,

@@ -238,3 +238,32 @@ def test_level_over_200_honest_runs(analysis, abstain):
         rep = AUD.audit_scores(s, b, abstain=abstain, analysis=analysis, level=level)
         over += rep.epsilon_lower_bound > eps
     assert over <= binom.ppf(0.999, 200, level), over
+
+
+# ------------------------------------------------------------------ a whole curve
+def test_curve_minorant_is_below_the_closed_form_and_close():
+    from scipy.special import ndtri
+    mu = 1.3
+    F = fdp.curve_blow_up(lambda a: ndtr(ndtri(1 - np.clip(a, 0, 1)) - mu))
+    exact = fdp.blow_up("gdp", np.array([mu]), 0.0)
+    a = np.concatenate((np.geomspace(1e-9, 0.5, 60), np.linspace(0.5, 0.999, 40)))
+    got, want = F(a), exact(a)
+    assert np.all(got <= want * (1 + 1e-12))
+    assert np.all(got >= 0.97 * want)
+
+
+def test_a_claimed_curve_is_rejected_only_when_too_strong():
+    import accounting
+    s, b = gaussian_canaries(1000, 4.0, 1e-5, np.random.default_rng(0))
+    sigma = 1.0 / true_mu(4.0, 1e-5)           # the run is exactly this Gaussian mechanism
+    honest = AUD.audit_scores(s, b, claim=accounting.mechanism("gaussian", sigma=sigma))
+    assert honest.claim_rejected is False and not honest.rejected
+    assert "consistent with the trade-off curve" in honest.verdict()
+    strong = AUD.audit_scores(s, b, claim=accounting.mechanism("gaussian", sigma=2 * sigma))
+    assert strong.claim_rejected and strong.rejected
+    assert strong.to_dict()["curve_rejected"] is True
+    with pytest.raises(ValueError, match="f-DP analysis only"):
+        AUD.audit_scores(s, b, claim=accounting.mechanism("gaussian", sigma=sigma),
+                         analysis="eps-delta")
+    with pytest.raises(TypeError, match="claim"):
+        AUD.audit_scores(s, b, claim="gaussian")
