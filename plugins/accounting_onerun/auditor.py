@@ -128,6 +128,11 @@ class OneRunAuditor:
             epsilon=epsilon, seed=seed, sides=sides, claim=label,
             claim_rejected=curve_rejected, seconds=time.perf_counter() - t0)
 
+    @staticmethod
+    def report_from_dict(data: Any) -> OneRunReport:
+        """A report saved by ``accounting.save`` (``OneRunReport.from_dict``)."""
+        return OneRunReport.from_dict(data)
+
     def audit_training(self, train: Callable[[np.ndarray, np.random.Generator], Any], *,
                        m: int, seed: int | None = None, **options: Any) -> OneRunReport:
         """Draw m inclusion bits (each 1 w.p. 1/2, from ``seed``), run ``train(inclusion,

@@ -81,6 +81,13 @@ class Guesses:
     k_minus: int
     correct: int
 
+    def __attrs_post_init__(self) -> None:
+        for name in ("m", "k_plus", "k_minus", "correct"):
+            check_count(name, getattr(self, name), minimum=0)
+        if not 0 <= self.correct <= self.k_plus + self.k_minus <= self.m:
+            raise ValueError(f"need 0 <= correct <= k_plus + k_minus <= m, got {self.correct}, "
+                             f"{self.k_plus} + {self.k_minus}, {self.m}")
+
     @property
     def r(self) -> int:
         return self.k_plus + self.k_minus

@@ -171,8 +171,13 @@ class OneRunReport:
             text += " Not rejected is not a certificate of privacy."
         return curve + text
 
-    def to_dict(self) -> dict[str, Any]:
-        """The report as JSON-ready data (infinities as strings)."""
+    def to_dict(self, exact: bool = False) -> dict[str, Any]:
+        """The report as JSON-ready data (infinities as strings), or with ``exact`` every
+        field, losslessly, for ``from_dict`` (``accounting.save`` writes that form)."""
+        if exact:
+            from accounting.serialization import encode
+            doc: dict[str, Any] = encode(self, report_types(), "report")
+            return doc
         out: dict[str, Any] = {
             "auditor": self.auditor, "analysis": self.analysis, "method": self.method,
             "family": self.family, "family_label": self.family_label,
@@ -191,6 +196,19 @@ class OneRunReport:
         }
         result: dict[str, Any] = _json(out)
         return result
+
+    @classmethod
+    def from_dict(cls, data: Any) -> OneRunReport:
+        """The report of ``to_dict(exact=True)``; nothing is executed or unpickled, and a
+        problem is a ValueError/TypeError naming its path."""
+        from accounting.serialization import decode
+        if isinstance(data, dict) and "type" not in data and "decision" in data:
+            raise ValueError("this is the summary form of a report (to_dict()); reload "
+                             "one written with to_dict(exact=True) or accounting.save")
+        report = decode(data, report_types(), "report")
+        if not isinstance(report, cls):
+            raise TypeError(f"report: expected a OneRunReport, got {type(report).__name__}")
+        return report
 
     def __str__(self) -> str:
         lines = [f"One-run canary audit ({self.method}): {self.decision.upper()} at level "
@@ -212,3 +230,8 @@ class OneRunReport:
                      f"{self.max_provable_epsilon:.4f} is provable with these canaries")
         lines.append(f"  seed {self.seed}; time {self.seconds:.2f} s")
         return "\n".join(lines)
+
+
+def report_types() -> dict[str, type]:
+    """The classes a saved report may hold: the allow-list of ``accounting.serialization``."""
+    return {"OneRunReport": OneRunReport, "Candidate": Candidate, "Guesses": Guesses}

@@ -267,3 +267,26 @@ def test_a_claimed_curve_is_rejected_only_when_too_strong():
                          analysis="eps-delta")
     with pytest.raises(TypeError, match="claim"):
         AUD.audit_scores(s, b, claim="gaussian")
+
+
+def test_report_saves_and_loads_without_pickle(tmp_path):
+    import json
+
+    import accounting
+    s, b = gaussian_canaries(500, 4.0, 1e-5, np.random.default_rng(4))
+    rep = AUD.audit_scores(s, b, epsilon=1.0)
+    accounting.save(rep, tmp_path / "onerun.json")
+    back = accounting.load(tmp_path / "onerun.json")
+    assert back == rep and str(back) == str(rep) and back.verdict() == rep.verdict()
+    doc = json.loads((tmp_path / "onerun.json").read_text())
+    doc["report"]["candidates"][0]["guesses"]["type"] = "Popen"
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="unknown type 'Popen'"):
+        accounting.load(tmp_path / "bad.json")
+    doc["report"]["candidates"][0]["guesses"]["type"] = "Guesses"
+    doc["report"]["candidates"][0]["guesses"]["correct"] = 10**6
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="correct"):
+        accounting.load(tmp_path / "bad.json")
+    with pytest.raises(ValueError, match="summary form"):
+        type(rep).from_dict(rep.to_dict())
