@@ -32,9 +32,7 @@ import attrs
 import numpy as np
 
 from accounting.validation import check_count, check_probability, check_real
-from accounting_rkrd.claims import as_claim
 
-from . import fdp, steinke
 from .guesses import GRID_FRACTIONS, Guesses, abstention_grid, check_scores, count_correct
 from .report import Candidate, OneRunReport
 
@@ -79,6 +77,8 @@ class OneRunAuditor:
                      level: float | None = None, analysis: str | None = None,
                      seed: int | None = None, **settings: Any) -> OneRunReport:
         """Audit one run from its canary scores (module doc); returns a ``OneRunReport``."""
+        # scipy.stats and scipy.optimize take about a second to import: not at registration
+        from . import fdp
         t0 = time.perf_counter()
         unknown = sorted(set(settings) - set(_SETTINGS))
         if unknown:
@@ -115,6 +115,7 @@ class OneRunAuditor:
             if analysis != "fdp":
                 raise ValueError("claim: a whole claimed curve is tested by the f-DP "
                                  "analysis only (analysis='fdp')")
+            from accounting_rkrd.claims import as_claim
             curve = as_claim(settings["claim"])
             F = fdp.curve_blow_up(curve.beta)
             label = curve.describe()
@@ -147,6 +148,8 @@ class OneRunAuditor:
     @staticmethod
     def _candidate(g: Guesses, analysis: str, family: str, delta: float,
                    level: float) -> Candidate:
+        from . import fdp, steinke
+
         def certify(correct: int) -> tuple[float, float]:
             if analysis == "eps-delta":
                 e = steinke.epsilon_lower_bound(g.m, g.r, correct, delta, level)
