@@ -290,3 +290,14 @@ def test_report_saves_and_loads_without_pickle(tmp_path):
         accounting.load(tmp_path / "bad.json")
     with pytest.raises(ValueError, match="summary form"):
         type(rep).from_dict(rep.to_dict())
+
+
+def test_registration_does_not_load_scipy_stats_or_optimize():
+    import json
+    import subprocess
+    import sys
+    code = ("import json, sys, accounting_onerun.plugin; print(json.dumps(sorted(m for m in "
+            "sys.modules if m in ('scipy.stats', 'scipy.optimize'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    assert json.loads(out) == []
