@@ -62,7 +62,7 @@ from scipy.special import ndtr, ndtri
 
 from accounting_mechanisms.gaussian import gaussian_delta
 
-__all__ = ["FAMILIES", "rejects", "largest_rejected", "gdp_epsilon", "gdp_mu",
+__all__ = ["FAMILIES", "rejects", "least_mass", "largest_rejected", "gdp_epsilon", "gdp_mu",
            "blow_up", "curve_blow_up", "MU_MAX", "EPS_MAX"]
 
 FAMILIES = ("gdp", "eps-delta")
@@ -127,6 +127,13 @@ def curve_blow_up(beta: Callable[[np.ndarray], np.ndarray], points: int = 3000) 
 def rejects(F: Blowup, m: int, r: int, c: int, level: float, size: int) -> np.ndarray:
     """For each of ``size`` claims (F vectorised over them): does C = c correct of r
     guesses among m canaries reject it at ``level``? (steps 2–3 of the module doc)."""
+    return np.asarray(least_mass(F, m, r, c, level, size) > 1.0 + 1e-12)
+
+
+def least_mass(F: Blowup, m: int, r: int, c: int, level: float, size: int) -> np.ndarray:
+    """The least total probability Σ_l P[C = l] = (R_0 + H_0)·m/r the claim needs for
+    P[C ≥ c] ≥ ``level`` (step 3 of the module doc); above 1 the claim is rejected.
+    The recursion stops early once every claim needs more than 1."""
     if not 0 <= c <= r <= m:
         raise ValueError(f"need 0 <= correct <= guesses <= m, got {c}, {r}, {m}")
     R = np.full(size, level * c / m)
@@ -139,9 +146,9 @@ def rejects(F: Blowup, m: int, r: int, c: int, level: float, size: int) -> np.nd
             break          # no mass at this level: nothing changes below it either
         R = R + (i / (r - i)) * grow
         H = need
-        if np.all(R + H > cap):
+        if np.all(R + H > cap * (1.0 + 1e-12)):
             break
-    return np.asarray(R + H > cap * (1.0 + 1e-12))
+    return np.asarray((R + H) / cap)
 
 
 def largest_rejected(family: str, m: int, r: int, c: int, level: float, delta: float,

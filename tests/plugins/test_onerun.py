@@ -226,18 +226,26 @@ def test_idealised_anchor_reaches_the_target(eps):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("analysis, abstain", [("fdp", None), ("fdp", 900),
-                                               ("eps-delta", None), ("eps-delta", 900)])
-def test_level_over_200_honest_runs(analysis, abstain):
+@pytest.mark.parametrize("eps", [2.0, 8.0])
+@pytest.mark.parametrize("analysis, abstain", [("fdp", None), ("fdp", 850),
+                                               ("eps-delta", None), ("eps-delta", 850)])
+def test_level_over_200_honest_runs(analysis, abstain, eps):
     """An honest run at its claimed ε (the Gaussian mechanism exactly (ε, δ)-DP): the bound
-    exceeds the true ε in at most a level's share of 200 seeds (binomial 99.9 % slack)."""
-    eps, level = 2.0, 0.05
-    over = 0
+    exceeds the true ε in at most a level's share of 200 seeds (binomial 99.9 % slack).
+    The f-DP runs also test the run's own curve (the Gaussian mechanism itself)."""
+    import accounting
+    level = 0.05
+    claim = (accounting.mechanism("gaussian", sigma=1.0 / true_mu(eps, 1e-5))
+             if analysis == "fdp" else None)
+    over = curve = 0
     for seed in range(200):
         s, b = gaussian_canaries(1000, eps, 1e-5, np.random.default_rng(seed))
-        rep = AUD.audit_scores(s, b, abstain=abstain, analysis=analysis, level=level)
+        rep = AUD.audit_scores(s, b, abstain=abstain, analysis=analysis, level=level,
+                               claim=claim)
         over += rep.epsilon_lower_bound > eps
+        curve += bool(rep.claim_rejected)
     assert over <= binom.ppf(0.999, 200, level), over
+    assert curve <= binom.ppf(0.999, 200, level), curve
 
 
 # ------------------------------------------------------------------ a whole curve
@@ -301,3 +309,38 @@ def test_registration_does_not_load_scipy_stats_or_optimize():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout
     assert json.loads(out) == []
+
+
+@pytest.mark.parametrize("eps, delta, m, r, c", [(1.0, 0.0, 20, 10, 9), (0.5, 0.01, 30, 12, 10),
+                                                 (2.0, 0.001, 16, 16, 15), (1.5, 0.0, 40, 8, 8)])
+def test_greedy_least_mass_is_the_linear_programme_optimum(eps, delta, m, r, c):
+    """Step 3 of accounting_onerun.fdp, checked by brute force: for the (ε, δ) curve F is
+    the maximum of three affine pieces, so 'least total mass with P[C ≥ c] ≥ level under
+    H_{i−1} ≥ F(R_i) for every i' is a linear programme. The greedy recursion must equal
+    its optimum with the constraints i <= c, and be at most the optimum with all."""
+    from scipy.optimize import linprog
+    level = 0.05
+    ee = math.exp(eps)
+    pieces = [(0.0, 0.0), (ee, 1.0 - delta - ee), (math.exp(-eps), -math.exp(-eps) * delta)]
+
+    def optimum(top: int) -> float:
+        rows, rhs = [], []
+        for i in range(1, top + 1):        # H_{i-1} >= a·R_i + b, per affine piece
+            for a, b0 in pieces:
+                row = np.zeros(r + 1)
+                row[i - 1:] -= (r - np.arange(i - 1, r + 1)) / m
+                row[i:] += a * np.arange(i, r + 1) / m
+                rows.append(row)
+                rhs.append(-b0)
+        tail = np.zeros(r + 1)
+        tail[c:] = -1.0
+        rows.append(tail)
+        rhs.append(-level)
+        res = linprog(np.ones(r + 1), A_ub=np.array(rows), b_ub=np.array(rhs),
+                      bounds=[(0, None)] * (r + 1), method="highs")
+        assert res.status == 0
+        return float(res.fun)
+    greedy = float(fdp.least_mass(fdp.blow_up("eps-delta", np.array([eps]), delta), m, r, c,
+                                  level, 1)[0])
+    assert greedy == pytest.approx(optimum(c), rel=1e-7, abs=1e-12)
+    assert greedy <= optimum(r) * (1 + 1e-9)
