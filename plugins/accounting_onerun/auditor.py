@@ -91,6 +91,9 @@ class OneRunAuditor:
                            ANALYSES)
         family = _choice("family", settings.get("family", self.family), fdp.FAMILIES)
         if analysis == "eps-delta":
+            if settings.get("family", "eps-delta") != "eps-delta":
+                raise ValueError(f"family: the (ε, δ) analysis has no family to choose, got "
+                                 f"{family!r}; use analysis='fdp' for it")
             family = "eps-delta"
         if family == "gdp" and delta <= 0.0:
             raise ValueError("delta must be > 0 for the GDP family (its ε at δ = 0 is "
@@ -104,21 +107,21 @@ class OneRunAuditor:
         if epsilon is not None:
             epsilon = check_real("epsilon", epsilon, lo=0.0)
         seed = 0 if seed is None else check_count("seed", seed, minimum=0)
-        s, b = check_scores(scores, inclusion)
-        m = s.size
-        splits = abstention_grid(m, abstain, sides, grid)
-        each = level / len(splits)
-        found = count_correct(s, b, splits, seed)
-        candidates = tuple(self._candidate(g, analysis, family, delta, each) for g in found)
-        label, curve_rejected = None, None
+        F, label, curve_rejected = None, None, None
         if settings.get("claim") is not None:
             if analysis != "fdp":
                 raise ValueError("claim: a whole claimed curve is tested by the f-DP "
                                  "analysis only (analysis='fdp')")
             from accounting_rkrd.claims import as_claim
             curve = as_claim(settings["claim"])
-            F = fdp.curve_blow_up(curve.beta)
-            label = curve.describe()
+            F, label = fdp.curve_blow_up(curve.beta), curve.describe()
+        s, b = check_scores(scores, inclusion)
+        m = s.size
+        splits = abstention_grid(m, abstain, sides, grid)
+        each = level / len(splits)
+        found = count_correct(s, b, splits, seed)
+        candidates = tuple(self._candidate(g, analysis, family, delta, each) for g in found)
+        if F is not None:
             curve_rejected = any(bool(fdp.rejects(F, g.m, g.r, g.correct, each, 1)[0])
                                  for g in found)
         return OneRunReport(

@@ -167,7 +167,7 @@ def test_guess_counts_and_ties():
     ({"abstain": 1000}, "abstain"), ({"abstain": -1}, "abstain"),
     ({"analysis": "magic"}, "analysis"), ({"family": "laplace"}, "family"),
     ({"level": 0.0}, "level"), ({"delta": 0.0}, "GDP family"), ({"sides": "left"}, "sides"),
-    ({"grid": (0.0,)}, "grid")])
+    ({"grid": (0.0,)}, "grid"), ({"analysis": "eps-delta", "family": "gdp"}, "no family")])
 def test_bad_options_name_the_parameter(kwargs, match):
     s, b = gaussian_canaries(1000, 2.0, 1e-5, np.random.default_rng(0))
     with pytest.raises(ValueError, match=match):
