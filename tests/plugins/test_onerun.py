@@ -344,3 +344,16 @@ def test_greedy_least_mass_is_the_linear_programme_optimum(eps, delta, m, r, c):
                                   level, 1)[0])
     assert greedy == pytest.approx(optimum(c), rel=1e-7, abs=1e-12)
     assert greedy <= optimum(r) * (1 + 1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(r=st.integers(1, 200), v=st.integers(0, 200), eps=st.floats(0.0, 10.0),
+       d_eps=st.floats(0.0, 2.0), log_delta=st.floats(-8.0, -2.0))
+def test_p_value_is_monotone_in_v_and_epsilon(r, v, eps, d_eps, log_delta):
+    """The bisection and the tail-set argument rely on it: fewer correct guesses or a
+    weaker claim never give a smaller p-value (Theorem 3.1 of arXiv:2305.08846)."""
+    m, delta, v = 1000, 10.0 ** log_delta, min(v, r)
+    p = steinke.p_value(m, r, v, eps, delta)
+    if v < r:
+        assert steinke.p_value(m, r, v + 1, eps, delta) <= p * (1 + 1e-9) + 1e-15
+    assert steinke.p_value(m, r, v, eps + d_eps, delta) >= p * (1 - 1e-9) - 1e-15
