@@ -314,10 +314,7 @@ def _run_scores(ns: argparse.Namespace, registry: Registry) -> int:
                                  ("delta", ns.delta), ("level", ns.level),
                                  ("analysis", ns.analysis), ("seed", ns.seed))
                if v is not None}
-    try:
-        report = auditor.audit_scores(scores, inclusion, **options)
-    except (ValueError, TypeError) as exc:
-        raise CLIError(one_line(exc)) from None
+    report = auditor.audit_scores(scores, inclusion, **options)
     if ns.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
