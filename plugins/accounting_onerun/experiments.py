@@ -8,6 +8,8 @@ setting of arXiv:2305.08846 § 6 and arXiv:2410.22235 § 6.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from accounting.validation import check_count, check_positive, check_probability
@@ -15,10 +17,13 @@ from accounting.validation import check_count, check_positive, check_probability
 __all__ = ["gaussian_canaries", "true_mu"]
 
 
+@functools.lru_cache(maxsize=64)
 def true_mu(epsilon: float, delta: float) -> float:
-    """μ of the Gaussian mechanism that is exactly (ε, δ)-DP (Balle–Wang profile)."""
-    from .fdp import gdp_mu  # scipy.optimize: not when the plugin registers
-    return gdp_mu(check_positive("epsilon", epsilon), check_probability("delta", delta))
+    """μ = Δ/σ of the Gaussian mechanism that is exactly (ε, δ)-DP (its privacy profile,
+    ``accounting_rkrd.gaussian_sigma``)."""
+    from accounting_rkrd.experiments import gaussian_sigma  # scipy.optimize: not at registration
+    return 1.0 / gaussian_sigma(check_positive("epsilon", epsilon),
+                                check_probability("delta", delta))
 
 
 def gaussian_canaries(m: int, epsilon: float, delta: float,

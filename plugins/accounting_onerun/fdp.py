@@ -53,7 +53,6 @@ is a rejected grid point (from below), never the unrejected end.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
@@ -62,7 +61,7 @@ from scipy.special import ndtr, ndtri
 
 from accounting_mechanisms.gaussian import gaussian_delta
 
-__all__ = ["FAMILIES", "rejects", "least_mass", "largest_rejected", "gdp_epsilon", "gdp_mu",
+__all__ = ["FAMILIES", "rejects", "least_mass", "largest_rejected", "gdp_epsilon",
            "blow_up", "curve_blow_up", "MU_MAX", "EPS_MAX"]
 
 FAMILIES = ("gdp", "eps-delta")
@@ -174,23 +173,13 @@ def largest_rejected(family: str, m: int, r: int, c: int, level: float, delta: f
 
 def gdp_epsilon(mu: float, delta: float) -> float:
     """ε_μ(δ): the ε at which μ-GDP's privacy profile equals δ (0 if it is below δ at
-    ε = 0); increasing in μ."""
+    ε = 0); increasing in μ. The root is returned from below (never above ε_μ(δ) by
+    more than the solver's 1e-12): the audit's bound must not be over-reported."""
     if mu <= 0.0 or float(gaussian_delta(mu, np.asarray(0.0))) <= delta:
         return 0.0
     hi = max(1.0, mu * mu)
     while float(gaussian_delta(mu, np.asarray(hi))) > delta:
         hi *= 2.0
-    return float(brentq(lambda e: float(gaussian_delta(mu, np.asarray(e))) - delta, 0.0, hi,
+    root = float(brentq(lambda e: float(gaussian_delta(mu, np.asarray(e))) - delta, 0.0, hi,
                         xtol=1e-12))
-
-
-def gdp_mu(epsilon: float, delta: float) -> float:
-    """The μ whose profile gives δ at ε (the GDP parameter of a Gaussian mechanism that
-    is exactly (ε, δ)-DP at this δ)."""
-    def excess(log_mu: float) -> float:
-        mu = math.exp(log_mu)
-        # floored: deep in the tail δ_μ(ε) underflows to 0 for small μ
-        return math.log(max(float(gaussian_delta(mu, np.asarray(epsilon))), 1e-300)) - math.log(delta)
-    return math.exp(float(brentq(excess, math.log(1e-4), math.log(200.0), xtol=1e-13)))
-
-
+    return max(0.0, root - 2e-12)
