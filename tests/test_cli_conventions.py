@@ -316,7 +316,7 @@ def test_verbose_shows_log_messages_on_stderr(capsys, monkeypatch):
 def test_short_reprs():
     reg = default_registry()
     text = repr(reg)
-    assert re.fullmatch(r"Registry\(\d+ mechanisms, \d+ converters, 1 auditor, 1 job, "
+    assert re.fullmatch(r"Registry\(\d+ mechanisms, \d+ converters, 2 auditors, 1 job, "
                         r"\d+ plugin errors?\)", text) and len(text) < 200
     m = accounting.mechanism("laplace", b=2.0, sensitivity=3.0)
     assert repr(m) == "Laplace(b=2.0, sensitivity=3.0)"

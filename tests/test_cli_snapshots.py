@@ -39,7 +39,8 @@ CHANGED: dict[str, str] = {
         "issue 24: an all-Gaussian job is answered by its exact μ-GDP profile, not a grid",
     "mechanisms-90cc147028":
         "issue 28: each mechanism's summary is its docstring's first paragraph, wrapped "
-        "(was its first line, cut mid-sentence)",
+        "(was its first line, cut mid-sentence); issue 27: the one-run canary auditor is "
+        "listed beside rkrd",
     "delta-laplace-b-4-compose-5-epsilon-1-2-accounta-0099b68a59":
         "issue 28: one JSON envelope, whose first key is \"command\" (was \"query\")",
 }

@@ -31,7 +31,7 @@ from typing import Iterator, NamedTuple, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "accounting"
-PLUGINS = ("accounting_mechanisms", "accounting_rkrd", "accounting_bridges")
+PLUGINS = ("accounting_mechanisms", "accounting_rkrd", "accounting_onerun", "accounting_bridges")
 
 #: floor of each unit (a subpackage or a top-level module of ``accounting``), from
 #: the ground up; the package ``__init__`` and the deprecated aliases are the top

@@ -30,6 +30,7 @@ from accounting.cli.base import (
     unknown_name_error,
 )
 from accounting.cli.output import print_json
+from accounting.registry.auditor import offered_methods, primary_methods
 from accounting.registry.registry import Registry
 from accounting.validation import check_positive, check_real
 from accounting.vocabulary import AnyArray
@@ -48,7 +49,12 @@ _AUDIT_DESCRIPTION = (
     "it runs its code. Whatever your module or callable raises (SystemExit included) is "
     "reported as one line naming it as yours, with exit status 2. Stages that need dense "
     "n × n matrices (the kernel statistics, --sweep) are refused before they start when "
-    "they would exceed --max-memory; the witness tests need memory linear in n.")
+    "they would exceed --max-memory; the witness tests need memory linear in n. "
+    "A one-run canary audit reads --scores FILE and --inclusion FILE (per canary a score "
+    "and its 0/1 inclusion bit, .npy or text with one number a line) and certifies an ε "
+    "lower bound; --epsilon is then the optional claim to test, --delta the δ of the "
+    "bound (default: the auditor's). Without --auditor the auditor is the one registered "
+    "auditor offering that kind of audit (scores, samples or a callable).")
 
 
 def add_parser(sub: Any) -> None:
@@ -65,8 +71,18 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--d0", metavar="SPEC", help="dataset D: FILE.npy or MODULE:ATTRIBUTE")
     p.add_argument("--d1", metavar="SPEC", help="dataset D': FILE.npy or MODULE:ATTRIBUTE")
     p.add_argument("--n", type=count_text, metavar="N", help="outputs drawn on each dataset")
-    p.add_argument("--epsilon", type=parse_float, required=True, metavar="E", help="claimed ε")
-    p.add_argument("--delta", type=parse_float, required=True, metavar="D", help="claimed δ")
+    p.add_argument("--scores", metavar="FILE", help="one-run audit: per-canary scores "
+                   "(.npy or text, one a line)")
+    p.add_argument("--inclusion", metavar="FILE", help="one-run audit: per-canary 0/1 "
+                   "inclusion bits (.npy or text, one a line)")
+    p.add_argument("--abstain", type=parse_int, metavar="K", help="one-run audit: canaries "
+                   "not guessed, fixed in advance (default: the best of a grid, paid for)")
+    p.add_argument("--analysis", metavar="NAME", help="one-run audit: fdp or eps-delta "
+                   "(default: the auditor's)")
+    p.add_argument("--epsilon", type=parse_float, metavar="E",
+                   help="claimed ε (required for sample and callable audits)")
+    p.add_argument("--delta", type=parse_float, metavar="D",
+                   help="claimed δ (required for sample and callable audits)")
     p.add_argument("--alpha", type=parse_float, nargs="+", metavar="A", help="Rényi orders (default: the auditor's)")
     p.add_argument("--level", type=parse_float, metavar="L", help="level of the test (default: the auditor's)")
     p.add_argument("--bandwidth", type=parse_float, metavar="H", help="kernel bandwidth (default: the auditor's)")
@@ -230,23 +246,96 @@ def _check_audit_claim(epsilon: float, delta: float) -> None:
                        f"{epsilon:g}")
 
 
-def _auditor(name: str | None, registry: Registry) -> Any:
-    """The auditor named ``name``, or without a name the only one registered."""
-    if name is None:
-        if len(registry.auditors) == 1:
-            return next(iter(registry.auditors.values()))
-        if not registry.auditors:
-            raise CLIError("no auditor is registered: install a plugin that provides one "
-                           "(see 'accounting mechanisms')")
-        raise CLIError(f"several auditors are registered ({', '.join(sorted(registry.auditors))})"
-                       f": choose one with --auditor NAME")
-    if name not in registry.auditors:
-        raise unknown_name_error("auditor", name, registry.auditors)
-    return registry.auditors[name]
+def _auditor(name: str | None, registry: Registry, method: str | None = None) -> Any:
+    """The auditor named ``name``; without a name the one registered auditor offering
+    ``method`` (``offered_methods``; among several, the one that names it among its
+    ``primary_methods``). The registry's auditors are chosen by what they offer, never
+    by a plugin's name."""
+    if name is not None:
+        if name not in registry.auditors:
+            raise unknown_name_error("auditor", name, registry.auditors)
+        chosen = registry.auditors[name]
+        if method is not None and method not in offered_methods(chosen):
+            raise CLIError(f"auditor {name!r} offers no {method} (it offers "
+                           f"{', '.join(offered_methods(chosen)) or 'nothing'})")
+        return chosen
+    if not registry.auditors:
+        raise CLIError("no auditor is registered: install a plugin that provides one "
+                       "(see 'accounting mechanisms')")
+    able = {n: a for n, a in registry.auditors.items()
+            if method is None or method in offered_methods(a)}
+    if method is not None and len(able) > 1:
+        primary = {n: a for n, a in able.items() if method in primary_methods(a)}
+        able = primary if len(primary) == 1 else able
+    if len(able) == 1:
+        return next(iter(able.values()))
+    if not able:
+        raise CLIError(f"no registered auditor offers {method} (registered: "
+                       f"{', '.join(sorted(registry.auditors))})")
+    raise CLIError(f"several auditors are registered ({', '.join(sorted(able))})"
+                   f": choose one with --auditor NAME")
+
+
+def _load_vector(path: str, what: str) -> np.ndarray:
+    """A vector from a .npy file (header checked, nothing unpickled) or a text file of
+    numbers, one a line or separated by blanks/commas (read as text, never executed)."""
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
+    except OSError as exc:
+        raise CLIError(f"{what}: cannot read {path!r} ({one_line(exc)})") from None
+    if magic == b"\x93NUMPY":
+        return np.asarray(_load_npy(path, what))
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CLIError(f"{what}: cannot read {path!r} as text ({one_line(exc)})") from None
+    tokens = text.replace(",", " ").split()
+    try:
+        return np.array([float(t) for t in tokens], dtype=np.float64)
+    except ValueError as exc:
+        raise CLIError(f"{what}: {path!r} holds something that is not a number "
+                       f"({one_line(exc)})") from None
+
+
+def _run_scores(ns: argparse.Namespace, registry: Registry) -> int:
+    """``accounting audit --scores FILE --inclusion FILE``: the one-run canary audit."""
+    if ns.scores is None or ns.inclusion is None:
+        raise CLIError("--scores and --inclusion go together")
+    others = [o for o, v in (("--x", ns.x), ("--y", ns.y), ("--mechanism", ns.mechanism),
+                             ("--reference", ns.reference), ("--shift", ns.shift))
+              if v is not None]
+    if others:
+        raise CLIError(f"--scores/--inclusion cannot be combined with {', '.join(others)}")
+    auditor = _auditor(ns.auditor, registry, "audit_scores")
+    scores = _load_vector(ns.scores, "--scores")
+    inclusion = _load_vector(ns.inclusion, "--inclusion")
+    options = {k: v for k, v in (("abstain", ns.abstain), ("epsilon", ns.epsilon),
+                                 ("delta", ns.delta), ("level", ns.level),
+                                 ("analysis", ns.analysis), ("seed", ns.seed))
+               if v is not None}
+    report = auditor.audit_scores(scores, inclusion, **options)
+    if ns.json:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(report)
+    return EXIT_REJECTED if ns.fail_on_reject and report.rejected else 0
 
 
 def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
-    auditor = _auditor(ns.auditor, registry)
+    if ns.scores is not None or ns.inclusion is not None:
+        return _run_scores(ns, registry)
+    one_run = [o for o, v in (("--abstain", ns.abstain), ("--analysis", ns.analysis)) if v is not None]
+    if one_run:
+        raise CLIError(f"{', '.join(one_run)} belong to a one-run audit (--scores FILE "
+                       f"--inclusion FILE)")
+    if ns.epsilon is None or ns.delta is None:
+        raise CLIError("--epsilon E and --delta D are required for an audit from samples "
+                       "or a callable")
+    by_callable = ns.mechanism is not None
+    auditor = _auditor(ns.auditor, registry,
+                       "audit_callable" if by_callable else "audit_samples")
     settings: dict[str, Any] = {k: v for k, v in (
         ("alphas", ns.alpha and tuple(ns.alpha)), ("level", ns.level),
         ("bandwidth", ns.bandwidth), ("shift", ns.shift), ("n_boot", ns.n_boot))
@@ -267,7 +356,6 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     elif ns.reference_param:
         raise CLIError("--reference-param needs --reference")
     by_samples = ns.x is not None or ns.y is not None
-    by_callable = ns.mechanism is not None
     if by_samples == by_callable:
         raise CLIError("give either --x FILE --y FILE or --mechanism MODULE:FUNCTION "
                        "--d0 SPEC --d1 SPEC --n N")

@@ -1,15 +1,23 @@
 """What an auditor is: the typed ``Protocol`` every registered auditor satisfies.
 
-An auditor tests an (ε, δ)-DP claim about a black-box mechanism from its outputs on
-two neighbouring datasets D, D′. It offers one or both of two entry points:
+An auditor tests a privacy claim: of a black-box mechanism from its outputs on two
+neighbouring datasets D, D′, or of one training run from its canaries' scores. It
+offers one or more of three entry points (``offered_methods`` lists them;
+``primary_methods`` those it is the natural choice for):
 
 * ``audit_samples(x, y, *, epsilon, delta, seed=None, **settings)``: x ~ M(D) and
   y ~ M(D′) as arrays of shape (n, d) (a 1-d array is n outputs of dimension 1);
 * ``audit_callable(fn, d0, d1, *, n, epsilon, delta, seed=None, **settings)``: draws
   n outputs ``fn(d0, rng)`` and n outputs ``fn(d1, rng)`` (a numpy Generator ``rng``
-  seeded from ``seed``) and audits them.
+  seeded from ``seed``) and audits them;
+* ``audit_scores(scores, inclusion, *, abstain=None, epsilon=None, delta=None,
+  level=None, analysis=None, seed=None, **settings)``: the one-run canary audit: per
+  canary a score and its 0/1 inclusion bit (each drawn with probability 1/2 before
+  the one training run), optionally the number of canaries not guessed; the report
+  also carries ``epsilon_lower_bound`` (certified at ``level``) and
+  ``max_provable_epsilon`` (what perfect guesses could certify).
 
-Both return an ``AuditReport``: ``rejected`` (bool: the claim is refuted at the
+Each returns an ``AuditReport``: ``rejected`` (bool: the claim is refuted at the
 auditor's level), ``to_dict()`` (JSON-serialisable) and ``__str__`` (a table). Bad
 input raises ValueError/TypeError naming the parameter; an unsupported setting raises
 TypeError. The same ``seed`` gives the same report. ``accounting audit`` passes these
@@ -31,8 +39,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["AuditReport", "SampleAuditor", "CallableAuditor", "Auditor", "auditor_problems",
-           "AUDITOR_METHODS"]
+__all__ = ["AuditReport", "SampleAuditor", "CallableAuditor", "ScoreAuditor", "Auditor",
+           "auditor_problems", "offered_methods", "primary_methods", "AUDITOR_METHODS"]
 
 
 @runtime_checkable
@@ -64,18 +72,58 @@ class CallableAuditor(Protocol):
 
 
 @runtime_checkable
+class ScoreAuditor(Protocol):
+    """An auditor of one training run from per-canary scores and inclusion bits."""
+
+    def audit_scores(self, scores: Any, inclusion: Any, *, abstain: int | None = None,
+                     epsilon: float | None = None, delta: float | None = None,
+                     level: float | None = None, analysis: str | None = None,
+                     seed: int | None = None, **settings: Any) -> AuditReport: ...
+
+
+@runtime_checkable
 class Auditor(SampleAuditor, CallableAuditor, Protocol):
-    """An auditor with both entry points (the built-in one has both)."""
+    """An auditor with both sampling entry points (the rkrd one has both)."""
 
 
 #: the entry points, in the order they are described
-AUDITOR_METHODS = ("audit_samples", "audit_callable")
-_PROTOCOLS = {"audit_samples": SampleAuditor, "audit_callable": CallableAuditor}
+AUDITOR_METHODS = ("audit_samples", "audit_callable", "audit_scores")
+_PROTOCOLS: dict[str, type] = {"audit_samples": SampleAuditor,
+                               "audit_callable": CallableAuditor,
+                               "audit_scores": ScoreAuditor}
+
+
+def offered_methods(auditor: Any) -> tuple[str, ...]:
+    """The entry points of ``AUDITOR_METHODS`` that ``auditor`` has, callable, in order."""
+    out = []
+    for method, protocol in _PROTOCOLS.items():
+        try:
+            if isinstance(auditor, protocol) and callable(auditor.__getattribute__(method)):
+                out.append(method)
+        except Exception:  # a hostile attribute: treat as absent
+            continue
+    return tuple(out)
+
+
+def primary_methods(auditor: Any) -> tuple[str, ...]:
+    """The entry points ``auditor`` is the natural choice for: its ``primary_methods``
+    attribute (a tuple of method names) where it declares one, else all it offers;
+    always a subset of ``offered_methods``. The command line prefers such an auditor
+    when several offer the method."""
+    offered = offered_methods(auditor)
+    try:
+        declared = auditor.__getattribute__("primary_methods")
+    except Exception:
+        return offered
+    if not isinstance(declared, (tuple, list)):
+        return offered
+    return tuple(m for m in offered if m in declared)
 
 
 def auditor_problems(auditor: Any) -> str:
     """What keeps ``auditor`` from being an auditor ("" if nothing): it must satisfy
-    ``SampleAuditor`` or ``CallableAuditor`` (or both), with callable entry points."""
+    ``SampleAuditor``, ``CallableAuditor`` or ``ScoreAuditor`` (or several), with
+    callable entry points."""
     present, broken = [], []
     for method, protocol in _PROTOCOLS.items():
         try:

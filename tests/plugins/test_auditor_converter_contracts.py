@@ -1,9 +1,7 @@
-"""The auditor and converter contract suites applied to the built-in auditor and to
-every core converter."""
+"""The auditor and converter contract suites applied to the built-in auditors (rkrd,
+onerun) and to every core converter."""
 
 from __future__ import annotations
-
-import pytest
 
 from accounting import default_registry
 from accounting.curves.graph import edges
@@ -13,6 +11,11 @@ from accounting.testing import AuditorContract, ConverterContract
 class TestRKRDAuditorContract(AuditorContract):
     auditor = default_registry().auditors["rkrd"]
     n = 600
+
+
+class TestOneRunAuditorContract(AuditorContract):
+    auditor = default_registry().auditors["onerun"]
+    n = 1000
 
 
 def _core_converters():
