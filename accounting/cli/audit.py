@@ -317,7 +317,7 @@ def _run_scores(ns: argparse.Namespace, registry: Registry) -> int:
                if v is not None}
     report = auditor.audit_scores(scores, inclusion, **options)
     if ns.json:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        print_json("audit", report.to_dict())
     else:
         print(report)
     return EXIT_REJECTED if ns.fail_on_reject and report.rejected else 0
