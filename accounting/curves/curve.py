@@ -17,8 +17,8 @@ from __future__ import annotations
 import numbers
 import types
 import typing
-from collections.abc import Callable
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 import numpy as np
@@ -26,15 +26,23 @@ import numpy as np
 from accounting.validation import check_array
 from accounting.vocabulary import Bound, Direction, Exactness, as_bound, as_direction
 
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
+
 __all__ = ["Exactness", "Provenance", "Curve", "QUERIES", "directional_max", "as_kind",
            "check_no_rtol", "deprecated_operator"]
 
 
-def _check_path(path: tuple) -> None:
+def _check_path(path: tuple[object, ...]) -> None:
     for i, step in enumerate(path):
         if not isinstance(step, str):
             raise TypeError(f"Provenance.path[{i}] must be a string (a source or converter "
                             f"name), got {type(step).__name__} ({step!r:.40})")
+
+
+def _as_path(path: str | Iterable[str]) -> tuple[str, ...]:
+    """A path given as one step (a string) or a sequence of them, as a tuple."""
+    return (path,) if isinstance(path, str) else tuple(path)
 
 
 @attrs.frozen
@@ -44,7 +52,7 @@ class Provenance:
     exactness: Exactness = attrs.field(default=Exactness.EXACT,
                                        validator=attrs.validators.instance_of(Exactness))
     path: tuple[str, ...] = attrs.field(
-        default=(), converter=lambda p: (p,) if isinstance(p, str) else tuple(p),
+        default=(), converter=_as_path,
         validator=lambda _, __, path: _check_path(path))
 
     def then(self, step: str, exactness: Exactness) -> Provenance:
@@ -73,7 +81,7 @@ def directional_max(fn: Callable[[Direction], np.ndarray], direction: Direction 
     return np.max([fn(d) for d in comps], axis=0) if len(comps) > 1 else fn(comps[0])
 
 
-def _side_spec(cls: type) -> dict:
+def _side_spec(cls: type) -> dict[str, Any]:
     """{side name: its declared type, Optional unwrapped} from a curve class's
     annotations (cached): what ``Curve.__attrs_post_init__`` checks against."""
     spec = _SPECS.get(cls)
@@ -83,6 +91,7 @@ def _side_spec(cls: type) -> dict:
         except (NameError, TypeError):   # a plugin's curve with unresolvable annotations
             hints = {}
         spec = {}
+        # (the hints are typing objects of any form: Any)
         for name in ("upper", "lower"):
             hint = hints.get(name)
             if typing.get_origin(hint) in (typing.Union, types.UnionType):   # X | None
@@ -92,7 +101,7 @@ def _side_spec(cls: type) -> dict:
     return spec
 
 
-_SPECS: dict = {}
+_SPECS: dict[type, dict[str, Any]] = {}
 
 
 def _check_value(where: str, value: Any, hint: Any) -> None:
@@ -191,11 +200,24 @@ class Curve:
     """
 
     #: the queries this kind answers by its own formula (the others: by conversion)
-    NATIVE: ClassVar[frozenset] = frozenset()
+    NATIVE: ClassVar[frozenset[str]] = frozenset()
     #: whether ``epsilon`` accepts δ = 0 (pure DP), which only loss laws can answer
     PURE_DP: ClassVar[bool] = False
 
-    _answerers: dict = attrs.field(factory=dict, init=False, repr=False, eq=False)
+    _answerers: dict[type, Curve] = attrs.field(factory=dict, init=False, repr=False, eq=False)
+
+    if TYPE_CHECKING:
+        # Every kind declares these as attrs fields of its own: ``provenance``, and the
+        # sides ``upper`` and ``lower`` (None when absent), each of the kind's own side
+        # type (a kind without sides, ``CharacteristicFunction``, declares neither).
+        @property
+        def provenance(self) -> Provenance: ...
+
+        @property
+        def upper(self) -> object: ...
+
+        @property
+        def lower(self) -> object: ...
 
     def __attrs_post_init__(self) -> None:
         name = type(self).__name__
@@ -233,7 +255,8 @@ class Curve:
               bound: Bound | str = "upper") -> np.ndarray:
         """δ(ε), vectorised over ε (any real ε; ±∞ allowed); ``max``: the larger δ."""
         eps = check_array("epsilon", epsilon, allow_inf=True)
-        return self._query("delta", eps, direction, bound)
+        out: np.ndarray = self._query("delta", eps, direction, bound)
+        return out
 
     def epsilon(self, delta: np.ndarray | float, direction: Direction | str = "max",
                 bound: Bound | str = "upper") -> np.ndarray:
@@ -241,14 +264,16 @@ class Curve:
         (δ = 0, pure DP, too where the kind carries loss laws: ``PURE_DP``)."""
         dl = check_array("delta", delta, lo=0.0, hi=1.0, lo_open=not self.PURE_DP,
                          hi_open=True)
-        return self._query("epsilon", dl, direction, bound)
+        out: np.ndarray = self._query("epsilon", dl, direction, bound)
+        return out
 
     def beta(self, alpha: np.ndarray | float, direction: Direction | str = "max",
              bound: Bound | str = "upper") -> np.ndarray:
         """β = T(α) for α in [0, 1]: ``forward`` T(P, Q), ``backward`` T(Q, P), ``max``
         their pointwise min (the pessimistic summary). The sound side is the smaller β."""
         a = check_array("alpha", alpha, lo=0.0, hi=1.0)
-        return self._query("beta", a, direction, bound)
+        out: np.ndarray = self._query("beta", a, direction, bound)
+        return out
 
     def renyi(self, alpha: np.ndarray | float, direction: Direction | str = "max",
               bound: Bound | str = "upper") -> np.ndarray:
@@ -256,7 +281,8 @@ class Curve:
         divergence E_P[L] and α = ∞ the max divergence ess sup L (the pure-DP ε; +∞
         where the loss is unbounded or no finite bound is known), see ``RDP``."""
         a = check_array("alpha", alpha, lo=1.0, allow_inf=True)
-        return self._query("renyi", a, direction, bound)
+        out: np.ndarray = self._query("renyi", a, direction, bound)
+        return out
 
     def rho(self, direction: Direction | str = "max", bound: Bound | str = "upper") -> float:
         """The zCDP parameter ρ = sup_{α>1} D_α/α (Bun and Steinke 2016,
@@ -283,11 +309,13 @@ class Curve:
         return (self.epsilon(delta, direction, Bound.LOWER),
                 self.epsilon(delta, direction, Bound.UPPER))
 
-    def beta_interval(self, alpha, direction: Direction | str = "max"):
+    def beta_interval(self, alpha: np.ndarray | float, direction: Direction | str = "max"
+                      ) -> tuple[np.ndarray, np.ndarray]:
         """(smaller, larger) bracket of β(α): the sound side first (it is the smaller β)."""
         return self.beta(alpha, direction, Bound.UPPER), self.beta(alpha, direction, Bound.LOWER)
 
-    def renyi_interval(self, alpha, direction: Direction | str = "max"):
+    def renyi_interval(self, alpha: np.ndarray | float, direction: Direction | str = "max"
+                       ) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) bracket of D_α."""
         return self.renyi(alpha, direction, Bound.LOWER), self.renyi(alpha, direction, Bound.UPPER)
 
@@ -320,6 +348,8 @@ class Curve:
 
     def _query(self, query: str, x: np.ndarray | None, direction: Direction | str,
                bound: Bound | str) -> Any:
+        # (Any: the kind's ``_<query>`` method answers, looked up by name: an array, or
+        # a float for ρ)
         d, b = as_direction(direction), as_bound(bound)
         target = self.answered_by(query)
         if target is not self:
@@ -338,7 +368,8 @@ class Curve:
         return (np.min if query == "beta" else np.max)(vals, axis=0)
 
     # ------------------------------------------------------------- conversion
-    def to(self, kind: type, *, registry=None, allow_lower: bool = False, **options) -> Curve:
+    def to(self, kind: type, *, registry: Registry | None = None, allow_lower: bool = False,
+           **options: Any) -> Curve:
         """Convert to another curve kind along the best registered path; lower-bound
         converters are used only with ``allow_lower``. Options the path's converters
         do not know are refused (TypeError naming them)."""
@@ -400,7 +431,7 @@ class Curve:
                 f"{'; ' + summary if summary else ''})")
 
 
-def as_kind(curve: Any, kind: type, parameter: str = "curve") -> Curve:
+def as_kind(curve: Any, kind: type[Curve], parameter: str = "curve") -> Curve:
     """``curve`` as a curve of ``kind``: itself if it is one, else its conversion (default
     options, through the registry). Anything that is not a curve is a TypeError naming
     ``parameter``."""
