@@ -31,6 +31,8 @@ from accounting.curves.rdp import CGF, RDP
 from accounting.curves.tradeoff import TradeOff, VertexSide
 from accounting.curves.zcdp import ZCDP
 from accounting.numerics.discretise import (
+    GridValues,
+    ProfileFn,
     connect_the_dots,
     convex_minorant,
     grid_indices,
@@ -40,7 +42,7 @@ from accounting.numerics.discretise import (
 from accounting.numerics.loss import LossPMF
 from accounting.numerics.order_search import envelope_sup, minimise_over_orders
 from accounting.validation import check_real
-from accounting.vocabulary import Direction, Exactness, bind_direction
+from accounting.vocabulary import Direction, Exactness, InvariantError
 
 __all__ = ["CONVERTERS", "HOME_KINDS",
            "GRID_OPTIONS", "check_options", "profile_to_pld", "profile_laws", "rdp_delta", "law_limit",
@@ -69,7 +71,7 @@ def check_options(where: str, options: Mapping[str, Any]) -> dict[str, Any]:
         names = ", ".join(repr(k) for k in unknown)
         raise TypeError(f"{where} got unexpected keyword argument{'s' if len(unknown) > 1 else ''} "
                         f"{names}; allowed: {', '.join(GRID_OPTIONS)}")
-    out = dict(options)
+    out = dict(options)   # (values of any type until checked here: Any)
     if out.get("step") is not None:
         out["step"] = check_step(out["step"])
     if "tail" in out:
@@ -81,28 +83,36 @@ def check_options(where: str, options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ profile → PLD
+def _along(delta: DeltaFn, d: Direction) -> ProfileFn:
+    """The profile of one direction, ε ↦ δ(ε, d)."""
+    return lambda e: delta(e, d)
+
+
 def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
-                       ranges: dict[Direction, Any] | None = None, grids: dict[Direction, Any] | None = None,
-                       largest: Callable[[Direction], float | None] | None = None) -> Any:
+                       ranges: dict[Direction, float] | None = None,
+                       grids: dict[Direction, GridValues] | None = None,
+                       largest: Callable[[Direction], float | None] | None = None
+                       ) -> tuple[tuple[LossPMF, LossPMF], dict[Direction, float],
+                                  dict[Direction, GridValues]]:
     """(forward, backward) PMFs from a two-directional profile function, the support
     ranges, and the grid values per direction (``grids``: values already computed for
     this very ``delta``, reused instead of evaluated again). Both directions' grids
     come from one profile call per direction (``grid_profiles``); ``largest`` (a
     guess at each direction's largest loss) speeds up ``profile_sup``."""
     if ranges is None:
-        ranges = {d: profile_support(bind_direction(delta, d), tail, step / 4) for d in (_FWD, _BWD)}
+        ranges = {d: profile_support(_along(delta, d), tail, step / 4) for d in (_FWD, _BWD)}
     grids = {} if grids is None else grids
-    fns = tuple(bind_direction(delta, d) for d in (_FWD, _BWD))
+    fns = (_along(delta, _FWD), _along(delta, _BWD))
     idx = {d: grid_indices(-ranges[d.reverse()], ranges[d], step) for d in (_FWD, _BWD)}
     live = {d: idx[d] if idx[d].size else None for d in (_FWD, _BWD)}
-    todo = [live[d] if d not in grids else None for d in (_FWD, _BWD)]
+    todo = (live[_FWD] if _FWD not in grids else None, live[_BWD] if _BWD not in grids else None)
     if any(i is not None for i in todo):
         grids.update((d, g) for d, g in zip((_FWD, _BWD), grid_profiles(todo, step, fns)[0])
                      if g is not None)
     if lower:
         eta = 1e-3 * step
         shifted = grid_profiles((live[_FWD], live[_BWD]), step, fns, (-eta, eta))
-    laws = []
+    laws: list[LossPMF] = []
     for k, d in enumerate((_FWD, _BWD)):
         if live[d] is None:   # no finite loss at all (a non-private pair): all mass at +∞
             floor = float(delta(np.array([np.inf]), d)[0])
@@ -111,13 +121,16 @@ def _laws_from_profile(delta: DeltaFn, step: float, tail: float, lower: bool,
         vals, vals_t = grids[d]
         if lower:
             floor = float(delta(np.array([np.inf]), d)[0])
-            near = (shifted[0][k], shifted[1][k], eta)
+            minus, plus = shifted[0][k], shifted[1][k]
+            if minus is None or plus is None:   # pragma: no cover - the grid was live
+                raise InvariantError("the shifted grid values of a live grid are missing")
+            near = (minus, plus, eta)
             laws.append(convex_minorant(idx[d], step, vals, vals_t, inf_floor=floor, near=near))
         else:
             guess = None if largest is None else (lambda d=d: largest(d))
             laws.append(connect_the_dots(idx[d], step, vals, vals_t, profile=fns[k],
                                          sup_guess=guess))
-    return tuple(laws), ranges, grids
+    return (laws[0], laws[1]), ranges, grids
 
 
 def profile_to_pld(profile: PrivacyProfile, step: float | None = None,
@@ -135,7 +148,7 @@ def profile_to_pld(profile: PrivacyProfile, step: float | None = None,
 
 
 def profile_laws(profile: PrivacyProfile, step: float | None, tail: float, lower: bool
-                 ) -> tuple[Any, ...]:
+                 ) -> tuple[tuple[LossPMF, LossPMF], tuple[LossPMF, LossPMF] | None]:
     """(upper laws, lower laws or None) of ``profile_to_pld``, for options already
     checked by ``check_options`` (a pair's curve builders: ``pair.curve`` checked them)."""
     if step is None:
@@ -179,8 +192,8 @@ def _pld_to_rdp(pld: PLD, **options: Any) -> RDP:
     order (a valid, trivial bound) wherever they have mass there; the lower side, the
     CGF of the optimistic laws, is a lower bound of the truth."""
     check_options("pld→rdp", options)
-    def cgf_of(laws: Any, lower: Any=False) -> Any:
-        def law(d: Any) -> Any:
+    def cgf_of(laws: tuple[LossPMF, LossPMF], lower: bool = False) -> CGF:
+        def law(d: Direction) -> LossPMF:
             return laws[0] if d is _FWD else laws[1]
         # D_1 = E[L] and D_∞ = max loss of the same laws: on the pessimistic side upper
         # bounds (+∞ with mass at +∞), on the optimistic side lower ones
@@ -193,7 +206,7 @@ def _pld_to_rdp(pld: PLD, **options: Any) -> RDP:
 _LOST_MASS = 1e-12
 
 
-def law_limit(law: Any, order: float, *, lower: bool = False) -> float:
+def law_limit(law: LossPMF, order: float, *, lower: bool = False) -> float:
     """D_1 = E_P[L] (``mean``) or D_∞ = the largest loss (``max_loss``) of a loss law,
     the limits of its Rényi curve at α = 1 and α = ∞.
 
@@ -202,8 +215,7 @@ def law_limit(law: Any, order: float, *, lower: bool = False) -> float:
     to roundoff or a cut tail says only the trivial lower bound 0."""
     if lower and abs(law.total_mass - 1.0) > _LOST_MASS:
         return 0.0
-    result: float = law.mean() if order == 1.0 else max(law.max_loss, 0.0)
-    return result
+    return law.mean() if order == 1.0 else max(law.max_loss, 0.0)
 
 
 # -------------------------------------------------------------- RDP → profile
@@ -211,15 +223,16 @@ def improved_log_delta(k: np.ndarray, t: np.ndarray, eps: np.ndarray) -> np.ndar
     """log δ = (α−1)(D_α − ε) + (α−1)log(1 − 1/α) − log α at α = 1 + t, D_α = K/t
     (Canonne, Kamath, Steinke 2020, Prop. 12; Asoodeh et al. 2021)."""
     a = 1.0 + t
-    result: np.ndarray = k - t * eps + t * np.log1p(-1.0 / a) - np.log(a)
-    return result
+    out: np.ndarray = k - t * eps + t * np.log1p(-1.0 / a) - np.log(a)
+    return out
 
 
-def improved_epsilon(k: np.ndarray, t: np.ndarray, log_delta: np.ndarray | float) -> np.ndarray:
+def improved_epsilon(k: np.ndarray, t: np.ndarray, log_delta: np.ndarray | float
+                     ) -> np.ndarray:
     """ε = D_α + log(1 − 1/α) − (log δ + log α)/(α − 1) at α = 1 + t."""
     a = 1.0 + t
-    result: np.ndarray = k / t + np.log1p(-1.0 / a) - (log_delta + np.log(a)) / t
-    return result
+    out: np.ndarray = k / t + np.log1p(-1.0 / a) - (log_delta + np.log(a)) / t
+    return out
 
 
 def with_order_infinity(query: str, values: np.ndarray, out: np.ndarray,
@@ -231,10 +244,9 @@ def with_order_infinity(query: str, values: np.ndarray, out: np.ndarray,
     ε ≥ D_∞, and ε(δ) ≤ D_∞ at every δ ≥ 0 — which no finite order certifies."""
     if sup is None or not sup < np.inf:
         return out
-    if query == "delta":
-        return np.where(values >= sup, 0.0, out)
-    result: np.ndarray = np.minimum(out, sup)
-    return result
+    joined: np.ndarray = (np.where(values >= sup, 0.0, out) if query == "delta"
+                          else np.minimum(out, sup))
+    return joined
 
 
 def rdp_delta(cgf: Callable[[np.ndarray], np.ndarray], eps: np.ndarray,
@@ -246,12 +258,12 @@ def rdp_delta(cgf: Callable[[np.ndarray], np.ndarray], eps: np.ndarray,
     eps = np.asarray(eps, dtype=float)
     flat = np.ravel(eps)
 
-    def score(k: Any, t: Any, i: Any) -> Any:
+    def score(k: np.ndarray, t: np.ndarray, i: np.ndarray) -> np.ndarray:
         return improved_log_delta(k, t, flat[i])
     out = np.exp(minimise_over_orders(cgf, score, flat.size)) if flat.size else flat
     out = with_order_infinity("delta", flat, np.where(flat == -np.inf, 1.0, out), sup)
-    result: np.ndarray = np.minimum(out, 1.0).reshape(eps.shape)
-    return result
+    delta: np.ndarray = np.minimum(out, 1.0).reshape(eps.shape)
+    return delta
 
 
 def rdp_epsilon(cgf: Callable[[np.ndarray], np.ndarray], delta: np.ndarray,
@@ -263,22 +275,22 @@ def rdp_epsilon(cgf: Callable[[np.ndarray], np.ndarray], delta: np.ndarray,
     with np.errstate(divide="ignore"):
         flat = np.log(np.ravel(delta))
 
-    def score(k: Any, t: Any, i: Any) -> Any:
+    def score(k: np.ndarray, t: np.ndarray, i: np.ndarray) -> np.ndarray:
         return improved_epsilon(k, t, flat[i])
     out = minimise_over_orders(cgf, score, flat.size) if flat.size else flat
     out = with_order_infinity("epsilon", flat, out, sup)
-    result: np.ndarray = np.maximum(out, 0.0).reshape(delta.shape)
-    return result
+    eps: np.ndarray = np.maximum(out, 0.0).reshape(delta.shape)
+    return eps
 
 
 def _rdp_to_profile(rdp: RDP, **options: Any) -> PrivacyProfile:
     check_options("rdp→profile", options)
     # D_∞ of each direction where the curve declares it: the order α = ∞ of the
     # conversion, the only one that answers a pure-DP curve's δ = 0 exactly
-    def delta_fn(eps: Any, d: Any) -> Any:
+    def delta_fn(eps: np.ndarray, d: Direction) -> np.ndarray:
         return rdp_delta(lambda t: rdp.upper(t, d), eps, rdp.upper.limit(np.inf, d))
 
-    def eps_fn(delta: Any, d: Any) -> Any:
+    def eps_fn(delta: np.ndarray, d: Direction) -> np.ndarray:
         return rdp_epsilon(lambda t: rdp.upper(t, d), delta, rdp.upper.limit(np.inf, d))
     return PrivacyProfile(FunctionSide(delta_fn, eps_fn))
 
@@ -306,15 +318,21 @@ def zcdp_envelope(cgf: Callable[[np.ndarray], np.ndarray], *, lower: bool = Fals
 
 def _rdp_to_zcdp(rdp: RDP, **options: Any) -> ZCDP:
     check_options("rdp→zcdp", options)
-    upper = tuple(zcdp_envelope(bind_direction(rdp.upper, d)) for d in (_FWD, _BWD))
+    upper = (zcdp_envelope(_along_cgf(rdp.upper, _FWD)), zcdp_envelope(_along_cgf(rdp.upper, _BWD)))
     lower = None
     if rdp.lower is not None:
         # never above the upper side: the two envelopes take their sup at different
         # orders, and where K is roundoff-sized (permute-and-flip at ε = 1.4e-6: K(t) ~
         # 1e-19 at small t) the lower one's came out 11 % above, and ZCDP refused itself
-        lower = tuple(min(zcdp_envelope(bind_direction(rdp.lower, d), lower=True), up)
+        low = rdp.lower
+        lower = tuple(min(zcdp_envelope(_along_cgf(low, d), lower=True), up)
                       for d, up in zip((_FWD, _BWD), upper))
     return ZCDP(upper, lower)
+
+
+def _along_cgf(cgf: CGF, d: Direction) -> Callable[[np.ndarray], np.ndarray]:
+    """The CGF of one direction, t ↦ K(t, d)."""
+    return lambda t: cgf(t, d)
 
 
 def _zcdp_to_rdp(z: ZCDP, **options: Any) -> RDP:
@@ -325,7 +343,7 @@ def _zcdp_to_rdp(z: ZCDP, **options: Any) -> RDP:
     rho = {_FWD: z.upper[0], _BWD: z.upper[1]}
     xi = {_FWD: z.xi[0], _BWD: z.xi[1]}
 
-    def limit(order: Any, d: Any) -> Any:
+    def limit(order: float, d: Direction) -> float:
         return xi[d] + rho[d] if order == 1.0 else (xi[d] if rho[d] == 0 else np.inf)
     if z.xi == (0.0, 0.0):   # plain zCDP: the same expression as before ξ existed
         return RDP(CGF.of(lambda t, d: rho[d] * t * (t + 1.0), limit=limit))

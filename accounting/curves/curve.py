@@ -18,7 +18,7 @@ import numbers
 import types
 import typing
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import attrs
 import numpy as np
@@ -26,20 +26,23 @@ import numpy as np
 from accounting.validation import check_array
 from accounting.vocabulary import Bound, Direction, Exactness, as_bound, as_direction
 
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
+
 __all__ = ["Exactness", "Provenance", "Curve", "QUERIES", "directional_max", "as_kind",
            "check_no_rtol", "deprecated_operator"]
 
 
-def _check_path(path: tuple[Any, ...]) -> None:
+def _check_path(path: tuple[object, ...]) -> None:
     for i, step in enumerate(path):
         if not isinstance(step, str):
             raise TypeError(f"Provenance.path[{i}] must be a string (a source or converter "
                             f"name), got {type(step).__name__} ({step!r:.40})")
 
 
-def _as_path(value: str | Iterable[str]) -> tuple[str, ...]:
-    """A path from one step's name or a sequence of names."""
-    return (value,) if isinstance(value, str) else tuple(value)
+def _as_path(path: str | Iterable[str]) -> tuple[str, ...]:
+    """A path given as one step (a string) or a sequence of them, as a tuple."""
+    return (path,) if isinstance(path, str) else tuple(path)
 
 
 @attrs.frozen
@@ -48,8 +51,9 @@ class Provenance:
 
     exactness: Exactness = attrs.field(default=Exactness.EXACT,
                                        validator=attrs.validators.instance_of(Exactness))
-    path: tuple[str, ...] = attrs.field(default=(), converter=_as_path,
-                                        validator=lambda _, __, path: _check_path(path))
+    path: tuple[str, ...] = attrs.field(
+        default=(), converter=_as_path,
+        validator=lambda _, __, path: _check_path(path))
 
     def then(self, step: str, exactness: Exactness) -> Provenance:
         combined = self.exactness.then(exactness)
@@ -87,6 +91,7 @@ def _side_spec(cls: type) -> dict[str, Any]:
         except (NameError, TypeError):   # a plugin's curve with unresolvable annotations
             hints = {}
         spec = {}
+        # (the hints are typing objects of any form: Any)
         for name in ("upper", "lower"):
             hint = hints.get(name)
             if typing.get_origin(hint) in (typing.Union, types.UnionType):   # X | None
@@ -167,7 +172,7 @@ def deprecated_operator(old: str, new: str) -> None:
                   DeprecationWarning, stacklevel=3)
 
 
-#: a curve kind (``to``, ``as_kind``: the kind asked for is the kind answered)
+#: a curve kind (``to``: the kind asked for is the kind answered)
 _KindT = TypeVar("_KindT", bound="Curve")
 
 
@@ -203,17 +208,20 @@ class Curve:
     #: whether ``epsilon`` accepts δ = 0 (pure DP), which only loss laws can answer
     PURE_DP: ClassVar[bool] = False
 
-    _answerers: dict[Any, Any] = attrs.field(factory=dict, init=False, repr=False, eq=False)
+    _answerers: dict[type, Curve] = attrs.field(factory=dict, init=False, repr=False, eq=False)
 
     if TYPE_CHECKING:
-        # every kind declares these as attrs fields (their types and defaults differ by
-        # kind); named here, read-only, so that code holding a ``Curve`` type-checks
-        @property
-        def upper(self) -> Any: ...
-        @property
-        def lower(self) -> Any: ...
+        # Every kind declares these as attrs fields of its own: ``provenance``, and the
+        # sides ``upper`` and ``lower`` (None when absent), each of the kind's own side
+        # type (a kind without sides, ``CharacteristicFunction``, declares neither).
         @property
         def provenance(self) -> Provenance: ...
+
+        @property
+        def upper(self) -> object: ...
+
+        @property
+        def lower(self) -> object: ...
 
     def __attrs_post_init__(self) -> None:
         name = type(self).__name__
@@ -251,8 +259,8 @@ class Curve:
               bound: Bound | str = "upper") -> np.ndarray:
         """δ(ε), vectorised over ε (any real ε; ±∞ allowed); ``max``: the larger δ."""
         eps = check_array("epsilon", epsilon, allow_inf=True)
-        result: np.ndarray = self._query("delta", eps, direction, bound)
-        return result
+        out: np.ndarray = self._query("delta", eps, direction, bound)
+        return out
 
     def epsilon(self, delta: np.ndarray | float, direction: Direction | str = "max",
                 bound: Bound | str = "upper") -> np.ndarray:
@@ -260,16 +268,16 @@ class Curve:
         (δ = 0, pure DP, too where the kind carries loss laws: ``PURE_DP``)."""
         dl = check_array("delta", delta, lo=0.0, hi=1.0, lo_open=not self.PURE_DP,
                          hi_open=True)
-        result: np.ndarray = self._query("epsilon", dl, direction, bound)
-        return result
+        out: np.ndarray = self._query("epsilon", dl, direction, bound)
+        return out
 
     def beta(self, alpha: np.ndarray | float, direction: Direction | str = "max",
              bound: Bound | str = "upper") -> np.ndarray:
         """β = T(α) for α in [0, 1]: ``forward`` T(P, Q), ``backward`` T(Q, P), ``max``
         their pointwise min (the pessimistic summary). The sound side is the smaller β."""
         a = check_array("alpha", alpha, lo=0.0, hi=1.0)
-        result: np.ndarray = self._query("beta", a, direction, bound)
-        return result
+        out: np.ndarray = self._query("beta", a, direction, bound)
+        return out
 
     def renyi(self, alpha: np.ndarray | float, direction: Direction | str = "max",
               bound: Bound | str = "upper") -> np.ndarray:
@@ -277,8 +285,8 @@ class Curve:
         divergence E_P[L] and α = ∞ the max divergence ess sup L (the pure-DP ε; +∞
         where the loss is unbounded or no finite bound is known), see ``RDP``."""
         a = check_array("alpha", alpha, lo=1.0, allow_inf=True)
-        result: np.ndarray = self._query("renyi", a, direction, bound)
-        return result
+        out: np.ndarray = self._query("renyi", a, direction, bound)
+        return out
 
     def rho(self, direction: Direction | str = "max", bound: Bound | str = "upper") -> float:
         """The zCDP parameter ρ = sup_{α>1} D_α/α (Bun and Steinke 2016,
@@ -305,11 +313,13 @@ class Curve:
         return (self.epsilon(delta, direction, Bound.LOWER),
                 self.epsilon(delta, direction, Bound.UPPER))
 
-    def beta_interval(self, alpha: Any, direction: Direction | str = "max") -> Any:
+    def beta_interval(self, alpha: np.ndarray | float, direction: Direction | str = "max"
+                      ) -> tuple[np.ndarray, np.ndarray]:
         """(smaller, larger) bracket of β(α): the sound side first (it is the smaller β)."""
         return self.beta(alpha, direction, Bound.UPPER), self.beta(alpha, direction, Bound.LOWER)
 
-    def renyi_interval(self, alpha: Any, direction: Direction | str = "max") -> Any:
+    def renyi_interval(self, alpha: np.ndarray | float, direction: Direction | str = "max"
+                       ) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) bracket of D_α."""
         return self.renyi(alpha, direction, Bound.LOWER), self.renyi(alpha, direction, Bound.UPPER)
 
@@ -327,7 +337,7 @@ class Curve:
         # the converter graph knows the kinds, which import this module: read it late
         from accounting.curves.graph import home_kind
         home = home_kind(query)
-        out: Curve | None = self._answerers.get(home)
+        out = self._answerers.get(home)
         if out is None:
             out = self.to(home)
             self._answerers[home] = out
@@ -342,6 +352,8 @@ class Curve:
 
     def _query(self, query: str, x: np.ndarray | None, direction: Direction | str,
                bound: Bound | str) -> Any:
+        # (Any: the kind's ``_<query>`` method answers, looked up by name: an array, or
+        # a float for ρ)
         d, b = as_direction(direction), as_bound(bound)
         target = self.answered_by(query)
         if target is not self:
@@ -360,8 +372,8 @@ class Curve:
         return (np.min if query == "beta" else np.max)(vals, axis=0)
 
     # ------------------------------------------------------------- conversion
-    def to(self, kind: type[_KindT], *, registry: Any = None, allow_lower: bool = False,
-           **options: Any) -> _KindT:
+    def to(self, kind: type[_KindT], *, registry: Registry | None = None,
+           allow_lower: bool = False, **options: Any) -> _KindT:
         """Convert to another curve kind along the best registered path; lower-bound
         converters are used only with ``allow_lower``. Options the path's converters
         do not know are refused (TypeError naming them)."""
@@ -371,25 +383,25 @@ class Curve:
         return out
 
     # ------------------------------------------------------------ composition
-    def compose(self, other: Self) -> Self:
+    def compose(self, other: Curve) -> Curve:
         """The curve of the independent composition (this kind's rule, which
         ``accounting.compose`` applies); kinds without a composition rule refuse
         (TypeError naming the kinds)."""
         raise TypeError(f"a {type(self).__name__} does not compose (with a "
                         f"{type(other).__name__}); convert both to PLD, RDP or ZCDP first")
 
-    def self_compose(self, count: int) -> Self:
+    def self_compose(self, count: int) -> Curve:
         """The curve of ``count`` independent copies (this kind's rule, which
         ``accounting.compose((curve, count))`` applies); kinds without one refuse."""
         raise TypeError(f"a {type(self).__name__} does not compose; convert it to PLD, RDP "
                         f"or ZCDP first")
 
-    def __add__(self, other: Self) -> Self:
+    def __add__(self, other: Curve) -> Curve:
         """Deprecated: ``accounting.compose(a, b)``."""
         deprecated_operator("curve + curve", "accounting.compose(a, b)")
         return self.compose(other)
 
-    def __mul__(self, count: int) -> Self:
+    def __mul__(self, count: int) -> Curve:
         """Deprecated: ``accounting.compose((curve, count))`` (kinds with a
         ``self_compose`` rule only)."""
         if type(self).self_compose is Curve.self_compose:
@@ -425,7 +437,7 @@ class Curve:
                 f"{'; ' + summary if summary else ''})")
 
 
-def as_kind(curve: Any, kind: type[_KindT], parameter: str = "curve") -> _KindT:
+def as_kind(curve: Any, kind: type[Curve], parameter: str = "curve") -> Curve:
     """``curve`` as a curve of ``kind``: itself if it is one, else its conversion (default
     options, through the registry). Anything that is not a curve is a TypeError naming
     ``parameter``."""
@@ -434,6 +446,4 @@ def as_kind(curve: Any, kind: type[_KindT], parameter: str = "curve") -> _KindT:
     if not isinstance(curve, Curve):
         raise TypeError(f"{parameter} must be a privacy curve (PLD, PrivacyProfile, TradeOff, "
                         f"RDP or ZCDP), got {type(curve).__name__}")
-    out = curve.to(kind)
-    assert isinstance(out, kind)   # a conversion answers a curve of the kind asked
-    return out
+    return curve.to(kind)

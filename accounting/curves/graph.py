@@ -84,7 +84,7 @@ class Converter:
                                                       takes_self=True))
 
     @property
-    def options(self) -> frozenset[Any] | None:
+    def options(self) -> frozenset[str] | None:
         """The keyword options ``func`` takes by name, or None when it takes any
         (``**options``: it is then responsible for refusing those it does not know,
         as the core's edges do with ``converters.check_options``)."""
@@ -116,8 +116,11 @@ class Converter:
         if self.exactness is Exactness.LOWER:
             # what a lower-bound edge computes is only a lower side; `Curve._side`
             # refuses upper-side (default) queries on a curve whose label is LOWER
-            out = attrs.evolve(out, lower=out.upper)
-        return attrs.evolve(out, provenance=curve.provenance.then(self.name, self.exactness))
+            # (the kind is the edge's target, known at run time only; every kind has a
+            # provenance, and a LOWER edge's target has sides: ``check_curve`` above)
+            out = attrs.evolve(out, lower=out.upper)  # type: ignore[call-arg]
+        return attrs.evolve(out, provenance=curve.provenance.then(  # type: ignore[call-arg]
+            self.name, self.exactness))
 
 
 #: the core's own edges (``converters.CONVERTERS``), built in, of the plugin "core"
@@ -158,18 +161,20 @@ _PROBE_ALPHA_RDP = np.array([1.25, 2.0, 8.0, 32.0])
 _SLACK = 1e-9
 
 
-def _probe(curve: Curve) -> str | None:
+def _probe(curve: object) -> str | None:
     """Query a curve at a few points through its public methods; what is wrong, if
     anything. Only the properties every valid curve has are checked."""
     kind = type(curve).__name__
     sides = [s for s in ("upper", "lower") if getattr(curve, s, None) is not None]
-    if not sides and callable(getattr(curve, "phi", None)):
+    # (duck-typed: any kind with φ and its error bound, a plugin's too)
+    phi_of = getattr(curve, "phi", None)
+    if not sides and callable(phi_of):
         # a characteristic function has no sides: φ(0) = 1 and |φ(t)| ≤ 1, to within
         # its own error bound
         t = np.array([0.0, 0.5, 2.0])
         for direction in ("forward", "backward"):
-            phi = np.asarray(curve.phi(t, direction))
-            slack = np.asarray(curve.error(t, direction)) + _SLACK
+            phi = np.asarray(phi_of(t, direction))
+            slack = np.asarray(getattr(curve, "error")(t, direction)) + _SLACK  # noqa: B009
             if abs(phi[0] - 1.0) > slack[0] or np.any(np.abs(phi) > 1.0 + slack):
                 return f"a {kind} with φ(0) ≠ 1 or |φ| > 1 ({direction})"
         return None
@@ -250,13 +255,13 @@ def find_path(converters: list[Converter], source: type, target: type,
     if source is target and not required:
         return []
     counter = itertools.count()
-    heap: list[Any] = [((0, 0, 0), next(counter), source, start, 0, [])]
-    seen: set[Any] = set()
+    heap: list[tuple[tuple[int, int, int], int, type, Exactness, int, list[Converter]]] = [
+        ((0, 0, 0), next(counter), source, start, 0, [])]
+    seen: set[tuple[type, Exactness, int]] = set()
     while heap:
         cost, _, kind, label, used, path = heapq.heappop(heap)
         if kind is target and used == full:
-            result: list[Converter] | None = path
-            return result
+            return path
         if (kind, label, used) in seen:
             continue
         seen.add((kind, label, used))
@@ -354,7 +359,8 @@ def convert(curve: Curve, target: type, *, registry: Registry | None = None,
                                            f"done without it")
 
 
-def _share_options(path: list[Converter], options: dict[str, Any]) -> list[tuple[Converter, dict[str, Any]]]:
+def _share_options(path: list[Converter], options: dict[str, Any]
+                   ) -> list[tuple[Converter, dict[str, Any]]]:
     """Each edge of ``path`` with the options it takes: all of them for an edge taking
     ``**options`` (which refuses what it does not know), else those it names. An
     option that no edge of the path takes would be silently ignored: TypeError naming
@@ -362,7 +368,7 @@ def _share_options(path: list[Converter], options: dict[str, Any]) -> list[tuple
     plan = [(edge, options if edge.options is None
              else {k: v for k, v in options.items() if k in edge.options}) for edge in path]
     if all(edge.options is not None for edge in path):
-        known = frozenset().union(*(edge.options for edge in path))
+        known = frozenset[str]().union(*(edge.options or () for edge in path))
         unknown = sorted(set(options) - known)
         if unknown:
             names = ", ".join(repr(k) for k in unknown)
@@ -373,7 +379,7 @@ def _share_options(path: list[Converter], options: dict[str, Any]) -> list[tuple
     return plan
 
 
-def _record(registry: Any, plugin: str, message: str) -> None:
+def _record(registry: Registry, plugin: str, message: str) -> None:
     record = getattr(registry, "record_error", None)
     if callable(record):
         record(plugin, message)

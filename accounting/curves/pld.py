@@ -10,7 +10,7 @@ brackets the truth: δ_lower(ε) ≤ δ(ε) ≤ δ_upper(ε), ε_lower(δ) ≤ �
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
 import attrs
 import numpy as np
@@ -56,7 +56,7 @@ def check_step(step: object) -> float:
     return x
 
 
-def _pmfs(value: Any) -> tuple[LossPMF, LossPMF]:
+def _pmfs(value: Iterable[LossPMF]) -> tuple[LossPMF, LossPMF]:
     fwd, bwd = value
     return (fwd, bwd)
 
@@ -74,9 +74,8 @@ class PLD(Curve):
         d = as_direction(direction)
         if d is Direction.MAX:
             raise ValueError("law() needs direction 'forward' or 'backward'")
-        side = self._side(bound)
-        result: LossPMF = side[0] if d is Direction.FORWARD else side[1]
-        return result
+        side: tuple[LossPMF, LossPMF] = self._side(bound)
+        return side[0] if d is Direction.FORWARD else side[1]
 
     @property
     def step(self) -> float | None:
@@ -92,11 +91,12 @@ class PLD(Curve):
     def _of(side: tuple[LossPMF, LossPMF], d: Direction) -> LossPMF:
         return side[0] if d is Direction.FORWARD else side[1]
 
-    def _delta(self, side: Any, eps: np.ndarray, d: Direction) -> np.ndarray:
+    def _delta(self, side: tuple[LossPMF, LossPMF], eps: np.ndarray, d: Direction) -> np.ndarray:
         """δ(ε) of one direction's law."""
         return self._of(side, d).delta(eps)
 
-    def _epsilon(self, side: Any, dl: np.ndarray, d: Direction) -> np.ndarray:
+    def _epsilon(self, side: tuple[LossPMF, LossPMF], dl: np.ndarray, d: Direction
+                 ) -> np.ndarray:
         """Smallest ε ≥ 0 with δ(ε) ≤ delta of one direction's law.
 
         δ = 0 (pure DP) is answered where the composed loss is bounded: ε(0) is its
@@ -157,13 +157,13 @@ class PLD(Curve):
         return f"{step}{points} points; ε(1e-6) = {headline(lambda: self.epsilon(1e-6))}"
 
     # ----------------------------------------------------------- composition
-    def compose(self, other: PLD) -> PLD:
+    def compose(self, other: Curve) -> PLD:
         """The PLD of the product pair (independent composition)."""
         if not isinstance(other, PLD):
             raise TypeError(f"can only compose a PLD with a PLD, got {type(other).__name__}")
         upper = (compose_laws(self.upper[0], other.upper[0], pessimistic=True),
                  compose_laws(self.upper[1], other.upper[1], pessimistic=True))
-        lower = None
+        lower: tuple[LossPMF, LossPMF] | None = None
         if self.lower is not None and other.lower is not None:
             lower = (compose_laws(self.lower[0], other.lower[0], pessimistic=False),
                      compose_laws(self.lower[1], other.lower[1], pessimistic=False))
@@ -174,7 +174,7 @@ class PLD(Curve):
         return compose_plds([(self, check_count("count", count))])
 
 
-def _checked_items(items: Any) -> list[Any]:
+def _checked_items(items: Iterable[tuple[PLD, int]]) -> list[tuple[PLD, int]]:
     if not items:
         raise ValueError("compose_plds needs at least one PLD")
     for pld, _ in items:
@@ -183,13 +183,12 @@ def _checked_items(items: Any) -> list[Any]:
     return [(pld, check_count("count", c)) for pld, c in items]
 
 
-def _joined(items: Any) -> Provenance:
+def _joined(items: list[tuple[PLD, int]]) -> Provenance:
     """The provenance of a composition: its parts' provenances joined, in order."""
     prov = items[0][0].provenance
     for pld, _ in items[1:]:
         prov = prov.join(pld.provenance)
-    result: Provenance = prov
-    return result
+    return prov
 
 
 def compose_plds(items: list[tuple[PLD, int]]) -> PLD:
@@ -205,13 +204,17 @@ def compose_plds(items: list[tuple[PLD, int]]) -> PLD:
     if len(items) == 1 and items[0][1] == 1:
         return items[0][0]
 
-    def side(get: Any, pessimistic: Any) -> Any:
-        return compose_pmfs([(get(pld), c) for pld, c in items], pessimistic=pessimistic)
+    def side(laws: list[LossPMF], pessimistic: bool) -> LossPMF:
+        return compose_pmfs([(law, c) for law, (_, c) in zip(laws, items)],
+                            pessimistic=pessimistic)
 
-    upper = tuple(side(lambda pld, d=d: pld.upper[d], True) for d in (0, 1))
+    upper = (side([pld.upper[0] for pld, _ in items], True),
+             side([pld.upper[1] for pld, _ in items], True))
     lower = None
-    if all(pld.lower is not None for pld, _ in items):
-        lower = tuple(side(lambda pld, d=d: pld.lower[d], False) for d in (0, 1))
+    lowers = [pld.lower for pld, _ in items]
+    known = [low for low in lowers if low is not None]
+    if len(known) == len(lowers):
+        lower = (side([low[0] for low in known], False), side([low[1] for low in known], False))
     return PLD(upper, lower, provenance=_joined(items))
 
 
@@ -234,14 +237,15 @@ class RefiningPLD:
         self._pld: PLD | None = self._single
         if self._single is not None:
             return
-        self._sides = {Bound.UPPER: tuple(
+        self._sides: dict[Bound, tuple[RefiningLaw, ...]] = {Bound.UPPER: tuple(
             RefiningLaw([(pld.upper[d], c) for pld, c in items], pessimistic=True,
                         far_tail=far_tail)
             for d in (0, 1))}
-        lowers = [(pld.lower, c) for pld, c in items if pld.lower is not None]
-        if lower and len(lowers) == len(items):
+        lowers = [(pld.lower, c) for pld, c in items]
+        known = [(low, c) for low, c in lowers if low is not None]
+        if lower and len(known) == len(lowers):
             self._sides[Bound.LOWER] = tuple(
-                RefiningLaw([(low[d], c) for low, c in lowers], pessimistic=False,
+                RefiningLaw([(low[d], c) for low, c in known], pessimistic=False,
                             far_tail=far_tail)
                 for d in (0, 1))
 
@@ -249,34 +253,35 @@ class RefiningPLD:
         """The full PLD (the canonical tilts, as ``compose_plds`` composes them)."""
         if self._pld is None:
             lower = self._sides.get(Bound.LOWER)
-            up = self._sides[Bound.UPPER]
-            self._pld = PLD((up[0].full(), up[1].full()),
+            upper = self._sides[Bound.UPPER]
+            self._pld = PLD((upper[0].full(), upper[1].full()),
                             (lower[0].full(), lower[1].full()) if lower else None,
                             provenance=self.provenance)
         return self._pld
 
-    def _answer(self, query: str, x: np.ndarray, direction: Any, bound: Any) -> np.ndarray:
+    def _answer(self, query: str, x: np.ndarray, direction: Direction | str,
+                bound: Bound | str) -> np.ndarray:
         b = as_bound(bound)
         if self._single is not None or (query == "epsilon" and np.any(x == 0)):
             # (δ = 0, pure DP: the exact largest loss, which the full laws carry)
-            result: np.ndarray = getattr(self.pld(), query)(x, direction, b)
-            return result
+            full: np.ndarray = getattr(self.pld(), query)(x, direction, b)
+            return full
         side = self._sides.get(b)
         if side is None:
             raise ValueError(f"this composition has no {b.value} side (composed with "
                              "lower=False)")
-        vals = [getattr(side[0 if c is Direction.FORWARD else 1], query)(x)
-                for c in as_direction(direction).components]
-        result = vals[0] if len(vals) == 1 else np.max(vals, axis=0)
-        return result
+        vals: list[np.ndarray] = [getattr(side[0 if c is Direction.FORWARD else 1], query)(x)
+                                  for c in as_direction(direction).components]
+        out: np.ndarray = vals[0] if len(vals) == 1 else np.max(vals, axis=0)
+        return out
 
-    def delta(self, epsilon: Any, direction: Direction | str = "max",
+    def delta(self, epsilon: np.ndarray | float, direction: Direction | str = "max",
               bound: Bound | str = "upper") -> np.ndarray:
         """δ(ε), as ``Curve.delta``."""
         return self._answer("delta", check_array("epsilon", epsilon, allow_inf=True),
                             direction, bound)
 
-    def epsilon(self, delta: Any, direction: Direction | str = "max",
+    def epsilon(self, delta: np.ndarray | float, direction: Direction | str = "max",
                 bound: Bound | str = "upper") -> np.ndarray:
         """ε(δ), as ``Curve.epsilon`` (δ = 0 allowed where the loss is bounded)."""
         dl = check_array("delta", delta, lo=0.0, hi=1.0, hi_open=True)

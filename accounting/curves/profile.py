@@ -9,7 +9,7 @@ trade-off functions (unifying-accounting paper, Thm 1); their max alone does not
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import attrs
 import numpy as np
@@ -18,10 +18,12 @@ from accounting.curves.curve import Curve, Provenance, headline
 from accounting.curves.pld import PLD
 from accounting.numerics.loss import LossPMF
 from accounting.validation import check_count
-from accounting.vocabulary import Direction
+from accounting.vocabulary import Direction, InvariantError
 
 __all__ = ["PrivacyProfile", "ProfileSide", "LawSide", "FunctionSide", "invert_decreasing",
            "symmetric_profile", "compose_via_pld", "repeat_via_pld"]
+
+_C = TypeVar("_C", bound=Curve)
 
 
 class ProfileSide(Protocol):
@@ -39,10 +41,10 @@ class LawSide:
     def _law(self, direction: Direction) -> LossPMF:
         return self.laws[0] if direction is Direction.FORWARD else self.laws[1]
 
-    def delta(self, eps: Any, direction: Any) -> Any:
+    def delta(self, eps: np.ndarray, direction: Direction) -> np.ndarray:
         return self._law(direction).delta(eps)
 
-    def epsilon(self, delta: Any, direction: Any) -> Any:
+    def epsilon(self, delta: np.ndarray, direction: Direction) -> np.ndarray:
         return self._law(direction).epsilon(delta)
 
 
@@ -60,10 +62,10 @@ class FunctionSide:
     largest_loss: Callable[[Direction], float | None] | None = attrs.field(
         default=None, kw_only=True)
 
-    def delta(self, eps: Any, direction: Any) -> Any:
+    def delta(self, eps: np.ndarray, direction: Direction) -> np.ndarray:
         return np.asarray(self.delta_fn(np.asarray(eps, dtype=float), direction), dtype=float)
 
-    def epsilon(self, delta: Any, direction: Any) -> Any:
+    def epsilon(self, delta: np.ndarray, direction: Direction) -> np.ndarray:
         if self.epsilon_fn is not None:
             return np.asarray(self.epsilon_fn(delta, direction), dtype=float)
         return invert_decreasing(lambda e: self.delta(e, direction), delta)
@@ -125,7 +127,7 @@ class PrivacyProfile(Curve):
     def _epsilon(self, side: ProfileSide, dl: np.ndarray, d: Direction) -> np.ndarray:
         return side.epsilon(dl, d)
 
-    def compose(self, other: PrivacyProfile) -> PrivacyProfile:
+    def compose(self, other: Curve) -> PrivacyProfile:
         """The profile of the independent composition, through the PLDs (profile → PLD
         → convolution → profile): only for exact profiles, whose connect-the-dots PLD
         brackets a pair (an upper bound on δ need not be the profile of any pair, and
@@ -141,11 +143,7 @@ class PrivacyProfile(Curve):
         return f"δ(ε=1) = {headline(lambda: self.delta(1.0))}"
 
 
-#: a curve kind without a composition rule of its own, composed through the PLD
-_C = TypeVar("_C", bound=Curve)
-
-
-def compose_via_pld(a: _C, b: _C) -> _C:
+def compose_via_pld(a: _C, b: Curve) -> _C:
     """``a`` ⊗ ``b`` for two exact curves of one kind without a composition rule of
     their own (profile, trade-off): convert each to PLD, convolve, convert back. A
     TypeError names the kinds and labels where that would not be sound."""
@@ -157,7 +155,16 @@ def compose_via_pld(a: _C, b: _C) -> _C:
         _check_exact(c)
     pa = a.to(PLD)
     pb = pa if b is a else b.to(PLD)
-    return pa.compose(pb).to(kind)
+    return _of_kind(pa.compose(pb).to(kind), kind)
+
+
+def _of_kind(curve: Curve, kind: type[_C]) -> _C:
+    """``curve``, a conversion's result, as the kind it was converted to (``convert``
+    checks every edge's output kind: ``graph.check_curve``)."""
+    if not isinstance(curve, kind):
+        raise InvariantError(f"a conversion to {kind.__name__} returned a "
+                             f"{type(curve).__name__}")
+    return curve
 
 
 def repeat_via_pld(curve: _C, count: int) -> _C:
@@ -167,7 +174,7 @@ def repeat_via_pld(curve: _C, count: int) -> _C:
     ``compose_via_pld``."""
     count = check_count("count", count)
     _check_exact(curve)
-    return curve.to(PLD).self_compose(count).to(type(curve))
+    return _of_kind(curve.to(PLD).self_compose(count).to(type(curve)), type(curve))
 
 
 def _check_exact(c: Curve) -> None:

@@ -80,11 +80,11 @@ class _Checked:
 
     __slots__ = ("terms",)
 
-    def __init__(self, terms: tuple[Any, ...]) -> None:
+    def __init__(self, terms: tuple[tuple[float, CGFFn], ...]) -> None:
         self.terms = terms
 
 
-def _cgf_terms(value: Any) -> tuple[Any, ...]:
+def _cgf_terms(value: Any) -> tuple[tuple[float, CGFFn], ...]:
     """attrs converter of ``CGF.terms``: a tuple of (weight ≥ 0, callable) pairs."""
     if isinstance(value, _Checked):
         return value.terms
@@ -210,7 +210,7 @@ class RDP(Curve):
         d2, d32 = np.asarray(self.renyi(np.array([2.0, 32.0])), dtype=float)
         return f"{len(self.upper.terms)} term(s); D_2 = {d2:.4g}, D_32 = {d32:.4g}"
 
-    def compose(self, other: RDP) -> RDP:
+    def compose(self, other: Curve) -> RDP:
         if not isinstance(other, RDP):
             raise TypeError(f"can only compose an RDP with an RDP, got {type(other).__name__}")
         lower = self.lower + other.lower if self.lower is not None and other.lower is not None else None

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 import attrs
 import numpy as np
@@ -38,13 +38,14 @@ from accounting.curves.curve import Curve, Provenance, headline
 from accounting.curves.profile import compose_via_pld, repeat_via_pld
 from accounting.numerics.loss import UNIT_ROUNDOFF, LossPMF, hockey_stick
 from accounting.validation import check_array, check_count
-from accounting.vocabulary import Direction
+from accounting.vocabulary import ArrayLike, Direction
 
 #: the roundoff a probability built from sums of masses may exceed 1 by (as LossPMF)
 _ONE = 1.0 + 1e-6
 
 
-def _check_columns(where: str, columns: dict[str, Any], order: int) -> int:
+def _check_columns(where: str, columns: dict[str, tuple[ArrayLike, float, float]],
+                   order: int) -> int:
     """The common length of the 1-d arrays ``columns`` ({name: (array, lo, hi)}), each
     free of NaN, within its range and monotone (``order`` = 1 non-decreasing, −1
     non-increasing: they are sums of masses from the top, which rounding never turns
@@ -132,8 +133,8 @@ class _OwnLaw:
     def trusted(self, alpha: np.ndarray) -> np.ndarray:
         """β on α ≥ α*, interpolated in 1 − α (exact for α ≥ ½; slopes ≤ 1 below)."""
         a_c, b = self.alpha_c[self.start:], self.beta[self.start:]
-        result: np.ndarray = np.interp(1.0 - alpha, a_c[::-1], b[::-1])
-        return result
+        out: np.ndarray = np.interp(1.0 - alpha, a_c[::-1], b[::-1])
+        return out
 
     def extend_below(self, alpha: np.ndarray) -> np.ndarray:
         a_star = self.alpha_star
@@ -187,8 +188,8 @@ class _ReverseLaw:
         return float(self.alpha[-1])
 
     def trusted(self, alpha: np.ndarray) -> np.ndarray:
-        result: np.ndarray = 1.0 - np.interp(alpha, self.alpha, self.power)
-        return result
+        out: np.ndarray = 1.0 - np.interp(alpha, self.alpha, self.power)
+        return out
 
     def extend_above(self, alpha: np.ndarray) -> np.ndarray:
         a_star, b_star = np.float64(self.alpha[-1]), 1.0 - float(self.power[-1])
@@ -209,8 +210,8 @@ def _add_up(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
     s = a + b
     bb = s - a
     err = (a - (s - bb)) + (b - bb)
-    result: np.ndarray = np.where(err > 0, np.nextafter(s, np.inf), s)
-    return result
+    out: np.ndarray = np.where(err > 0, np.nextafter(s, np.inf), s)
+    return out
 
 
 @attrs.frozen(eq=False)
@@ -248,9 +249,9 @@ class VertexSide:
         puts the mass that roundoff lost back on the top loss (``LossPMF.topped_up``):
         a lost 1e-13 (a grid of 10⁴ differences of profile values, compounded by
         composition) is nothing to δ, but it is mass that no test pays for."""
-        if pessimistic:
-            laws = (laws[0].topped_up(), laws[1].topped_up())
         fwd, bwd = laws
+        if pessimistic:
+            fwd, bwd = fwd.topped_up(), bwd.topped_up()
         return cls((_OwnLaw.of(fwd), _OwnLaw.of(bwd)),
                    (_ReverseLaw.of(bwd), _ReverseLaw.of(fwd)), pessimistic)
 
@@ -258,7 +259,7 @@ class VertexSide:
     def _index(direction: Direction) -> int:
         return 0 if direction is Direction.FORWARD else 1
 
-    def beta(self, alpha: Any, direction: Any) -> Any:
+    def beta(self, alpha: np.ndarray, direction: Direction) -> np.ndarray:
         i = self._index(direction)
         alpha = np.asarray(alpha, dtype=float)
         own, rev = self.own[i], self.reverse[i]
@@ -276,9 +277,10 @@ class VertexSide:
                 b_hi = float(own.trusted(np.array([hi]))[0])
                 gap = (alpha > lo) & (alpha < hi)
                 out = np.where(gap, b_lo + (alpha - lo) * ((b_hi - b_lo) / (hi - lo)), out)
-        return np.clip(out, 0.0, 1.0)
+        clipped: np.ndarray = np.clip(out, 0.0, 1.0)
+        return clipped
 
-    def power(self, alpha: Any, direction: Any) -> Any:
+    def power(self, alpha: np.ndarray, direction: Direction) -> np.ndarray:
         """1 − β of a pessimistic side (an upper bound on the power of every test of
         size α), computed as the power itself and rounded up: 1 − β from β loses all
         below half an ulp of 1 (1.1e-16) and 1e-4 relative at α = 1e-12 (an identical
@@ -309,7 +311,7 @@ class VertexSide:
         rev_power = np.where(alpha > a_star, line, inside)
         return np.clip(np.minimum(own_power, rev_power), 0.0, 1.0)
 
-    def delta(self, eps: Any, direction: Any) -> Any:
+    def delta(self, eps: np.ndarray, direction: Direction) -> np.ndarray:
         """sup_j (1 − α_j) − e^ε β_j over the own law's vertices: the maximising vertex
         is where the segment slope e^{−l_j} crosses e^{−ε}, by binary search (the
         slopes are non-increasing)."""
@@ -350,10 +352,10 @@ class BetaSide:
     beta_fn: Callable[[np.ndarray, Direction], np.ndarray]
     delta_fn: Callable[[np.ndarray, Direction], np.ndarray]
 
-    def beta(self, alpha: Any, direction: Any) -> Any:
+    def beta(self, alpha: np.ndarray, direction: Direction) -> np.ndarray:
         return np.asarray(self.beta_fn(alpha, direction), dtype=float)
 
-    def delta(self, eps: Any, direction: Any) -> Any:
+    def delta(self, eps: np.ndarray, direction: Direction) -> np.ndarray:
         return np.asarray(self.delta_fn(np.asarray(eps, dtype=float), direction), dtype=float)
 
 
@@ -397,7 +399,7 @@ class TradeOff(Curve):
         """δ(ε) = sup_α (1 − α − e^ε T(α)) of one direction (module docstring)."""
         return side.delta(eps, d)
 
-    def compose(self, other: TradeOff) -> TradeOff:
+    def compose(self, other: Curve) -> TradeOff:
         """The trade-off functions of the independent composition, through the PLDs
         (only for exact curves; see ``profile.compose_via_pld``)."""
         return compose_via_pld(self, other)

@@ -17,7 +17,7 @@ bound (arXiv:1808.00087, Thm 6) applied to the Rényi curve ε(α) = ξ + ρα.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
 import attrs
 import numpy as np
@@ -30,17 +30,17 @@ from accounting.vocabulary import Direction, Exactness, as_direction
 __all__ = ["ZCDP", "poisson_subsampled_rdp", "SUBSAMPLED_MAX_ORDER"]
 
 
-def _rhos(value: Any) -> tuple[float, float]:
+def _rhos(value: Iterable[float]) -> tuple[float, float]:
     fwd, bwd = value
     return (check_real("rho", fwd, lo=0.0, allow_inf=True),
             check_real("rho", bwd, lo=0.0, allow_inf=True))
 
 
-def _opt_rhos(value: Any) -> Any:
+def _opt_rhos(value: Iterable[float] | None) -> tuple[float, float] | None:
     return None if value is None else _rhos(value)
 
 
-def _xis(value: Any) -> tuple[float, float]:
+def _xis(value: float | tuple[float, float]) -> tuple[float, float]:
     if isinstance(value, tuple) and len(value) == 2:
         fwd, bwd = value
     else:
@@ -102,10 +102,11 @@ class ZCDP(Curve):
         xi = f"ξ = ({self.xi[0]:.4g}, {self.xi[1]:.4g}), " if any(self.xi) else ""
         return f"{xi}ρ = ({self.upper[0]:.4g}, {self.upper[1]:.4g})"
 
-    def compose(self, other: ZCDP) -> ZCDP:
+    def compose(self, other: Curve) -> ZCDP:
         """ξ and ρ add (arXiv:1605.02065, Lemmas 1.7 and 2.3)."""
         if not isinstance(other, ZCDP):
             raise TypeError(f"can only compose a ZCDP with a ZCDP, got {type(other).__name__}")
+
         def add(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
             return (a[0] + b[0], a[1] + b[1])
         lower = add(self.lower, other.lower) if self.lower and other.lower else None
@@ -146,11 +147,11 @@ def _zhu_wang_log_moments(xi: float, rho: float, q: float, top: int) -> np.ndarr
                   + np.where(alphas > 2, (alphas - 2) * lq1, 0.0) + xi + 2 * rho)
         first = (alphas - 1) * lq1 + np.log1p((alphas - 1) * q)
     parts = np.concatenate([first, second, terms], axis=1)
-    result: np.ndarray = logsumexp(parts, axis=1)
-    return result
+    out: np.ndarray = logsumexp(parts, axis=1)   # (scipy has no stubs here)
+    return out
 
 
-def poisson_subsampled_rdp(z: ZCDP, q: float, max_order: int = SUBSAMPLED_MAX_ORDER) -> Any:
+def poisson_subsampled_rdp(z: ZCDP, q: float, max_order: int = SUBSAMPLED_MAX_ORDER) -> RDP:
     """An upper bound on the Rényi curve of Poisson subsampling (rate ``q``) a
     mechanism of which only the (ξ, ρ)-zCDP guarantee ``z`` is known (add/remove
     neighbouring, both directions).
@@ -178,7 +179,7 @@ def poisson_subsampled_rdp(z: ZCDP, q: float, max_order: int = SUBSAMPLED_MAX_OR
     xi, rho = z.xi_rho("max")
     table = np.concatenate([[0.0], _zhu_wang_log_moments(xi, rho, q, top)])   # index t → bound on K(t)
 
-    def cgf(t: Any, _d: Any) -> Any:
+    def cgf(t: np.ndarray, _d: Direction) -> np.ndarray:
         t = np.asarray(t, dtype=float)
         base = t * (xi + rho * (t + 1.0))
         inside = t <= top - 1
@@ -187,9 +188,10 @@ def poisson_subsampled_rdp(z: ZCDP, q: float, max_order: int = SUBSAMPLED_MAX_OR
         hi = np.minimum(lo + 1, top - 1)
         frac = ti - lo
         chord = np.where(frac == 0, table[lo], (1 - frac) * table[lo] + frac * table[hi])
-        return np.where(inside, np.minimum(chord, base), base)
+        out: np.ndarray = np.where(inside, np.minimum(chord, base), base)
+        return out
 
-    def limit(order: Any, _d: Any) -> Any:
+    def limit(order: float, _d: Direction) -> float:
         return q * (xi + rho) if order == 1.0 else (xi if rho == 0 else np.inf)
     prov = z.provenance.then(f"poisson subsampling q={q:g} (Zhu–Wang Thm 6)", Exactness.UPPER)
     return RDP(CGF.of(cgf, limit=limit), provenance=prov)

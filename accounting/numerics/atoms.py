@@ -31,15 +31,14 @@ whose discretised laws, scaled back by s with r_d taken off +∞, are the remain
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
 
 import attrs
 import numpy as np
 
 from accounting.numerics.discretise import cut_tails
-from accounting.numerics.loss import LossPMF, check_built_mass, check_grid_points
-from accounting.vocabulary import Direction
+from accounting.numerics.loss import LossPMF, check_built_mass, check_grid_points, grid_of
+from accounting.vocabulary import ArrayLike, Direction, FloatArray
 
 __all__ = ["atom_profile", "atoms_on_grid", "finite_law_on_grid", "AtomSplit", "add_on_grid"]
 
@@ -62,8 +61,8 @@ def atom_profile(losses: np.ndarray, masses: np.ndarray, eps: np.ndarray) -> np.
     with np.errstate(invalid="ignore"):
         share = -np.expm1(gap)
     share = np.where(np.isnan(share), 0.0, share)   # ε = +∞: −∞ + ∞ would be NaN
-    result: np.ndarray = share @ masses
-    return result
+    out: FloatArray = share @ masses
+    return out
 
 
 def on_grid(losses: np.ndarray, step: float) -> tuple[np.ndarray, np.ndarray]:
@@ -125,10 +124,10 @@ def finite_law_on_grid(law: LossPMF, step: float, tail: float) -> LossPMF:
     out = atoms_on_grid(losses, masses, step, pessimistic=True)
     sup = out.sup_loss if inf_mass == 0 else None
     check_built_mass(out.masses, inf_mass, "a finite law on the grid")
-    return LossPMF.on_grid(step, out.offset, out.masses, inf_mass, sup_loss=sup)
+    return LossPMF.on_grid(step, grid_of(out)[1], out.masses, inf_mass, sup_loss=sup)
 
 
-def _atoms(value: Any) -> tuple[np.ndarray, np.ndarray]:
+def _atoms(value: Iterable[ArrayLike]) -> tuple[np.ndarray, np.ndarray]:
     losses, masses = (np.asarray(v, dtype=float).ravel() for v in value)
     if losses.shape != masses.shape:
         raise ValueError("loss_atoms must return (losses, masses) of the same length")
@@ -161,8 +160,8 @@ class AtomSplit:
             tol = _CONSISTENT * np.maximum(1.0, np.abs(rev_l))
             # one side 0: the mass the other implies for it must underflow
             implied = np.where(np.isfinite(log_b), log_b - rev_l, want)
-            ok = (np.all(np.abs(log_b - want)[both] <= tol[both])
-                  and np.all(implied[~both] < _UNDERFLOW))
+            ok = bool(np.all(np.abs(log_b - want)[both] <= tol[both])
+                      and np.all(implied[~both] < _UNDERFLOW))
         if not ok:
             raise ValueError(f"{self.label}: loss_atoms('backward') must be the forward atoms "
                              f"reversed (losses −l, masses m·e^(−l)); got forward "
@@ -175,7 +174,7 @@ class AtomSplit:
         than moving the atom a cell down, which shifts δ at every ε below it
         (Laplace at step 1e-3, Δ/b = 1/3: mean optimistic δ gap 4e-6 against 1.3e-4,
         the max 1.7e-4 either way); on the grid the split loses nothing."""
-        def keep(atoms: Any) -> Any:
+        def keep(atoms: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
             losses, masses = atoms
             sel = on_grid(losses, step)[1]
             return losses[sel], masses[sel]
@@ -199,10 +198,11 @@ class AtomSplit:
         (roundoff-sized negative differences are raised to 0: δ − A ≥ 0 exactly)."""
         s = self.scale
 
-        def delta_nu(eps: Any, d: Any) -> Any:
+        def delta_nu(eps: np.ndarray, d: Direction) -> np.ndarray:
             eps = np.asarray(eps, dtype=float)
             rest = np.maximum(delta(eps, d) - atom_profile(*self._of(d), eps), 0.0)
-            return np.minimum(rest / s + self.floor(d), 1.0)
+            out: np.ndarray = np.minimum(rest / s + self.floor(d), 1.0)
+            return out
         return delta_nu
 
     def recombine(self, rest: LossPMF | None, d: Direction, step: float,
@@ -213,7 +213,7 @@ class AtomSplit:
         Pessimistic: whatever of r_d the grid law lacks at +∞ (roundoff) is not taken
         (δ only rises). Optimistic: the lack is booked as ``slack`` (δ only falls)."""
         losses, masses = self._of(d)
-        parts = []
+        parts: list[LossPMF] = []
         if masses.sum() > 0:
             parts.append(atoms_on_grid(losses, masses, step, pessimistic))
         inf_mass, slack = 0.0, sum(p.slack for p in parts)
@@ -227,9 +227,11 @@ class AtomSplit:
         # the pessimistic remainder's largest loss (connect-the-dots, when it has no mass
         # at +∞) and the largest atom bound the law's
         sups = [p.sup_loss for p in parts if p.masses.sum() > 0]
-        sup = max(sups) if pessimistic and inf_mass == 0 and sups and None not in sups else None
+        known = [x for x in sups if x is not None]
+        sup = (max(known) if pessimistic and inf_mass == 0 and sups and len(known) == len(sups)
+               else None)
         inf_mass = min(1.0, inf_mass)
-        law = LossPMF.on_grid(step, law.offset, law.masses, inf_mass, slack, sup_loss=sup)
+        law = LossPMF.on_grid(step, grid_of(law)[1], law.masses, inf_mass, slack, sup_loss=sup)
         # the P-mass the sums lost to roundoff goes on the top loss (``topped_up``): a
         # pessimistic law short of 4e-16 had δ below 1 − e^ε under the whole support
         return law.topped_up() if pessimistic else _below_identity(law)
@@ -259,11 +261,12 @@ def add_on_grid(parts: list[LossPMF], step: float) -> LossPMF:
     parts = [p for p in parts if p.masses.size]
     if not parts:
         return LossPMF.on_grid(step, 0, np.zeros(1))
-    lo = min(p.offset for p in parts)
-    hi = max(p.offset + p.masses.size for p in parts)
+    offsets = [grid_of(p)[1] for p in parts]
+    lo = min(offsets)
+    hi = max(o + p.masses.size for o, p in zip(offsets, parts))
     check_grid_points(hi - lo, step, "the loss law on the grid")
     out = np.zeros(hi - lo)
-    for p in parts:
-        out[p.offset - lo:p.offset - lo + p.masses.size] += p.masses
+    for o, p in zip(offsets, parts):
+        out[o - lo:o - lo + p.masses.size] += p.masses
     check_built_mass(out, 0.0, "a sum of laws on the grid")
     return LossPMF.on_grid(step, lo, out)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 
@@ -33,7 +33,11 @@ __all__ = ["connect_the_dots", "convex_minorant", "repay_from_below", "profile_s
            "declared_sup",
            "grid_indices", "grid_profile", "grid_profiles", "atoms_to_grid", "cut_tails"]
 
-ProfileFn = Callable[[np.ndarray], np.ndarray]
+ProfileFn: TypeAlias = Callable[[np.ndarray], np.ndarray]
+#: a direction's grid values in both representations, (δ, δ̃) (``grid_profile``)
+GridValues: TypeAlias = tuple[np.ndarray, np.ndarray]
+#: one representation's values at the grid points ∓ η, and η (``_gaps``' ``near``)
+NearValues: TypeAlias = tuple[np.ndarray, np.ndarray, float]
 
 
 
@@ -95,12 +99,15 @@ def grid_profile(indices: np.ndarray, step: float, delta: ProfileFn,
     ``shift`` the values are taken at the grid points + shift, in the representation
     of the grid point itself.
     """
-    return grid_profiles((indices, None), step, (delta, reverse), (shift,))[0][0]
+    values = grid_profiles((indices, None), step, (delta, reverse), (shift,))[0][0]
+    if values is None:   # pragma: no cover - the forward grid was given
+        raise AssertionError("grid values not evaluated")
+    return values
 
 
 def grid_profiles(indices: tuple[np.ndarray | None, np.ndarray | None], step: float,
                   profiles: tuple[ProfileFn, ProfileFn], shifts: tuple[float, ...] = (0.0,)
-                  ) -> list[tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]]:
+                  ) -> list[tuple[GridValues | None, GridValues | None]]:
     """``grid_profile`` of both directions' grids at every shift, from one call of each
     direction's profile.
 
@@ -115,8 +122,8 @@ def grid_profiles(indices: tuple[np.ndarray | None, np.ndarray | None], step: fl
     """
     # what each direction's profile is needed at: ranges of j at an offset, j·d + offset
     # (``left`` is a prefix of a grid, which increases)
-    wanted: list[dict[Any, Any]] = [{}, {}]
-    grids = []
+    wanted: list[dict[float, list[tuple[int, int]]]] = [{}, {}]
+    grids: list[tuple[int, np.ndarray, int, list[np.ndarray]]] = []
     for k, idx in enumerate(indices):
         if idx is None:
             continue
@@ -131,12 +138,14 @@ def grid_profiles(indices: tuple[np.ndarray | None, np.ndarray | None], step: fl
             if nl > 0:
                 wanted[1 - k].setdefault(-s, []).append((int(-idx[nl - 1]), int(-idx[0])))
         grids.append((k, idx, nl, epss))
-    values: list[Any] = [None, None]      # per direction: (spans, values)
+    # per direction: (spans (shift, first j, last j, start in the values), values)
+    values: list[tuple[list[tuple[float, int, int, int]], np.ndarray] | None] = [None, None]
     for k in (0, 1):
         if not wanted[k]:
             continue
-        pieces, spans = [], []
-        at = 0
+        pieces: list[np.ndarray] = []
+        spans: list[tuple[float, int, int, int]] = []
+        start = 0
         for s, ranges in wanted[k].items():
             merged: list[list[int]] = []
             for lo, hi in sorted(ranges):
@@ -146,20 +155,22 @@ def grid_profiles(indices: tuple[np.ndarray | None, np.ndarray | None], step: fl
                     merged.append([lo, hi])
             for lo, hi in merged:
                 pieces.append(np.arange(lo, hi + 1) * step + s)
-                spans.append((s, lo, hi, at))
-                at += hi - lo + 1
+                spans.append((s, lo, hi, start))
+                start += hi - lo + 1
         vals = profiles[k](np.concatenate(pieces))
         values[k] = spans, vals
 
     def lookup(k: int, s: float, lo: int, hi: int) -> np.ndarray:
-        spans, vals = values[k]
+        evaluated = values[k]
+        if evaluated is None:   # pragma: no cover - every lookup was wanted above
+            raise AssertionError("grid values not evaluated")
+        spans, vals = evaluated
         for off, a, b, at in spans:
             if off == s and a <= lo and hi <= b:
-                result: np.ndarray = vals[at + lo - a:at + hi - a + 1]
-                return result
+                return vals[at + lo - a:at + hi - a + 1]
         raise AssertionError("grid values not evaluated")   # pragma: no cover
 
-    out: list[list[Any]] = [[None, None] for _ in shifts]
+    out: list[list[GridValues | None]] = [[None, None] for _ in shifts]
     for k, idx, nl, epss in grids:
         for n, (s, eps) in enumerate(zip(shifts, epss)):
             x = np.exp(eps)
@@ -176,7 +187,7 @@ def grid_profiles(indices: tuple[np.ndarray | None, np.ndarray | None], step: fl
                 np.subtract(1.0, x[:nl], out=d[:nl])
                 d[:nl] += dt[:nl]
             out[n][k] = (d, dt)
-    return [tuple(o) for o in out]
+    return [(o[0], o[1]) for o in out]
 
 
 def _masses(v: np.ndarray, step: float, anchor: float) -> np.ndarray:
@@ -434,7 +445,8 @@ _PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
 
 
 def _gaps(v: np.ndarray, step: float, x: np.ndarray, floor: float, tilde: bool,
-          near: tuple[Any, ...] | None = None, split: int | None = None) -> np.ndarray:
+          near: NearValues | None = None, split: int | None = None
+          ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """For each interval, the largest height of the chord above a set of support lines.
 
     In the local coordinate u = x/x_i ∈ [1, e^d] of interval i, every line below the
@@ -511,7 +523,8 @@ def _gaps(v: np.ndarray, step: float, x: np.ndarray, floor: float, tilde: bool,
 
 
 def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndarray,
-                    inf_floor: float = 0.0, near: tuple[Any, ...] | None = None,
+                    inf_floor: float = 0.0,
+                    near: tuple[GridValues, GridValues, float] | None = None,
                     max_passes: int = 20) -> LossPMF:
     """Optimistic PMF: a convex, grid-kinked profile g = δ − λ below the convex δ.
 
@@ -531,7 +544,8 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
         lam = np.maximum(d - inf_floor, 0.0)
         m = np.maximum(_masses(d - lam, step, 1.0), 0.0)
         return LossPMF.on_grid(step, int(indices[0]), m, inf_mass=float(d[-1] - lam[-1]))
-    near_t = near_d = None
+    near_t: NearValues | None = None
+    near_d: NearValues | None = None
     if near is not None:
         (dm, dtm), (dp, dtp), eta = near
         near_d, near_t = (dm, dp, eta), (dtm, dtp, eta)
@@ -545,7 +559,7 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
         # in one ``_gaps`` call; the interval between the two copies of point k is
         # no interval of the grid and is dropped
         if 0 < k < n - 1:
-            def joined(tilde_v: Any, v: Any) -> Any:
+            def joined(tilde_v: np.ndarray, v: np.ndarray) -> np.ndarray:
                 return np.concatenate([tilde_v[:k + 1], v[k:]])
             g, (e1, e2) = _gaps(joined(dt, d), step, joined(x, x), inf_floor, False,
                                 (joined(dtm, dm), joined(dtp, dp), eta), split=k)
@@ -570,7 +584,7 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
     gain[0] = 1.0 + 1.0 / em1
     gain[-1] = e / em1
 
-    def negative(lam: Any) -> Any:
+    def lowered_masses(lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lowered = _masses(lam, step, 0.0)
         m = base - lowered
         # below this size a negative mass is roundoff of the subtraction: booked as slack
@@ -585,7 +599,7 @@ def convex_minorant(indices: np.ndarray, step: float, d: np.ndarray, dt: np.ndar
     # into a tail (the end constraints make kinks there), which the hull removes; the
     # hull only lowers points, and a hull of non-negative points stays non-negative.
     lam = _clamp(lam, np.where(left, dt, d), left, step, ends)
-    m, bad_mask = negative(lam)
+    m, bad_mask = lowered_masses(lam)
     if bad_mask.any():
         g, gt = _convex_hull(indices, step, left, d - lam, dt - lam)
         lam = np.where(left, dt - gt, d - g)
@@ -772,8 +786,7 @@ def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
                 cand, test, gone, passes, done = _linked_passes(cand, test, passes,
                                                                 xs, yd, yt, lf)
                 if done:
-                    result: np.ndarray = cand
-                    return result
+                    return cand
                 continue
             passes -= 1
             b = cand[test]
@@ -802,7 +815,8 @@ def _hull_vertices(xs: np.ndarray, yd: np.ndarray, yt: np.ndarray,
 
 
 def _linked_passes(cand: np.ndarray, test: np.ndarray, passes: int, xs: np.ndarray,
-                   yd: np.ndarray, yt: np.ndarray, lf: np.ndarray) -> tuple[Any, ...]:
+                   yd: np.ndarray, yt: np.ndarray, lf: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
     """Up to ``passes`` of ``_hull_vertices``' passes over the kept points ``cand``,
     testing the positions ``test``, on links between kept neighbours instead of a
     compacted array.
@@ -817,12 +831,12 @@ def _linked_passes(cand: np.ndarray, test: np.ndarray, passes: int, xs: np.ndarr
     left, whether the hull is done).
     """
     last = cand.size - 1
-    prv: dict[str, Any] = {}
-    nxt: dict[str, Any] = {}
-    dead: set[Any] = set()
+    prv: dict[int, int] = {}
+    nxt: dict[int, int] = {}
+    dead: set[int] = set()
     size = cand.size
-    todo = test.tolist()
-    gone: list[Any] = []
+    todo: list[int] = test.tolist()
+    gone: list[int] = []
     done = False
     at, x, y_d, y_t, lft = cand.item, xs.item, yd.item, yt.item, lf.item
     while passes > 0:

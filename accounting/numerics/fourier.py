@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -21,13 +22,25 @@ from accounting.numerics.loss import (
     array_fsum,
     check_built_mass,
     check_grid_points,
+    grid_of,
     hockey_stick,
 )
 from accounting.numerics.summed_cgf import FAR_TAIL, SummedCGF
 from accounting.validation import check_count, check_real
+from accounting.vocabulary import InvariantError
 
 __all__ = ["compose_pmfs", "compose_laws", "self_compose_law", "composed_grid_points",
            "RefiningLaw", "TiltedPasses", "LAZY_RTOL", "weighted_sum_up"]
+
+#: the laws of a composition with their counts
+_Items: TypeAlias = list[tuple[LossPMF, int]]
+#: a float dtype of the transforms (float64, or long double for long compositions)
+_Dtype: TypeAlias = type[np.floating[Any]]
+#: ``_prepare``'s data of one law: log masses, losses, log total mass, (max |loss|,
+#: log₂(size + 1)), circle index of the first atom
+_Prepared: TypeAlias = tuple[np.ndarray, np.ndarray, float, tuple[float, float], int]
+#: one tilted pass on the window: (entries, E, K(θ), η) (``_circular_compose``)
+_Run: TypeAlias = tuple[np.ndarray, float, float, float]
 
 #: Mass below which an entry of a composed PMF is dropped (tails are accounted for).
 _TRUNCATION = 1e-40
@@ -42,7 +55,7 @@ def composed_grid_points(items: list[tuple[LossPMF, int]], tail: float = 1e-18) 
     items = [(p, check_count("count", c)) for p, c in items]
     if any(p.masses.sum() <= 0 for p, _ in items):
         return 1
-    lo, hi = SummedCGF(items).window(items[0][0].step, tail)[:2]
+    lo, hi = SummedCGF(items).window(grid_of(items[0][0])[0], tail)[:2]
     return hi - lo + 1
 
 
@@ -120,33 +133,33 @@ def self_compose_law(law: LossPMF, count: int, *, pessimistic: bool = True,
     return compose_pmfs([(law, count)], pessimistic=pessimistic, tail=tail)
 
 
-def _checked(items: Any, tail: float) -> tuple[list[Any], float]:
+def _checked(items: Iterable[tuple[LossPMF, int]], tail: float) -> tuple[_Items, float]:
     """``items`` with checked counts on one grid, and the checked ``tail``."""
     if not items:
         raise ValueError("compose_pmfs needs at least one PMF")
     tail = check_real("tail", tail, lo=0.0, hi=1e-3, lo_open=True)
-    items = [(p, check_count("count", c)) for p, c in items]
-    first = items[0][0]
-    for p, _ in items:
+    checked = [(p, check_count("count", c)) for p, c in items]
+    first = checked[0][0]
+    for p, _ in checked:
         first._require_grid(p)
-    return items, tail
+    return checked, tail
 
 
-def _inf_and_slack(items: Any) -> tuple[float, float]:
+def _inf_and_slack(items: _Items) -> tuple[float, float]:
     """The composed mass at +∞, 1 − Π(1 − m_i)^{c_i}, and the summed optimistic slack."""
     log_keep = sum(c * math.log1p(-min(p.inf_mass, 1.0)) if p.inf_mass < 1.0 else -np.inf
                    for p, c in items)
     return float(-np.expm1(log_keep)), sum(c * p.slack for p, c in items)
 
 
-def _trivial(items: Any, pessimistic: bool) -> LossPMF | None:
+def _trivial(items: _Items, pessimistic: bool) -> LossPMF | None:
     """The composition where no Fourier transform is needed (a law without finite
     mass; two laws one of which has few atoms: ``_direct_pair``), else None."""
     inf, slack = _inf_and_slack(items)
     sup = _summed_sup(items)
     bounded = _summed_bounded(items)
     if any(p.masses.sum() <= 0 for p, _ in items):
-        return LossPMF.on_grid(items[0][0].step, 0, np.zeros(1), inf, slack, sup_loss=sup,
+        return LossPMF.on_grid(grid_of(items[0][0])[0], 0, np.zeros(1), inf, slack, sup_loss=sup,
                                bounded=bounded)
     if len(items) == 2 and items[0][1] == items[1][1] == 1 and \
             min(items[0][0].masses.size, items[1][0].masses.size) <= 64:
@@ -164,10 +177,10 @@ class TiltedPasses:
     kept (8 bytes a grid point a tilt) for reuse by later sets.
     """
 
-    def __init__(self, items: Any, tail: float, keep: bool = False,
+    def __init__(self, items: _Items, tail: float, keep: bool = False,
                  far_tail: float = FAR_TAIL) -> None:
         self.items = items
-        self.step = step = items[0][0].step
+        self.step = step = grid_of(items[0][0])[0]
         self.inf, self.slack = _inf_and_slack(items)
         self.sup = _summed_sup(items)
         self.bounded = _summed_bounded(items)
@@ -196,18 +209,18 @@ class TiltedPasses:
         self.s = window * step
         # long compositions amplify the forward-FFT error by the count: use extended
         # precision for the transforms when float64 would leave a relative 1e-9 or more
-        self.dtype = np.longdouble if sum(c for _, c in items) * _gamma(n) > 1e-9 else np.float64
+        self.dtype: _Dtype = np.longdouble if sum(c for _, c in items) * _gamma(n) > 1e-9 else np.float64
         self._prepared = _prepare(items, self.dtype)
         self._on_circle = window % n
         # where the fold bounds are read, the same for every θ
         self._above = cgf.tail_index((window + n - 0.5) * step, True)
         self._below = cgf.tail_index((window - n + 0.5) * step, False)
         self._keep = keep
-        self._runs: dict[int, Any] = {}
+        self._runs: dict[int, _Run] = {}
         self._log_cap: np.ndarray | None = None
 
     @functools.cached_property
-    def canonical(self) -> tuple[Any, ...]:
+    def canonical(self) -> tuple[int, ...]:
         """The tilts that resolve the whole window (``SummedCGF.tilts``), each judged
         with its fold (``_fold_penalty``): a tilt centred past the top of the window
         folds its heavy tilted top onto the losses below, so it is not chosen for them
@@ -227,13 +240,13 @@ class TiltedPasses:
             pos = (s - g[0]) / (g[1] - g[0])
             j = np.clip(np.floor(pos).astype(np.intp), 0, 39)
             f = (pos - j)[None, :]
-            result: np.ndarray = coarse[:, j] * (1.0 - f) + coarse[:, j + 1] * f
-            return result
+            interpolated: np.ndarray = coarse[:, j] * (1.0 - f) + coarse[:, j + 1] * f
+            return interpolated
         cgf, step, n = self.cgf, self.step, self.n
         w = _fold_bounds(cgf, s + (n - 0.5) * step, True) + \
             _fold_bounds(cgf, s - (n - 0.5) * step, False)
-        result = np.log1p(w / 1e-14)
-        return result
+        penalty: np.ndarray = np.log1p(w / 1e-14)
+        return penalty
 
     def saddle(self, s: np.ndarray) -> np.ndarray:
         """Index of the grid θ that resolves the entry at each s best, by its predicted
@@ -245,8 +258,8 @@ class TiltedPasses:
         flat = s.ravel()
         k, t = self.cgf.k, self.cgf.thetas
         score = k[:, None] - t[:, None] * flat[None, :] + self._fold_penalty(flat)
-        result: np.ndarray = np.argmin(score, axis=0).reshape(s.shape)
-        return result
+        best: np.ndarray = np.argmin(score, axis=0).reshape(s.shape)
+        return best
 
     def chernoff_quantile(self, delta: np.ndarray) -> np.ndarray:
         """The smallest s with Chernoff bound F·e^{K(θ)−θs} ≤ δ over the grid θ > 0:
@@ -257,10 +270,10 @@ class TiltedPasses:
         with np.errstate(divide="ignore"):
             target = np.log(np.maximum(delta, 1e-300)).ravel() - self.log_f
         q = np.min((k[:, None] - target[None, :]) / t[:, None], axis=0)
-        result: np.ndarray = np.clip(q, self.s[0], self.s[-1]).reshape(delta.shape)
-        return result
+        quantile: np.ndarray = np.clip(q, self.s[0], self.s[-1]).reshape(delta.shape)
+        return quantile
 
-    def _run(self, i: int) -> tuple[Any, ...]:
+    def _run(self, i: int) -> _Run:
         got = self._runs.get(i)
         if got is None:
             theta = float(self.cgf.thetas[i])
@@ -290,7 +303,7 @@ class TiltedPasses:
             self._log_cap = np.minimum(cap, self.log_f + 1e-9)
         return self._log_cap
 
-    def law(self, tilts: Any, pessimistic: bool) -> tuple[LossPMF, np.ndarray]:
+    def law(self, tilts: Iterable[int], pessimistic: bool) -> tuple[LossPMF, np.ndarray]:
         """The sound law from the passes at ``tilts`` (grid θ indices), and the
         allowance at each entry of the window: a bound on |law − exact| there, from
         which ``RefiningLaw`` judges whether an answer is as precise as the grid allows.
@@ -370,18 +383,20 @@ def _direct_pair(a: LossPMF, b: LossPMF, inf: float, slack: float, sup: float | 
     else:
         masses = raw * (1.0 - rel)
     roundoff = a.roundoff + b.roundoff + 2.0 * rel * array_fsum(raw)
-    return _truncate(a.step, a.offset + b.offset, masses, inf, slack, pessimistic, sup_loss=sup,
+    (step, a_offset), (_, b_offset) = grid_of(a), grid_of(b)
+    return _truncate(step, a_offset + b_offset, masses, inf, slack, pessimistic, sup_loss=sup,
                      roundoff=roundoff, bounded=bounded)
 
 
-def _summed_sup(items: Any) -> float | None:
+def _summed_sup(items: _Items) -> float | None:
     """Σ c_i·sup_i of the components' certified largest losses (None if any is
     unknown), rounded up (``weighted_sum_up``): the sum of bounded losses is bounded
     by it."""
     sups = [p.sup_loss for p, _ in items]
-    if any(v is None for v in sups):
+    known = [v for v in sups if v is not None]
+    if len(known) < len(sups):
         return None
-    return weighted_sum_up([(c, v) for (_, c), v in zip(items, sups)])
+    return weighted_sum_up([(c, v) for (_, c), v in zip(items, known)])
 
 
 def weighted_sum_up(terms: list[tuple[float, float]]) -> float:
@@ -397,7 +412,7 @@ def weighted_sum_up(terms: list[tuple[float, float]]) -> float:
     return float(np.nextafter(total, np.inf)) if Fraction(total) < exact else total
 
 
-def _summed_bounded(items: Any) -> bool:
+def _summed_bounded(items: _Items) -> bool:
     """Whether the sum has no mass at +∞ in exact arithmetic: every component's exact
     law has none (``LossPMF.bounded``) and their largest losses are known. Then what
     the pessimistic side sends to +∞ (the tail above the window, at most ``FAR_TAIL``;
@@ -513,7 +528,7 @@ def _best_lines(k: np.ndarray, thetas: np.ndarray, s: np.ndarray) -> np.ndarray:
     line itself, so rounding in the breakpoints can only pick a near-best θ, whose
     bound is as valid."""
     order = [int(i) for i in np.argsort(thetas, kind="stable") if np.isfinite(k[i])]
-    hull: list[Any] = []
+    hull: list[int] = []
     for i in order:
         # a line of the same θ: the smaller K serves
         if hull and thetas[hull[-1]] == thetas[i]:
@@ -583,22 +598,22 @@ def _running_sums_below(a: np.ndarray) -> np.ndarray:
     return run * (1.0 - 1.01 * (b + rows + 1) * UNIT_ROUNDOFF)
 
 
-def _prepare(items: Any, dtype: Any) -> list[Any]:
+def _prepare(items: _Items, dtype: _Dtype) -> list[_Prepared]:
     """What ``_circular_compose`` needs of each law at every θ, computed once: log
     masses and losses in ``dtype``, log of the total mass, (max |loss|, log₂(size + 1))
     for the rounding bound, and the circle index of the first atom (before mod n)."""
-    out = []
+    out: list[_Prepared] = []
     for p, _ in items:
         with np.errstate(divide="ignore"):
             logp = np.log(p.masses.astype(dtype))
         out.append((logp, p.losses.astype(dtype), math.log(float(p.masses.sum())),
                     (float(np.abs(p.losses).max()), math.log2(p.masses.size + 1)),
-                    int(p.offset)))
+                    int(grid_of(p)[1])))
     return out
 
 
-def _circular_compose(items: Any, n: int, theta: float, dtype: Any,
-                      prepared: list[Any] | None = None) -> tuple[np.ndarray, float, float, float]:
+def _circular_compose(items: _Items, n: int, theta: float, dtype: _Dtype,
+                      prepared: list[_Prepared] | None = None) -> _Run:
     """The θ-tilted, normalised sum on a circle of n points.
 
     Returns (circle, E, K(θ), η): every entry is within E of the circular composition
@@ -616,7 +631,8 @@ def _circular_compose(items: Any, n: int, theta: float, dtype: Any,
     d = np.zeros(half)                            # Σ c log1p(γ/|z|)
     log_hi = np.zeros(half)                       # Σ c log(|z| + γ)
     u_terms = np.zeros(half)
-    u_in = _eps(dtype) / 2
+    # (mypy does not take a class for Hashable, the key type of functools.cache)
+    u_in = _eps(dtype) / 2  # type: ignore[arg-type]
     log_m = 0.0
     eta = 0.0
     remaining = sum(c for _, c in items)
@@ -742,16 +758,17 @@ def _bincount_ld(idx: np.ndarray, w: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _gamma(n: int, dtype: Any=np.float64) -> float:
+def _gamma(n: int, dtype: _Dtype = np.float64) -> float:
     """Error constant of a length-n FFT: γ = 5·log₂(n)·u (Higham, Accuracy and
     Stability of Numerical Algorithms, 2nd ed., Thm 24.2, constants rounded up); we
     use it coefficient-wise, |Δz_f| ≤ γ‖x‖₁, each output being log₂ n butterfly
     stages over the inputs."""
-    return 5.0 * math.log2(max(n, 2)) * _eps(dtype) / 2
+    # (mypy does not take a class for Hashable, the key type of functools.cache)
+    return 5.0 * math.log2(max(n, 2)) * _eps(dtype) / 2  # type: ignore[arg-type]
 
 
 @functools.cache
-def _eps(dtype: Any) -> float:
+def _eps(dtype: _Dtype) -> float:
     """Machine epsilon of ``dtype`` (``np.finfo`` is slow to build for long double)."""
     return float(np.finfo(dtype).eps)
 
@@ -820,42 +837,49 @@ class RefiningLaw:
     relative precision for δ well above ``far_tail``.
     """
 
-    def __init__(self, items: Any, *, pessimistic: bool = True, tail: float = 1e-18,
-                 far_tail: float = FAR_TAIL) -> None:
-        items, tail = _checked(items, tail)
+    def __init__(self, items: Iterable[tuple[LossPMF, int]], *, pessimistic: bool = True,
+                 tail: float = 1e-18, far_tail: float = FAR_TAIL) -> None:
+        checked, tail = _checked(items, tail)
         far_tail = check_real("far_tail", far_tail, lo=0.0, hi=1e-3, lo_open=True)
         self.pessimistic = pessimistic
-        self._full = _trivial(items, pessimistic)
+        self._full = _trivial(checked, pessimistic)
         self._passes = None if self._full is not None else TiltedPasses(
-            items, tail, keep=True, far_tail=far_tail)
-        self._laws: dict[tuple[int, ...], Any] = {}
+            checked, tail, keep=True, far_tail=far_tail)
+        self._laws: dict[tuple[int, ...], tuple[LossPMF, np.ndarray]] = {}
+
+    def _tilted(self) -> TiltedPasses:
+        """The passes, which exist whenever the composition is not trivial."""
+        if self._passes is None:
+            raise InvariantError("a trivial composition has no tilted passes")
+        return self._passes
 
     def full(self) -> LossPMF:
         """The law of the canonical tilts: ``compose_pmfs`` of the same items."""
         if self._full is None:
-            self._full = self._passes.law(self._passes.canonical, self.pessimistic)[0]
+            passes = self._tilted()
+            self._full = passes.law(passes.canonical, self.pessimistic)[0]
         return self._full
 
-    def _law(self, tilts: Any) -> tuple[LossPMF, np.ndarray]:
+    def _law(self, tilts: Iterable[int]) -> tuple[LossPMF, np.ndarray]:
         key = tuple(sorted(set(int(i) for i in tilts)))
         got = self._laws.get(key)
         if got is None:
-            got = self._laws[key] = self._passes.law(key, self.pessimistic)
+            got = self._laws[key] = self._tilted().law(key, self.pessimistic)
         return got
 
     def _spread_wide(self, first: np.ndarray) -> bool:
         """Whether an array's elements need as many distinct tilts as the canonical set
         has (a sweep over a wide range of ε): then the full law serves them all."""
         distinct = np.unique(first).size
-        return distinct > 1 and distinct >= len(self._passes.canonical)
+        return distinct > 1 and distinct >= len(self._tilted().canonical)
 
-    def _accepted(self, key: Any, eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    def _accepted(self, key: tuple[int, ...], eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
         law, allowance = self._law(key)
-        carried = _hockey(self._passes.s, allowance, eps)
+        carried = _hockey(self._tilted().s, allowance, eps)
         exact_zero = (delta == 0) & law.capped & \
             (eps >= (law.sup_loss if law.sup_loss is not None else np.inf))
-        result: np.ndarray = (carried <= LAZY_RTOL * delta) | exact_zero
-        return result
+        accepted: np.ndarray = (carried <= LAZY_RTOL * delta) | exact_zero
+        return accepted
 
     def delta(self, eps: np.ndarray | float) -> np.ndarray:
         """δ(ε), as ``LossPMF.delta`` of the composed law."""

@@ -31,11 +31,11 @@ import math
 import attrs
 import numpy as np
 
-from accounting.vocabulary import InvariantError
+from accounting.vocabulary import FloatArray, InvariantError
 
 __all__ = ["LossPMF", "log_moments", "hockey_stick", "tail_sums", "MAX_GRID_POINTS", "BYTES_PER_POINT",
            "check_grid_points", "MASS_ROUNDING", "check_built_mass", "GridSizeError", "fitting_step",
-           "check_law", "MAX_LOST_MASS"]
+           "check_law", "MAX_LOST_MASS", "grid_of"]
 
 #: Largest grid a PMF may occupy (about 1.3 GiB at the peak of a discretisation or a
 #: composition); beyond it the caller must coarsen the grid.
@@ -260,7 +260,8 @@ class LossPMF:
         is spill, ``bounded``), else its top atom with positive mass, capped by
         ``sup_loss`` (−∞ for an empty law)."""
         if self.inf_mass > 0:
-            return float(self.sup_loss) if self.capped else np.inf
+            # capped implies sup_loss is set; the explicit test narrows its type
+            return float(self.sup_loss) if self.capped and self.sup_loss is not None else np.inf
         pos = np.flatnonzero(self.masses > 0)
         top = float(self.losses[pos[-1]]) if pos.size else -np.inf
         return min(top, self.sup_loss) if self.sup_loss is not None else top
@@ -286,7 +287,7 @@ class LossPMF:
         out = self._epsilon(delta)
         top = max(self.max_loss, 0.0)
         out = np.where(delta == 0, top, out)
-        if self.capped:
+        if self.capped and self.sup_loss is not None:
             out = np.minimum(out, max(self.sup_loss, 0.0))
         return out
 
@@ -391,10 +392,18 @@ class LossPMF:
     def _require_grid(self, other: LossPMF | None = None) -> None:
         if self.step is None or (other is not None and other.step is None):
             raise ValueError("composition needs PMFs on a grid; discretise first")
-        if other is not None and not np.isclose(self.step, other.step, rtol=1e-12, atol=0):
+        if other is not None and other.step is not None \
+                and not np.isclose(self.step, other.step, rtol=1e-12, atol=0):
             raise ValueError(f"cannot compose PMFs with grid steps {self.step} and {other.step}; "
                              "discretise both with the same step")
 
+
+def grid_of(law: LossPMF) -> tuple[float, int]:
+    """The (step, offset) of a law on the grid (offset + i)·step; a TypeError for a law
+    off the grid, where a caller needs grid indices (``discretise`` first)."""
+    if law.step is None or law.offset is None:
+        raise TypeError("a law on a grid (step and offset set) is needed here; discretise first")
+    return law.step, law.offset
 
 
 def tail_sums(losses: np.ndarray, masses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -433,7 +442,7 @@ def log_moments(logp: np.ndarray, losses: np.ndarray, t: np.ndarray,
     ``logaddexp`` reduction per order (ρ of a default-step PLD took 25 s).
     """
     t = np.asarray(t, dtype=float)
-    out = np.full(t.shape, -np.inf)
+    out: FloatArray = np.full(t.shape, -np.inf)
     if logp.size == 0 or t.size == 0 or not np.isfinite(logp).any():
         return out
     todo = np.ones(t.shape, dtype=bool)
@@ -471,8 +480,8 @@ def _blocked_log_moments(logp: np.ndarray, l0: float, step: float, t: np.ndarray
     """``log_moments`` of grid atoms by blocks of ``b`` (its docstring); the caller
     keeps |t|·b·step small enough that e^{t·b·step} cannot overflow (``log_moments``:
     40; the composition's CGF, ``SummedCGF``: 600)."""
-    result: np.ndarray = stacked_log_moments(*grid_blocks([logp], [l0], step, b), step, t)[0]
-    return result
+    row: FloatArray = stacked_log_moments(*grid_blocks([logp], [l0], step, b), step, t)[0]
+    return row
 
 
 def grid_blocks(logps: list[np.ndarray], l0s: list[float], step: float,
@@ -488,7 +497,7 @@ def grid_blocks(logps: list[np.ndarray], l0s: list[float], step: float,
     the law alone."""
     rows = np.array([-(-lp.size // b) for lp in logps], dtype=np.intp)
     at = np.concatenate([[0], np.cumsum(rows)]).astype(np.intp)
-    lp = np.full(int(at[-1]) * b, -np.inf)
+    lp: FloatArray = np.full(int(at[-1]) * b, -np.inf)
     for k, logp in enumerate(logps):
         lp[at[k] * b:at[k] * b + logp.size] = logp
     lp = lp.reshape(-1, b)
@@ -546,7 +555,7 @@ def stacked_log_moments(scaled: np.ndarray, top: np.ndarray, first: np.ndarray,
         total = np.empty_like(peak)
         for k, (s, e) in enumerate(bounds):
             total[k] = np.sum(terms[s:e], axis=0)
-    result: np.ndarray = peak + np.log(total)
+    result: FloatArray = peak + np.log(total)
     return result
 
 

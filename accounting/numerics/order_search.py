@@ -71,7 +71,7 @@ def minimise_over_orders(cgf: CGFFn, score: Callable[[np.ndarray, np.ndarray, np
     kgrid = np.asarray(cgf(ORDER_GRID), dtype=float)
     vals = _finite_or_inf(score(kgrid[None, :], ORDER_GRID[None, :], rows))
     j = np.argmin(vals, axis=1)
-    best = vals[np.arange(n), j]
+    best: np.ndarray = vals[np.arange(n), j]
     centre = np.log(ORDER_GRID[j])
     lo_end, hi_end = np.log(ORDER_GRID[0]), np.log(ORDER_GRID[-1])
     half = np.log(ORDER_GRID[1] / ORDER_GRID[0])

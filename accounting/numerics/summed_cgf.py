@@ -12,11 +12,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 
-from accounting.numerics.loss import UNIT_ROUNDOFF, LossPMF, grid_blocks, stacked_log_moments
+from accounting.numerics.loss import (
+    UNIT_ROUNDOFF,
+    LossPMF,
+    grid_blocks,
+    grid_of,
+    stacked_log_moments,
+)
+from accounting.vocabulary import FloatArray, InvariantError
 
 __all__ = ["SummedCGF", "FAR_TAIL", "TILT_SPREAD", "MAX_TILTS"]
 
@@ -28,29 +35,41 @@ TILT_SPREAD = 12.0
 #: At most this many tilted transforms per composition.
 MAX_TILTS = 8
 
+#: a law of ``_prepare_laws``: (log-masses, bottom and top losses of its bins, count,
+#: log finite mass, None) summed atom by atom or bin by bin, or (None, None, None,
+#: count, log mass, its (step, B)) summed by blocks
+_Law: TypeAlias = tuple[FloatArray | None, FloatArray | None, FloatArray | None, int, float,
+                        tuple[float, int] | None]
+#: a member of a group of laws summed by blocks: (item index, count, log mass, first
+#: loss, blocks, log-masses)
+_Member: TypeAlias = tuple[int, int, float, float, int, FloatArray]
+
 
 def _block_width(p: LossPMF, theta_max: float) -> int | None:
     """Grid points a block for ``SummedCGF._evaluate`` (``_blocked_log_moments``):
     at most 128, with e^{|θ|·B·step} ≤ e^{600} at |θ| = ``theta_max`` (no overflow);
     None when blocks of 16 points would already overflow, or the law is too short."""
-    width = min(128, int(600.0 / (theta_max * p.step)))
+    step, _ = grid_of(p)
+    width = min(128, int(600.0 / (theta_max * step)))
     if width < 16 or p.masses.size < 4 * width:
         return None
     return width
 
 
 def _prepare_laws(items: list[tuple[LossPMF, int]],
-                  theta_max: float) -> tuple[list[Any], dict[Any, Any], int, int]:
+                  theta_max: float
+                  ) -> tuple[list[_Law], dict[tuple[float, int], list[_Member]], int, int]:
     """What ``SummedCGF._evaluate`` needs of each law, in the order of the items:
     (log-masses, bottom and top losses of its bins, count, log of its finite mass,
     None) for a law summed atom by atom or bin by bin, (None, None, None, count, log
     mass, its grid) for one summed by blocks, whose data go to the returned groups,
     (step, B) → [(item index, count, log mass, first loss, blocks, log-masses)];
     and the grid indices of the smallest and largest sums."""
-    laws = []
-    groups: dict[str, Any] = {}
+    laws: list[_Law] = []
+    groups: dict[tuple[float, int], list[_Member]] = {}
     i_min = i_max = 0
     for k, (p, c) in enumerate(items):
+        step, offset = grid_of(p)
         # (masses are ≥ 0; a grid law rarely has zeros inside, and without any the
         # positive masses are the array itself: no index, no copy)
         if np.count_nonzero(p.masses) == p.masses.size:
@@ -60,23 +79,21 @@ def _prepare_laws(items: list[tuple[LossPMF, int]],
             keep = np.flatnonzero(p.masses > 0)
             m = p.masses[keep]
             first, last = int(keep[0]), int(keep[-1])
-        i_min += c * (p.offset + first)
-        i_max += c * (p.offset + last)
+        i_min += c * (offset + first)
+        i_max += c * (offset + last)
         logm = math.log(float(m.sum()))
         # Large laws are binned (B grid points a bin) for speed; moving each bin's
         # mass to its top (bottom) loss bounds K above for θ > 0 (< 0) and below for
         # θ < 0 (> 0), so every bound stays rigorous; B keeps c·B·step ≤ 0.01.
-        width = 1
-        if p.step is not None:
-            width = int(max(1, min(m.size // 2048, 0.01 / (c * p.step))))
-        b = _block_width(p, theta_max) if width == 1 and p.step is not None else None
+        width = int(max(1, min(m.size // 2048, 0.01 / (c * step))))
+        b = _block_width(p, theta_max) if width == 1 else None
         if b is not None:
             # by blocks; the θ-independent half (``grid_blocks``) once, in the group
             logp_all = np.log(p.masses)
-            l_first = p.offset * p.step
+            l_first = offset * step
             blocks = -(-logp_all.size // b)
-            groups.setdefault((p.step, b), []).append((k, c, logm, l_first, blocks, logp_all))
-            laws.append((None, None, None, c, logm, (p.step, b)))
+            groups.setdefault((step, b), []).append((k, c, logm, l_first, blocks, logp_all))
+            laws.append((None, None, None, c, logm, (step, b)))
             continue
         if keep is None:
             keep = np.arange(p.masses.size)
@@ -84,8 +101,8 @@ def _prepare_laws(items: list[tuple[LossPMF, int]],
         if width > 1:
             bins = (keep - keep[0]) // width
             m = np.bincount(bins, weights=m)
-            lo_l = l[0] + np.arange(m.size) * width * p.step
-            hi_l = np.minimum(lo_l + (width - 1) * p.step, l[-1])
+            lo_l = l[0] + np.arange(m.size) * width * step
+            hi_l = np.minimum(lo_l + (width - 1) * step, l[-1])
             nz = m > 0
             m, lo_l, hi_l = m[nz], lo_l[nz], hi_l[nz]
         else:
@@ -99,7 +116,7 @@ class _DenseGroup:
     one grid ``step`` (``_blocked_log_moments``), kept as their ``grid_blocks`` stacked
     (computed once, not at every evaluation) with what their rounding bounds need."""
 
-    def __init__(self, step: float, b: int, members: list[Any]) -> None:
+    def __init__(self, step: float, b: int, members: list[_Member]) -> None:
         self.step, self.b = step, b
         self.index = np.array([m[0] for m in members], dtype=np.intp)
         self.c = np.array([float(m[1]) for m in members])
@@ -136,7 +153,7 @@ class SummedCGF:
     − log Σ_j p_ij, evaluated once (in log space) on a fixed grid of θ: every Chernoff
     bound and every tilt below uses grid values only, so each is exact for its θ."""
 
-    def __init__(self, items: Any) -> None:
+    def __init__(self, items: list[tuple[LossPMF, int]]) -> None:
         pos = np.geomspace(1e-2, 1e3, 21)
         thetas = np.concatenate([-pos[::-1], [0.0], pos])
         theta_max = float(np.max(np.abs(thetas)))
@@ -145,15 +162,15 @@ class SummedCGF:
         self._groups = [_DenseGroup(step, b, members) for (step, b), members in groups.items()]
         self._set(thetas, *self._evaluate(thetas))
         # the same products as the window's ends, so equal indices compare equal
-        step = items[0][0].step
+        step, _ = grid_of(items[0][0])
         self.s_min, self.s_max = i_min * step, i_max * step
 
     def _set(self, thetas: np.ndarray, right: np.ndarray, left: np.ndarray) -> None:
         self.thetas, self._right, self._left = thetas, right, left
         self.zero = int(np.flatnonzero(thetas == 0.0)[0])
         pos_side = thetas > 0
-        self.k = np.where(pos_side, right, left)       # upper bounds on K
-        self.k_low = np.where(pos_side, left, right)   # lower bounds on K
+        self.k: FloatArray = np.where(pos_side, right, left)       # upper bounds on K
+        self.k_low: FloatArray = np.where(pos_side, left, right)   # lower bounds on K
         self.k[self.zero] = self.k_low[self.zero] = 0.0
 
     def _refine(self, lo: float, hi: float, rounds: int = 3) -> None:
@@ -212,6 +229,9 @@ class SummedCGF:
         for k, (logp, lo_l, hi_l, c, logm, dense) in enumerate(self._laws, start=1):
             if dense is not None:
                 continue
+            if logp is None or lo_l is None or hi_l is None:
+                raise InvariantError("a law summed atom by atom carries its log-masses and "
+                                     "the losses of its bins")
             for rows, ls in (((rows_right, rows_left), lo_l),) if lo_l is hi_l else \
                     (((rows_right,), hi_l), ((rows_left,), lo_l)):
                 for j in range(0, thetas.size, 8):   # chunks keep θ × atoms small

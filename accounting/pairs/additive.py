@@ -42,7 +42,7 @@ import abc
 import inspect
 import math
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 import numpy as np
@@ -151,13 +151,21 @@ MECHANISM_PRIMITIVES.setdefault("sample_noise", "sample_noise")
 class _Sampled:
     """Mixin of the generic noise pairs: ``sample`` from the mechanism's noise sampler."""
 
+    if TYPE_CHECKING:
+        # the pair classes it is mixed into declare these
+        sensitivity: float
+        sampler: Callable[[Any, Any], Any] | None
+
     def sample(self, rng: Any, shape: Any) -> Any:
-        return self.sensitivity + self.sampler(rng, shape), self.sampler(rng, shape)
+        sampler = self.sampler
+        if sampler is None:   # (``provides("sample")`` says False then)
+            raise TypeError(f"{type(self).__name__} has no noise sampler")
+        return self.sensitivity + sampler(rng, shape), sampler(rng, shape)
 
     def provides(self, primitive: str) -> bool:
         if primitive == "sample":
             return self.sampler is not None
-        result: bool = super().provides(primitive)
+        result: bool = super().provides(primitive)  # type: ignore[misc]  # a mixin: the pair class comes next in the MRO
         return result
 
 
@@ -282,7 +290,9 @@ def continuous_noise_pair(logf: Any, sensitivity: float, scale: float = 1.0, *,
 class _NoisePair(_Sampled, CutSupportLawPair):
     """The cell-law pair of an additive noise on ℝ, with its Rényi curve by quadrature."""
 
-    logf: object = None
+    # the noise log-density, always given (None is attrs' placeholder for a field after
+    # the base class's defaults)
+    logf: Any = None
     sensitivity: float = 1.0
     span: tuple[Any, ...] = (0.0, 0.0)
     width: float = 1.0

@@ -32,26 +32,24 @@ from accounting.curves.characteristic import (
     law_log_mgf,
 )
 from accounting.curves.converters import (
-    DEFAULT_STEP,
-    DEFAULT_TAIL,
     check_options,
     profile_laws,
     profile_to_pld,
     zcdp_envelope,
 )
 from accounting.curves.curve import Provenance
-from accounting.curves.pld import PLD
+from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD
 from accounting.curves.profile import FunctionSide, PrivacyProfile
 from accounting.curves.rdp import CGF, RDP
 from accounting.curves.tradeoff import BetaSide, TradeOff
 from accounting.curves.zcdp import ZCDP
 from accounting.numerics.atoms import AtomSplit, finite_law_on_grid
-from accounting.numerics.loss import LossPMF
+from accounting.numerics.loss import LossPMF, grid_of
 from accounting.pairs.composed import ComposedPair
 from accounting.pairs.pair import LawPair
 from accounting.pairs.primitives import check_primitive_output, check_renyi_output
 from accounting.registry.registry import curve_kind_name, default_registry, reserve
-from accounting.vocabulary import Bound, Direction, Exactness, bind_direction
+from accounting.vocabulary import Bound, Direction, Exactness, InvariantError, bind_direction
 
 __all__ = ["curve_of_pair", "curve_builder", "builders", "CURVE_KINDS"]
 
@@ -119,9 +117,10 @@ def _pld(pair: Any, registry: Any=None, **options: Any) -> PLD:
         if isinstance(pair, LawPair) and pair.exact:
             # a finite law: its pessimistic side from its atoms, free of the profile
             # differences' roundoff (``atoms.finite_law_on_grid``)
-            upper = tuple(finite_law_on_grid(pair.law(d), upper[0].step,
-                                             options.get("tail", DEFAULT_TAIL))
-                          for d in (Direction.FORWARD, Direction.BACKWARD))
+            grid_step, _ = grid_of(upper[0])
+            tail = options.get("tail", DEFAULT_TAIL)
+            upper = (finite_law_on_grid(pair.law(Direction.FORWARD), grid_step, tail),
+                     finite_law_on_grid(pair.law(Direction.BACKWARD), grid_step, tail))
     return PLD(upper, lower, provenance=_exact(f"{pair.describe()} pld"))
 
 
@@ -140,11 +139,11 @@ def _pld_with_atoms(pair: Any, step: Any=None, tail: Any=None, lower: bool = Tru
         side = FunctionSide(split.remainder(_checked(pair._profile, "_profile", pair)))
         rest = profile_to_pld(PrivacyProfile(side, side), step=step, tail=tail, lower=lower)
 
-    def side(bound: Any, pessimistic: Any) -> Any:
+    def sides(bound: Any, pessimistic: Any) -> Any:
         return tuple(split.recombine(rest.law(d, bound) if rest is not None else None,
                                      d, step, pessimistic)
                      for d in (Direction.FORWARD, Direction.BACKWARD))
-    return PLD(side("upper", True), side("lower", False) if lower else None)
+    return PLD(sides("upper", True), sides("lower", False) if lower else None)
 
 
 def _tradeoff(pair: Any, registry: Any=None, **options: Any) -> TradeOff:
@@ -206,7 +205,11 @@ def _zcdp(pair: Any, registry: Any=None, **options: Any) -> ZCDP:
                 if bound is not None:   # the envelope's "sup at t → ∞" warning is moot
                     warnings.simplefilter("ignore", RuntimeWarning)
                 rho = zcdp_envelope(bind_direction(rdp.upper, d))
-            this = base.then(rdp.provenance.exactness)
+            chained = base.then(rdp.provenance.exactness)
+            if chained is None:   # an upper RDP curve chains after any pair
+                raise InvariantError(f"ρ of {pair.describe()}: its RDP curve is labelled "
+                                     f"{rdp.provenance.exactness.value}")
+            this = chained
             if bound is not None and bound < rho:
                 rho, this = bound, Exactness.UPPER
         rhos.append(rho)
@@ -279,7 +282,7 @@ _CORE = "core.pairs"
 reserve("curve kind", (curve_kind_name(kind) for kind in CURVE_KINDS), _CORE)
 
 
-def builders(registry: Any) -> dict[str, Any]:
+def builders(registry: Any) -> dict[Any, Any]:
     """Every curve kind and its builder: the core's (``CURVE_KINDS``), then those
     registered on ``registry``. A registered builder of a core kind is refused, once:
     withdrawn from the registry and recorded as an error of its plugin."""
