@@ -45,7 +45,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
 import numpy as np
@@ -65,8 +65,11 @@ from accounting.ledger.text import json_text, parse_json, parse_toml, toml_dumps
 from accounting.validation import check_depth
 
 __all__ = ["save", "load", "dumps", "loads", "to_document", "from_document", "encode",
-           "decode", "curve_types", "SavedReport", "MAX_DOCUMENT_BYTES", "read_text_file",
+           "decode", "decode_report", "curve_types", "SavedReport", "MAX_DOCUMENT_BYTES", "read_text_file",
            "check_writable_file", "FORMATS", "parse_json", "toml_dumps", "json_text"]
+
+#: a record class decoded by ``decode_report``
+_T = TypeVar("_T")
 
 #: the text formats of a saved document, by file suffix
 FORMATS = {".json": "json", ".toml": "toml"}
@@ -163,6 +166,20 @@ def decode(doc: Any, types: Mapping[str, type], path: str = "") -> Any:
     reading recurses once per level)."""
     check_depth(doc, path or "the document")
     return _decode(doc, types, path)
+
+
+def decode_report(doc: Any, types: Mapping[str, type], cls: type[_T], what: str) -> _T:
+    """An auditor's report of class ``cls`` from its exact form (``to_dict(exact=True)``),
+    decoded with ``types``; the summary form (``to_dict()``: no ``"type"``, a
+    ``"decision"``) is refused with a message saying what to reload, and anything that
+    decodes to another class is a TypeError naming ``what``."""
+    if isinstance(doc, dict) and "type" not in doc and "decision" in doc:
+        raise ValueError("this is the summary form of a report (to_dict()); reload "
+                         "one written with to_dict(exact=True) or accounting.save")
+    report = decode(doc, types, "report")
+    if not isinstance(report, cls):
+        raise TypeError(f"report: expected {what}, got {type(report).__name__}")
+    return report
 
 
 def _decode(doc: Any, types: Mapping[str, type], path: str) -> Any:

@@ -192,14 +192,8 @@ class OneRunReport:
     def from_dict(cls, data: Any) -> OneRunReport:
         """The report of ``to_dict(exact=True)``; nothing is executed or unpickled, and a
         problem is a ValueError/TypeError naming its path."""
-        from accounting.serialization import decode
-        if isinstance(data, dict) and "type" not in data and "decision" in data:
-            raise ValueError("this is the summary form of a report (to_dict()); reload "
-                             "one written with to_dict(exact=True) or accounting.save")
-        report = decode(data, report_types(), "report")
-        if not isinstance(report, cls):
-            raise TypeError(f"report: expected a OneRunReport, got {type(report).__name__}")
-        return report
+        from accounting.serialization import decode_report
+        return decode_report(data, report_types(), cls, "a OneRunReport")
 
     def __str__(self) -> str:
         lines = [f"One-run canary audit ({self.method}): {self.decision.upper()} at level "

@@ -236,14 +236,8 @@ class AuditReport:
     def from_dict(cls, data: Any) -> AuditReport:
         """The report of ``to_dict(exact=True)``; nothing is executed or unpickled, and a
         problem is a ValueError/TypeError naming its path (``report.witness.rows[0]``)."""
-        from accounting.serialization import decode
-        if isinstance(data, dict) and "type" not in data and "decision" in data:
-            raise ValueError("this is the summary form of a report (to_dict()); reload "
-                             "one written with to_dict(exact=True) or accounting.save")
-        report = decode(data, report_types(), "report")
-        if not isinstance(report, cls):
-            raise TypeError(f"report: expected an AuditReport, got {type(report).__name__}")
-        return report
+        from accounting.serialization import decode_report
+        return decode_report(data, report_types(), cls, "an AuditReport")
 
     def __str__(self) -> str:
         s, w = self.settings, self.witness
