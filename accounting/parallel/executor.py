@@ -362,7 +362,7 @@ def _connect(address: str, timeout: float) -> Any:
         raise EngineError(f"the Dask scheduler {address} needs Dask: pip install "
                           f"'accounting-dp[distributed]'") from None
     try:
-        client = Client(address, timeout=timeout,  # type: ignore[no-untyped-call]  # dask's
+        client = Client(address, timeout=timeout,  # type: ignore[no-untyped-call, unused-ignore]  # dask's
                         set_as_default=False)                 # Client is unannotated
     except (OSError, TimeoutError) as exc:
         raise EngineError(f"cannot reach the Dask scheduler at {address} within "
