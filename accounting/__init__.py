@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from accounting.deprecated import install as _install_aliases
 
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
+
 #: public name → the module that defines it. ``import accounting`` loads none of them:
 #: each is imported on first use (PEP 562 ``__getattr__``), so the command line and a
 #: script that needs one curve do not pay for numpy, attrs' generated classes and the
@@ -92,7 +95,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
 _install_aliases(sys.modules[__name__])
 
 
-def mechanism(name: str, *, registry: Any=None, **params: Any) -> Any:
+def mechanism(name: str, *, registry: "Registry | None" = None, **params: Any) -> Any:
     """An instance of the mechanism ``name`` registered on ``registry`` (default: the
     process-wide one, ``default_registry()``) with ``params``; a keyword the mechanism
     does not take is a TypeError naming it and the ones it does take. Its curves use
@@ -124,7 +127,7 @@ def save(obj: Any, path: Any, *, format: Any=None) -> None:
     _save(obj, path, format=format)
 
 
-def load(path: Any, registry: Any=None, *, format: Any=None) -> Any:
+def load(path: Any, registry: "Registry | None" = None, *, format: Any=None) -> Any:
     """Read what ``save`` wrote (JSON or TOML, never pickle, nothing executed)."""
     from accounting.serialization import load as _load
     return _load(path, registry=registry, format=format)

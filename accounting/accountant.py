@@ -36,7 +36,7 @@ import inspect
 import numbers
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -65,6 +65,9 @@ from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import CurveT, Pair, of_kind
 from accounting.validation import check_count, check_options, check_real
 from accounting.vocabulary import Bound, Direction, InvariantError, as_bound, as_direction
+
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
 
 __all__ = ["Accountant", "ACCOUNTANTS", "MIN_STEP", "CURVE_OPTIONS", "check_accountant"]
 
@@ -194,11 +197,11 @@ class Accountant:
     step: float = attrs.field(default=DEFAULT_STEP, converter=check_step)
     ledger: Ledger = attrs.field(factory=Ledger, init=False)
     #: the registry given (None: the process-wide one); not part of the state
-    registry: Any = attrs.field(default=None, init=False, eq=False, repr=False)
+    registry: Registry | None = attrs.field(default=None, init=False, eq=False, repr=False)
     #: computed curves, keyed by (kind, options): never part of the state
     _cache: dict[Any, Any] = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
-    def __init__(self, step: float = DEFAULT_STEP, *, registry: Any = None,
+    def __init__(self, step: float = DEFAULT_STEP, *, registry: Registry | None = None,
                  **options: Any) -> None:
         check_options("Accountant()", options, ["step", "registry"])
         self.__attrs_init__(step)
@@ -206,7 +209,7 @@ class Accountant:
 
     @classmethod
     def of(cls, ledger: Ledger, step: float = DEFAULT_STEP, *,
-           registry: Any = None) -> Accountant:
+           registry: Registry | None = None) -> Accountant:
         """An accountant whose composition is ``ledger`` (curves through ``registry``)."""
         if not isinstance(ledger, Ledger):
             raise TypeError(f"ledger must be a Ledger, got {type(ledger).__name__}")
@@ -256,7 +259,7 @@ class Accountant:
         return self.state_dict()
 
     @classmethod
-    def from_dict(cls, data: Any, registry: Any = None) -> Accountant:
+    def from_dict(cls, data: Any, registry: Registry | None = None) -> Accountant:
         """Deprecated: use ``accounting.load`` (or ``accounting.serialization.
         from_document``)."""
         _deprecated("Accountant.from_dict()", "load")
@@ -272,7 +275,7 @@ class Accountant:
         names its entry."""
         return accountant_document(self.step, self.ledger)
 
-    def load_state_dict(self, state: Any, registry: Any = None) -> None:
+    def load_state_dict(self, state: Any, registry: Registry | None = None) -> None:
         """Replace this accountant's step and composition by those of ``state`` (a
         ``state_dict``); each problem is a ValueError or TypeError naming its path
         (``ledger.entries[0].mechanism.sigma``)."""

@@ -45,7 +45,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Mapping
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
 import numpy as np
@@ -63,6 +63,9 @@ from accounting.ledger.document import (
 )
 from accounting.ledger.text import json_text, parse_json, parse_toml, toml_dumps
 from accounting.validation import check_depth
+
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
 
 __all__ = ["save", "load", "dumps", "loads", "to_document", "from_document", "encode",
            "decode", "decode_report", "curve_types", "SavedReport", "MAX_DOCUMENT_BYTES", "read_text_file",
@@ -285,7 +288,7 @@ def to_document(obj: Any) -> dict[str, Any]:
                     f"curve or an audit report")
 
 
-def from_document(doc: Any, registry: Any = None) -> Any:
+def from_document(doc: Any, registry: Registry | None = None) -> Any:
     """The object of a document written by ``to_document``."""
     if not isinstance(doc, Mapping):
         raise TypeError(f"the document must be a table (a JSON object), got "
@@ -352,7 +355,7 @@ def dumps(obj: Any, *, format: str = "json", **json_options: Any) -> str:
     return json_text(to_document(obj), **json_options)
 
 
-def loads(text: str | bytes, registry: Any = None, *, format: str = "json") -> Any:
+def loads(text: str | bytes, registry: Registry | None = None, *, format: str = "json") -> Any:
     """The object of text written by ``dumps``: strict JSON (no NaN/Infinity literals,
     no duplicate keys) or TOML (``format="toml"``)."""
     fmt = _format(format)
@@ -372,7 +375,7 @@ def save(obj: Any, path: str | os.PathLike[str], *, format: str | None = None) -
         fh.write(text if fmt == "toml" else text + "\n")
 
 
-def load(path: str | os.PathLike[str], registry: Any = None, *,
+def load(path: str | os.PathLike[str], registry: Registry | None = None, *,
          format: str | None = None) -> Any:
     """Read back what ``save`` wrote (format as for ``save``): never unpickles, never
     executes anything."""

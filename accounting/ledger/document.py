@@ -23,12 +23,15 @@ place to save and load). The compatibility promise is in ``accounting.ledger``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accounting.ledger.parameters import build_mechanism, type_name
 from accounting.ledger.spec import Unwritten
 from accounting.pairs.mechanism import Mechanism
 from accounting.validation import MAX_COUNT, check_depth
+
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
 
 __all__ = ["SCHEMA", "check_keys", "check_schema", "entries_document", "ledger_document",
            "read_ledger_document", "read_entries", "accountant_document",
@@ -97,7 +100,7 @@ def ledger_document(ledger: Any) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ reading
-def read_ledger_document(data: Any, registry: Any = None) -> Entries:
+def read_ledger_document(data: Any, registry: Registry | None = None) -> Entries:
     """The entries of a ledger's document (see the module docstring), for
     ``Ledger(entries)``; every problem is a ValueError/TypeError naming its path in
     the document."""
@@ -107,7 +110,7 @@ def read_ledger_document(data: Any, registry: Any = None) -> Entries:
     return read_entries(data["entries"], "entries", registry)
 
 
-def read_entries(entries: Any, path: str = "entries", registry: Any = None) -> Entries:
+def read_entries(entries: Any, path: str = "entries", registry: Registry | None = None) -> Entries:
     """The entries of a document's ``entries`` list found at ``path``: each entry a
     table with its ``mechanism`` and its ``count`` (an integer in [1, 2^53]), both
     required."""
@@ -157,7 +160,7 @@ def accountant_document(step: float, ledger: Any) -> dict[str, Any]:
             "ledger": {"entries": entries_document(ledger.entries)}}
 
 
-def read_accountant_document(data: Any, registry: Any = None) -> tuple[float, Entries]:
+def read_accountant_document(data: Any, registry: Registry | None = None) -> tuple[float, Entries]:
     """(step, entries) of an accountant's document; each problem is a ValueError or
     TypeError naming its path (``ledger.entries[0].mechanism.sigma``)."""
     check_depth(data, "the document")

@@ -13,12 +13,15 @@ from __future__ import annotations
 import numbers
 import types
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
 from accounting.pairs.mechanism import Mechanism, Neighbouring, as_neighbouring
 from accounting.registry.registry import default_registry
+
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
 
 __all__ = ["MAX_MECHANISM_DEPTH", "WrittenMechanism", "parameter_kind", "type_name",
            "coerce_parameter", "ordered_parameters", "build_mechanism"]
@@ -34,7 +37,7 @@ class WrittenMechanism(Protocol):
 
     name: str
 
-    def mechanism(self, registry: Any = None) -> Mechanism: ...
+    def mechanism(self, registry: Registry | None = None) -> Mechanism: ...
 
 
 
@@ -69,7 +72,7 @@ def type_name(value: Any) -> str:
         type(value), type(value).__name__)
 
 
-def coerce_parameter(attribute: attrs.Attribute[Any], value: Any, registry: Any = None,
+def coerce_parameter(attribute: attrs.Attribute[Any], value: Any, registry: Registry | None = None,
                      _depth: int = 0, *, label: str | None = None,
                      path: str | None = None) -> Any:
     """``value`` (from a document, TOML or the command line) as the parameter's type; a
@@ -160,7 +163,7 @@ def _check_ranges(cls: type[Mechanism], kwargs: Mapping[str, Any], path: str) ->
             rng.check(f"{path}.{key}", value, view)
 
 
-def build_mechanism(registry: Any, name: Any, params: Mapping[str, Any], *,
+def build_mechanism(registry: Registry | None, name: Any, params: Mapping[str, Any], *,
                     path: str | None = None, _depth: int = 0) -> Mechanism:
     """The mechanism registered as ``name`` with ``params`` (values as read from a
     document, TOML or the command line), every parameter checked.

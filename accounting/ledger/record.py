@@ -14,7 +14,7 @@ import json
 import numbers
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
 
@@ -32,6 +32,9 @@ from accounting.pairs.composed import ComposedPair
 from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import Pair
 from accounting.validation import MAX_COUNT, check_count
+
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
 
 __all__ = ["Ledger"]
 
@@ -80,7 +83,7 @@ class Ledger:
         return cls(tuple(item if isinstance(item, tuple) else (item, 1) for item in items))
 
     @classmethod
-    def build(cls, name: str, count: int = 1, *, registry: Any = None,
+    def build(cls, name: str, count: int = 1, *, registry: Registry | None = None,
               **params: Any) -> Ledger:
         """``count`` uses of the mechanism registered as ``name`` with ``params``."""
         return cls.of(build_mechanism(registry, name, params), count)
@@ -120,17 +123,17 @@ class Ledger:
         """Total number of uses."""
         return sum(c for _, c in self.entries)
 
-    def mechanisms(self, registry: Any = None) -> tuple[tuple[Any, int], ...]:
+    def mechanisms(self, registry: Registry | None = None) -> tuple[tuple[Any, int], ...]:
         """((live Mechanism or Pair, count), …) in the ledger's order."""
         return tuple((c.value if isinstance(c, Unwritten) else c.mechanism(registry), n)
                      for c, n in self.entries)
 
-    def pairs(self, registry: Any = None) -> tuple[tuple[Pair, int], ...]:
+    def pairs(self, registry: Registry | None = None) -> tuple[tuple[Pair, int], ...]:
         """((Pair, count), …) in the ledger's order."""
         return tuple((m.pair() if isinstance(m, Mechanism) else m, n)
                      for m, n in self.mechanisms(registry))
 
-    def pair(self, registry: Any = None) -> ComposedPair:
+    def pair(self, registry: Registry | None = None) -> ComposedPair:
         """The ``ComposedPair`` of the whole composition."""
         if not self.entries:
             raise ValueError("the ledger is empty: nothing to compose")
@@ -207,7 +210,7 @@ class Ledger:
         return toml_dumps(ledger_document(self))
 
     @classmethod
-    def from_dict(cls, data: Any, registry: Any = None) -> Ledger:
+    def from_dict(cls, data: Any, registry: Registry | None = None) -> Ledger:
         """Deprecated: use ``accounting.load`` (or
         ``accounting.serialization.from_document``)."""
         _deprecated("Ledger.from_dict()", "load")
@@ -215,19 +218,19 @@ class Ledger:
 
     @classmethod
     def from_entries(cls, entries: Any, path: str = "entries",
-                     registry: Any = None) -> Ledger:
+                     registry: Registry | None = None) -> Ledger:
         """Deprecated: the ledger of a document's ``entries`` list found at ``path``."""
         _deprecated("Ledger.from_entries()", "load")
         return cls(read_entries(entries, path, registry))
 
     @classmethod
-    def from_json(cls, text: str | bytes, registry: Any = None) -> Ledger:
+    def from_json(cls, text: str | bytes, registry: Registry | None = None) -> Ledger:
         """Deprecated: use ``accounting.load`` (or ``accounting.serialization.loads``)."""
         _deprecated("Ledger.from_json()", "load")
         return cls(read_ledger_document(parse_json(text), registry))
 
     @classmethod
-    def from_toml(cls, text: str, registry: Any = None) -> Ledger:
+    def from_toml(cls, text: str, registry: Registry | None = None) -> Ledger:
         """Deprecated: use ``accounting.load`` (or
         ``accounting.serialization.loads(text, format="toml")``)."""
         _deprecated("Ledger.from_toml()", "load")

@@ -15,7 +15,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -26,6 +26,9 @@ from accounting.ledger.parameters import (
 )
 from accounting.pairs.mechanism import Mechanism, Neighbouring
 from accounting.pairs.pair import Pair
+
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
 
 __all__ = ["MechanismSpec", "Unwritten", "stable_hash", "component"]
 
@@ -105,11 +108,11 @@ class MechanismSpec:
         return cls(name, params, live=mechanism)
 
     @classmethod
-    def build(cls, name: str, registry: Any = None, **params: Any) -> MechanismSpec:
+    def build(cls, name: str, registry: Registry | None = None, **params: Any) -> MechanismSpec:
         """The spec of mechanism ``name`` with ``params`` (checked; defaults filled in)."""
         return cls.of(build_mechanism(registry, name, params))
 
-    def mechanism(self, registry: Any = None) -> Mechanism:
+    def mechanism(self, registry: Registry | None = None) -> Mechanism:
         """The live mechanism: the one this spec was made from, else built by name through
         ``registry`` (default: the process's registry; remembered for the specs used
         most recently, since a spec read from a document is asked again and again)."""
@@ -147,7 +150,7 @@ class MechanismSpec:
         return f"MechanismSpec({self.describe()})"
 
 
-def _build(spec: MechanismSpec, registry: Any) -> Mechanism:
+def _build(spec: MechanismSpec, registry: Registry | None) -> Mechanism:
     """The mechanism of a spec, built by name through ``registry``."""
     values = {k: (v.mechanism(registry) if isinstance(v, MechanismSpec) else v)
               for k, v in spec.params}

@@ -238,7 +238,7 @@ class ComposedPair(Pair):
         first: Pair = self.components[0][0]
         return first.gdp_pair(mu)
 
-    def _pld_parts(self, registry: Any = None, **options: Any) -> list[Any]:
+    def _pld_parts(self, registry: Registry | None = None, **options: Any) -> list[Any]:
         """(PLD, count) of each component, at the discretisation ``options``, each
         derived through ``registry``."""
         # a closed-form n-fold product (Gaussians: μ ↦ μ√n) beats an FFT power
@@ -258,7 +258,7 @@ class ComposedPair(Pair):
                              else (p.curve(PLD, registry=registry, **options), c))
         return parts
 
-    def refining_pld(self, *, registry: Any = None, far_tail: float = FAR_TAIL,
+    def refining_pld(self, *, registry: Registry | None = None, far_tail: float = FAR_TAIL,
                      **options: Any) -> RefiningPLD:
         """The composed PLD as a ``RefiningPLD``: δ(ε) and ε(δ) from the tilts each
         query needs, the full PLD on demand (``options`` as for ``curve(PLD)``; the

@@ -20,7 +20,7 @@ one, else a route through curves the pair surely has (its profile, then the PLD)
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,6 +50,9 @@ from accounting.pairs.pair import LawPair
 from accounting.pairs.primitives import check_primitive_output, check_renyi_output
 from accounting.registry.registry import curve_kind_name, default_registry, reserve
 from accounting.vocabulary import Bound, Direction, Exactness, InvariantError, bind_direction
+
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
 
 __all__ = ["curve_of_pair", "curve_builder", "builders", "CURVE_KINDS"]
 
@@ -101,7 +104,7 @@ def _non_private(pair: Any) -> bool:
                for d in (Direction.FORWARD, Direction.BACKWARD))
 
 
-def _pld(pair: Any, registry: Any=None, **options: Any) -> PLD:
+def _pld(pair: Any, registry: Registry | None = None, **options: Any) -> PLD:
     if _non_private(pair):
         # all the loss at +∞ in both directions (no noise): nothing to discretise, one
         # grid point of mass 0 so that the PLD composes with others on the grid
@@ -146,7 +149,7 @@ def _pld_with_atoms(pair: Any, step: Any=None, tail: Any=None, lower: bool = Tru
     return PLD(sides("upper", True), sides("lower", False) if lower else None)
 
 
-def _tradeoff(pair: Any, registry: Any=None, **options: Any) -> TradeOff:
+def _tradeoff(pair: Any, registry: Registry | None = None, **options: Any) -> TradeOff:
     if pair.provides("beta"):
         side = BetaSide(_checked(pair._beta, "_beta", pair),
                         _checked(pair._profile, "_profile", pair))
@@ -157,7 +160,7 @@ def _tradeoff(pair: Any, registry: Any=None, **options: Any) -> TradeOff:
     return _pld(pair, **options).to(TradeOff, registry=registry, **options)
 
 
-def _rdp(pair: Any, registry: Any=None, **options: Any) -> RDP:
+def _rdp(pair: Any, registry: Registry | None = None, **options: Any) -> RDP:
     """The pair's Rényi curve, labelled by ``cgf_exactness()``: exact, an upper bound,
     or numerical (a quadrature: both sides hold the estimate)."""
     if pair.provides("cgf"):
@@ -185,7 +188,7 @@ def _rdp(pair: Any, registry: Any=None, **options: Any) -> RDP:
     return _pld(pair, **options).to(RDP, registry=registry, **options)
 
 
-def _zcdp(pair: Any, registry: Any=None, **options: Any) -> ZCDP:
+def _zcdp(pair: Any, registry: Registry | None = None, **options: Any) -> ZCDP:
     """ρ per direction: the pair's closed form, else the envelope of its Rényi curve
     (or ``rho_bound`` where smaller). The label is the weakest of the directions':
     a closed form is exact for an exact pair (else an upper bound), an envelope is
@@ -218,7 +221,7 @@ def _zcdp(pair: Any, registry: Any=None, **options: Any) -> ZCDP:
     return ZCDP(tuple(rhos), lower, provenance=Provenance(label, (f"{pair.describe()} zcdp",)))
 
 
-def _characteristic(pair: Any, registry: Any=None, **options: Any) -> CharacteristicFunction:
+def _characteristic(pair: Any, registry: Registry | None = None, **options: Any) -> CharacteristicFunction:
     """φ of both directions (``curves.characteristic``): the pair's K at complex
     orders where it provides one (an exact term, with its decay rate), the product of
     the parts' φ for a composition, else the φ of its pessimistic PLD law with the
@@ -257,7 +260,7 @@ def _characteristic(pair: Any, registry: Any=None, **options: Any) -> Characteri
         Exactness.NUMERICAL, (f"{label} φ (its PLD law)",)))
 
 
-def _lattice(pair: Any, registry: Any, options: dict[str, Any]) -> Any:
+def _lattice(pair: Any, registry: Registry | None, options: dict[str, Any]) -> Any:
     """step ↦ the pair's certified PLD on that grid (the options' tail), built once
     per step."""
     cache: dict[float, Any] = {}
@@ -282,7 +285,7 @@ _CORE = "core.pairs"
 reserve("curve kind", (curve_kind_name(kind) for kind in CURVE_KINDS), _CORE)
 
 
-def builders(registry: Any) -> dict[Any, Any]:
+def builders(registry: Registry) -> dict[Any, Any]:
     """Every curve kind and its builder: the core's (``CURVE_KINDS``), then those
     registered on ``registry``. A registered builder of a core kind is refused, once:
     withdrawn from the registry and recorded as an error of its plugin."""
@@ -297,7 +300,7 @@ def builders(registry: Any) -> dict[Any, Any]:
     return out
 
 
-def curve_builder(kind: Any, registry: Any=None) -> Any:
+def curve_builder(kind: Any, registry: Registry | None = None) -> Any:
     """The builder of the curve class ``kind``: the core's, else the one registered on
     ``registry`` (default: the process-wide one); a ValueError naming the kinds
     otherwise."""
@@ -311,7 +314,7 @@ def curve_builder(kind: Any, registry: Any=None) -> Any:
         raise ValueError(f"unknown curve kind {kind!r}; expected one of {names}") from None
 
 
-def curve_of_pair(pair: Any, kind: type, *, registry: Any=None, **options: Any) -> Any:
+def curve_of_pair(pair: Any, kind: type, *, registry: Registry | None = None, **options: Any) -> Any:
     """The curve of ``kind`` for ``pair``: by the core's route for its five kinds (the
     module docstring), else by the builder a plugin registered for ``kind`` on
     ``registry`` (hook ``accounting_register_curve_kinds``; default: the process-wide

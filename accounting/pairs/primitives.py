@@ -13,7 +13,7 @@ module that defines it.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import Pair
 from accounting.registry.registry import PluginError, default_registry, live_registries
 from accounting.vocabulary import Direction
+
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
 
 __all__ = ["PrimitiveError", "check_primitive_output", "check_renyi_output", "culprit",
            "CGF_ROUNDING"]
@@ -34,7 +37,7 @@ class PrimitiveError(PluginError):
         self.mechanism = mechanism
 
 
-def culprit(owner: Any, registry: Any = None) -> tuple[str, str]:
+def culprit(owner: Any, registry: Registry | None = None) -> tuple[str, str]:
     """(mechanism name, plugin) for a mechanism (class or instance, or one of its bound
     methods such as ``log_density``), a pair, or a mechanism's name.
 
@@ -74,7 +77,7 @@ def culprit(owner: Any, registry: Any = None) -> tuple[str, str]:
 
 def check_primitive_output(values: Any, what: str, owner: Any, *,
                            at: Any = None, lo: float | None = None,
-                           hi: float | None = None, registry: Any = None,
+                           hi: float | None = None, registry: Registry | None = None,
                            variable: str | None = None) -> np.ndarray:
     """``values`` as a float array, or a ``PrimitiveError`` if any is NaN or outside
     [``lo``, ``hi``] (each bound optional; ±∞ are allowed unless a bound excludes them).
@@ -124,7 +127,7 @@ CGF_ROUNDING = 1e-12
 
 def check_renyi_output(values: Any, what: str, owner: Any, t: Any, direction: Any = None,
                        *, cgf: bool = True, lower: bool = False,
-                       registry: Any = None) -> np.ndarray:
+                       registry: Registry | None = None) -> np.ndarray:
     """A pair's Rényi primitive checked at the orders α = 1 + ``t``: its CGF K(t)
     (``cgf``), or a divergence D_α itself (``cgf=False``: the declared D_1 and D_∞).
 

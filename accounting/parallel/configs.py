@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from accounting.curves.pld import PLD
 from accounting.pairs.mechanism import Mechanism
 from accounting.registry.registry import default_registry
 from accounting.workload import Workload, make_use, workload_from_dict
+
+if TYPE_CHECKING:
+    from accounting.registry.registry import Registry
 
 __all__ = ["config_digest", "canonical_json", "check_config", "build_accountant", "answer",
            "calibration_terms", "mechanism_parameters", "UPPER", "NUMERICAL"]
@@ -80,7 +83,7 @@ def answer(config: Mapping[str, Any], query: str, at: Any,
     return values, UPPER if curve.provenance.exactness.certified else NUMERICAL
 
 
-def mechanism_parameters(name: str, registry: Any = None) -> tuple[str, ...]:
+def mechanism_parameters(name: str, registry: Registry | None = None) -> tuple[str, ...]:
     """The parameter names of mechanism ``name`` registered on ``registry`` (None: the
     process-wide one), and ``count``."""
     return (*(registry or default_registry()).mechanism(name).parameters(), "count")
@@ -98,7 +101,7 @@ class _Fixed:
 
 
 def calibration_terms(config: Mapping[str, Any], solve: str,
-                      registry: Any = None) -> list[Term]:
+                      registry: Registry | None = None) -> list[Term]:
     """The calibration terms of ``config`` with the shared unknown ``solve``.
 
     Every mechanism with a parameter ``solve`` is one term whose ``solve`` is
@@ -129,7 +132,7 @@ def calibration_terms(config: Mapping[str, Any], solve: str,
     return terms
 
 
-def _params_of(entry: Mapping[str, Any], registry: Any) -> tuple[str, ...]:
+def _params_of(entry: Mapping[str, Any], registry: Registry) -> tuple[str, ...]:
     name = entry.get("name") if isinstance(entry, Mapping) else None
     if not isinstance(name, str):
         return ()
