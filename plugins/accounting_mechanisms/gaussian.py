@@ -86,6 +86,10 @@ class GaussianPair(Pair):
     def _self_compose(self, count: int) -> Pair | None:
         return GaussianPair(self.mu * np.sqrt(count))
 
+    def gdp_mu(self) -> float | None:
+        """μ: this is the canonical μ-GDP pair."""
+        return float(self.mu)
+
     def noise_density(self) -> NoiseDensity:
         """(N(μ, 1), N(0, 1)) as additive noise: (log-density, Δ, width, span)."""
         return NoiseDensity(lambda x: -0.5 * np.square(x), self.mu, 1.0, (-40.0, 40.0 + self.mu))
