@@ -227,7 +227,7 @@ def run_odometer_paths(paths: int, steps: int, delta: float, seed: int,
 
 
 def test_odometer_bounds_the_realised_loss_at_every_step_at_once() -> None:
-    delta, paths = 0.1, 1500
+    delta, paths = 0.1, 1000
     for slack, should_hold in ((True, True), (False, False)):
         losses, bounds = run_odometer_paths(paths, 12, delta, seed=11, slack=slack)
         crossed = np.any(losses > bounds, axis=1)
