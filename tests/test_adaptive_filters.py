@@ -264,3 +264,15 @@ def test_odometer_bad_input() -> None:
         RDPOdometer(1e-5, orders=[0.5])
     with pytest.raises(TypeError, match="proposal"):
         RDPOdometer(1e-5).spend(3.0)
+
+
+def test_rdp_filter_takes_an_accountant_as_one_step_and_refuses_uncertified_curves() -> None:
+    f = RDPFilter(5.0, [2.0, 8.0])
+    acct = accounting.Accountant().compose(gaussian(3.0), 3)      # D_α = 3α/18
+    decision = f.propose(acct)
+    assert decision.admitted
+    np.testing.assert_allclose(decision.cost, [1 / 3, 4 / 3], rtol=1e-9)
+    quadrature = accounting.mechanism("student_t", scale=2.0, nu=3.0)   # a numerical CGF
+    with pytest.raises(ValueError, match="certified"):
+        f.propose(quadrature)
+    assert f.admitted == 1 and not f.closed

@@ -168,3 +168,10 @@ def test_group_bad_input() -> None:
         group("gaussian", 2)
     with pytest.raises(ValueError, match="kind"):
         group(g.curve(accounting.RDP), 2, kind=accounting.PLD)
+
+
+def test_gaussian_group_of_another_kind_goes_through_the_sensitivity() -> None:
+    curve = group(accounting.mechanism("gaussian", sigma=2.0), 2, kind=accounting.PLD)
+    assert isinstance(curve, accounting.PLD) and curve.is_exact
+    assert float(curve.epsilon(1e-5)) == pytest.approx(
+        float(group(accounting.mechanism("gaussian", sigma=2.0), 2).epsilon(1e-5)), rel=1e-4)

@@ -42,6 +42,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from accounting.accountant import Accountant
 from accounting.analysis.clt import gdp_profile
 from accounting.curves.converters import improved_epsilon
 from accounting.curves.curve import Curve, Provenance, as_kind
@@ -102,16 +103,20 @@ def check_orders(orders: Any) -> FloatArray:
 
 def rdp_cost(proposal: Any, orders: FloatArray, *, registry: Any = None) -> FloatArray:
     """D_α at ``orders`` (the larger of both directions, the sound side) of a proposal:
-    a ``Mechanism``, a ``Pair`` or any privacy curve (converted to ``RDP``).
+    a ``Mechanism``, a ``Pair``, an ``Accountant`` (its whole composition, one step of
+    the adaptive sequence) or any privacy curve (converted to ``RDP``).
 
     A curve whose sound side is not certified (a quadrature, ``Exactness.NUMERICAL``)
     is refused: a filter's guarantee is only as good as the costs it adds."""
     if isinstance(proposal, (Mechanism, Pair)):
         rdp = proposal.curve(RDP, registry=registry)
+    elif isinstance(proposal, Accountant):
+        rdp = proposal.curve(RDP)
     elif isinstance(proposal, Curve):
         rdp = of_kind(RDP, as_kind(proposal, RDP, "proposal"))
     else:
-        raise TypeError(f"proposal must be a Mechanism, a Pair or a privacy curve, got "
+        raise TypeError(f"proposal must be a Mechanism, a Pair, an Accountant or a privacy "
+                        f"curve, got "
                         f"{type(proposal).__name__}")
     if not rdp.provenance.exactness.certified:
         raise ValueError(f"proposal's Rényi curve is {rdp.provenance}: a filter needs a "
@@ -244,14 +249,15 @@ class RDPFilter:
     def epsilon(self, delta: Any) -> FloatArray:
         """The guarantee of every interaction this filter admits, as ε at ``delta``:
         min over the orders of the improved conversion of (α, B(α)) (not of the amount
-        spent — under adaptivity only the budget is a guarantee)."""
-        return rdp_guarantee(self.orders, self.budget, delta)
+        spent — under adaptivity only the budget is a guarantee). The roundoff slack of
+        the admission test is counted: the larger of budget and spent is converted."""
+        return rdp_guarantee(self.orders, np.maximum(self.budget, self.spent), delta)
 
     def guarantee(self) -> RDP:
         """The budget as a Rényi curve known at the tracked orders only: between them
         D_α ≤ B at the next larger order (D_α is non-decreasing in α), +∞ beyond the
         largest. Labelled an upper bound (the filter's guarantee, not any pair's curve)."""
-        orders, budget = self.orders, self.budget
+        orders, budget = self.orders, np.maximum(self.budget, self.spent)
 
         def cgf(t: FloatArray, _d: Any) -> FloatArray:
             a = 1.0 + np.asarray(t, dtype=float)
@@ -340,9 +346,10 @@ class GaussianFilter:
 
     def guarantee(self) -> PrivacyProfile:
         """The μ-GDP profile of every admitted interaction, labelled an upper bound."""
+        mu = float(np.sqrt(max(self.mu ** 2, self.spent)))   # the roundoff slack counted
         prov = Provenance(Exactness.UPPER,
-                          (f"Gaussian DP filter μ = {self.mu:.6g} (Smith–Thakurta)",))
-        out: PrivacyProfile = attrs.evolve(gdp_profile(self.mu), lower=None, provenance=prov)
+                          (f"Gaussian DP filter μ = {mu:.6g} (Smith–Thakurta)",))
+        out: PrivacyProfile = attrs.evolve(gdp_profile(mu), lower=None, provenance=prov)
         return out
 
     def epsilon(self, delta: Any) -> FloatArray:

@@ -84,15 +84,16 @@ def group(obj: Any, k: int, *, kind: type[Curve] | None = None,
     """The curve of a group of ``k`` (datasets k neighbours apart) for ``obj``: a
     Mechanism, a Pair or a privacy curve (module docstring for each rule and its label).
 
-    ``kind``: for a Mechanism or Pair without a closed form, the curve kind to apply the
-    rule to (default ``PLD``, through its trade-off curve); for a Gaussian the exact
-    result is a ``PrivacyProfile`` and for additive noise the ``kind`` asked (PLD by
-    default). For a curve, ``kind`` must be None or its own kind."""
+    ``kind``: for a Mechanism or Pair, the curve kind wanted: for additive noise the
+    mechanism's own ``kind`` curve at sensitivity kΔ, otherwise the kind the rule is
+    applied to (default ``PLD``, through its trade-off curve). Without ``kind`` a
+    Gaussian gives its exact ``PrivacyProfile`` (kμ-GDP). For a curve, ``kind`` must be
+    None or its own kind."""
     k = check_count("k", k)
     if isinstance(obj, Mechanism):
         pair = obj.pair_in(registry)
         mu = pair.gdp_mu()
-        if mu is not None:
+        if mu is not None and kind is None:
             return _gaussian(mu, k)
         if isinstance(obj, AdditiveNoise):
             wider = attrs.evolve(obj, sensitivity=k * obj.sensitivity)
