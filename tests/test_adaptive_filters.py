@@ -276,3 +276,15 @@ def test_rdp_filter_takes_an_accountant_as_one_step_and_refuses_uncertified_curv
     with pytest.raises(ValueError, match="certified"):
         f.propose(quadrature)
     assert f.admitted == 1 and not f.closed
+
+
+def test_a_budget_already_exceeded_is_refused_when_the_filter_is_built() -> None:
+    with pytest.raises(ValueError, match="spent already exceeds the budget at order α = 2"):
+        RDPFilter(1.0, [2.0], spent=gaussian(0.5))           # D_2 = 4 > 1
+    f = RDPFilter(1.0, [2.0], spent=gaussian(2.0))            # 0.25 spent up front
+    assert float(f.remaining()[0]) == pytest.approx(0.75)
+    assert not f.propose(gaussian(1.0)).admitted              # 0.25 + 1 > 1
+    with pytest.raises(ValueError, match="spent already exceeds"):
+        GaussianFilter(1.0, spent=1.5)
+    g = GaussianFilter(1.0, spent=gaussian(2.0))              # μ = 1/2 spent
+    assert g.remaining() == pytest.approx(np.sqrt(0.75))

@@ -154,10 +154,13 @@ class RDPFilter:
     Guarantee: every interaction it admits is (α, B(α))-RDP at each tracked order,
     whatever the analyst's adaptive choices; ``epsilon(delta)`` is its (ε, δ) form.
     ``for_target(epsilon, delta)`` builds the budget that converts to (ε, δ).
+    ``spent``: what was already spent before the filter starts (a Mechanism, Pair,
+    Accountant or curve: a first step fixed in advance, which the theorem covers);
+    more than the budget is a ValueError.
     """
 
     def __init__(self, budget: Any, orders: Any = DEFAULT_ORDERS, *, keep_open: bool = False,
-                 registry: Any = None) -> None:
+                 spent: Any = None, registry: Any = None) -> None:
         self.orders = check_orders(orders)
         b = check_array("budget", budget, lo=0.0, lo_open=True, allow_inf=True)
         if b.ndim == 0:
@@ -171,6 +174,14 @@ class RDPFilter:
         self.keep_open = keep_open
         self.registry = registry
         self.spent: FloatArray = np.zeros(self.orders.shape)
+        if spent is not None:
+            self.spent = rdp_cost(spent, self.orders, registry=registry)
+            over = self.spent > self.budget
+            if over.any():
+                i = int(np.argmax(over))
+                raise ValueError(f"spent already exceeds the budget at order α = "
+                                 f"{self.orders[i]:g}: {self.spent[i]:.6g} > "
+                                 f"{self.budget[i]:.6g}")
         self.decisions: list[Decision] = []
         self.closed = False
 
@@ -295,15 +306,19 @@ class GaussianFilter:
 
     Guarantee: every interaction it admits is ``mu``-GDP (``guarantee()``, the profile
     δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2), Balle and Wang arXiv:1805.06530 Thm 8).
-    Refusals as for ``RDPFilter``.
+    Refusals as for ``RDPFilter``; ``spent`` (μ already spent, or a Gaussian mechanism)
+    as there.
     """
 
-    def __init__(self, mu: float, *, keep_open: bool = False) -> None:
+    def __init__(self, mu: float, *, keep_open: bool = False, spent: Any = None) -> None:
         self.mu = check_real("mu", mu, lo=0.0, lo_open=True)
         if not isinstance(keep_open, bool):
             raise TypeError(f"keep_open must be True or False, got {keep_open!r}")
         self.keep_open = keep_open
-        self.spent = 0.0
+        self.spent = 0.0 if spent is None else gdp_cost(spent) ** 2
+        if self.spent > self.mu ** 2:
+            raise ValueError(f"spent already exceeds the budget: μ_spent² = {self.spent:.6g} "
+                             f"> μ² = {self.mu ** 2:.6g}")
         self.decisions: list[Decision] = []
         self.closed = False
 
