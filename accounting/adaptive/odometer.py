@@ -3,23 +3,25 @@
 An odometer reports, after each step of a fully adaptive composition, an ε_t that
 bounds the privacy loss of the interaction so far — simultaneously for every t, so the
 analyst may stop whenever they like, on whatever they saw (Rogers, Roth, Ullman and
-Vadhan, arXiv:1605.08294, §2; Whitehouse, Ramdas, Rogers and Wu, arXiv:2203.05481, §5,
-whose definition of a valid odometer is the one met here).
+Vadhan, arXiv:1605.08294, §1; Whitehouse, Ramdas, Rogers and Wu, arXiv:2203.05481, §1:
+an odometer is a time-uniform bound on the privacy loss, the notion met here).
 
 Guarantee (``RDPOdometer.epsilon``). Let L_t = Σ_{s≤t} log(dP_s/dQ_s)(y_s) be the
 privacy loss of the first t outputs and ρ_s(α) the Rényi divergence of step s (chosen
 from the past). For each order α, M_t = exp((α − 1)(L_t − Σ_{s≤t} ρ_s(α))) is a
 non-negative supermartingale with M_0 = 1 (E[e^{(α−1)ℓ_s} | past] = e^{(α−1)D_α} ≤
 e^{(α−1)ρ_s(α)}: the step of Feldman and Zrnic's proof, arXiv:2008.11193, §3), so by
-Ville's inequality P(∃t: M_t ≥ 1/δ_α) ≤ δ_α (Whitehouse et al., arXiv:2203.05481, §3).
+Ville's inequality (Ville 1939, "Étude critique de la notion de collectif"; the
+martingale route of Whitehouse et al., arXiv:2203.05481, §1) P(∃t: M_t ≥ 1/δ_α) ≤ δ_α.
 A union bound over the tracked orders Λ with δ_α = δ/|Λ| gives, with probability at
 least 1 − δ, for every t at once,
 
     L_t ≤ ε_t = min_{α∈Λ} Σ_{s≤t} ρ_s(α) + log(|Λ|/δ)/(α − 1),
 
-in both directions (the costs are the larger D_α of the two), which makes every
-interaction stopped at any data-dependent time (ε_τ, δ)-DP in the sense of
-probabilistic DP (P(S) ≤ e^ε Q(S) + P(L > ε)).
+in both directions (the costs are the larger D_α of the two). Since the readings are
+predictable (ε after a step is known before it runs), running a step only while the
+reading after it stays ≤ ε gives an (ε, δ)-DP interaction for any ε: the loss stays
+≤ ε except with probability δ, and P(S) ≤ e^ε Q(S) + P(L > ε).
 
 Why no budget grid. Lécuyer (arXiv:2103.01379, §4) builds an RDP odometer from a grid
 of filters with a union bound over the grid, so that each filter's (ε, δ) can use a
