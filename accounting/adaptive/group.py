@@ -85,10 +85,11 @@ def group(obj: Any, k: int, *, kind: type[Curve] | None = None,
     Mechanism, a Pair or a privacy curve (module docstring for each rule and its label).
 
     ``kind``: for a Mechanism or Pair, the curve kind wanted: for additive noise the
-    mechanism's own ``kind`` curve at sensitivity kΔ, otherwise the kind the rule is
-    applied to (default ``PLD``, through its trade-off curve). Without ``kind`` a
-    Gaussian gives its exact ``PrivacyProfile`` (kμ-GDP). For a curve, ``kind`` must be
-    None or its own kind."""
+    mechanism's own ``kind`` curve at sensitivity kΔ, for a Gaussian pair the exact
+    kμ-GDP profile converted to ``kind``, otherwise the kind the rule is applied to
+    (default ``PLD``, through its trade-off curve). Without ``kind`` a Gaussian gives
+    its exact ``PrivacyProfile`` (kμ-GDP). For a curve, ``kind`` must be None or its own
+    kind."""
     k = check_count("k", k)
     if isinstance(obj, Mechanism):
         pair = obj.pair_in(registry)
@@ -103,7 +104,8 @@ def group(obj: Any, k: int, *, kind: type[Curve] | None = None,
     if isinstance(obj, Pair):
         mu = obj.gdp_mu()
         if mu is not None:
-            return _gaussian(mu, k)
+            exact = _gaussian(mu, k)
+            return exact if kind is None else as_kind(exact, kind)
         return group(obj.curve(kind or PLD, registry=registry), k)
     if not isinstance(obj, Curve):
         raise TypeError(f"obj must be a Mechanism, a Pair or a privacy curve, got "
