@@ -288,3 +288,32 @@ def test_a_budget_already_exceeded_is_refused_when_the_filter_is_built() -> None
         GaussianFilter(1.0, spent=1.5)
     g = GaussianFilter(1.0, spent=gaussian(2.0))              # μ = 1/2 spent
     assert g.remaining() == pytest.approx(np.sqrt(0.75))
+
+
+# ------------------------------------------------------------------ zCDP filter
+def test_zcdp_filter_counts_rho_and_converts_over_every_order() -> None:
+    from accounting.adaptive import ZCDPFilter
+    sigma, rho = 4.0, 0.25                      # ρ_t = 1/(2σ²) = 1/32: eight fit
+    f = ZCDPFilter(rho)
+    n = 0
+    while f.propose(gaussian(sigma)).admitted:
+        n += 1
+    assert n == 8 and f.closed and "Σ ρ_t against ρ" in f.decisions[-1].reason
+    assert f.remaining() == pytest.approx(0.0, abs=1e-12)
+    g = f.guarantee()
+    assert g.provenance.exactness is accounting.Exactness.UPPER and g.rho() == pytest.approx(rho)
+    # on the fixed sequence: the same as the non-adaptive zCDP answer, and above the PLD's
+    acct = accounting.Accountant().compose(gaussian(sigma), n)
+    assert float(f.epsilon(1e-5)) == pytest.approx(float(acct.under("zcdp").epsilon(1e-5)),
+                                                   rel=1e-9)
+    assert float(acct.epsilon(1e-5)) <= float(f.epsilon(1e-5))
+    # a Rényi filter over one order admits no more than the zCDP filter here
+    r = RDPFilter.for_target(float(f.epsilon(1e-5)), 1e-5, plan=gaussian(sigma))
+    m = 0
+    while r.propose(gaussian(sigma)).admitted:
+        m += 1
+    assert m <= n
+    with pytest.raises(ValueError, match="rho"):
+        ZCDPFilter(0.0)
+    with pytest.raises(ValueError, match="spent already exceeds"):
+        ZCDPFilter(0.1, spent=gaussian(1.0))          # ρ = 1/2

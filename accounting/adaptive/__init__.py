@@ -1,7 +1,7 @@
 """Fully adaptive accounting and group privacy over the library's curves.
 
 * ``filters``: stopping rules that keep an adaptively chosen sequence within a budget
-  (Rényi filter, Feldman–Zrnic arXiv:2008.11193; Gaussian DP filter, Smith–Thakurta
+  (Rényi and zCDP filters, Feldman–Zrnic arXiv:2008.11193; Gaussian DP filter, Smith–Thakurta
   arXiv:2210.17520);
 * ``odometer``: the privacy spent so far, valid at every time at once (Rényi odometer by
   Ville's inequality, Whitehouse et al. arXiv:2203.05481);
@@ -17,9 +17,10 @@ from accounting.adaptive.filters import (
     Decision,
     GaussianFilter,
     RDPFilter,
+    ZCDPFilter,
 )
 from accounting.adaptive.group import group
 from accounting.adaptive.odometer import RDPOdometer
 
 __all__ = ["BudgetExhausted", "Decision", "DEFAULT_ORDERS", "GaussianFilter", "RDPFilter",
-           "RDPOdometer", "group"]
+           "RDPOdometer", "ZCDPFilter", "group"]

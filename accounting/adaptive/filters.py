@@ -7,7 +7,7 @@ arXiv:1605.08294, §1). A *filter* admits a proposed mechanism only if a budget 
 holds once it is counted, so that the whole interaction, whatever the analyst does,
 meets the budget's guarantee.
 
-Two filters, each over the library's own curves:
+Three filters, each over the library's own curves:
 
 * ``RDPFilter`` — Rényi filter (Feldman and Zrnic, arXiv:2008.11193, §3, Thm 3.1): if
   at every step the divergences ρ_t(α) of the mechanism chosen are functions of the past
@@ -18,6 +18,9 @@ Two filters, each over the library's own curves:
   (ε, δ) guarantee is the library's RDP → (ε, δ) conversion of each order's budget
   (``curves.converters.improved_epsilon``: Canonne, Kamath and Steinke,
   arXiv:2004.00010, Prop. 12), minimised over the orders.
+* ``ZCDPFilter`` — Σ_t ρ_t ≤ ρ: the Rényi filter at every order at once (costs ρ_t α,
+  budget ρα), so the interaction is ρ-zCDP (Bun and Steinke, arXiv:1605.02065,
+  Def. 1.1) and its (ε, δ) minimises over every order.
 * ``GaussianFilter`` — Gaussian DP filter (Smith and Thakurta, arXiv:2210.17520, main
   theorem, §1): adaptively chosen μ_t-GDP mechanisms with Σ_t μ_t² ≤ μ² surely form a
   μ-GDP interaction, with the same parameters as non-adaptive composition (Dong, Roth
@@ -48,13 +51,15 @@ from accounting.curves.converters import improved_epsilon
 from accounting.curves.curve import Curve, Provenance, as_kind
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.rdp import CGF, RDP
+from accounting.curves.zcdp import ZCDP
 from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import Pair, of_kind
 from accounting.validation import check_array, check_real
 from accounting.vocabulary import Exactness, FloatArray
 
-__all__ = ["Decision", "BudgetExhausted", "RDPFilter", "GaussianFilter", "DEFAULT_ORDERS",
-           "rdp_cost", "gdp_cost", "rdp_budget_for", "rdp_guarantee"]
+__all__ = ["Decision", "BudgetExhausted", "Filter", "RDPFilter", "GaussianFilter", "ZCDPFilter",
+           "DEFAULT_ORDERS", "rdp_cost", "gdp_cost", "zcdp_cost", "rdp_budget_for",
+           "rdp_guarantee", "check_orders"]
 
 #: the Rényi orders a filter or odometer tracks unless told: dense where the (ε, δ)
 #: conversion usually takes its minimum (α ≈ 2 … 64) and sparse beyond
@@ -147,7 +152,85 @@ def rdp_budget_for(epsilon: float, delta: float, orders: FloatArray) -> FloatArr
     return out
 
 
-class RDPFilter:
+class Filter:
+    """What every filter shares: a budget and the amount spent (arrays, one entry per
+    tracked quantity), the ``Decision`` of each proposal, closing on the first refusal
+    (unless ``keep_open``), ``propose``/``admit``. A subclass says what a proposal costs
+    (``cost``), what the budget guarantees, and how to name entry i of the budget
+    (``where``)."""
+
+    def __init__(self, budget: FloatArray, *, keep_open: bool, spent: FloatArray | None
+                 ) -> None:
+        if not isinstance(keep_open, bool):
+            raise TypeError(f"keep_open must be True or False, got {keep_open!r}")
+        self.budget: FloatArray = budget
+        self.keep_open = keep_open
+        self.spent: FloatArray = np.zeros(budget.shape) if spent is None else spent
+        over = self.spent > self.budget
+        if over.any():
+            i = int(np.argmax(over))
+            raise ValueError(f"spent already exceeds the budget{self.where(i)}: "
+                             f"{self.spent[i]:.6g} > {self.budget[i]:.6g}")
+        self.decisions: list[Decision] = []
+        self.closed = False
+
+    def cost(self, proposal: Any) -> FloatArray:
+        """What ``proposal`` costs, in the units of the budget."""
+        raise NotImplementedError
+
+    def where(self, i: int) -> str:
+        """Names entry ``i`` of the budget in a refusal (empty for a single number)."""
+        return ""
+
+    def propose(self, proposal: Any) -> Decision:
+        """Admit ``proposal`` if the budget still holds, entry by entry, once it is
+        counted, and count it; else refuse (and close, unless ``keep_open``). Returns
+        the ``Decision``; never raises for a refusal."""
+        cost = self.cost(proposal)
+        step = len(self.decisions)
+        total = self.spent + cost
+        if self.closed:
+            first = next(d.step for d in self.decisions if not d.admitted)
+            decision = Decision(step, False, cost, self.spent.copy(),
+                                f"filter closed by the refusal at step {first}")
+        elif np.all(total <= self.budget * (1.0 + _ROUNDOFF)):
+            self.spent = total
+            decision = Decision(step, True, cost, total.copy())
+        else:
+            i = int(np.argmax(total / self.budget))
+            decision = Decision(step, False, cost, self.spent.copy(),
+                                f"budget exceeded{self.where(i)}: spent "
+                                f"{self.spent[i]:.6g} + cost {cost[i]:.6g} > budget "
+                                f"{self.budget[i]:.6g}")
+            self.closed = not self.keep_open
+        self.decisions.append(decision)
+        return decision
+
+    def admit(self, proposal: Any) -> Decision:
+        """``propose``, raising ``BudgetExhausted`` on a refusal."""
+        decision = self.propose(proposal)
+        if not decision.admitted:
+            raise BudgetExhausted(decision)
+        return decision
+
+    @property
+    def admitted(self) -> int:
+        """How many proposals were admitted."""
+        return sum(d.admitted for d in self.decisions)
+
+    def held(self) -> FloatArray:
+        """The budget the guarantee is stated for: the larger of budget and spent, so
+        the roundoff slack of the admission test is counted."""
+        out: FloatArray = np.maximum(self.budget, self.spent)
+        return out
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.budget.size} budget entr"
+                f"{'y' if self.budget.size == 1 else 'ies'}, {self.admitted} admitted, "
+                f"{'closed' if self.closed else 'open'})")
+
+
+class RDPFilter(Filter):
     """A Rényi filter (Feldman and Zrnic, arXiv:2008.11193, Thm 3.1) over ``orders``
     with budget ``budget`` (one B(α) > 0 per order, or one number for all).
 
@@ -168,22 +251,9 @@ class RDPFilter:
         if b.shape != self.orders.shape:
             raise ValueError(f"budget must be one number or one per order "
                              f"({self.orders.size}), got shape {b.shape}")
-        if not isinstance(keep_open, bool):
-            raise TypeError(f"keep_open must be True or False, got {keep_open!r}")
-        self.budget: FloatArray = b
-        self.keep_open = keep_open
         self.registry = registry
-        self.spent: FloatArray = np.zeros(self.orders.shape)
-        if spent is not None:
-            self.spent = rdp_cost(spent, self.orders, registry=registry)
-            over = self.spent > self.budget
-            if over.any():
-                i = int(np.argmax(over))
-                raise ValueError(f"spent already exceeds the budget at order α = "
-                                 f"{self.orders[i]:g}: {self.spent[i]:.6g} > "
-                                 f"{self.budget[i]:.6g}")
-        self.decisions: list[Decision] = []
-        self.closed = False
+        before = None if spent is None else rdp_cost(spent, self.orders, registry=registry)
+        super().__init__(b, keep_open=keep_open, spent=before)
 
     @classmethod
     def for_target(cls, epsilon: float, delta: float, orders: Any = DEFAULT_ORDERS, *,
@@ -214,44 +284,12 @@ class RDPFilter:
         return cls(b[best:best + 1], a[best:best + 1], keep_open=keep_open,
                    registry=registry)
 
-    def propose(self, proposal: Any) -> Decision:
-        """Admit ``proposal`` (a Mechanism, Pair or curve) if Σ ρ(α) stays within B(α)
-        at every order, and count it; else refuse (and close, unless ``keep_open``).
-        Returns the ``Decision``; never raises for a refusal."""
-        cost = rdp_cost(proposal, self.orders, registry=self.registry)
-        return self._decide(cost)
+    def cost(self, proposal: Any) -> FloatArray:
+        """D_α of ``proposal`` (a Mechanism, Pair, Accountant or curve) at the orders."""
+        return rdp_cost(proposal, self.orders, registry=self.registry)
 
-    def admit(self, proposal: Any) -> Decision:
-        """``propose``, raising ``BudgetExhausted`` on a refusal."""
-        decision = self.propose(proposal)
-        if not decision.admitted:
-            raise BudgetExhausted(decision)
-        return decision
-
-    def _decide(self, cost: FloatArray) -> Decision:
-        step = len(self.decisions)
-        total = self.spent + cost
-        if self.closed:
-            reason = (f"filter closed by the refusal at step "
-                      f"{next(d.step for d in self.decisions if not d.admitted)}")
-            decision = Decision(step, False, cost, self.spent.copy(), reason)
-        elif np.all(total <= self.budget * (1.0 + _ROUNDOFF)):
-            self.spent = total
-            decision = Decision(step, True, cost, total.copy())
-        else:
-            worst = int(np.argmax(total / self.budget))
-            reason = (f"budget exceeded at order α = {self.orders[worst]:g}: spent "
-                      f"{self.spent[worst]:.6g} + cost {cost[worst]:.6g} > budget "
-                      f"{self.budget[worst]:.6g}")
-            decision = Decision(step, False, cost, self.spent.copy(), reason)
-            self.closed = not self.keep_open
-        self.decisions.append(decision)
-        return decision
-
-    @property
-    def admitted(self) -> int:
-        """How many proposals were admitted."""
-        return sum(d.admitted for d in self.decisions)
+    def where(self, i: int) -> str:
+        return f" at order α = {self.orders[i]:g}"
 
     def remaining(self) -> FloatArray:
         """B(α) − Σ ρ(α) at each order (≥ 0)."""
@@ -262,13 +300,13 @@ class RDPFilter:
         min over the orders of the improved conversion of (α, B(α)) (not of the amount
         spent — under adaptivity only the budget is a guarantee). The roundoff slack of
         the admission test is counted: the larger of budget and spent is converted."""
-        return rdp_guarantee(self.orders, np.maximum(self.budget, self.spent), delta)
+        return rdp_guarantee(self.orders, self.held(), delta)
 
     def guarantee(self) -> RDP:
         """The budget as a Rényi curve known at the tracked orders only: between them
         D_α ≤ B at the next larger order (D_α is non-decreasing in α), +∞ beyond the
         largest. Labelled an upper bound (the filter's guarantee, not any pair's curve)."""
-        orders, budget = self.orders, np.maximum(self.budget, self.spent)
+        orders, budget = self.orders, self.held()
 
         def cgf(t: FloatArray, _d: Any) -> FloatArray:
             a = 1.0 + np.asarray(t, dtype=float)
@@ -278,10 +316,6 @@ class RDPFilter:
             return np.asarray((a - 1.0) * b, dtype=float)
         prov = Provenance(Exactness.UPPER, ("Rényi filter (Feldman–Zrnic Thm 3.1)",))
         return RDP(CGF.of(cgf), provenance=prov)
-
-    def __repr__(self) -> str:
-        return (f"RDPFilter({len(self.orders)} orders, {self.admitted} admitted, "
-                f"{'closed' if self.closed else 'open'})")
 
 
 def gdp_cost(proposal: Any) -> float:
@@ -300,9 +334,10 @@ def gdp_cost(proposal: Any) -> float:
     return check_real("mu", proposal, lo=0.0)
 
 
-class GaussianFilter:
+class GaussianFilter(Filter):
     """A Gaussian DP filter (Smith and Thakurta, arXiv:2210.17520, main theorem):
-    admits adaptively chosen μ_t-GDP mechanisms while Σ μ_t² ≤ μ².
+    admits adaptively chosen μ_t-GDP mechanisms while Σ μ_t² ≤ μ² (the budget and the
+    costs are in units of μ²).
 
     Guarantee: every interaction it admits is ``mu``-GDP (``guarantee()``, the profile
     δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2), Balle and Wang arXiv:1805.06530 Thm 8).
@@ -312,56 +347,23 @@ class GaussianFilter:
 
     def __init__(self, mu: float, *, keep_open: bool = False, spent: Any = None) -> None:
         self.mu = check_real("mu", mu, lo=0.0, lo_open=True)
-        if not isinstance(keep_open, bool):
-            raise TypeError(f"keep_open must be True or False, got {keep_open!r}")
-        self.keep_open = keep_open
-        self.spent = 0.0 if spent is None else gdp_cost(spent) ** 2
-        if self.spent > self.mu ** 2:
-            raise ValueError(f"spent already exceeds the budget: μ_spent² = {self.spent:.6g} "
-                             f"> μ² = {self.mu ** 2:.6g}")
-        self.decisions: list[Decision] = []
-        self.closed = False
+        before = None if spent is None else np.array([gdp_cost(spent) ** 2])
+        super().__init__(np.array([self.mu ** 2]), keep_open=keep_open, spent=before)
 
-    def propose(self, proposal: Any) -> Decision:
-        """Admit ``proposal`` (μ_t, or a Gaussian Mechanism/Pair) if Σ μ_t² ≤ μ² still
-        holds; returns the ``Decision`` (cost and spent in units of μ²)."""
-        mu_t = gdp_cost(proposal)
-        step = len(self.decisions)
-        cost = np.array(mu_t ** 2)
-        total = self.spent + mu_t ** 2
-        if self.closed:
-            first = next(d.step for d in self.decisions if not d.admitted)
-            decision = Decision(step, False, cost, np.array(self.spent),
-                                f"filter closed by the refusal at step {first}")
-        elif total <= self.mu ** 2 * (1.0 + _ROUNDOFF):
-            self.spent = total
-            decision = Decision(step, True, cost, np.array(total))
-        else:
-            decision = Decision(step, False, cost, np.array(self.spent),
-                                f"budget exceeded: Σμ² = {self.spent:.6g} + {mu_t ** 2:.6g} "
-                                f"> μ² = {self.mu ** 2:.6g}")
-            self.closed = not self.keep_open
-        self.decisions.append(decision)
-        return decision
+    def cost(self, proposal: Any) -> FloatArray:
+        """μ_t² of ``proposal`` (μ_t, or a Gaussian Mechanism/Pair, ``gdp_cost``)."""
+        return np.array([gdp_cost(proposal) ** 2])
 
-    def admit(self, proposal: Any) -> Decision:
-        """``propose``, raising ``BudgetExhausted`` on a refusal."""
-        decision = self.propose(proposal)
-        if not decision.admitted:
-            raise BudgetExhausted(decision)
-        return decision
-
-    @property
-    def admitted(self) -> int:
-        return sum(d.admitted for d in self.decisions)
+    def where(self, i: int) -> str:
+        return " (Σ μ_t² against μ²)"
 
     def remaining(self) -> float:
         """√(μ² − Σ μ_t²): the largest μ a next proposal may have."""
-        return float(np.sqrt(max(self.mu ** 2 - self.spent, 0.0)))
+        return float(np.sqrt(max(float(self.budget[0] - self.spent[0]), 0.0)))
 
     def guarantee(self) -> PrivacyProfile:
         """The μ-GDP profile of every admitted interaction, labelled an upper bound."""
-        mu = float(np.sqrt(max(self.mu ** 2, self.spent)))   # the roundoff slack counted
+        mu = float(np.sqrt(self.held()[0]))
         prov = Provenance(Exactness.UPPER,
                           (f"Gaussian DP filter μ = {mu:.6g} (Smith–Thakurta)",))
         out: PrivacyProfile = attrs.evolve(gdp_profile(mu), lower=None, provenance=prov)
@@ -371,6 +373,60 @@ class GaussianFilter:
         """ε at ``delta`` of the filter's μ-GDP guarantee."""
         return self.guarantee().epsilon(delta)
 
-    def __repr__(self) -> str:
-        return (f"GaussianFilter(μ={self.mu:g}, {self.admitted} admitted, "
-                f"{'closed' if self.closed else 'open'})")
+
+def zcdp_cost(proposal: Any, *, registry: Any = None) -> float:
+    """ρ of a proposal (the sound side, the larger of both directions): a Mechanism,
+    Pair, Accountant or curve (converted to ``ZCDP``; approximate zCDP counts as the
+    plain ρ + ξ it implies). Uncertified curves are refused, as for ``rdp_cost``."""
+    if isinstance(proposal, (Mechanism, Pair)):
+        z = proposal.curve(ZCDP, registry=registry)
+    elif isinstance(proposal, Accountant):
+        z = proposal.curve(ZCDP)
+    elif isinstance(proposal, Curve):
+        z = of_kind(ZCDP, as_kind(proposal, ZCDP, "proposal"))
+    else:
+        raise TypeError(f"proposal must be a Mechanism, a Pair, an Accountant or a privacy "
+                        f"curve, got {type(proposal).__name__}")
+    if not z.provenance.exactness.certified:
+        raise ValueError(f"proposal's zCDP curve is {z.provenance}: a filter needs a "
+                         f"certified (exact or upper-bound) curve")
+    return z.rho("max", "upper")
+
+
+class ZCDPFilter(Filter):
+    """A zCDP filter: admits adaptively chosen ρ_t-zCDP mechanisms while Σ ρ_t ≤ ρ.
+
+    Guarantee: every interaction it admits is ρ-zCDP. At each order α the costs are
+    D_α ≤ ρ_t α with Σ ρ_t α ≤ ρα surely, so the Rényi filter theorem (Feldman and
+    Zrnic, arXiv:2008.11193, Thm 3.1) makes the interaction (α, ρα)-RDP at every α at
+    once, which is ρ-zCDP (Bun and Steinke, arXiv:1605.02065, Def. 1.1). Unlike an
+    ``RDPFilter`` over one order, the (ε, δ) answer minimises over all orders.
+    """
+
+    def __init__(self, rho: float, *, keep_open: bool = False, spent: Any = None,
+                 registry: Any = None) -> None:
+        self.rho = check_real("rho", rho, lo=0.0, lo_open=True)
+        self.registry = registry
+        before = None if spent is None else np.array([zcdp_cost(spent, registry=registry)])
+        super().__init__(np.array([self.rho]), keep_open=keep_open, spent=before)
+
+    def cost(self, proposal: Any) -> FloatArray:
+        """ρ_t of ``proposal`` (``zcdp_cost``)."""
+        return np.array([zcdp_cost(proposal, registry=self.registry)])
+
+    def where(self, i: int) -> str:
+        return " (Σ ρ_t against ρ)"
+
+    def remaining(self) -> float:
+        """ρ − Σ ρ_t: the largest ρ a next proposal may have."""
+        return float(max(float(self.budget[0] - self.spent[0]), 0.0))
+
+    def guarantee(self) -> ZCDP:
+        """ρ-zCDP of every admitted interaction, labelled an upper bound."""
+        rho = float(self.held()[0])
+        return ZCDP((rho, rho), provenance=Provenance(
+            Exactness.UPPER, (f"zCDP filter ρ = {rho:.6g} (Feldman–Zrnic at every order)",)))
+
+    def epsilon(self, delta: Any) -> FloatArray:
+        """ε at ``delta`` of the ρ-zCDP guarantee (the library's zCDP → (ε, δ))."""
+        return self.guarantee().epsilon(delta)
