@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.special import ndtr
 
 import accounting
@@ -317,3 +319,58 @@ def test_zcdp_filter_counts_rho_and_converts_over_every_order() -> None:
         ZCDPFilter(0.0)
     with pytest.raises(ValueError, match="spent already exceeds"):
         ZCDPFilter(0.1, spent=gaussian(1.0))          # ρ = 1/2
+
+
+def test_rdp_filter_monte_carlo_delta_within_its_guarantee() -> None:
+    """An adaptive Gaussian interaction under a Rényi filter for (ε, δ) = (1.5, 0.05):
+    the estimated δ(ε) = E_P[(1 − e^{ε−L})₊] stays within δ, and is caught above it
+    when the filter is ignored for a few steps past its budget."""
+    eps, delta, paths = 1.5, 0.05, 2000
+    mus = (0.2, 0.45)
+    curves = {m: gaussian(1.0 / m).curve(accounting.RDP) for m in mus}
+    rng = np.random.default_rng(3)
+    template = RDPFilter.for_target(eps, delta, plan=curves[mus[0]])
+    for cheat, should_hold in ((0, True), (6, False)):
+        losses = np.zeros(paths)
+        for i in range(paths):
+            f = RDPFilter(template.budget, template.orders)
+            y, total, extra = 0.0, 0.0, cheat
+            for _ in range(200):
+                mu_t = mus[1] if y > 0.3 else mus[0]
+                if not f.propose(curves[mu_t]).admitted:
+                    if extra == 0:
+                        break
+                    extra -= 1
+                y = mu_t + rng.standard_normal()
+                total += mu_t * y - mu_t ** 2 / 2
+            losses[i] = total
+        terms = np.maximum(0.0, 1.0 - np.exp(eps - losses))
+        est, se = terms.mean(), terms.std(ddof=1) / np.sqrt(paths)
+        print(f"cheat={cheat}: δ̂ = {est:.4f} ± {se:.4f} against δ = {delta}")
+        if should_hold:
+            assert est - 4 * se <= delta, (est, se)
+        else:
+            assert est - 4 * se > delta, (est, se)
+
+
+@settings(max_examples=25, deadline=None)
+@given(sigmas=st.lists(st.floats(0.5, 20.0), min_size=1, max_size=12),
+       budget=st.floats(0.05, 5.0))
+def test_rdp_filter_admits_exactly_the_prefixes_within_budget(sigmas: list[float],
+                                                              budget: float) -> None:
+    """Against the closed form D_α = α/(2σ²): a proposal is admitted iff the admitted
+    total plus its cost stays within B at every order, and never afterwards once closed."""
+    orders = np.array([2.0, 8.0])
+    f = RDPFilter(budget, orders)
+    total = np.zeros(2)
+    closed = False
+    for s in sigmas:
+        cost = orders / (2 * s ** 2)
+        fits = not closed and bool(np.all(total + cost <= budget * (1 + 1e-12)))
+        assert f.propose(gaussian(s)).admitted is fits
+        if fits:
+            total = total + cost
+        else:
+            closed = True
+        assert np.all(f.spent <= budget * (1 + 1e-12))
+    np.testing.assert_allclose(f.spent, total, rtol=1e-12)

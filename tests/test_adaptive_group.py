@@ -175,3 +175,11 @@ def test_gaussian_group_of_another_kind_goes_through_the_sensitivity() -> None:
     assert isinstance(curve, accounting.PLD) and curve.is_exact
     assert float(curve.epsilon(1e-5)) == pytest.approx(
         float(group(accounting.mechanism("gaussian", sigma=2.0), 2).epsilon(1e-5)), rel=1e-4)
+
+
+def test_approximate_zcdp_goes_by_the_renyi_rule() -> None:
+    xi, rho = 0.1, 0.05
+    curve = group(accounting.ZCDP.approximate(xi, rho), 2)      # c = 1
+    assert isinstance(curve, accounting.RDP)
+    alpha = np.array([2.0, 5.0])
+    np.testing.assert_allclose(curve.renyi(alpha), 3 * (xi + rho * 2 * alpha), rtol=1e-12)
