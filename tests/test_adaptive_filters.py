@@ -374,3 +374,17 @@ def test_rdp_filter_admits_exactly_the_prefixes_within_budget(sigmas: list[float
             closed = True
         assert np.all(f.spent <= budget * (1 + 1e-12))
     np.testing.assert_allclose(f.spent, total, rtol=1e-12)
+
+
+def test_rdp_filter_on_dp_sgd_steps() -> None:
+    """Poisson-subsampled Gaussian steps (DP-SGD, q = 0.01, σ = 1): the filter admits
+    ⌊B(α*)/D_α*⌋ of them, and the non-adaptive PLD of those is within ε."""
+    step = accounting.mechanism("subsampled_gaussian", q=0.01, sigma=1.0)
+    f = RDPFilter.for_target(2.0, 1e-5, plan=step)
+    (alpha,), (budget,) = f.orders, f.budget
+    per_step = float(step.curve(accounting.RDP).renyi(alpha))
+    n = 0
+    while f.propose(step).admitted:
+        n += 1
+    assert n == int(np.floor(budget / per_step * (1 + 1e-12)))
+    assert float(accounting.Accountant().compose(step, n).epsilon(1e-5)) <= 2.0

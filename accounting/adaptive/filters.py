@@ -224,9 +224,12 @@ class Filter:
         out: FloatArray = np.maximum(self.budget, self.spent)
         return out
 
+    def label(self) -> str:
+        """The budget in a few words, for the repr."""
+        return f"{self.budget.size} budget entries"
+
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}({self.budget.size} budget entr"
-                f"{'y' if self.budget.size == 1 else 'ies'}, {self.admitted} admitted, "
+        return (f"{type(self).__name__}({self.label()}, {self.admitted} admitted, "
                 f"{'closed' if self.closed else 'open'})")
 
 
@@ -290,6 +293,11 @@ class RDPFilter(Filter):
 
     def where(self, i: int) -> str:
         return f" at order α = {self.orders[i]:g}"
+
+    def label(self) -> str:
+        if self.orders.size == 1:
+            return f"α = {self.orders[0]:g}, B = {self.budget[0]:.4g}"
+        return f"{self.orders.size} orders"
 
     def remaining(self) -> FloatArray:
         """B(α) − Σ ρ(α) at each order (≥ 0)."""
@@ -357,6 +365,9 @@ class GaussianFilter(Filter):
     def where(self, i: int) -> str:
         return " (Σ μ_t² against μ²)"
 
+    def label(self) -> str:
+        return f"μ = {self.mu:g}"
+
     def remaining(self) -> float:
         """√(μ² − Σ μ_t²): the largest μ a next proposal may have."""
         return float(np.sqrt(max(float(self.budget[0] - self.spent[0]), 0.0)))
@@ -416,6 +427,9 @@ class ZCDPFilter(Filter):
 
     def where(self, i: int) -> str:
         return " (Σ ρ_t against ρ)"
+
+    def label(self) -> str:
+        return f"ρ = {self.rho:g}"
 
     def remaining(self) -> float:
         """ρ − Σ ρ_t: the largest ρ a next proposal may have."""
