@@ -183,3 +183,19 @@ def test_approximate_zcdp_goes_by_the_renyi_rule() -> None:
     assert isinstance(curve, accounting.RDP)
     alpha = np.array([2.0, 5.0])
     np.testing.assert_allclose(curve.renyi(alpha), 3 * (xi + rho * 2 * alpha), rtol=1e-12)
+
+
+def test_a_composition_of_gaussians_is_gaussian_for_groups_and_gdp_filters() -> None:
+    from accounting.adaptive import GaussianFilter
+    both = accounting.compose(accounting.mechanism("gaussian", sigma=2.0),
+                              accounting.mechanism("gaussian", sigma=2.0 / np.sqrt(3)))
+    assert both.gdp_mu() == pytest.approx(1.0)             # √(1/4 + 3/4)
+    curve = group(both, 2)
+    assert curve.is_exact
+    np.testing.assert_allclose(curve.delta([0.5, 2.0]), gdp_delta(2.0, np.array([0.5, 2.0])),
+                               rtol=1e-9)
+    f = GaussianFilter(1.0)
+    assert f.propose(both).admitted and not f.propose(0.01).admitted
+    mixed = accounting.compose(accounting.mechanism("gaussian", sigma=2.0),
+                               accounting.mechanism("laplace", b=1.0))
+    assert mixed.gdp_mu() is None

@@ -273,6 +273,18 @@ class ComposedPair(Pair):
     def _profile_lower(self, eps, direction):
         return self._pld.law(direction, "lower").delta(eps)
 
+    def gdp_mu(self) -> float | None:
+        """√(Σ count·μ²) when every component is a Gaussian pair: a product of Gaussian
+        pairs is the Gaussian pair of the Euclidean norm of their μ (Dong, Roth and Su,
+        arXiv:1905.02383, Cor. 3.3); None otherwise."""
+        total = 0.0
+        for p, c in self.components:
+            mu: float | None = p.gdp_mu()
+            if mu is None:
+                return None
+            total += c * mu * mu
+        return float(total ** 0.5)
+
     def describe(self) -> str:
         return " ⊗ ".join(f"{p.describe()}^{c}" if c > 1 else p.describe()
                           for p, c in self.components)
