@@ -45,6 +45,7 @@ FLOORS: dict[str, int] = {
     "accountant": 6,
     "serialization": 7,
     "analysis": 8, "parallel": 8, "workload": 8, "plot": 8, "testing": 8,
+    "adaptive": 8,            # filters, odometers, group privacy (reads analysis.clt)
     "cli": 9, "__main__": 9,
     "__init__": 10, "deprecated": 10,
     # deprecated aliases of moved modules, kept for one release: nothing imports them

@@ -27,6 +27,8 @@ primitive                  default when the pair does not provide it
 ``rho_bound(d)``           ``None``: an upper bound on ρ* where the envelope cannot
                            certify it
 ``_self_compose(count)``   ``None``: a closed-form pair for the count-fold product
+``gdp_mu()``               ``None``: μ where the pair is exactly the μ-GDP Gaussian pair
+                           (N(μ, 1), N(0, 1)) in both directions (GDP filters, groups)
 ``noise_density()``        ``NotImplementedError``: the pair as additive noise, (Z + Δ, Z),
                            a ``NoiseDensity`` (log-density, sensitivity, width, span)
 ``sample(rng, shape)``     ``NotImplementedError``: i.i.d. draws (x ~ P, y ~ Q), each
