@@ -169,3 +169,30 @@ def test_zero_is_only_answered_for_a_noise_parameter():
     always = MechanismFamily(lambda x: ac.mechanism("gaussian", sigma=max(x, 100.0)))
     with pytest.raises(ValueError, match="nothing to calibrate"):
         calibrate_workload(always, epsilon=1.0, delta=1e-5, accountant="rdp", start=200.0)
+
+
+def _gaussian_sigma(mu_per_unit: float, count: int, eps: float, delta: float) -> float:
+    """The exact σ with δ(ε) = δ for ``count`` Gaussians of sensitivity 1: μ = √count/σ
+    (Dong–Roth–Su, arXiv:1905.02383, Cor. 3.3) and δ(ε) = Φ(−ε/μ + μ/2) −
+    e^ε Φ(−ε/μ − μ/2) (Balle–Wang, arXiv:1805.06530, Thm 8), solved by Brent."""
+    from scipy.optimize import brentq
+
+    def excess(sigma: float) -> float:
+        mu = mu_per_unit * math.sqrt(count) / sigma
+        return float(stats.norm.cdf(-eps / mu + mu / 2)
+                     - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)) - delta
+    return float(brentq(excess, 0.05, 500.0, xtol=1e-15, rtol=1e-14))
+
+
+@pytest.mark.parametrize("count, eps, delta", [(1, 1.0, 1e-5), (10, 2.0, 1e-6), (300, 0.5, 1e-9)])
+def test_the_secant_closes_a_bracket_around_the_exact_root(count, eps, delta):
+    """Gaussian compositions are answered exactly (μ-GDP), so the calibrated bracket
+    must hold the closed-form σ, be no wider than rtol, and the log–log secant with its
+    closing step takes four or five evaluations (Brent's method took six or seven)."""
+    exact = _gaussian_sigma(1.0, count, eps, delta)
+    for rtol in (1e-6, 1e-10):
+        cal = calibrate("gaussian", "sigma", epsilon=eps, delta=delta, count=count, rtol=rtol)
+        lo, hi = cal.bracket
+        assert lo < exact * (1 + 1e-12) and exact < hi * (1 + 1e-12)
+        assert hi / lo - 1 <= rtol
+        assert cal.evaluations <= 5
