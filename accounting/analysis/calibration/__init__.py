@@ -21,7 +21,9 @@ neighbouring directions:
 Method. ε(δ; x) is *assumed* non-increasing in x (more noise never costs privacy). It
 is not proved for every family, so it is checked: a bracket is found by growing steps
 (factors 1.1, 1.21, 1.46, 2.1, 4.6, then 16) from ``start`` — for ``pld`` by default
-the RDP answer to 1e-3, cheap and close, since a PLD at far too little noise is slow —
+the root of the same calibration on a grid five times coarser (to 2e-3, each evaluation
+a fraction of the cost), whose log–log slope also predicts the first step, so that it
+straddles the fine root; the RDP answer to 1e-3 where the coarse grid cannot answer —
 ε must not rise along those steps, every evaluation made on the way and during the
 root find must be ordered (no feasible x below an infeasible one), and the ends must
 straddle the target; otherwise a ``ValueError`` says so. A step the accountant refuses
@@ -29,11 +31,12 @@ for its grid size (``GridSizeError``) is retried halfway back, in log x, so the 
 is found where grids fit. When x is a mechanism's own noise parameter and the search
 cannot go lower (the target holds at every x tried, down to the parameter's range or
 what the accountant discretises), x = 0 — no noise — is evaluated, and the answer is 0
-if it meets the target. Brent's method (scipy.optimize.brentq;
-Brent 1973, ch. 4) then narrows the bracket. The answer is the *feasible* end of the
+if it meets the target. A safeguarded secant in (log x, log ε) then narrows the
+bracket (``search``: regula falsi and bisection guards as in Brent 1973, ch. 4), placing
+its last point so that the bracket closes. The answer is the *feasible* end of the
 final bracket — the smallest x evaluated with ε ≤ target — so ε at the answer never
 exceeds the target; the true threshold lies in the reported bracket (lo, value],
-whose width is below rtol·value (+ a 1e-3 fraction of that as absolute tolerance).
+whose width is below rtol·lo.
 
 Orders. For ``rdp``/``zcdp`` the best order is found by a 9-point log-grid window
 around the previous best (shifted until the minimum is inside), then a bounded
@@ -43,7 +46,7 @@ per direction instead of ~240 for a global search, which matters when the CGF is
 quadrature (Gaussian mixtures, generic noise).
 
 The package, one concept per module: ``family`` (``MechanismFamily``: x ↦ Ledger),
-``search`` (the shared root finding: bracket, Brent, the order search), ``epsilon``
+``search`` (the shared root finding: bracket, secant, the order search), ``epsilon``
 (``calibrate``, ``calibrate_workload``), ``risk`` (``calibrate_risk``) and ``count``
 (``calibrate_count``). The names below are those this module has always offered.
 """

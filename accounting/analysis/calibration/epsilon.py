@@ -42,7 +42,7 @@ __all__ = ["Calibration", "calibrate_workload", "calibrate"]
 class Calibration:
     """A calibrated noise value and how it was certified.
 
-    ``value``: the feasible end of the final Brent bracket; ``epsilon``: ε(δ) at
+    ``value``: the feasible end of the final bracket; ``epsilon``: ε(δ) at
     ``value`` under ``accountant`` (an upper bound, max over directions, ≤ ``target``);
     ``bracket`` = (lo, value): ε(lo) > target, so under monotonicity the smallest
     feasible value lies in (lo, value]; (0, 0) when x = 0, no noise at all, meets the
