@@ -58,8 +58,18 @@ and by the threshold baseline, mean bounds rkrd/threshold 0.96–1.01; classifie
 rejects half noise 2/5, the √σ and (3, 0.03) bugs 0/5; no honest mechanism rejected;
 rkrd about 2–3 CPU s per audit at n = 8000, 0.2 s at n = 600 in d = 30.
 
+Third table, the sequential audit (``RKRDAuditor.audit_sequential``, the e-process of
+``accounting_rkrd.sequential``) on the one-dimensional rows of the first table (claim
+(1, 1e-3)): rejection rate, median and 90 % quantile of the pairs drawn per side until
+the decision, and how the runs stopped, over ``--seq-seeds`` seeds (budget 20 000 pairs,
+5 000 for the honest rows). Measured (``--seq-seeds 30``): half noise rejected 30/30,
+median 770 pairs drawn (90 %: 1463; the fixed-n audit uses 8000); std √σ 30/30, median
+4096; no clip and Laplace b/2 30/30 within 150–200; honest Gaussian 0/30, honest
+Laplace 1/30 (budget 5000). The slow test of tests/plugins/test_rkrd_sequential.py
+checks at most 18 of 200 honest rejections and a median under 1500 over 200 seeds.
+
 Run:  python benchmarks/audit_power.py [--reps 10] [--n1 8000] [--n30 600] [--quick]
-           [--only samples|onerun] [--seeds 20]
+           [--only samples|onerun|sequential] [--seeds 20] [--seq-seeds 50]
 (``--only onerun`` prints the anchors alone, in about 15 s; ``--quick`` runs both
 tables in under 2 min.)
 The times are the auditor's CPU seconds per audit (wall time grows with the load of a
@@ -244,14 +254,39 @@ def main() -> None:
     ap.add_argument("--n1", type=int, default=8000, help="samples per side, 1-d rows")
     ap.add_argument("--n30", type=int, default=600, help="samples per side, d = 30 rows")
     ap.add_argument("--quick", action="store_true", help="3 repetitions, n1 = 2000")
-    ap.add_argument("--only", choices=("samples", "onerun"), help="print one table only")
+    ap.add_argument("--only", choices=("samples", "onerun", "sequential"),
+                    help="print one table only")
+    ap.add_argument("--seq-seeds", type=int, default=50, help="seeds of the sequential table")
     ap.add_argument("--seeds", type=int, default=20, help="seeds of the one-run anchors")
     args = ap.parse_args()
     reps, n1 = (3, 2000) if args.quick else (args.reps, args.n1)
-    if args.only != "onerun":
+    if args.only in (None, "samples"):
         samples_table(reps, n1, args.n30)
-    if args.only != "samples":
+    if args.only in (None, "onerun"):
         anchors(5 if args.quick else args.seeds)
+    if args.only in (None, "sequential"):
+        sequential_table(10 if args.quick else args.seq_seeds)
+
+
+def sequential_table(seeds: int) -> None:
+    """The third table (module doc)."""
+    from accounting_rkrd import RKRDAuditor
+    aud = RKRDAuditor(level=LEVEL)
+    print(f"\nsequential audit (e-process), claim (1, 1e-3), level {LEVEL}, {seeds} seeds; "
+          f"pairs drawn per side until the decision")
+    print(f"{'mechanism':18s} {'true ε':>7s} | {'rejected':>8s} {'median n':>9s} "
+          f"{'90% n':>7s} | stopped (violation/futility/budget)  cpu s")
+    for label, n, delta, eps, draw, true_eps in suite(8000, 600)[:6]:
+        budget = 5000 if "honest" in label else 20_000
+        t0 = time.process_time()
+        reps = [aud.audit_sequential(samples=draw(np.random.default_rng(50_000 + s), budget),
+                                     epsilon=eps, delta=delta, seed=s) for s in range(seeds)]
+        drawn = np.array([r.n_drawn for r in reps])
+        stops = "/".join(str(sum(r.stopped == k for r in reps))
+                         for k in ("violation", "futility", "budget"))
+        print(f"{label:18s} {true_eps:7.3f} | {np.mean([r.rejected for r in reps]):8.2f} "
+              f"{np.median(drawn):9.0f} {np.quantile(drawn, 0.9):7.0f} | {stops:>35s}  "
+              f"{(time.process_time() - t0) / seeds:5.2f}", flush=True)
 
 
 def samples_table(reps: int, n1: int, n30: int) -> None:

@@ -54,7 +54,12 @@ _AUDIT_DESCRIPTION = (
     "and its 0/1 inclusion bit, .npy or text with one number a line) and certifies an ε "
     "lower bound; --epsilon is then the optional claim to test, --delta the δ of the "
     "bound (default: the auditor's). Without --auditor the auditor is the one registered "
-    "auditor offering that kind of audit (scores, samples or a callable).")
+    "auditor offering that kind of audit (scores, samples or a callable). With --sequential "
+    "the audit is anytime-valid and sequential (an auditor offering audit_sequential): "
+    "outputs of --mechanism are drawn in rounds, or the rows of --x/--y read in order, "
+    "and it stops as soon as the claim is refuted at --level (valid under optional "
+    "stopping), when its witnesses cannot show a violation, or after --max-n pairs; "
+    "the report gives the pairs used.")
 
 
 def add_parser(sub: Any) -> None:
@@ -100,6 +105,11 @@ def add_parser(sub: Any) -> None:
                         "gigabytes (default: the auditor's own budget)")
     p.add_argument("--sweep", action="store_true",
                    help="also compute the descriptive D̂ and λ sweep on all samples (n × n)")
+    p.add_argument("--sequential", action="store_true",
+                   help="anytime-valid sequential audit: sample in rounds, stop as soon as "
+                        "the claim is refuted (with --mechanism, or --x/--y read in order)")
+    p.add_argument("--max-n", type=count_text, metavar="N", help="--sequential: at most N "
+                   "outputs on each dataset (default: the auditor's; with --x/--y all rows)")
     p.add_argument("--progress", action="store_true", help="show progress on stderr")
     p.add_argument("--fail-on-reject", action="store_true",
                    help=f"exit with status {EXIT_REJECTED} when the claim is rejected (for CI)")
@@ -323,13 +333,64 @@ def _run_scores(ns: argparse.Namespace, registry: Registry) -> int:
     return EXIT_REJECTED if ns.fail_on_reject and report.rejected else 0
 
 
+def _run_sequential(ns: argparse.Namespace, registry: Registry) -> int:
+    """``accounting audit --sequential``: the anytime-valid sequential audit."""
+    bad = [o for o, v in (("--n", ns.n), ("--reference", ns.reference),
+                          ("--shift", ns.shift), ("--n-boot", ns.n_boot),
+                          ("--alpha", ns.alpha), ("--bandwidth", ns.bandwidth),
+                          ("--max-memory", ns.max_memory)) if v is not None]
+    bad += ["--sweep"] if ns.sweep else []
+    if bad:
+        raise CLIError(f"--sequential cannot be combined with {', '.join(bad)} (use "
+                       f"--max-n N for the sampling budget)")
+    if ns.epsilon is None or ns.delta is None:
+        raise CLIError("--epsilon E and --delta D are required for a sequential audit")
+    _check_audit_claim(ns.epsilon, ns.delta)
+    by_samples, by_callable = ns.x is not None or ns.y is not None, ns.mechanism is not None
+    if by_samples == by_callable:
+        raise CLIError("--sequential: give either --x FILE --y FILE or --mechanism "
+                       "MODULE:FUNCTION --d0 SPEC --d1 SPEC")
+    auditor = _auditor(ns.auditor, registry, "audit_sequential")
+    options: dict[str, Any] = {k: v for k, v in (("level", ns.level), ("max_n", ns.max_n),
+                                                 ("seed", ns.seed)) if v is not None}
+    if by_samples:
+        if ns.x is None or ns.y is None:
+            raise CLIError("--x and --y go together")
+        x, y = _load_npy(ns.x, "--x", samples=True), _load_npy(ns.y, "--y", samples=True)
+        if (1 if x.ndim == 1 else x.shape[1]) != (1 if y.ndim == 1 else y.shape[1]):
+            raise CLIError(f"--x and --y must have the same dimension d, got shapes "
+                           f"{x.shape} and {y.shape}")
+        report = auditor.audit_sequential(samples=(x, y), epsilon=ns.epsilon,
+                                          delta=ns.delta, **options)
+    else:
+        if ns.d0 is None or ns.d1 is None:
+            raise CLIError("--mechanism needs --d0 SPEC and --d1 SPEC")
+        fn = _user_callable(_import_object(ns.mechanism, "--mechanism"), ns.mechanism)
+        data = [_import_object(s, f"--d{i}") if ":" in s and not os.path.exists(s)
+                else _load_npy(s, f"--d{i}") for i, s in enumerate((ns.d0, ns.d1))]
+        report = auditor.audit_sequential(fn, data[0], data[1], epsilon=ns.epsilon,
+                                          delta=ns.delta, **options)
+    if ns.json:
+        print_json("audit", report.to_dict())
+    else:
+        print(report)
+    return EXIT_REJECTED if ns.fail_on_reject and report.rejected else 0
+
+
 def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
+    if ns.sequential and (ns.scores is not None or ns.inclusion is not None):
+        raise CLIError("--sequential audits sampled outputs; a one-run audit (--scores, "
+                       "--inclusion) has no rounds")
     if ns.scores is not None or ns.inclusion is not None:
         return _run_scores(ns, registry)
+    if ns.max_n is not None and not ns.sequential:
+        raise CLIError("--max-n belongs to a sequential audit (--sequential)")
     one_run = [o for o, v in (("--abstain", ns.abstain), ("--analysis", ns.analysis)) if v is not None]
     if one_run:
         raise CLIError(f"{', '.join(one_run)} belong to a one-run audit (--scores FILE "
                        f"--inclusion FILE)")
+    if ns.sequential:
+        return _run_sequential(ns, registry)
     if ns.epsilon is None or ns.delta is None:
         raise CLIError("--epsilon E and --delta D are required for an audit from samples "
                        "or a callable")

@@ -2,7 +2,7 @@
 
 An auditor tests a privacy claim: of a black-box mechanism from its outputs on two
 neighbouring datasets D, D′, or of one training run from its canaries' scores. It
-offers one or more of three entry points (``offered_methods`` lists them;
+offers one or more of four entry points (``offered_methods`` lists them;
 ``primary_methods`` those it is the natural choice for):
 
 * ``audit_samples(x, y, *, epsilon, delta, seed=None, **settings)``: x ~ M(D) and
@@ -15,7 +15,12 @@ offers one or more of three entry points (``offered_methods`` lists them;
   canary a score and its 0/1 inclusion bit (each drawn with probability 1/2 before
   the one training run), optionally the number of canaries not guessed; the report
   also carries ``epsilon_lower_bound`` (certified at ``level``) and
-  ``max_provable_epsilon`` (what perfect guesses could certify).
+  ``max_provable_epsilon`` (what perfect guesses could certify);
+* ``audit_sequential(fn=None, d0=None, d1=None, *, epsilon, delta, max_n=None,
+  samples=None, seed=None, **settings)``: an anytime-valid sequential audit that
+  draws outputs of ``fn`` on d0 and d1 in rounds (or reads ``samples=(x, y)`` in
+  order) and stops as soon as the claim is refuted at ``level`` (valid under
+  optional stopping), or when it gives up; the report also carries the pairs used.
 
 Each returns an ``AuditReport``: ``rejected`` (bool: the claim is refuted at the
 auditor's level), ``to_dict()`` (JSON-serialisable) and ``__str__`` (a table). Bad
@@ -39,7 +44,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["AuditReport", "SampleAuditor", "CallableAuditor", "ScoreAuditor", "Auditor",
+__all__ = ["AuditReport", "SampleAuditor", "CallableAuditor", "ScoreAuditor",
+           "SequentialAuditor", "Auditor",
            "auditor_problems", "offered_methods", "primary_methods", "AUDITOR_METHODS"]
 
 
@@ -82,15 +88,26 @@ class ScoreAuditor(Protocol):
 
 
 @runtime_checkable
+class SequentialAuditor(Protocol):
+    """An auditor that samples in rounds and stops as soon as it can decide."""
+
+    def audit_sequential(self, fn: Callable[[Any, np.random.Generator], Any] | None = None,
+                         d0: Any = None, d1: Any = None, *, epsilon: float, delta: float,
+                         max_n: int | None = None, samples: Any = None,
+                         seed: int | None = None, **settings: Any) -> AuditReport: ...
+
+
+@runtime_checkable
 class Auditor(SampleAuditor, CallableAuditor, Protocol):
     """An auditor with both sampling entry points (the rkrd one has both)."""
 
 
 #: the entry points, in the order they are described
-AUDITOR_METHODS = ("audit_samples", "audit_callable", "audit_scores")
+AUDITOR_METHODS = ("audit_samples", "audit_callable", "audit_scores", "audit_sequential")
 _PROTOCOLS: dict[str, type] = {"audit_samples": SampleAuditor,
                                "audit_callable": CallableAuditor,
-                               "audit_scores": ScoreAuditor}
+                               "audit_scores": ScoreAuditor,
+                               "audit_sequential": SequentialAuditor}
 
 
 def offered_methods(auditor: Any) -> tuple[str, ...]:
@@ -122,7 +139,8 @@ def primary_methods(auditor: Any) -> tuple[str, ...]:
 
 def auditor_problems(auditor: Any) -> str:
     """What keeps ``auditor`` from being an auditor ("" if nothing): it must satisfy
-    ``SampleAuditor``, ``CallableAuditor`` or ``ScoreAuditor`` (or several), with
+    ``SampleAuditor``, ``CallableAuditor``, ``ScoreAuditor`` or ``SequentialAuditor``
+    (or several), with
     callable entry points."""
     present, broken = [], []
     for method, protocol in _PROTOCOLS.items():

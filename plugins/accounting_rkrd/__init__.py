@@ -13,7 +13,10 @@ Rényi divergence", arXiv:2205.13941; docs/auditing.md):
   the held-out Clopper–Pearson test of an (ε, δ) claim or of a whole trade-off curve;
 * ``bootstrap_test``: parametric bootstrap against a claimed registered mechanism;
 * ``RKRDAuditor``, ``audit_samples``, ``audit_callable``: the black-box API and its
-  ``AuditReport``; ``plot_sweep`` draws D̂ against λ (matplotlib, optional).
+  ``AuditReport``; ``plot_sweep`` draws D̂ against λ (matplotlib, optional);
+* ``sequential_test``, ``SequentialReport`` (``RKRDAuditor.audit_sequential``): the
+  anytime-valid sequential audit, an e-process on hockey-stick witnesses that stops
+  as soon as a violation is certain.
 
 Registered through the entry-point group ``accounting`` (module ``accounting_rkrd.plugin``).
 """
@@ -28,6 +31,7 @@ from .lower_bound import LowerBound, clopper_pearson_upper, epsilon_lower_bound
 from .plot import plot_sweep
 from .report import AuditReport, RKRDPResult
 from .resources import MemoryBudgetError
+from .sequential import SequentialReport, sequential_test
 from .threshold import RKRDPTest, Threshold, dp_lambda, rkrdp_test, rkrdp_threshold
 
 __all__ = [
@@ -39,4 +43,5 @@ __all__ = [
     "epsilon_lower_bound", "clopper_pearson_upper", "LowerBound",
     "bootstrap_test", "BootstrapResult", "noise_sampler",
     "gaussian_sigma", "gaussian_outputs", "plot_sweep",
+    "sequential_test", "SequentialReport",
 ]

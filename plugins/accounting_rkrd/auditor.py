@@ -58,6 +58,7 @@ from .resources import (
     thread_limit,
     threads_capped,
 )
+from .sequential import SEQUENTIAL_SETTINGS, SequentialReport, array_source, sequential_test
 from .threshold import dp_lambda, rkrdp_threshold
 from .witnesses import FAMILIES, candidates, check_families
 
@@ -66,6 +67,8 @@ __all__ = ["RKRDAuditor", "MechanismError", "audit_samples", "audit_callable",
 
 #: the descriptive sweep is computed by default up to this many samples per side
 AUTO_SWEEP_MAX = 1000
+#: pairs a sequential audit of a callable may draw by default
+DEFAULT_SEQUENTIAL_MAX = 20_000
 
 
 class MechanismError(ValueError):
@@ -369,6 +372,49 @@ class RKRDAuditor:
             raise ValueError(f"fn returned outputs of length {x.shape[1]} on d0 but "
                              f"{y.shape[1]} on d1")
         return self.audit_samples(x, y, epsilon=epsilon, delta=delta, seed=seed, claim=claim)
+
+
+    # --------------------------------------------------------------- sequential
+    def audit_sequential(self, fn: Callable[[Any, np.random.Generator], Any] | None = None,
+                         d0: Any = None, d1: Any = None, *, epsilon: float, delta: float,
+                         max_n: int | None = None, samples: Any = None,
+                         seed: int | None = None, **settings: Any) -> SequentialReport:
+        """Anytime-valid sequential audit of the (``epsilon``, ``delta``) claim
+        (``accounting_rkrd.sequential``): draw outputs of ``fn(d0, rng)`` and
+        ``fn(d1, rng)`` in rounds, or read ``samples=(x, y)`` in order, and stop as soon
+        as the e-process crosses 1/level (reject), the witnesses' detectable ε falls
+        below the claim, or ``max_n`` pairs are used (default 20 000; with ``samples``
+        at most min(n_x, n_y)). ``level`` is the auditor's unless given; the other
+        settings are those of ``sequential_test`` (``batch``, ``warmup``, ``growth``,
+        ``thresholds``, ``bet_fraction``, ``fit_window``, ``futility``,
+        ``futility_after``, ``futility_level``); anything else is a TypeError."""
+        unknown = sorted(set(settings) - set(SEQUENTIAL_SETTINGS) - {"level"})
+        if unknown:
+            raise TypeError(f"audit_sequential: unknown setting(s) {', '.join(unknown)}; "
+                            f"known: level, {', '.join(SEQUENTIAL_SETTINGS)}")
+        level = check_probability("level", settings.pop("level", self.level))
+        seed = _seed(seed)
+        budget = check_positive("memory_budget", self.memory_budget)
+        if (fn is None) == (samples is None):
+            raise TypeError("audit_sequential: give either fn, d0, d1 (a callable "
+                            "(dataset, rng) -> output vector) or samples=(x, y)")
+        if samples is not None:
+            if not (isinstance(samples, (tuple, list)) and len(samples) == 2):
+                raise TypeError("samples must be a pair (x, y) of arrays of outputs")
+            draw, total = array_source(*samples)
+            limit = total if max_n is None else min(check_count("max_n", max_n), total)
+        else:
+            if not callable(fn):
+                raise TypeError(f"fn must be callable (dataset, rng) -> output vector, got "
+                                f"{type(fn).__name__}")
+            limit = DEFAULT_SEQUENTIAL_MAX if max_n is None else check_count("max_n", max_n)
+
+            def draw(rng: np.random.Generator, k: int) -> tuple[np.ndarray, np.ndarray]:
+                return (_draw(fn, d0, "d0", k, rng, None, 0, k, budget),
+                        _draw(fn, d1, "d1", k, rng, None, 0, k, budget))
+        with thread_limit(self._threads()):
+            return sequential_test(draw, epsilon=epsilon, delta=delta, level=level,
+                                   max_n=limit, seed=seed, auditor=self.name, **settings)
 
 
 def _seed(seed: int | None) -> int:
