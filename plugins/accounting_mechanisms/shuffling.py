@@ -97,9 +97,9 @@ def _log_cdf(c: FloatArray, shift: float, batches: int, kept: float) -> FloatArr
     c = np.asarray(c, dtype=float)
     rest = (batches - 1) * log_ndtr(c) if batches > 1 else np.zeros(c.shape)
     marked = log_ndtr(c - shift)
-    if kept >= 1.0:
-        return rest + marked
-    return rest + np.logaddexp(math.log(kept) + marked, math.log1p(-kept) + log_ndtr(c))
+    out: FloatArray = (rest + marked if kept >= 1.0 else
+                       rest + np.logaddexp(math.log(kept) + marked, math.log1p(-kept) + log_ndtr(c)))
+    return out
 
 
 def _log_sf(log_cdf: FloatArray) -> FloatArray:
@@ -124,7 +124,8 @@ def _log_pdf(c: FloatArray, shift: float, batches: int, kept: float) -> FloatArr
     terms = log_dg - log_g
     if batches > 1:
         terms = np.logaddexp(math.log(batches - 1) + lphi - log_ndtr(c), terms)
-    return _log_cdf(c, shift, batches, kept) + terms
+    out: FloatArray = _log_cdf(c, shift, batches, kept) + terms
+    return out
 
 
 @attrs.frozen(eq=False)
@@ -171,6 +172,11 @@ class MaxStatisticPair(Pair):
         val = np.where(eps == np.inf, 0.0, np.where(eps == -np.inf, 1.0, val))
         out: FloatArray = np.clip(val, 0.0, 1.0)
         return out
+
+    def cdf(self, c: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """(P(M ≤ c), Q(M ≤ c)) at the values ``c``."""
+        return (np.exp(_log_cdf(c, self.shift_p, self.batches, self.kept)),
+                np.exp(_log_cdf(c, self.shift_q, self.batches, self.kept)))
 
     def loss(self, c: FloatArray) -> FloatArray:
         """M's privacy loss l(c) = log f_P(c) − log f_Q(c) at the values ``c`` of M."""
@@ -289,10 +295,12 @@ def _base_mechanism(instance: Any, attribute: attrs.Attribute[Any], value: Any) 
         raise TypeError(f"base must be a Mechanism, got {type(value).__name__}")
 
 
-def _size(name: str) -> Any:
-    def convert(value: Any) -> int:
-        return check_count(name, value)
-    return convert
+def _batch_size(value: Any) -> int:
+    return check_count("batch_size", value)
+
+
+def _dataset_size(value: Any) -> int:
+    return check_count("dataset_size", value)
 
 
 #: batch and dataset sizes: integers up to 2^53
@@ -333,8 +341,8 @@ class Shuffled(Mechanism):
 
     name = "shuffled"
     base: Mechanism = attrs.field(validator=_base_mechanism)
-    batch_size: int = attrs.field(converter=_size("batch_size"), metadata={"range": SIZE})
-    dataset_size: int = attrs.field(converter=_size("dataset_size"), metadata={"range": SIZE})
+    batch_size: int = attrs.field(converter=_batch_size, metadata={"range": SIZE})
+    dataset_size: int = attrs.field(converter=_dataset_size, metadata={"range": SIZE})
     drop_last: bool = attrs.field(default=False)
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.ADD_REMOVE, kw_only=True,
                                              converter=as_neighbouring)
