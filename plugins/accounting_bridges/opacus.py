@@ -14,6 +14,13 @@ under the name ``"accounting_pld"``, so Opacus builds it like one of its own::
     engine.get_epsilon(1e-5)   # certified: never below the true ε
 
 (Opacus has no entry point for accountants, hence registration on import.)
+
+Sampler. The accountant assumes Poisson subsampling (Opacus' ``poisson_sampling=True``,
+its default; ``describe()`` says so in one line). With ``poisson_sampling=False`` the
+loader shuffles, and Poisson accounting can understate ε (arXiv:2403.17673, §4): build
+the accountant with ``OpacusAccountant(sampler="shuffle")`` (sample rate
+1/len(data_loader), one epoch per len(data_loader) steps) and give it to Opacus'
+``PrivacyEngine`` (its ``accountant`` attribute) instead of the name.
 ``make_private_with_epsilon`` calibrates the noise multiplier with Opacus' own
 bisection (``opacus.accountants.utils.get_noise_multiplier``, tolerance 0.01 in ε)
 over this accountant's ``get_epsilon``, so the ε reached after the stated epochs is
@@ -40,8 +47,8 @@ __all__ = ["OpacusAccountant", "MECHANISM", "register"]
 class OpacusAccountant(TrainingAccountant, IAccountant):
     """Opacus' ``IAccountant`` over our PLD (see ``TrainingAccountant``)."""
 
-    def __init__(self, grid_step: float = GRID_STEP) -> None:
-        TrainingAccountant.__init__(self, grid_step)
+    def __init__(self, grid_step: float = GRID_STEP, *, sampler: str = "poisson") -> None:
+        TrainingAccountant.__init__(self, grid_step, sampler=sampler)
 
 
 def register() -> None:

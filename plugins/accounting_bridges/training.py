@@ -13,6 +13,18 @@ z = 0 is non-private (ε = ∞). ``history`` keeps runs of equal steps as
 ``(noise_multiplier, sample_rate, steps)`` triples, the layout of Opacus' own
 accountants, so a state dict moves between them.
 
+Sampler. By default (``sampler="poisson"``) each step is assumed to sample its batch by
+Poisson subsampling at rate q, which is what the ε above bounds. Training that shuffles
+the data each epoch and cuts it into batches is a different mechanism, and Poisson
+accounting can understate its ε several times (arXiv:2403.17673, §4);
+``TrainingAccountant(sampler="shuffle")`` accounts it instead
+(``accounting_mechanisms.shuffling``): a run of steps at rate q = 1/S (S steps per
+epoch, an integer) is ⌈steps/S⌉ epochs, each certified by one use of the Gaussian
+(upper end), and each complete epoch also carries the certified lower bound of the
+worst-case datasets (lower end of ``get_epsilon_interval``). Epochs are assumed to
+start with the accountant and again whenever the sample rate changes. ``describe()``
+says which sampler is assumed, in one line.
+
 ``get_epsilon(delta)`` is the certified upper bound of the composed PLD (the upper end
 of ``get_epsilon_interval``: never below the true ε, whatever the grid);
 ``accountant="rdp"`` or ``"zcdp"`` give those accountants' bounds instead.
@@ -30,7 +42,10 @@ from accounting.curves.pld import DEFAULT_STEP, check_step
 from accounting.pairs.mechanism import Mechanism
 from accounting.validation import check_count, check_options, check_real
 
-__all__ = ["TrainingAccountant", "dpsgd_mechanism", "MECHANISM", "GRID_STEP"]
+__all__ = ["TrainingAccountant", "dpsgd_mechanism", "MECHANISM", "GRID_STEP", "SAMPLERS"]
+
+#: the batch samplers a training accountant can assume
+SAMPLERS = ("poisson", "shuffle")
 
 #: the name this accountant goes by (Opacus' accountant registry, state dicts)
 MECHANISM = "accounting_pld"
@@ -58,6 +73,38 @@ def dpsgd_mechanism(noise_multiplier: float, sample_rate: float) -> Mechanism | 
     return mechanism
 
 
+def steps_per_epoch(sample_rate: float) -> int:
+    """S = 1/q for a shuffled run (Opacus: q = 1/len(data_loader)); a rate whose inverse
+    is not an integer (within 1e-9 relative) is a ValueError: the epochs are unknown."""
+    q = check_real("sample_rate", sample_rate, lo=0.0, hi=1.0, lo_open=True)
+    s = round(1.0 / q)
+    if s < 1 or abs(s * q - 1.0) > 1e-9:
+        raise ValueError(f"sampler='shuffle' needs sample_rate = 1/(steps per epoch), an "
+                         f"integer's inverse; got {sample_rate!r} (1/q = {1.0 / q:.10g})")
+    return int(s)
+
+
+def _compose_shuffled(acc: Accountant, z: float, q: float, steps: int) -> None:
+    """``steps`` shuffled steps at rate q = 1/S with noise multiplier z onto ``acc``: the
+    complete epochs as ``Shuffled`` epochs (upper: the Gaussian; lower: the worst-case
+    pair), a last partial epoch with the Gaussian above and nothing claimed below."""
+    import accounting
+    from accounting_mechanisms.shuffling import ShuffledPair
+
+    if q == 0.0:
+        return
+    s = steps_per_epoch(q)
+    full, part = divmod(steps, s)
+    base = accounting.mechanism("gaussian", sigma=z)
+    if full:
+        epoch = accounting.mechanism("shuffled", base=base, batch_size=1, dataset_size=s)
+        acc.compose(epoch, count=full)
+    if part:
+        from accounting.pairs.pair import identical_pair
+        acc.compose(ShuffledPair(base.pair(), identical_pair("a partial epoch: no lower bound"),
+                                 s), count=1)
+
+
 def _check_history_entry(i: int, entry: Any) -> tuple[float, float, int]:
     where = f"history[{i}]"
     if not isinstance(entry, (tuple, list)) or len(entry) != 3:
@@ -79,8 +126,12 @@ class TrainingAccountant:
     to gain).
     """
 
-    def __init__(self, grid_step: float = GRID_STEP) -> None:
+    def __init__(self, grid_step: float = GRID_STEP, *, sampler: str = "poisson") -> None:
         self.grid_step = check_step(grid_step)
+        if not isinstance(sampler, str) or sampler.lower() not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+        #: the batch sampler assumed ("poisson" or "shuffle"; the module docstring)
+        self.sampler = sampler.lower()
         #: runs of equal steps: (noise_multiplier, sample_rate, steps)
         self.history: list[tuple[float, float, int]] = []
         self._cache: dict[tuple[tuple[float, float, int], ...], Accountant] = {}
@@ -89,6 +140,16 @@ class TrainingAccountant:
     def mechanism(cls) -> str:
         """The name this accountant is registered under (``"accounting_pld"``)."""
         return MECHANISM
+
+    def describe(self) -> str:
+        """One line: the sampler this accountant assumes, and how it accounts it."""
+        if self.sampler == "shuffle":
+            return (f"{MECHANISM}: assumes shuffled batches (each epoch a fresh permutation, "
+                    f"1/sample_rate steps per epoch); ε certified by one Gaussian use per "
+                    f"epoch, lower end from the worst-case datasets of arXiv:2403.17673 §4")
+        return (f"{MECHANISM}: assumes Poisson subsampling at each step's sample_rate "
+                f"(add/remove); for a shuffling data loader use sampler='shuffle', Poisson "
+                f"accounting can understate its ε (arXiv:2403.17673 §4)")
 
     def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
         """Record one optimiser step with noise multiplier z = σ/C at sampling rate q."""
@@ -121,6 +182,9 @@ class TrainingAccountant:
         if cached is None:
             cached = Accountant(step=self.grid_step)
             for z, q, n in history:
+                if self.sampler == "shuffle":
+                    _compose_shuffled(cached, z, q, n)
+                    continue
                 mechanism = dpsgd_mechanism(z, q)
                 if mechanism is not None:
                     cached.compose(mechanism, count=n)
@@ -169,6 +233,8 @@ class TrainingAccountant:
         destination["history"] = [tuple(e) for e in self._checked_history()]
         destination["mechanism"] = self.mechanism()
         destination["grid_step"] = self.grid_step
+        if self.sampler != "poisson":
+            destination["sampler"] = self.sampler
         return destination
 
     def load_state_dict(self, state_dict: Any) -> None:
@@ -181,10 +247,14 @@ class TrainingAccountant:
             if key not in state_dict:
                 raise ValueError(f"state_dict has no {key!r}: cannot be loaded into "
                                  f"{type(self).__name__}")
-        unknown = sorted(set(state_dict) - {"history", "mechanism", "grid_step"})
+        unknown = sorted(set(state_dict) - {"history", "mechanism", "grid_step", "sampler"})
         if unknown:
             raise ValueError(f"state_dict has unknown keys {unknown}; allowed: history, "
-                             f"mechanism, grid_step")
+                             f"mechanism, grid_step, sampler")
+        sampler = state_dict.get("sampler", "poisson")
+        if sampler not in SAMPLERS:
+            raise ValueError(f"state_dict sampler must be one of {', '.join(SAMPLERS)}, "
+                             f"got {sampler!r}")
         if state_dict["mechanism"] != self.mechanism():
             raise ValueError(f"state_dict of accountant {state_dict['mechanism']!r} cannot be "
                              f"loaded into the {self.mechanism()!r} accountant")
@@ -194,6 +264,8 @@ class TrainingAccountant:
         checked = [_check_history_entry(i, e) for i, e in enumerate(history)]
         grid_step = check_step(state_dict.get("grid_step", self.grid_step))
         self.history, self.grid_step, self._cache = checked, grid_step, {}
+        self.sampler = sampler
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(steps={len(self)}, grid_step={self.grid_step:g})"
+        sampler = "" if self.sampler == "poisson" else f", sampler={self.sampler!r}"
+        return f"{type(self).__name__}(steps={len(self)}, grid_step={self.grid_step:g}{sampler})"

@@ -53,6 +53,7 @@ from accounting.vocabulary import AnyArray, Bound, Direction, Exactness, FloatAr
 
 from . import subsampled_rdp as _rdp
 from .laplace import LaplacePair
+from .shuffling import Shuffled
 from .subsampled_gaussian_rdp import log_mixture_ratio, log_power_excess
 
 #: a directional profile (ε, direction) ↦ δ(ε), as a pair's ``_profile``
@@ -604,3 +605,5 @@ def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(PoissonSubsampled)
     register(SampledWithoutReplacement)
     register(SubsampledLaplace)
+    # the shuffling sampler lives in its own module; registered with the other samplers
+    register(Shuffled)

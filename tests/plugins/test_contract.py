@@ -90,6 +90,15 @@ class TestSampledWithoutReplacementContract(MechanismContract):
                       dict(base=_make("laplace", b=2.0))]
 
 
+class TestShuffledContract(MechanismContract):
+    # a non-exact pair: the base's curves above, the max-statistic lower pair below
+    mechanism = _make("shuffled", base=_make("gaussian", sigma=1.0), batch_size=10,
+                      dataset_size=100)
+    bad_parameters = [dict(batch_size=0), dict(batch_size=101), dict(dataset_size=NAN),
+                      dict(drop_last="yes"), dict(base="gaussian"),
+                      dict(base=_make("gaussian", sigma=1.0, neighbouring="replace_one"))]
+
+
 def test_every_builtin_mechanism_has_a_contract_class():
     covered = {cls.mechanism.name for cls in globals().values()
                if isinstance(cls, type) and issubclass(cls, MechanismContract)
