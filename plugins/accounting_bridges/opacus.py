@@ -14,6 +14,13 @@ under the name ``"accounting_pld"``, so Opacus builds it like one of its own::
     engine.get_epsilon(1e-5)   # certified: never below the true ε
 
 (Opacus has no entry point for accountants, hence registration on import.)
+
+Per-sample norms (per-example accounting, ``accounting_mechanisms.per_example``): call
+``engine.accountant.track_examples(len(dataset), max_grad_norm=C)`` once, and after each
+``optimizer.step()`` (whose hook records the step) ``engine.accountant.record_norms(
+norms, indices=batch_indices)`` with the batch's per-sample gradient norms (from
+``p.grad_sample``); every other example counts at the clip norm for that step.
+``engine.accountant.get_individual_epsilons(1e-5)`` then gives every example's ε.
 ``make_private_with_epsilon`` calibrates the noise multiplier with Opacus' own
 bisection (``opacus.accountants.utils.get_noise_multiplier``, tolerance 0.01 in ε)
 over this accountant's ``get_epsilon``, so the ε reached after the stated epochs is

@@ -340,6 +340,34 @@ class HistoryCounter:
         _tally(self.counts, levels)
         self.steps += block.shape[0]
 
+    def add_worst(self, steps: int = 1) -> None:
+        """``steps`` steps at the top level for every example (norms unknown)."""
+        steps = check_count("steps", steps)
+        self.counts[:, -1] += np.uint32(steps)
+        self.steps += steps
+
+    def refine(self, norms: Any, *, indices: Any = None) -> None:
+        """Move one step counted at the top level (``add_worst``) of the examples
+        ``indices`` (default: all) to the levels of ``norms``, their norms at it."""
+        arr = np.asarray(norms)
+        idx = np.arange(self.examples) if indices is None else np.asarray(indices)
+        if idx.ndim != 1 or idx.dtype.kind not in "iu":
+            raise TypeError("indices must be a 1-d array of example indices (integers)")
+        if arr.shape != idx.shape:
+            raise ValueError(f"norms must have one entry per example ({idx.size}), got "
+                             f"shape {arr.shape}")
+        if idx.size and (idx.min() < 0 or idx.max() >= self.examples):
+            raise ValueError(f"indices must lie in [0, {self.examples}), got "
+                             f"[{idx.min()}, {idx.max()}]")
+        if np.unique(idx).size != idx.size:
+            raise ValueError("indices must not repeat an example")
+        if np.any(self.counts[idx, -1] == 0):
+            raise ValueError("refine moves a step counted at the worst case; these "
+                             "examples have none")
+        levels = self.grid.index(arr, self.clip)
+        self.counts[idx, -1] -= np.uint32(1)
+        np.add.at(self.counts, (idx, levels), np.uint32(1))
+
     def segment(self, q: float, sigma: float) -> Segment:
         """These counts as a ``Segment`` at rate ``q`` and noise multiplier ``sigma``."""
         return Segment(q, sigma, self.grid, self.counts.copy())
