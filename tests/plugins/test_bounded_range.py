@@ -10,8 +10,7 @@ import math
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import accounting
 from accounting import PLD, RDP, ZCDP, Accountant, PrivacyProfile
@@ -19,12 +18,8 @@ from accounting.cli.app import main
 from accounting.testing import MechanismContract
 from accounting.vocabulary import Direction
 from accounting_mechanisms import bounded_range as br
-from accounting_mechanisms.bounded_range import (
-    BoundedRangeBatchPair,
-    BoundedRangePair,
-    br_composed_profile,
-    br_profile,
-)
+from accounting_mechanisms.bounded_range import (BoundedRangeBatchPair, BoundedRangePair,
+                                                 br_composed_profile, br_profile)
 
 NAN = float("nan")
 ALPHAS = np.array([1.5, 2.0, 4.0, 16.0])

@@ -21,12 +21,8 @@ import accounting
 from accounting import PLD, RDP, ZCDP, PluginError, PrivacyProfile, TradeOff
 from accounting.pairs.additive import integer_noise_pair
 from accounting_mechanisms import discrete as discrete_module
-from accounting_mechanisms.discrete import (
-    DiscreteGaussian,
-    DiscreteGaussianPair,
-    DiscreteLaplace,
-    DiscreteLaplacePair,
-)
+from accounting_mechanisms.discrete import (DiscreteGaussian, DiscreteGaussianPair,
+                                            DiscreteLaplace, DiscreteLaplacePair)
 from accounting_mechanisms.gaussian import gaussian_delta
 
 mp.mp.dps = 40

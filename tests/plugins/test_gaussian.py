@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from closed_forms import gaussian_beta, gaussian_delta, gaussian_epsilon
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import accounting
 from accounting import PLD, RDP, ZCDP, Exactness, PrivacyProfile, TradeOff
 from accounting.numerics.loss import LossPMF
+
+from closed_forms import gaussian_beta, gaussian_delta, gaussian_epsilon
 
 STEP = 1e-3
 SIGMAS = (0.5, 1.0, 2.0, 5.0)

@@ -6,11 +6,12 @@ import math
 
 import numpy as np
 import pytest
-from closed_forms import discrete_delta, rr_rdp
 
 import accounting
 from accounting import PLD, RDP, PrivacyProfile, TradeOff
 from accounting.testing import MechanismContract
+
+from closed_forms import discrete_delta, rr_rdp
 
 NAN = float("nan")
 

@@ -7,12 +7,12 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
-from closed_forms import laplace_delta, laplace_rdp
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import accounting
 from accounting import PLD, RDP, ZCDP, Direction, PrivacyProfile
+
+from closed_forms import laplace_delta, laplace_rdp
 
 STEP = 1e-3
 ALPHAS = [1.001, 1.01, 1.1, 1.5, 2.0, 2.5, 3.0, 4.2, 7.3, 10.0, 32.0, 64.5, 100.0, 1000.0]

@@ -6,12 +6,13 @@ import math
 
 import numpy as np
 import pytest
-from closed_forms import gaussian_delta
 
 import accounting
 from accounting import PLD, RDP, ZCDP, PrivacyProfile
-from accounting.testing import MechanismContract
 from accounting.vocabulary import Exactness
+from accounting.testing import MechanismContract
+
+from closed_forms import gaussian_delta
 
 NAN = float("nan")
 

@@ -15,7 +15,6 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
-from closed_forms import gaussian_beta, gaussian_delta, gaussian_epsilon, laplace_delta, laplace_rdp
 from scipy import integrate
 from scipy.special import gammaln
 
@@ -24,6 +23,9 @@ from accounting import PLD, RDP, ZCDP, PluginError, PrivacyProfile, TradeOff
 from accounting_mechanisms import gaussian_mixture, generalised_gaussian, student_t
 from accounting_mechanisms.gaussian import GaussianPair
 from accounting_mechanisms.laplace import LaplacePair
+
+from closed_forms import (gaussian_beta, gaussian_delta, gaussian_epsilon, laplace_delta,
+                          laplace_rdp)
 
 GG = generalised_gaussian.GeneralisedGaussian
 StudentT = student_t.StudentT

@@ -6,11 +6,12 @@ import math
 
 import numpy as np
 import pytest
-from closed_forms import gaussian_delta
 
 import accounting
 from accounting import PLD, RDP, PrivacyProfile
 from accounting.testing import MechanismContract
+
+from closed_forms import gaussian_delta
 
 NAN = float("nan")
 
@@ -88,9 +89,8 @@ def test_dp_accounting_replace_figures():
 
 
 def test_truncation_weights_and_limits():
-    from scipy.stats import binom
-
     from accounting_mechanisms.truncated_poisson import truncation_weights
+    from scipy.stats import binom
     t, q2 = truncation_weights(1000, 0.1, 110)
     assert t == pytest.approx(binom.sf(109, 999, 0.1), rel=1e-12)
     assert q2 == pytest.approx(binom.sf(110, 1000, 0.1) * 110 / t / 1000, rel=1e-12)

@@ -6,10 +6,11 @@ import math
 
 import numpy as np
 import pytest
-from closed_forms import discrete_beta, discrete_delta, rr_distributions, rr_rdp
 
 import accounting
 from accounting import PLD, RDP, ZCDP, PrivacyProfile, TradeOff
+
+from closed_forms import discrete_beta, discrete_delta, rr_distributions, rr_rdp
 
 STEP = 1e-3
 ALPHAS = [1.001, 1.01, 1.5, 2.0, 2.5, 3.0, 7.3, 10.0, 32.0, 100.0, 1000.0]

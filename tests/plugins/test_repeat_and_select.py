@@ -9,21 +9,19 @@ import math
 
 import numpy as np
 import pytest
-from closed_forms import gaussian_delta
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from scipy.special import ndtr
 
 import accounting
 from accounting import PLD, RDP, ZCDP, Accountant, PrivacyProfile, TradeOff
 from accounting.cli.app import main
-from accounting.testing import MechanismContract
 from accounting.vocabulary import Exactness
-from accounting_mechanisms.repeat_and_select import (
-    RepeatAndSelect,
-    truncated_negative_binomial_gamma,
-    truncated_negative_binomial_mean,
-)
+from accounting.testing import MechanismContract
+from accounting_mechanisms.repeat_and_select import (RepeatAndSelect,
+                                                     truncated_negative_binomial_gamma,
+                                                     truncated_negative_binomial_mean)
+
+from closed_forms import gaussian_delta
 
 NAN = float("nan")
 INF = float("inf")

@@ -8,15 +8,8 @@ import numpy as np
 import pytest
 
 import accounting
-from accounting_rkrd import (
-    RKRDAuditor,
-    audit_callable,
-    audit_samples,
-    dp_lambda,
-    gaussian_outputs,
-    gaussian_sigma,
-    rkrd_sweep,
-)
+from accounting_rkrd import (RKRDAuditor, audit_callable, audit_samples,
+                             dp_lambda, gaussian_outputs, gaussian_sigma, rkrd_sweep)
 from accounting_rkrd.claims import EpsDeltaClaim
 from accounting_rkrd.holdout import witness_test
 from accounting_rkrd.lower_bound import split_samples

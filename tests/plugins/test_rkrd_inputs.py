@@ -11,13 +11,8 @@ import pytest
 
 import accounting
 from accounting_rkrd import MechanismError, audit_callable, audit_samples
-from accounting_rkrd.resources import (
-    DEFAULT_MEMORY_BUDGET,
-    MemoryBudgetError,
-    check_memory,
-    kernel_bytes,
-    thread_limit,
-)
+from accounting_rkrd.resources import (DEFAULT_MEMORY_BUDGET, MemoryBudgetError,
+                                       check_memory, kernel_bytes, thread_limit)
 
 GOOD = np.random.default_rng(0).normal(size=(40, 2))
 

@@ -11,17 +11,9 @@ from scipy.special import logsumexp
 from scipy.stats import binom, binomtest
 
 import accounting
-from accounting_rkrd import (
-    bootstrap_test,
-    clopper_pearson_upper,
-    dp_lambda,
-    epsilon_lower_bound,
-    gaussian_outputs,
-    gaussian_sigma,
-    noise_sampler,
-    rkrdp_test,
-    rkrdp_threshold,
-)
+from accounting_rkrd import (bootstrap_test, clopper_pearson_upper, dp_lambda,
+                             epsilon_lower_bound, gaussian_outputs, gaussian_sigma, noise_sampler,
+                             rkrdp_test, rkrdp_threshold)
 from accounting_rkrd.experiments import PAPER_CLAIMS, PAPER_SENSITIVITY
 
 

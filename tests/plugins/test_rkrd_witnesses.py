@@ -11,16 +11,9 @@ from scipy.stats import norm
 
 import accounting
 from accounting import PLD, TradeOff
-from accounting_rkrd import (
-    CurveClaim,
-    EpsDeltaClaim,
-    as_claim,
-    audit_samples,
-    clopper_pearson_upper,
-    detectable_epsilon,
-    gaussian_outputs,
-    gaussian_sigma,
-)
+from accounting_rkrd import (CurveClaim, EpsDeltaClaim, as_claim, audit_samples,
+                             clopper_pearson_upper, detectable_epsilon, gaussian_outputs,
+                             gaussian_sigma)
 from accounting_rkrd.witnesses import FAMILIES, candidates
 
 SIGMA = gaussian_sigma(1.0, 1e-3)          # N(0, σ²) with Δ = 1 is (1, 1e-3)-DP

@@ -14,14 +14,13 @@ import importlib.metadata
 
 import numpy as np
 import pytest
-import test_contract as contract  # same directory (pytest's rootdir-relative import)
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import accounting
+import test_contract as contract   # same directory (pytest's rootdir-relative import)
 from accounting import PLD, RDP, ZCDP, PrivacyProfile, TradeOff
-from accounting.testing import MechanismContract
 from accounting.vocabulary import Bound, Direction, as_bound, as_direction
+from accounting.testing import MechanismContract
 
 EPS = np.array([-0.5, 0.0, 0.3, 1.0, 2.5])
 DELTAS = np.array([1e-2, 1e-4])

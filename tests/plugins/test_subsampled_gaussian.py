@@ -9,10 +9,11 @@ import math
 
 import numpy as np
 import pytest
-from closed_forms import gaussian_delta, hockey_stick_quad, sg_densities, sg_rdp_integer
 
 import accounting
 from accounting import PLD, RDP, ZCDP, PrivacyProfile
+
+from closed_forms import gaussian_delta, hockey_stick_quad, sg_densities, sg_rdp_integer
 
 STEP = 1e-3
 Q, SIGMA = 0.1, 1.0

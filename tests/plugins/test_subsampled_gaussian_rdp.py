@@ -17,8 +17,7 @@ import time
 import mpmath as mp
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 
 def _load_module():
@@ -51,7 +50,7 @@ def _mp_integrand(q: float, sigma: float, lam: float):
     return integrand
 
 
-@functools.cache
+@functools.lru_cache(maxsize=None)
 def mp_log_a(q: float, sigma: float, lam: float) -> mp.mpf:
     """log A_lam by mpmath quadrature of the raw integrand at 30 digits."""
     with mp.workdps(30):
@@ -297,7 +296,7 @@ def test_screened_batch_matches_mpmath(q, sigma, alpha):
 # The certified default curve: K(t) = log A bracketed at fractional orders
 # --------------------------------------------------------------------------
 
-@functools.cache
+@functools.lru_cache(maxsize=None)
 def mp_k_precise(q: float, sigma: float, lam: float) -> mp.mpf:
     """log A_lam at 40 digits, the Gauss-Legendre degree left to mpmath (error far
     below the narrowest bracket tested, ~1e-14 relative)."""
@@ -395,7 +394,7 @@ def test_certified_bounds_vectorise_and_refuse_bad_orders():
 # Issue 22: fractional remove orders are certified and tight (not the chord)
 # --------------------------------------------------------------------------
 
-@functools.cache
+@functools.lru_cache(maxsize=None)
 def mp_k_bumps(q: float, sigma: float, lam: float) -> mp.mpf:
     """log A_lam (lam > 1) at 30 digits, the raw integrand split around its two bumps,
     0..1 and lam (each of width sigma): fast at small sigma, where ``mp_k_precise``'s
@@ -420,8 +419,8 @@ def test_fractional_order_beyond_the_float_range_is_the_exact_value():
     assert mp.mpf(lower) <= truth <= mp.mpf(upper)
     assert upper - lower <= 1e-13 * float(truth)
     # the pair's default Rényi curve (the max over both directions) is that value
-    from accounting import RDP as RDPCurve
     from accounting_mechanisms.subsampled_gaussian import SubsampledGaussianPair
+    from accounting import RDP as RDPCurve
     d = float(SubsampledGaussianPair.of(q, sigma).curve(RDPCurve).rdp(alpha))
     assert float(truth / (alpha - 1)) <= d <= float(truth / (alpha - 1)) * (1 + 1e-13)
 

@@ -9,26 +9,20 @@ import attrs
 import mpmath as mp
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import accounting
-from accounting import PLD, RDP, Accountant
-from accounting.pairs.pair import Pair, discrete_pair
+from accounting import PLD, RDP, Accountant, PrivacyProfile
 from accounting.vocabulary import Direction, Exactness
+from accounting.pairs.pair import Pair, discrete_pair
 from accounting_mechanisms import subsampled_gaussian_rdp as exact_sgm
-from accounting_mechanisms.discrete import (
-    DiscreteGaussianPair,
-    SubsampledDiscreteGaussianPair,
-)
+from accounting_mechanisms.discrete import (DiscreteGaussianPair, DiscreteLaplacePair,
+                                            SubsampledDiscreteGaussianPair)
 from accounting_mechanisms.gaussian import GaussianPair
 from accounting_mechanisms.subsampled_gaussian import SubsampledGaussianPair
-from accounting_mechanisms.subsampling import (
-    PoissonSubsampled,
-    PoissonSubsampledPair,
-    SampledWithoutReplacement,
-    WithoutReplacementPair,
-)
+from accounting_mechanisms.subsampling import (PoissonSubsampled, PoissonSubsampledPair,
+                                               SampledWithoutReplacement,
+                                               WithoutReplacementPair)
 
 F, B = Direction.FORWARD, Direction.BACKWARD
 

@@ -14,15 +14,15 @@ import math
 
 import numpy as np
 import pytest
-from closed_forms import gaussian_beta, gaussian_delta, gaussian_epsilon, improved_rdp_epsilon
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import accounting
 from accounting import PLD, RDP, ZCDP, Accountant, PrivacyProfile, TradeOff
 from accounting.cli.app import main
 from accounting.testing import MechanismContract
 from accounting_mechanisms import tree_aggregation as ta
+
+from closed_forms import gaussian_beta, gaussian_delta, gaussian_epsilon, improved_rdp_epsilon
 
 NAN = float("nan")
 #: dp_accounting's and TF Privacy's orders in their tree tests
@@ -350,8 +350,8 @@ def test_installed_dp_accounting_rdp_accountant_agrees():
 
 def test_dp_event_bridge_maps_the_tree_event():
     E = pytest.importorskip("dp_accounting.dp_event")
-    from accounting_bridges.dp_event import UnsupportedEventError, from_dp_event, to_dp_event
     from dp_accounting.privacy_accountant import NeighboringRelation as NR
+    from accounting_bridges.dp_event import UnsupportedEventError, from_dp_event, to_dp_event
     event = E.SelfComposedDpEvent(E.SingleEpochTreeAggregationDpEvent(1.5, [100, 60]), 3)
     acct = from_dp_event(event, NR.REPLACE_SPECIAL)
     (mech, count), = acct.ledger.mechanisms()
