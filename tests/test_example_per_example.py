@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from example_scripts import load_example
 
 from accounting.accountant import Accountant
 from accounting_mechanisms.subsampled_gaussian import SubsampledGaussian
-from example_scripts import load_example
 
 
 def test_per_example_script(tmp_path) -> None:
