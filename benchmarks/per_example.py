@@ -77,6 +77,8 @@ def main() -> None:
     grid = SensitivityGrid.uniform()
     print(f"{n} examples × {steps} steps (q = {Q:g}, σ = {SIGMA:g}, δ = {DELTA:g}), "
           f"{n * steps * 4 / 1e9:.1f} GB of float32 norms at {path}")
+    # a shared machine's other work slows both engines and hides Dask's gain: say so
+    print(f"  {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start")
     try:
         print(f"  written in {write_norms(path, n, steps):.1f} s")
         from dask.distributed import Client, LocalCluster
@@ -117,6 +119,7 @@ def main() -> None:
             e = pld_s.epsilon()
             print(f"  ε: median {np.median(e):.3f}, 90% {np.quantile(e, .9):.3f}, worst "
                   f"case {pld_s.worst_epsilon():.3f} (PLD bracket {pld_s.worst_pld})")
+        print(f"load average {os.getloadavg()[0]:.1f} at the end")
     finally:
         if os.path.exists(path):
             os.remove(path)

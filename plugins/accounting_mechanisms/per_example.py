@@ -94,8 +94,9 @@ DEFAULT_LEVELS = 32
 #: levels of the default grid of the PLD brackets: 0, 1/8, …, 1 (a PLD per distinct
 #: history costs about 0.1 s per level used, so the PLD's grid is coarser)
 PLD_LEVELS = 8
-#: examples × steps read at once from a norms array (float64: 256 MB)
-_CHUNK_CELLS = 1 << 25
+#: examples × steps read at once from a norms array (float64: 8 MB; larger temporaries
+#: cost more in page faults than they save, measured on a 2-core VM)
+_CHUNK_CELLS = 1 << 20
 #: relative slack of a filter's budget check (as ``accounting.adaptive.filters``)
 _ROUNDOFF = 1e-12
 
@@ -160,15 +161,22 @@ class SensitivityGrid:
         levels = self.array()
         with np.errstate(over="ignore", invalid="ignore"):
             ratio = n / c
-        k = np.minimum(np.searchsorted(levels, ratio, side="left"), levels.size - 1)
+        m = levels.size - 1
+        if m & (m - 1) == 0 and np.array_equal(levels, np.arange(m + 1) / m):
+            # uniform levels j/m, m a power of 2: ratio·m is exact, so ⌈ratio·m⌉ is the
+            # first level ≥ ratio, as the search below, ~5× faster
+            with np.errstate(invalid="ignore"):
+                k = np.minimum(np.ceil(ratio * m), m).astype(np.int64)
+        else:
+            k = np.minimum(np.searchsorted(levels, ratio, side="left"), m)
         # fl(n/C) < s_k implies n/C < s_k; only a tie fl(n/C) = s_k may hide n/C > s_k
         tie = (levels[k] == ratio) & (n < c)
         if tie.any():
             over = ~_product_at_least(levels[k[tie]], c, n[tie])
             k[tie] = np.minimum(k[tie] + over, levels.size - 1)
-        k = np.where(n >= c, levels.size - 1, k)
-        k = np.where(n == 0.0, 0, k)
-        out: IntArray = k.astype(np.int64)
+        k[n >= c] = m
+        k[n == 0.0] = 0
+        out: IntArray = k.astype(np.int64, copy=False)
         return out
 
 
