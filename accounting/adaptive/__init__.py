@@ -20,7 +20,7 @@ from accounting.adaptive.filters import (
     ZCDPFilter,
 )
 from accounting.adaptive.group import group
-from accounting.adaptive.odometer import RDPOdometer
+from accounting.adaptive.odometer import RDPOdometer, odometer_epsilon
 
 __all__ = ["BudgetExhausted", "Decision", "DEFAULT_ORDERS", "GaussianFilter", "RDPFilter",
-           "RDPOdometer", "ZCDPFilter", "group"]
+           "RDPOdometer", "ZCDPFilter", "group", "odometer_epsilon"]

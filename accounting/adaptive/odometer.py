@@ -41,7 +41,21 @@ from accounting.adaptive.filters import DEFAULT_ORDERS, Decision, check_orders, 
 from accounting.validation import check_real
 from accounting.vocabulary import FloatArray
 
-__all__ = ["RDPOdometer"]
+__all__ = ["RDPOdometer", "odometer_epsilon"]
+
+
+def odometer_epsilon(orders: FloatArray, spent: Any, delta: float) -> FloatArray:
+    """ε_t = min_{α∈Λ} Σ_{s≤t} ρ_s(α) + log(|Λ|/δ)/(α − 1) (the module docstring: with
+    probability ≥ 1 − δ the loss stays below it at every t at once), for ``spent`` of
+    shape (..., |Λ|) — one row of summed Rényi costs per interaction (per example in
+    individual accounting), the last axis over ``orders``. Never below 0."""
+    cost = np.asarray(spent, dtype=float)
+    if cost.shape[-1:] != orders.shape:
+        raise ValueError(f"spent must have one entry per order ({orders.size}) on its "
+                         f"last axis, got shape {cost.shape}")
+    slack = np.log(orders.size / delta) / (orders - 1.0)
+    out: FloatArray = np.maximum(np.min(cost + slack, axis=-1), 0.0)
+    return out
 
 
 class RDPOdometer:
@@ -70,8 +84,7 @@ class RDPOdometer:
         """ε_t = min_α Σ ρ(α) + log(|Λ|/δ)/(α − 1) (0 before any step)."""
         if not self.decisions and not np.any(self.spent):
             return 0.0
-        slack = np.log(self.orders.size / self.delta) / (self.orders - 1.0)
-        return float(np.min(self.spent + slack))
+        return float(odometer_epsilon(self.orders, self.spent, self.delta))
 
     @property
     def steps(self) -> int:

@@ -21,6 +21,13 @@ loader shuffles, and Poisson accounting can understate ε (arXiv:2403.17673, §4
 the accountant with ``OpacusAccountant(sampler="shuffle")`` (sample rate
 1/len(data_loader), one epoch per len(data_loader) steps) and give it to Opacus'
 ``PrivacyEngine`` (its ``accountant`` attribute) instead of the name.
+
+Per-sample norms (per-example accounting, ``accounting_mechanisms.per_example``): call
+``engine.accountant.track_examples(len(dataset), max_grad_norm=C)`` once, and after each
+``optimizer.step()`` (whose hook records the step) ``engine.accountant.record_norms(
+norms, indices=batch_indices)`` with the batch's per-sample gradient norms (from
+``p.grad_sample``); every other example counts at the clip norm for that step.
+``engine.accountant.get_individual_epsilons(1e-5)`` then gives every example's ε.
 ``make_private_with_epsilon`` calibrates the noise multiplier with Opacus' own
 bisection (``opacus.accountants.utils.get_noise_multiplier``, tolerance 0.01 in ε)
 over this accountant's ``get_epsilon``, so the ε reached after the stated epochs is

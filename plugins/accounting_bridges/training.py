@@ -25,6 +25,15 @@ worst-case datasets (lower end of ``get_epsilon_interval``). Epochs are assumed 
 start with the accountant and again whenever the sample rate changes. ``describe()``
 says which sampler is assumed, in one line.
 
+Per-example accounting (``accounting_mechanisms.per_example``): ``track_examples(n,
+max_grad_norm=C)`` starts counting every example's per-step sensitivity (steps before
+it, and steps whose norms are not given, count at the clip norm, the worst case);
+``step(..., per_sample_norms=g, indices=idx)`` or, after a step taken by a hook (as
+Opacus' optimizer does), ``record_norms(g, indices=idx)`` give the norms of that step
+(for all examples, or for ``idx`` only); ``get_individual_epsilons(delta)`` returns the
+``IndividualReport`` (per-example ε, its guarantee in ``per_example.GUARANTEES``). The
+per-example counts live in memory only: ``state_dict`` keeps Opacus' plain history.
+
 ``get_epsilon(delta)`` is the certified upper bound of the composed PLD (the upper end
 of ``get_epsilon_interval``: never below the true ε, whatever the grid);
 ``accountant="rdp"`` or ``"zcdp"`` give those accountants' bounds instead.
@@ -40,7 +49,13 @@ from typing import Any
 from accounting.accountant import Accountant
 from accounting.curves.pld import DEFAULT_STEP, check_step
 from accounting.pairs.mechanism import Mechanism
-from accounting.validation import check_count, check_options, check_real
+from accounting.validation import check_count, check_options, check_positive, check_real
+from accounting_mechanisms.per_example import (
+    HistoryCounter,
+    IndividualReport,
+    SensitivityGrid,
+    account_individuals,
+)
 
 __all__ = ["TrainingAccountant", "dpsgd_mechanism", "MECHANISM", "GRID_STEP", "SAMPLERS"]
 
@@ -135,6 +150,12 @@ class TrainingAccountant:
         #: runs of equal steps: (noise_multiplier, sample_rate, steps)
         self.history: list[tuple[float, float, int]] = []
         self._cache: dict[tuple[tuple[float, float, int], ...], Accountant] = {}
+        self._examples: int | None = None
+        self._clip = 1.0
+        self._grid: SensitivityGrid | None = None
+        #: per (noise_multiplier, sample_rate): the per-example level counts
+        self._counters: dict[tuple[float, float], HistoryCounter] = {}
+        self._last: tuple[float, float] | None = None
 
     @classmethod
     def mechanism(cls) -> str:
@@ -151,14 +172,81 @@ class TrainingAccountant:
                 f"(add/remove); for a shuffling data loader use sampler='shuffle', Poisson "
                 f"accounting can understate its ε (arXiv:2403.17673 §4)")
 
-    def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
-        """Record one optimiser step with noise multiplier z = σ/C at sampling rate q."""
+    def step(self, *, noise_multiplier: float, sample_rate: float,
+             per_sample_norms: Any = None, indices: Any = None) -> None:
+        """Record one optimiser step with noise multiplier z = σ/C at sampling rate q;
+        ``per_sample_norms`` (with ``indices``: of those examples only) are the
+        gradient norms of the step, for per-example accounting (``track_examples``)."""
         z = check_real("noise_multiplier", noise_multiplier, lo=0.0)
         q = check_real("sample_rate", sample_rate, lo=0.0, hi=1.0)
+        if (per_sample_norms is not None or indices is not None) and self._examples is None:
+            raise ValueError("per_sample_norms need track_examples(examples, "
+                             "max_grad_norm=…) first")
         if self.history and self.history[-1][:2] == (z, q):
             self.history[-1] = (z, q, self.history[-1][2] + 1)
         else:
             self.history.append((z, q, 1))
+        if self._examples is not None:
+            self._count_worst(z, q, 1)
+            if per_sample_norms is not None:
+                self.record_norms(per_sample_norms, indices=indices)
+
+    def track_examples(self, examples: int, *, max_grad_norm: float,
+                       grid: SensitivityGrid | None = None) -> None:
+        """Start per-example accounting of ``examples`` examples clipped to
+        ``max_grad_norm`` (levels ``grid``, default ``per_example``'s); the steps so far
+        count at the clip norm for every example."""
+        if self._examples is not None:
+            raise ValueError("per-example accounting is already on")
+        self._examples = check_count("examples", examples, maximum=1 << 40)
+        self._clip = check_positive("max_grad_norm", max_grad_norm)
+        self._grid = grid
+        for z, q, n in self._checked_history():
+            self._count_worst(z, q, n)
+        self._last = None
+
+    def _count_worst(self, z: float, q: float, n: int) -> None:
+        assert self._examples is not None
+        self._last = None
+        if q == 0.0:
+            return                       # no record is used: nothing to count
+        counter = self._counters.get((z, q))
+        if counter is None:
+            counter = self._counters[(z, q)] = HistoryCounter(self._examples, self._clip,
+                                                             self._grid)
+        counter.add_worst(n)
+        self._last = (z, q)
+
+    def record_norms(self, per_sample_norms: Any, *, indices: Any = None) -> None:
+        """The per-sample gradient norms of the last step (all examples, or those of
+        ``indices``): their sensitivities min(norm, C)/C replace the worst case counted
+        for it. Once per step."""
+        if self._examples is None:
+            raise ValueError("record_norms needs track_examples(examples, "
+                             "max_grad_norm=…) first")
+        if self._last is None:
+            raise ValueError("no step to record norms for: call step() first (norms are "
+                             "recorded once per step; a step at sample_rate 0 uses none)")
+        self._counters[self._last].refine(per_sample_norms, indices=indices)
+        self._last = None
+
+    def get_individual_epsilons(self, delta: float, **options: Any) -> IndividualReport:
+        """Every example's ε at ``delta`` (``per_example.account_individuals``; options
+        as there, e.g. ``pld=True`` for the certified PLD brackets)."""
+        if self._examples is None:
+            raise ValueError("per-example accounting is off: call track_examples first")
+        if self.non_private():
+            raise ValueError("a step with noise_multiplier = 0 is non-private: ε = ∞ for "
+                             "every example")
+        counted = sum(c.steps for c in self._counters.values())
+        used = sum(n for _, q, n in self._checked_history() if q > 0)
+        if counted != used:
+            raise ValueError(f"the history was changed outside step() ({used} steps, "
+                             f"{counted} counted per example)")
+        if not self._counters:
+            raise ValueError("no step that uses the data yet")
+        segments = [c.segment(q, z) for (z, q), c in self._counters.items()]
+        return account_individuals(segments, delta=delta, **options)
 
     def __len__(self) -> int:
         """The number of steps taken so far."""
