@@ -59,6 +59,7 @@ from accounting.curves.tradeoff import TradeOff
 from accounting.curves.zcdp import ZCDP
 from accounting.ledger import Ledger
 from accounting.ledger.document import accountant_document, read_accountant_document
+from accounting.ledger.grouping import DominanceGroups, group_by_dominance
 from accounting.numerics.loss import GridSizeError
 from accounting.pairs.composed import ComposedPair, check_grid_size
 from accounting.pairs.mechanism import Mechanism
@@ -468,8 +469,17 @@ class Accountant:
 
     @_strict
     def epsilon_interval(self, delta: np.ndarray | float, direction: Direction | str = "max",
-                         *, rtol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+                         *, rtol: float | None = None, group: float | None = None
+                         ) -> tuple[np.ndarray, np.ndarray]:
         """Certified (lower, upper) ε(δ) from the PLD.
+
+        With ``group`` ∈ (0, 1] the mechanisms that differ only in a garbling parameter
+        (a noise schedule's σ) are grouped by dominance within a relative ``group``
+        (``accounting.ledger.grouping``): the upper end is the upper bound of the
+        composition with each group at its least noisy member, the lower end the lower
+        bound with each at its noisiest. Both stay certified; the bracket widens by
+        the price of grouping (about κ·group relative, κ = −d log ε/d log σ), and a
+        schedule of thousands of distinct σ costs one discretisation per group.
 
         With ``rtol`` the grid is refined (step halved, at most ``MAX_REFINEMENTS``
         times and never below ``MIN_STEP``) until upper − lower ≤ rtol·upper for every
@@ -480,16 +490,37 @@ class Accountant:
         meet ``rtol`` at the smallest step allowed, the request is refused at once
         instead of allocating the finer grids.
         """
-        return self._interval("epsilon", delta, direction, rtol)
+        return self._interval("epsilon", delta, direction, rtol, group)
 
     @_strict
     def delta_interval(self, epsilon: np.ndarray | float, direction: Direction | str = "max",
-                       *, rtol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Certified (lower, upper) δ(ε) from the PLD; ``rtol`` as for
+                       *, rtol: float | None = None, group: float | None = None
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """Certified (lower, upper) δ(ε) from the PLD; ``rtol`` and ``group`` as for
         ``epsilon_interval`` (upper − lower ≤ rtol·upper for every ε)."""
-        return self._interval("delta", epsilon, direction, rtol)
+        return self._interval("delta", epsilon, direction, rtol, group)
 
-    def _interval(self, query: str, x: Any, direction: Any, rtol: Any
+    def grouped(self, group: float) -> DominanceGroups:
+        """This composition grouped by dominance within a relative ``group`` (see
+        ``epsilon_interval``): the dominating and the dominated ledgers, and how many
+        distinct mechanisms each has."""
+        return group_by_dominance(self.ledger, group, self.registry)
+
+    def _grouped_interval(self, query: str, x: Any, direction: Any, group: Any
+                          ) -> tuple[np.ndarray, np.ndarray]:
+        key = ("grouped", check_real("group", group, lo=0.0, hi=1.0, lo_open=True))
+        accountants = self._cache.get(key)
+        if accountants is None:
+            groups = self.grouped(key[1])
+            accountants = tuple(Accountant.of(ledger, self.step, registry=self.registry)
+                                for ledger in (groups.lower, groups.upper))
+            self._cache[key] = accountants
+        name = f"{query}_interval"
+        lo = getattr(accountants[0], name)(x, direction)[0]
+        hi = getattr(accountants[1], name)(x, direction)[1]
+        return lo, hi
+
+    def _interval(self, query: str, x: Any, direction: Any, rtol: Any, group: Any = None
                   ) -> tuple[np.ndarray, np.ndarray]:
         if rtol is None and isinstance(direction, numbers.Real) and not isinstance(direction, bool):
             # the old positional form epsilon_interval(delta, rtol)
@@ -499,6 +530,11 @@ class Accountant:
             direction, rtol = "max", direction
         d = as_direction(direction)
         name = f"{query}_interval"
+        if group is not None:
+            if rtol is not None:
+                raise TypeError(f"{name}: give rtol (refine the grid) or group (group by "
+                                f"dominance), not both")
+            return self._grouped_interval(query, x, d, group)
         if self._closed_answers(query, x):
             lo, hi = self._closed_interval(query, x, d)
             if rtol is not None:

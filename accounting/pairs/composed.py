@@ -25,7 +25,7 @@ from accounting.curves.tradeoff import TradeOff
 from accounting.curves.zcdp import ZCDP
 from accounting.numerics.discretise import atoms_to_grid, profile_support
 from accounting.numerics.fourier import composed_grid_points
-from accounting.numerics.loss import check_grid_points
+from accounting.numerics.loss import check_grid_points, check_held_points
 from accounting.numerics.summed_cgf import FAR_TAIL
 from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import CurveT, LawPair, Pair, of_kind
@@ -196,6 +196,12 @@ def _law_pld(pair: LawPair, step: Any=None, tail: float = DEFAULT_TAIL, lower: b
     return PLD(side("upper", True), side("lower", False) if lower else None)
 
 
+#: what a composition too large to hold can do instead
+_HELD_ADVICE = ("group a noise schedule by dominance (Accountant.epsilon_interval(..., "
+                "group=0.01)), use a larger step, or account under RDP "
+                "(acct.curve(RDP))")
+
+
 def _cut_tails(options: dict[str, Any], uses: int) -> dict[str, Any]:
     """``options`` with the discretisation tail of each use set to ``DEFAULT_TAIL``
     divided by the number of uses composed by FFT powers (unless the caller set
@@ -248,14 +254,20 @@ class ComposedPair(Pair):
                                           if cl is None))
         # discretising many distinct mechanisms takes seconds: progress on stderr
         # (silent for short runs; see accounting.progress)
-        for (p, c), cl in progress(list(zip(self.components, closed)),
-                                   desc="discretising mechanisms"):
+        held = 0
+        for k, ((p, c), cl) in enumerate(progress(list(zip(self.components, closed)),
+                                                  desc="discretising mechanisms")):
             # each single-use PLD refuses its own grid beyond the limit when built
             if isinstance(cl, LawPair):
                 parts.append((_law_pld(cl, **options), 1))
             else:
                 parts.append((cl.curve(PLD, registry=registry, **options), 1) if cl is not None
                              else (p.curve(PLD, registry=registry, **options), c))
+            # the memory plan: all parts are held at once, so refuse from the first
+            # ones' sizes a job whose parts would not fit
+            pld = parts[-1][0]
+            held += sum(law.masses.size for law in pld.upper + (pld.lower or ()))
+            check_held_points(k + 1, held, len(self.components) - k - 1, _HELD_ADVICE)
         return parts
 
     def refining_pld(self, *, registry: Registry | None = None, far_tail: float = FAR_TAIL,

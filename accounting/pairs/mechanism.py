@@ -152,14 +152,25 @@ def probabilities_for(other: str) -> Any:
     return check
 
 
-def parameter(rng: Range, **field_options: Any) -> Any:
+def parameter(rng: Range, *, garbling: bool = False, **field_options: Any) -> Any:
     """An attrs field whose values must lie in ``rng``, declared in its metadata
-    (``Mechanism.ranges()`` reads it back); other attrs options pass through."""
+    (``Mechanism.ranges()`` reads it back); other attrs options pass through.
+
+    ``garbling=True`` declares that raising this parameter, all others fixed, garbles
+    the mechanism: each neighbouring pair at a larger value is a post-processing (one
+    Markov kernel applied to both outputs) of the pair at a smaller one. A Gaussian's σ
+    is the standard case: N(m, σ₂²) is N(m, σ₁²) plus independent N(0, σ₂² − σ₁²), with
+    or without subsampling before it. By the data-processing inequality (Blackwell
+    1951; Dong, Roth, Su, arXiv:1905.02383, Lemma 2.9) the smaller value's pair then
+    dominates on every curve, which is what sound grouping by dominance
+    (``accounting.ledger.grouping``) needs. Declare it only with that proof."""
     validators = [in_range(rng)]
     extra = field_options.pop("validator", None)
     if extra is not None:
         validators.insert(0, extra)
     metadata = dict(field_options.pop("metadata", {}) or {}, range=rng)
+    if garbling:
+        metadata["garbling"] = True
     return attrs.field(validator=validators, metadata=metadata, **field_options)
 
 

@@ -118,7 +118,8 @@ class Gaussian(AdditiveNoise):
     """
 
     name = "gaussian"
-    sigma: float = parameter(NOISE_SCALE)
+    #: (raising σ adds independent Gaussian noise: a garbling, see ``parameter``)
+    sigma: float = parameter(NOISE_SCALE, garbling=True)
 
     def log_density(self, x: FloatArray) -> FloatArray:
         return -0.5 * (np.asarray(x, dtype=float) / self.sigma) ** 2

@@ -94,7 +94,9 @@ class SubsampledGaussian(PoissonMechanism):
     name = "subsampled_gaussian"
     q: float = parameter(RATE)
     #: σ/Δ below 1e-2 is refused: at 1e-8 the subsampled curves do not finish in 20 s
-    sigma: float = parameter(Range(1e-2, 1e8, per="sensitivity", log=True, zero=True))
+    #: (raising σ adds independent Gaussian noise after the sampled sum: a garbling)
+    sigma: float = parameter(Range(1e-2, 1e8, per="sensitivity", log=True, zero=True),
+                             garbling=True)
 
     def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
                ) -> tuple[AnyArray, AnyArray]:
