@@ -372,12 +372,14 @@ class WorstDirectionPair(Pair):
         return self.base.exact
 
     def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
-        return np.maximum(self.base._profile(eps, Direction.FORWARD),
-                          self.base._profile(eps, Direction.BACKWARD))
+        out: FloatArray = np.maximum(self.base._profile(eps, Direction.FORWARD),
+                                     self.base._profile(eps, Direction.BACKWARD))
+        return out
 
     def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
-        return np.maximum(self.base._profile_lower(eps, Direction.FORWARD),
-                          self.base._profile_lower(eps, Direction.BACKWARD))
+        out: FloatArray = np.maximum(self.base._profile_lower(eps, Direction.FORWARD),
+                                     self.base._profile_lower(eps, Direction.BACKWARD))
+        return out
 
     def _renyi_limit(self, order: float, direction: Direction,
                      side: Bound = Bound.UPPER) -> float | None:
