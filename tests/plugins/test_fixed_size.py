@@ -286,9 +286,9 @@ def test_laplace_add_remove_renyi_curve_against_mpmath():
 
     for alpha in (2.0, 5.5):
         a = mp.mpf(alpha)
-        fwd = mp.quad(lambda x: ((1 - gamma) * lap(x) + gamma * lap(x, 1)) ** a
+        fwd = mp.quad(lambda x, a=a: ((1 - gamma) * lap(x) + gamma * lap(x, 1)) ** a
                       * lap(x) ** (1 - a), [-mp.inf, 0, 1, mp.inf])
-        bwd = mp.quad(lambda x: lap(x) ** a * ((1 - gamma) * lap(x) + gamma * lap(x, 1))
+        bwd = mp.quad(lambda x, a=a: lap(x) ** a * ((1 - gamma) * lap(x) + gamma * lap(x, 1))
                       ** (1 - a), [-mp.inf, 0, 1, mp.inf])
         assert float(rdp.rdp(alpha, "forward")) == pytest.approx(
             float(mp.log(fwd) / (a - 1)), rel=1e-8)
