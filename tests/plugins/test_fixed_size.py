@@ -11,6 +11,8 @@ import mpmath as mp
 import numpy as np
 import pytest
 from closed_forms import sg_rdp_integer, sg_rdp_quad
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import accounting
 from accounting import PLD, RDP, ZCDP, Accountant, PrivacyProfile, TradeOff
@@ -328,6 +330,8 @@ def test_every_curve_of_every_additive_base_under_add_remove(name, params):
     if base.pair().symmetric:
         assert rdp[1] < np.inf
         assert rdp[0] <= float(base.curve(RDP).rdp(2.0)) * (1 + 1e-9)
+    rho = float(mech.curve(ZCDP).rho())
+    assert rho >= 0 and rho >= (rdp[0] - 1e-12) / 2.0 * (1 - 1e-9)   # D_2 ≤ 2ρ
     # an asymmetric base has no Rényi curve of its worst direction: RDP comes from the
     # PLD, whose upper side may be +∞ at high orders (an honest, useless bound)
     # the subsampled mechanism is more private than its base, and Poisson sampling at
@@ -370,3 +374,22 @@ def test_degenerate_sizes():
     assert float(whole) == pytest.approx(float(base.curve(PLD).epsilon(1e-6)), rel=1e-9)
     # b = n − 1 under add/remove: γ close to 1, still less than the base
     assert float(wor(base, 9, 10).curve(PLD).epsilon(1e-6)) < float(whole)
+
+
+# ------------------------------------------------------------- properties
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(3, 10 ** 6), frac=st.floats(0.0, 1.0), z=st.floats(0.3, 10.0),
+       eps=st.floats(-3.0, 5.0))
+def test_profiles_increase_with_the_batch_and_agree_above_zero(n, frac, z, eps):
+    """For a fixed dataset, a larger batch never costs less (the profile is convex in γ
+    with its least value at γ = 0), in both directions; for ε ≥ 0 the larger of the
+    add/remove directions is the replace-one profile (both are γ·δ₀(ε′) there)."""
+    b = 1 + int(frac * (n - 3))
+    base = M("gaussian", sigma=z, neighbouring="replace_one")
+    small, big = wor(base, b, n).pair(), wor(base, b + 1, n).pair()
+    for d in ("forward", "backward"):
+        assert big.profile(eps, d) >= small.profile(eps, d) * (1 - 1e-9) - 1e-15
+    if eps >= 0:
+        assert float(small.profile(eps, "max")) == pytest.approx(
+            float(wor(base, b, n, "replace_one").pair().profile(eps, "forward")),
+            rel=1e-9, abs=1e-15)
