@@ -337,8 +337,6 @@ def known_bug(mech: Mechanism) -> "str | None":
     name = type(mech).name
     if name == "gaussian_mixture" and min(mech.scales) < 1e-2 * mech.noise_width():
         return "mixture components far narrower than the mixture: Rényi curve falls (pinned below)"
-    if name == "sampled_without_replacement" and mech.batch_size == mech.dataset_size:
-        return "sampling the whole dataset: Rényi bound falls at large α (pinned below)"
     if name in ("approx_dp", "permute_and_flip") and mech.epsilon >= 20:
         return "an ε-DP pair with ε ≥ 20: PLD mass above 1 (pinned below)"
     if float(mech.curve(PrivacyProfile).delta(LARGE_LOSS)) > 1e-12:
@@ -414,17 +412,17 @@ def test_known_bug_separated_mixture_renyi_curve():
     assert not _monotone(up, increasing=True, abs_=1e-12).any(), up
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "sampled without replacement with batch = dataset (γ = 1), base Laplace Δ/b = 0.101 "
-    "(replace-one): D_64 = 0.10134088 but D_256 = 0.10125077, the bound falls in α "
-    "(the base's own curve is monotone: 0.0904, 0.0985)"))
-def test_known_bug_whole_dataset_without_replacement_renyi_curve():
+def test_whole_dataset_without_replacement_is_the_base():
+    """Was a pinned bug: with batch = dataset (γ = 1) the Rényi bound of the symmetric
+    profile fell in α (D_64 = 0.10134088 > D_256 = 0.10125077); the batch is then the
+    whole dataset every time, so the pair is the base's own, monotone curve."""
     from accounting import mechanism
     base = mechanism("laplace", sensitivity=1.2445789748640071e-08, b=1.229297479895768e-07,
                      neighbouring="replace_one")
     mech = mechanism("sampled_without_replacement", base=base, batch_size=1, dataset_size=1)
     up = mech.curve(RDP).rdp(ALPHAS, "forward")
     assert not _monotone(up, increasing=True, abs_=1e-12).any(), up
+    np.testing.assert_allclose(up, base.curve(RDP).rdp(ALPHAS, "forward"), rtol=1e-12)
 
 
 # ------------------------------------------------------------------ the tests

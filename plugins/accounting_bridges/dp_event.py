@@ -32,13 +32,28 @@ the event is read, so a mechanism plugin that is not installed is an error namin
                                         (add/remove only, as dp_accounting)
 ``PoissonSampledDpEvent(q, e)``         ``subsampled_gaussian`` / ``subsampled_laplace``
                                         / ``poisson_subsampled(base=e, q)``
-``SampledWithoutReplacementDpEvent``    ``sampled_without_replacement`` (replace-one)
+``SampledWithoutReplacementDpEvent``    ``sampled_without_replacement`` (either relation,
+                                        see below)
 ``RepeatAndSelectDpEvent(e, m, η)``     ``repeat_and_select(base=e, mean=m, shape=η)``
 ``SelfComposedDpEvent(e, n)``           e's entries, counts × n
 ``ComposedDpEvent([…])``                the entries of each
 ``NoOpDpEvent``                         nothing
 ``NonPrivateDpEvent``                   ``approx_dp(epsilon=0, delta=1)`` (ε = ∞)
 ======================================  ==============================================
+
+Sampling without replacement (a batch of fixed size ``sample_size`` from
+``source_dataset_size`` records) is read under either relation. Under replace-one the
+inner event is read as it stands (dp_accounting's RDP accountant reads it so). Under
+add/remove, which dp_accounting does not account for this event, the inner noise
+multiplier is relative to the add/remove sensitivity Δ as everywhere else, while a
+batch of fixed size sees one record *replaced* by another: the base becomes the same
+mechanism under replace-one with sensitivity 2Δ (the triangle inequality for a norm of
+the difference of two records' contributions, tight for a clipped sum). That reading
+is made for ``gaussian``, ``laplace`` and ``discrete_laplace`` only; any other inner
+event is refused under add/remove. ``to_dp_event`` inverts it (a replace-one base of
+sensitivity Δ_r is written with noise multiplier σ/(Δ_r/2)), so both directions round
+trip. The batch must leave room for the neighbour with one record removed:
+``sample_size`` ≤ ``source_dataset_size`` − 1 under add/remove.
 
 A sampled event's inner tree must be one mechanism, or Gaussians only (several
 Gaussians on one batch are one Gaussian with σ = (Σ count_i/σ_i²)^(−1/2): their
@@ -81,6 +96,12 @@ __all__ = ["UnsupportedEventError", "dp_event_entries", "from_dp_event", "ledger
            "to_dp_event", "as_relation", "entries_of"]
 
 Entry = tuple[Mechanism, int]
+
+#: mechanisms whose sensitivity is a norm of the difference of one record's
+#: contributions, with their noise parameters: a replace-one change is at most twice
+#: an add/remove one (triangle inequality), so a fixed-size batch under add/remove
+#: neighbouring reads their add/remove Δ as a replace-one 2Δ
+_NORM_SENSITIVITY = {"gaussian": "sigma", "laplace": "b", "discrete_laplace": "scale"}
 
 _T = TypeVar("_T")
 
@@ -451,7 +472,6 @@ class _Reader:
         return [(self.build(event, path, name, q=q, **params), 1)]
 
     def _children_SampledWithoutReplacementDpEvent(self, event: Any, path: _Path) -> tuple[list[Child], Any]:
-        self.check_relation(event, path, Neighbouring.REPLACE_ONE)
         n = self.integer(event, path, "source_dataset_size")
         m = self.integer(event, path, "sample_size")
         if m == 0:
@@ -467,10 +487,29 @@ class _Reader:
         base = self.single(done[0], inner_event, inner_path)
         if base is None:
             return []
-        if m == n or self.is_non_private(base):
+        if self.is_non_private(base):
+            return [(base, 1)]
+        if self.relation is Neighbouring.ADD_REMOVE:
+            base = self.replace_one_base(base, inner_event, inner_path)
+        elif m == n:
             return [(base, 1)]
         return [(self.build(event, path, "sampled_without_replacement", base=base,
-                            batch_size=m, dataset_size=n), 1)]
+                            batch_size=m, dataset_size=n, neighbouring=self.relation), 1)]
+
+    def replace_one_base(self, base: Mechanism, event: Any, path: Any) -> Mechanism:
+        """``base``, read under add/remove with sensitivity Δ, as the same mechanism under
+        replace-one with sensitivity 2Δ (``_NORM_SENSITIVITY``): what the fixed-size batch
+        of a sampled event sees under add/remove neighbouring."""
+        noise = _NORM_SENSITIVITY.get(base.name)
+        if noise is None:
+            raise self.fail(event, path, f"{base.name} inside a fixed-size sample under "
+                                         f"add_remove: a batch of fixed size sees a record "
+                                         f"replaced, and only {', '.join(_NORM_SENSITIVITY)} "
+                                         f"have a replace-one sensitivity read from the "
+                                         f"add/remove one (read the event under replace_one)")
+        return self.build(event, path, base.name, sensitivity=2 * base.sensitivity,
+                          neighbouring=Neighbouring.REPLACE_ONE,
+                          **{noise: getattr(_by_name(base), noise)})
 
     def _children_RepeatAndSelectDpEvent(self, event: Any, path: _Path) -> tuple[list[Child], Any]:
         mean = self.real(event, path, "mean")
@@ -573,6 +612,11 @@ def _event_of(m: Any, relation: Neighbouring, path: str, ev: Any) -> Any:
     if name == "poisson_subsampled":
         return ev.PoissonSampledDpEvent(sampling_probability=float(params.q),
                                         event=_event_of(params.base, relation, f"{path}.base", ev))
+    if name == "sampled_without_replacement" and relation is Neighbouring.ADD_REMOVE:
+        return ev.SampledWithoutReplacementDpEvent(
+            source_dataset_size=int(params.dataset_size), sample_size=int(params.batch_size),
+            event=_event_of(_add_remove_base(params.base, f"{path}.base"), relation,
+                            f"{path}.base", ev))
     if name == "sampled_without_replacement":
         return ev.SampledWithoutReplacementDpEvent(
             source_dataset_size=int(params.dataset_size), sample_size=int(params.batch_size),
@@ -594,6 +638,23 @@ def _event_of(m: Any, relation: Neighbouring, path: str, ev: Any) -> Any:
     if name == "approx_dp" and params.delta == 0 and params.epsilon == 0:
         return ev.NoOpDpEvent()
     raise _unsupported(m, path, "has no dp_accounting DpEvent equivalent")
+
+
+def _add_remove_base(base: Any, path: str) -> Mechanism:
+    """The add/remove reading of the replace-one base of a fixed-size sample: the same
+    mechanism with half its sensitivity (the inverse of ``_Reader.replace_one_base``)."""
+    noise = _NORM_SENSITIVITY.get(getattr(base, "name", ""))
+    if noise is None or not isinstance(base, Mechanism):
+        raise _unsupported(base, path, "inside a fixed-size sample under add_remove, only "
+                                       f"{', '.join(_NORM_SENSITIVITY)} have an event (their "
+                                       "add/remove sensitivity is half the replace-one one)")
+    half = base.sensitivity / 2
+    if base.name == "discrete_laplace" and not float(half).is_integer():
+        raise _unsupported(base, path, f"a replace-one sensitivity of {base.sensitivity:g} "
+                                       "halves to no integer DiscreteLaplaceDpEvent sensitivity")
+    out: Mechanism = type(base)(sensitivity=half, neighbouring=Neighbouring.ADD_REMOVE,
+                                **{noise: getattr(_by_name(base), noise)})
+    return out
 
 
 def to_dp_event(obj: Any, neighbouring: Any = "add_remove") -> Any:

@@ -18,12 +18,17 @@ the backward one is at most −log(1 − q), where the backward profile vanishes
 Rényi curve comes from the base's own primitives (``_cgf``: quadrature, exact sums
 or a labelled upper bound); a base with an exact Rényi curve for the mixture (the
 Gaussian) overrides ``_cgf`` in a subclass.
+
+Fixed-size batches drawn without replacement (``SampledWithoutReplacement``) are
+accounted here too, under either relation: replace-one by ``WithoutReplacementPair``,
+add/remove by the Poisson-subsampled pair of the base's replace-one pair at rate
+γ = b/n (the proof is in ``SampledWithoutReplacement``'s docstring).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
@@ -60,8 +65,8 @@ from .subsampled_gaussian_rdp import log_mixture_ratio, log_power_excess
 Profile = Callable[[FloatArray, Direction], FloatArray]
 
 __all__ = ["PoissonSubsampledPair", "PoissonSubsampled", "WithoutReplacementPair",
-           "SampledWithoutReplacement", "SubsampledLaplace", "check_rate", "poisson_pair",
-           "PoissonMechanism"]
+           "SampledWithoutReplacement", "SubsampledLaplace", "WorstDirectionPair",
+           "worst_direction", "check_rate", "poisson_pair", "PoissonMechanism"]
 
 
 #: relative amount by which the quadrature's K is raised, so that the numerical value
@@ -345,6 +350,61 @@ def poisson_pair(base: Pair, q: float, registry: Registry | None = None
 
 
 @attrs.frozen
+class WorstDirectionPair(Pair):
+    """The larger of a base pair's two directions, reported in both:
+    δ(ε) = max(δ_{P₀‖Q₀}(ε), δ_{Q₀‖P₀}(ε)).
+
+    What a replace-one base guarantees for *every* ordered pair of neighbouring batches
+    when its pair (P₀, Q₀) is not symmetric: replacing x by y and y by x are both
+    neighbours, one bounded by each direction. It is a valid symmetric profile: the
+    max of two functions convex in e^ε is convex, and the complement identity
+    δ(ε) = 1 − e^ε + e^ε·δ(−ε), which maps each direction to the other, maps their max
+    to itself. Exact when the base is (a max of exact profiles); the largest loss D_∞
+    is the larger of the base's two. No Rényi curve (the max of two profiles has no
+    CGF in terms of theirs), so RDP comes from the PLD.
+    """
+
+    base: Pair = attrs.field(validator=_base_validator)
+
+    symmetric = True
+
+    @property
+    def exact(self) -> bool:  # type: ignore[override]
+        return self.base.exact
+
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
+        out: FloatArray = np.maximum(self.base._profile(eps, Direction.FORWARD),
+                                     self.base._profile(eps, Direction.BACKWARD))
+        return out
+
+    def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
+        out: FloatArray = np.maximum(self.base._profile_lower(eps, Direction.FORWARD),
+                                     self.base._profile_lower(eps, Direction.BACKWARD))
+        return out
+
+    def _renyi_limit(self, order: float, direction: Direction,
+                     side: Bound = Bound.UPPER) -> float | None:
+        """D_∞ of the max: the larger of the base's (on the upper side both must be known)."""
+        if order != np.inf:
+            return None
+        side = Bound.UPPER if side is None else side
+        known = [self.base._renyi_limit(np.inf, d, side)
+                 for d in (Direction.FORWARD, Direction.BACKWARD)]
+        values = [float(v) for v in known if v is not None]
+        if not values or (side is Bound.UPPER and len(values) < 2):
+            return None
+        return max(values)
+
+    def describe(self) -> str:
+        return f"max-direction({self.base.describe()})"
+
+
+def worst_direction(base: Pair) -> Pair:
+    """``base`` itself when it is symmetric, else its ``WorstDirectionPair``."""
+    return base if base.symmetric else WorstDirectionPair(base)
+
+
+@attrs.frozen
 class WithoutReplacementPair(Pair):
     """Replace-one neighbouring, a batch of fixed size m drawn without replacement from
     n records (γ = m/n), then a base whose pair (P₀, Q₀) dominates it under replace-one.
@@ -383,22 +443,16 @@ class WithoutReplacementPair(Pair):
 
     @property
     def _poisson(self) -> PoissonSubsampledPair:
-        return poisson_pair(self.base, self.gamma)
+        """The Poisson-subsampled pair of the base's worst direction at rate γ: its
+        forward profile is the one above for ε ≥ 0."""
+        return poisson_pair(worst_direction(self.base), self.gamma)
 
     def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
-        return self._symmetric(eps, self._base_max(self.base._profile))
+        return symmetric_profile(eps, lambda e: self._poisson._profile(e, Direction.FORWARD))
 
     def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
-        return self._symmetric(eps, self._base_max(self.base._profile_lower))
-
-    def _symmetric(self, eps: FloatArray, base_profile: Profile) -> FloatArray:
         return symmetric_profile(
-            eps, lambda e: self._poisson._mixed(e, Direction.FORWARD, base_profile))
-
-    def _base_max(self, fn: Profile) -> Profile:
-        if self.base.symmetric:
-            return fn
-        return lambda e, _: np.maximum(fn(e, Direction.FORWARD), fn(e, Direction.BACKWARD))
+            eps, lambda e: self._poisson._profile_lower(e, Direction.FORWARD))
 
     def provides(self, primitive: str) -> bool:
         """A Rényi curve for symmetric bases whose Poisson pair has one."""
@@ -521,31 +575,94 @@ def _dataset_size(value: Any) -> int:
     return check_count("dataset_size", value)
 
 
+def _wor_base(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """attrs validator of ``SampledWithoutReplacement.base``: a Mechanism declared under
+    replace-one, whatever the wrapper's own relation (the batch has a fixed size, so the
+    base always sees one record in place of another)."""
+    if not isinstance(value, Mechanism):
+        raise TypeError(f"base must be a Mechanism, got {type(value).__name__}")
+    if value.neighbouring is not Neighbouring.REPLACE_ONE:
+        raise ValueError(
+            f"the base of sampling without replacement must be declared under replace_one "
+            f"neighbouring, with its replace-one sensitivity (twice the clipping norm for a "
+            f"clipped sum), but {type(value).__name__} declares {value.neighbouring.value}: a "
+            f"batch of fixed size sees one record in place of another under either relation "
+            f"(set the wrapper's own neighbouring='add_remove' for datasets that differ by "
+            f"one record added or removed, or use poisson_subsampled for Poisson sampling)")
+
+
 @attrs.frozen
 class SampledWithoutReplacement(Mechanism):
     """A batch of ``batch_size`` records drawn uniformly without replacement from a
     dataset of ``dataset_size``, then ``base`` (replace-one neighbouring).
 
-    Neighbouring: replace-one only — datasets of a fixed size n that differ in one
-    record. The base must declare ``neighbouring="replace_one"`` with its replace-one
-    sensitivity (for a clipped sum that is twice the clipping norm, or the norm of
-    the largest difference of two records' contributions). γ = batch_size /
-    dataset_size; see ``WithoutReplacementPair``.
+    The base sees a batch of b = ``batch_size`` records, and it must be declared with
+    ``neighbouring="replace_one"`` and its replace-one sensitivity (for a clipped sum
+    that is twice the clipping norm, or the norm of the largest difference of two
+    records' contributions): under *either* relation between the datasets, two
+    neighbouring batches of fixed size differ by one record put in place of another.
+    γ = b/n with n = ``dataset_size``. The wrapper's own ``neighbouring`` says which
+    datasets are neighbours:
+
+    * ``"replace_one"`` (the default): datasets of n records that differ in one.
+      ``WithoutReplacementPair``: the symmetric profile of Balle, Barthe, Gaboardi
+      2018 (arXiv:1807.01647, Thm 9) for ε ≥ 0, mirrored below 0.
+    * ``"add_remove"``: datasets that differ by one record added or removed, the
+      larger with n records (the smaller, n − 1, must still hold a batch: b ≤ n − 1).
+      A dataset of n records and its neighbour with n + 1 are covered too, with room
+      (their γ is b/(n + 1) ≤ b/n, and each profile below increases with γ: it is
+      convex in γ with its least value at γ = 0). Lebeda, Regehr, Kamath, Steinke
+      (arXiv:2405.20769) treat this relation and show it can cost much more than
+      Poisson sampling at the same rate; the dominating pair used here is derived
+      below.
+
+    Add/remove: the pair is ((1 − γ)Q₀ + γP₀, Q₀), the Poisson-subsampled pair at rate
+    γ of the base's replace-one pair (P₀, Q₀) (its worst direction,
+    ``WorstDirectionPair``, if the base is not symmetric) — forward *remove*, backward
+    *add*, at every ε ∈ ℝ. Proof. Let D = D′ ∪ {x}, |D| = n, and write H_s(A‖B) =
+    sup_S A(S) − s·B(S). A batch of D misses x with probability 1 − γ, and is then a
+    uniform b-subset of D′; otherwise it is {x} ∪ S with S a uniform (b − 1)-subset of
+    D′. So M(D) = (1 − γ)M(D′) + γR with R = E_S M(S ∪ {x}); and a uniform b-subset of
+    D′ is S ∪ {y}, y uniform in D′ ∖ S, so M(D′) = E_{S,y} M(S ∪ {y}). Then
+    (advanced joint convexity, the step of arXiv:1807.01647's Thm 8, here an identity):
+    H_{e^ε}(M(D)‖M(D′)) = γ·H_{e^{ε′}}(R‖M(D′)), e^{ε′} = 1 + (e^ε − 1)/γ, for
+    ε > log(1 − γ), and 1 − e^ε below; H_{e^ε}(M(D′)‖M(D)) = c·H_{e^{ε″}}(M(D′)‖R),
+    c = 1 − (1 − γ)e^ε, e^{ε″} = γe^ε/c, for ε < −log(1 − γ), and 0 above. The hockey
+    stick is jointly convex, so coupling (S, y) gives H(R‖M(D′)) ≤ E_{S,y}
+    H(M(S ∪ {x})‖M(S ∪ {y})) ≤ δ₀(ε′) and likewise in the other order, because
+    S ∪ {x} and S ∪ {y} are batches of size b that differ by a replacement. These are
+    the two profiles of ``PoissonSubsampledPair`` on (P₀, Q₀), both increasing in δ₀,
+    so an upper (lower) base profile gives an upper (lower) one. Tight: for a sum of
+    records in {0, 1} with additive noise, D′ all zeros and x = 1 attain it. Its Rényi
+    curve and closed forms are the Poisson pair's (exact for the Gaussian).
+
+    Composed over steps (one fresh batch per step), the product of the dominating pairs
+    dominates the composition (Zhu, Dong, Wang 2022, arXiv:2106.08567, Thm 10); the
+    accountant composes them like any other pair.
+
+    b = 0 (an empty batch, as dp_accounting's zero-size sample) costs nothing; b = n
+    under replace-one is the base on the whole dataset, its own pair.
     """
 
     name = "sampled_without_replacement"
-    base: Mechanism = attrs.field(validator=_base_under(Neighbouring.REPLACE_ONE,
-                                                        "sampling without replacement"))
+    #: the relation the base is declared under (the batch's, whatever the datasets')
+    base_neighbouring: ClassVar[Neighbouring] = Neighbouring.REPLACE_ONE
+    base: Mechanism = attrs.field(validator=_wor_base)
     batch_size: int = attrs.field(converter=_batch_size, metadata={"range": BATCH})
     dataset_size: int = attrs.field(converter=_dataset_size, metadata={"range": SIZE})
     neighbouring: Neighbouring = attrs.field(default=Neighbouring.REPLACE_ONE, kw_only=True,
                                              converter=as_neighbouring)
 
     def __attrs_post_init__(self) -> None:
-        _require(Neighbouring.REPLACE_ONE, "sampling without replacement", self)
         if self.batch_size > self.dataset_size:
             raise ValueError(f"batch_size must be at most dataset_size ({self.dataset_size}), "
                              f"got {self.batch_size}")
+        if (self.neighbouring is Neighbouring.ADD_REMOVE
+                and 0 < self.batch_size == self.dataset_size):
+            raise ValueError(
+                f"batch_size must be at most dataset_size − 1 ({self.dataset_size - 1}) under "
+                f"add_remove neighbouring, got {self.batch_size}: the neighbour with one record "
+                f"removed has dataset_size − 1 records and must still hold a batch")
 
     @property
     def gamma(self) -> float:
@@ -559,7 +676,8 @@ class SampledWithoutReplacement(Mechanism):
     def sample(self, rng: np.random.Generator, shape: tuple[int, ...] | int
                ) -> tuple[AnyArray, AnyArray]:
         """Outputs on D and D′ when only the differing record contributes: it is in the
-        batch with probability γ (``mixture_sample`` of the base mechanism)."""
+        batch with probability γ (``mixture_sample`` of the base mechanism). Under
+        add/remove these are the laws of the dominating pair (D′ all zeros, x = 1)."""
         if not self.base.provides("sample"):
             raise not_provided(self, "sample")
         return mixture_sample(self.base, self.gamma, rng, shape)
@@ -568,10 +686,15 @@ class SampledWithoutReplacement(Mechanism):
         return self.pair_in(None)
 
     def pair_in(self, registry: Registry | None = None) -> Pair:
-        """The pair, its base's looked up in ``registry``."""
+        """The pair, its base's (and a Poisson specialisation) looked up in ``registry``."""
         if self.batch_size == 0:
             return identical_pair(f"{self.name} (batch_size 0: no privacy loss)")
-        return WithoutReplacementPair(self.base.pair_in(registry), self.gamma)
+        base = self.base.pair_in(registry)
+        if self.neighbouring is Neighbouring.ADD_REMOVE:
+            return poisson_pair(worst_direction(base), self.gamma, registry)
+        if self.batch_size == self.dataset_size:     # every record, every time: the base
+            return worst_direction(base)
+        return WithoutReplacementPair(base, self.gamma)
 
 
 @attrs.frozen

@@ -225,9 +225,11 @@ def test_unsupported_events_are_named_with_their_place(event, where, what):
 
 
 def test_relation_is_checked():
-    wor = E.SampledWithoutReplacementDpEvent(100, 10, E.GaussianDpEvent(1.0))
-    with pytest.raises(UnsupportedEventError, match="replace_one neighbouring only"):
-        from_dp_event(wor)
+    # sampling without replacement is read under either relation now
+    # (test_bridge_dp_event_wor.py); a tree aggregation is add/remove only
+    tree = E.SingleEpochTreeAggregationDpEvent(1.0, 4)
+    with pytest.raises(UnsupportedEventError, match="add_remove neighbouring only"):
+        from_dp_event(tree, "replace_one")
     if not has("kary_randomized_response"):
         with pytest.raises(UnsupportedEventError, match="kary_randomized_response"):
             from_dp_event(E.RandomizedResponseDpEvent(0.5, 2))
