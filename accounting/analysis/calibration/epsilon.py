@@ -22,6 +22,7 @@ from accounting.analysis.calibration.search import (
     Problem,
     check_flag,
     solve_bracket,
+    solve_pure,
 )
 from accounting.curves.pld import DEFAULT_STEP
 from accounting.ledger import Ledger
@@ -143,7 +144,10 @@ def calibrate_workload(family: Any, *, epsilon: float, delta: float,
 
     problem = Problem(fn, delta, accountant, step, direction, zero=scales_noise(family))
     try:
-        lo, hi = solve_bracket(problem, start, target, label, rtol, integer)
+        # pure DP (δ = 0) in closed form where ε(0; x) ∝ 1/x, else the search
+        closed = None if integer else solve_pure(problem, start, target)
+        lo, hi = closed if closed is not None else solve_bracket(problem, start, target,
+                                                                 label, rtol, integer)
     finally:
         problem.bar.close()
     eps, order = problem.seen[hi]
