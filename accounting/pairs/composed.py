@@ -315,7 +315,6 @@ class ComposedPair(Pair):
         # the closed-form parts combined exactly first (all μ-GDP parts into one pair,
         # all finite laws into one law), so each is discretised once
         components = self.merged_components()
-        originals = [p for p, _ in self.components]
         closed = [p._self_compose(c) if c > 1 else None for p, c in components]
         options = _cut_tails(options, sum(c for (_, c), cl in zip(components, closed)
                                           if cl is None))
@@ -324,11 +323,11 @@ class ComposedPair(Pair):
         for (p, c), cl in progress(list(zip(components, closed)),
                                    desc="discretising mechanisms"):
             # each single-use PLD refuses its own grid beyond the limit when built
-            if isinstance(cl, LawPair) or (cl is None and p not in originals
-                                           and exact_laws_of(p) is not None):
-                # a closed-form n-fold law, or the product law of the finite parts:
-                # its atoms placed on the grid
-                parts.append((_law_pld(cl if cl is not None else p, **options), 1))
+            # (the product law of the finite parts, used once, takes the pair route:
+            # its profile on the grid and its atoms for the upper side, 5× tighter
+            # there than its atoms moved onto the grid on both sides)
+            if isinstance(cl, LawPair):
+                parts.append((_law_pld(cl, **options), 1))
             else:
                 parts.append((cl.curve(PLD, registry=registry, **options), 1) if cl is not None
                              else (p.curve(PLD, registry=registry, **options), c))

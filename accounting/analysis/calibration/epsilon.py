@@ -79,7 +79,10 @@ class Calibration:
 
     @property
     def epsilon_label(self) -> str:
-        """What ``epsilon`` is, in words: "upper bound" or "numerical (not a certified bound)"."""
+        """What ``epsilon`` is, in words: "exact" (a closed form: pure DP at δ = 0),
+        "upper bound" or "numerical (not a certified bound)"."""
+        if self.exactness is Exactness.EXACT:
+            return "exact"
         return "upper bound" if self.certified else "numerical (not a certified bound)"
 
     @property
