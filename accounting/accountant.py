@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import numbers
 import warnings
 from collections.abc import Callable
@@ -202,6 +203,9 @@ class _ClosedAnswers:
     profile: PrivacyProfile
     laws: tuple[LossPMF, LossPMF] | None = None
     loss_error: float = 0.0
+    #: relative accuracy trusted of δ: ``CLOSED_DELTA_RTOL`` for a profile; for a law
+    #: its masses' error plus the rounding of a sum of its non-negative terms
+    rtol: float = CLOSED_DELTA_RTOL
 
     @classmethod
     def of(cls, pair: Pair, profile: PrivacyProfile) -> _ClosedAnswers:
@@ -211,11 +215,19 @@ class _ClosedAnswers:
         law_pair = pair
         assert isinstance(law_pair, LawPair)      # exact_laws_of found its laws
         err = max(law.loss_error for law in laws)
-        return cls(profile, law_pair.upper, err)
+        atoms = max(law.losses.size for law in laws)
+        rtol = (float(getattr(pair, "mass_error", 0.0))
+                + 2.0 ** -52 * (math.log2(atoms + 1) + 4.0))
+        return cls(profile, law_pair.upper, err, rtol)
 
     @property
     def finite(self) -> bool:
         return self.laws is not None
+
+    @property
+    def bounded(self) -> bool:
+        """A finite law without mass at +∞ (its ε(0) is its largest loss)."""
+        return self.laws is not None and all(law.inf_mass == 0 for law in self.laws)
 
     def _law(self, d: Direction) -> LossPMF:
         assert self.laws is not None
@@ -238,8 +250,8 @@ class _ClosedAnswers:
     def delta_bounds(self, eps: np.ndarray, direction: Direction
                      ) -> tuple[np.ndarray, np.ndarray]:
         eta = self.loss_error
-        lo = self.delta(eps + eta, direction) * (1.0 - CLOSED_DELTA_RTOL)
-        hi = np.minimum(self.delta(eps - eta, direction) * (1.0 + CLOSED_DELTA_RTOL), 1.0)
+        lo = self.delta(eps + eta, direction) * (1.0 - self.rtol)
+        hi = np.minimum(self.delta(eps - eta, direction) * (1.0 + self.rtol), 1.0)
         return np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
 
 
@@ -514,11 +526,14 @@ class Accountant:
 
     def _closed_answers(self, query: str, x: Any) -> bool:
         """Whether the closed form answers this query: it exists, and (ε at δ) every δ
-        is in (0, 1) — or [0, 1) for a finite law, whose largest loss is ε(0) (δ = 0
+        is in (0, 1) — or [0, 1) for a finite law without mass at +∞, whose largest
+        loss is ε(0) (δ = 0
         of a μ-GDP job goes to the engine, whose refusal says why ε is unbounded; bad
         values to its checks)."""
         closed = self._closed()
-        if closed is None:
+        if closed is None or (closed.finite and not closed.bounded):
+            # (a law with mass at +∞ — (ε, δ) guarantees, no noise — goes to the grid: at
+            # a δ equal to that mass, float64 cannot certify which side it falls)
             return False
         if query == "delta":
             return True
@@ -526,7 +541,7 @@ class Accountant:
             values = np.asarray(x, dtype=float)
         except (TypeError, ValueError):
             return False
-        low = (values >= 0) if closed.finite else (values > 0)
+        low = (values >= 0) if closed.bounded else (values > 0)
         return bool(values.size) and bool(np.all(low & (values < 1)))
 
     def _closed_interval(self, query: str, x: Any, direction: Direction
@@ -557,10 +572,16 @@ class Accountant:
                     break
                 gap = np.where(ok, gap, gap * 4.0)
             else:
-                raise InvariantError("the closed-form bracket did not clear its margin")
-            end[...] = np.where(finite, end + sign * (gap * np.abs(end) + closed.loss_error),
-                                end)
-        lo = np.maximum(lo, 0.0)
+                if not closed.finite:
+                    raise InvariantError("the closed-form bracket did not clear its margin")
+                # a law's δ at a δ it equals (its mass at +∞, within the margin): the
+                # sound ends, ∞ above and 0 below, where the margin cannot be cleared
+                ok_end = ok
+                end[...] = np.where(ok_end, end, np.inf if sign > 0 else 0.0)
+                gap = np.where(ok_end, gap, 0.0)
+            end[...] = np.where(finite & np.isfinite(end),
+                                end + sign * (gap * np.abs(end) + closed.loss_error), end)
+        lo = np.where(np.isfinite(lo), np.maximum(lo, 0.0), 0.0)
         if not closed.finite:
             # (a μ-GDP answer of 0 is exact: δ(0) ≤ δ)
             hi = np.where(hi == 0.0, 0.0, hi)

@@ -32,8 +32,8 @@ from accounting.analysis.calibration import calibrate
 from accounting.curves.pld import compose_plds
 from accounting.numerics.finite import law_delta, law_from_log_masses
 from accounting.numerics.loss import LossPMF
-from accounting_mechanisms.kary_randomized_response import kary_rr_distributions
 from accounting.pairs.mechanism import Neighbouring
+from accounting_mechanisms.kary_randomized_response import kary_rr_distributions
 
 DPS = 50
 
@@ -129,8 +129,9 @@ def test_cli_calibrate_pure_dp_answers_ten(capsys):
 
 
 def test_cli_epsilon_at_delta_zero_is_exact(capsys):
-    from accounting.cli.app import main
     import json
+
+    from accounting.cli.app import main
     assert main(["epsilon", "laplace", "--b", "10", "--compose", "10", "--delta", "0",
                  "--accountant", "pld", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)["results"]["pld"]

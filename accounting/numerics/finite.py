@@ -76,13 +76,19 @@ class ExactLaw:
     log_masses: FloatArray
     inf_mass: float = 0.0
     loss_error: float = 0.0
+    #: an absolute bound on the error of the log masses (a relative one on the masses
+    #: and on the mass at +∞), over the law taken as given
+    mass_error: float = 0.0
 
     @classmethod
-    def of(cls, law: LossPMF) -> ExactLaw:
-        """The finite law ``law``, its masses' logarithms (zero masses dropped)."""
+    def of(cls, law: LossPMF, loss_error: float = 0.0, mass_error: float = 0.0) -> ExactLaw:
+        """The finite law ``law``, its masses' logarithms (zero masses dropped; the
+        logarithm's rounding added to ``mass_error``)."""
         keep = law.masses > 0
-        return cls(np.asarray(law.losses[keep], dtype=float),
-                   np.log(np.asarray(law.masses[keep], dtype=float)), float(law.inf_mass))
+        log_masses = np.log(np.asarray(law.masses[keep], dtype=float))
+        rounding = _ADD_RTOL * (1.0 + float(np.max(np.abs(log_masses), initial=0.0)))
+        return cls(np.asarray(law.losses[keep], dtype=float), log_masses,
+                   float(law.inf_mass), loss_error, mass_error + rounding)
 
     @property
     def max_loss(self) -> float:
@@ -94,14 +100,16 @@ class ExactLaw:
         return law_from_log_masses(self.losses, self.log_masses, self.inf_mass)
 
 
-def _merge_close(losses: FloatArray, log_masses: FloatArray) -> tuple[FloatArray, FloatArray]:
+def _merge_close(losses: FloatArray, log_masses: FloatArray
+                 ) -> tuple[FloatArray, FloatArray, float]:
     """Atoms whose losses agree to ``MERGE_RTOL`` (relative, or absolute below 1) merged
-    onto the cluster's largest loss, their masses by a log-sum-exp."""
+    onto the cluster's largest loss, their masses by a log-sum-exp; also the largest
+    distance a loss moved."""
     keep = np.isfinite(log_masses)
     order = np.argsort(losses[keep], kind="stable")
     l, lm = losses[keep][order], log_masses[keep][order]
     if l.size < 2:
-        return l, lm
+        return l, lm, 0.0
     gap = np.diff(l) > MERGE_RTOL * np.maximum(1.0, np.abs(l[1:]))
     starts = np.concatenate([[0], np.flatnonzero(gap) + 1])
     ends = np.concatenate([starts[1:], [l.size]])
@@ -110,22 +118,26 @@ def _merge_close(losses: FloatArray, log_masses: FloatArray) -> tuple[FloatArray
     shift = np.maximum.reduceat(lm, starts)
     sizes = ends - starts
     summed = np.add.reduceat(np.exp(lm - np.repeat(shift, sizes)), starts)
-    return top, shift + np.log(summed)
+    moved = float(np.max(np.repeat(top, sizes) - l))
+    return top, shift + np.log(summed), moved
 
 
 def convolve_laws(a: ExactLaw, b: ExactLaw) -> ExactLaw:
     """The law of L_a + L_b for independent losses: finite atoms by outer sums, log
     masses added, equal sums merged (``_merge_close``); mass at +∞ = m_a + m_b − m_a·m_b.
-    The loss error adds the operands' and one rounding and one merge of the largest
-    sum's size."""
+    The loss error adds the operands', one rounding of the largest sum and the
+    largest move of a merge; the mass error the operands', the rounding of the sums
+    of log masses and of the log-sum-exp merges."""
     check_atoms(a.losses.size * b.losses.size)
     losses = (a.losses[:, None] + b.losses[None, :]).ravel()
     log_masses = (a.log_masses[:, None] + b.log_masses[None, :]).ravel()
     inf_mass = min(a.inf_mass + b.inf_mass - a.inf_mass * b.inf_mass, 1.0)
-    l, lm = _merge_close(losses, log_masses)
-    scale = max(1.0, float(np.max(np.abs(l)))) if l.size else 1.0
-    err = a.loss_error + b.loss_error + (_ADD_RTOL + MERGE_RTOL) * scale
-    return ExactLaw(l, lm, inf_mass, err)
+    l, lm, moved = _merge_close(losses, log_masses)
+    scale = float(np.max(np.abs(l))) if l.size else 0.0
+    err = a.loss_error + b.loss_error + _ADD_RTOL * scale + moved
+    log_scale = float(np.max(np.abs(lm))) if lm.size else 0.0
+    mass_err = a.mass_error + b.mass_error + _ADD_RTOL * (4.0 + log_scale)
+    return ExactLaw(l, lm, inf_mass, err, mass_err)
 
 
 def law_power(law: ExactLaw, count: int) -> ExactLaw:

@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import numpy as np
 
 from accounting.curves.curve import Curve
 from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, RefiningPLD, compose_plds
@@ -198,6 +199,19 @@ def _law_pld(pair: LawPair, step: Any=None, tail: float = DEFAULT_TAIL, lower: b
     return PLD(side("upper", True), side("lower", False) if lower else None)
 
 
+#: the largest |loss| the profile route discretises in float64 (``discretise``)
+_PROFILE_LOSS_RANGE = 700.0
+
+
+def _beyond_profile_range(pair: Pair) -> bool:
+    """Whether an exact finite law has losses beyond what the profile route can grid
+    (|loss| > 700): its atoms then go onto the grid directly (``_law_pld``)."""
+    laws = exact_laws_of(pair)
+    return laws is not None and any(
+        law.losses.size and float(np.max(np.abs(law.losses))) > _PROFILE_LOSS_RANGE
+        for law in laws)
+
+
 def _cut_tails(options: dict[str, Any], uses: int) -> dict[str, Any]:
     """``options`` with the discretisation tail of each use set to ``DEFAULT_TAIL``
     divided by the number of uses composed by FFT powers (unless the caller set
@@ -271,7 +285,8 @@ class ComposedPair(Pair):
                 out.extend(gdp)
             else:
                 out.append((combined, 1))
-        if len(finite) == 1 and finite[0][1] == 1:
+        if len(finite) == 1:
+            # (one finite part keeps its own route: its closed n-fold law if it has one)
             out.extend(finite)
         elif finite:
             try:
@@ -315,6 +330,7 @@ class ComposedPair(Pair):
         # the closed-form parts combined exactly first (all μ-GDP parts into one pair,
         # all finite laws into one law), so each is discretised once
         components = self.merged_components()
+        originals = [q for q, _ in self.components]
         closed = [p._self_compose(c) if c > 1 else None for p, c in components]
         options = _cut_tails(options, sum(c for (_, c), cl in zip(components, closed)
                                           if cl is None))
@@ -326,8 +342,9 @@ class ComposedPair(Pair):
             # (the product law of the finite parts, used once, takes the pair route:
             # its profile on the grid and its atoms for the upper side, 5× tighter
             # there than its atoms moved onto the grid on both sides)
-            if isinstance(cl, LawPair):
-                parts.append((_law_pld(cl, **options), 1))
+            if isinstance(cl, LawPair) or (c == 1 and p not in originals
+                                           and _beyond_profile_range(p)):
+                parts.append((_law_pld(cl if cl is not None else p, **options), 1))
             else:
                 parts.append((cl.curve(PLD, registry=registry, **options), 1) if cl is not None
                              else (p.curve(PLD, registry=registry, **options), c))

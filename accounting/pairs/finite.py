@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import attrs
+import numpy as np
 
 from accounting.numerics.finite import ExactLaw, convolve_laws, law_power
 from accounting.pairs.pair import LawPair, Pair
@@ -34,10 +35,14 @@ class FiniteLawPair(LawPair):
     (the grid PLD then composes it, with a certified bracket).
 
     ``loss_error``: an absolute bound on how far the float losses lie from the exact
-    sums of the single-use float losses (0 for a law taken as given)."""
+    sums of the single-use float losses (0 for a law taken as given); ``mass_error``
+    the same, relative, for the masses."""
 
     count: int = 1
     loss_error: float = attrs.field(default=0.0, kw_only=True)
+    #: a bound on the relative error of the masses (and of the mass at +∞) over the
+    #: law taken as given (0 for a law taken as given)
+    mass_error: float = attrs.field(default=0.0, kw_only=True)
 
     def _self_compose(self, count: int) -> Pair | None:
         count = check_count("count", count)
@@ -56,8 +61,12 @@ class FiniteLawPair(LawPair):
 def _pair_of(fwd: ExactLaw, bwd: ExactLaw, label: str, symmetric: bool,
              count: int = 1) -> FiniteLawPair:
     f, b = fwd.to_pmf(), bwd.to_pmf()
+    # (exponentiating a log mass m adds |log m| units of roundoff)
+    exp_error = 2.0 ** -52 * (1.0 + max(float(np.max(np.abs(x.log_masses), initial=0.0))
+                                        for x in (fwd, bwd)))
     return FiniteLawPair((f, b), (f, b), label, symmetric=symmetric, count=count,
-                         loss_error=max(fwd.loss_error, bwd.loss_error))
+                         loss_error=max(fwd.loss_error, bwd.loss_error),
+                         mass_error=max(fwd.mass_error, bwd.mass_error) + exp_error)
 
 
 def exact_laws_of(pair: Pair) -> tuple[ExactLaw, ExactLaw] | None:
@@ -66,7 +75,8 @@ def exact_laws_of(pair: Pair) -> tuple[ExactLaw, ExactLaw] | None:
     if not isinstance(pair, LawPair) or not pair.exact:
         return None
     err = float(getattr(pair, "loss_error", 0.0))
-    fwd, bwd = (attrs.evolve(ExactLaw.of(law), loss_error=err) for law in pair.upper)
+    mass = float(getattr(pair, "mass_error", 0.0))
+    fwd, bwd = (ExactLaw.of(law, err, mass) for law in pair.upper)
     return fwd, bwd
 
 

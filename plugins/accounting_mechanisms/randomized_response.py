@@ -38,6 +38,11 @@ from accounting.vocabulary import AnyArray, Direction, FloatArray
 __all__ = ["RandomizedResponse", "rr_cgf", "rr_composed_law"]
 
 
+#: relative error trusted of scipy's binomial pmf (measured against mpmath: ≤ 1.3e-12
+#: up to k = 10⁵ at p = 0.6, 2.2e-13 at k = 10⁴; a tenfold margin)
+BINOMIAL_MASS_ERROR = 1.3e-11
+
+
 def rr_cgf(p: float, t: FloatArray) -> FloatArray:
     """K(t) = log[p^{1+t}(1−p)^{−t} + (1−p)^{1+t}p^{−t}] in log space."""
     t = np.asarray(t, dtype=float)
@@ -129,9 +134,14 @@ class _RRPair(FiniteLawPair):
     def _self_compose(self, count: int) -> Pair | None:
         total = self.count * check_count("count", count)
         law = rr_composed_law(self.p, total)
-        eps0 = abs(math.log(self.p) - math.log1p(-self.p))
+        lp, lq = math.log(self.p), math.log1p(-self.p)
+        # ε₀ = log p − log(1 − p) is within 2^−52(|log p| + |log(1 − p)| + |ε₀|) of its
+        # exact value, and each atom (2j − k)ε₀ one rounding more
+        eps0 = abs(lp - lq)
+        per_use = 2.0 ** -52 * (abs(lp) + abs(lq) + 2.0 * eps0)
         return _RRPair((law, law), (law, law), f"RR(p={self.p:g})^{total}", count=total,
-                       p=self.p, symmetric=True, loss_error=2.0 ** -52 * total * eps0)
+                       p=self.p, symmetric=True, loss_error=total * per_use,
+                       mass_error=BINOMIAL_MASS_ERROR)
 
 
 @hookimpl
