@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import numbers
 import warnings
 from collections.abc import Callable
@@ -60,10 +61,12 @@ from accounting.curves.zcdp import ZCDP
 from accounting.ledger import Ledger
 from accounting.ledger.document import accountant_document, read_accountant_document
 from accounting.ledger.grouping import DominanceGroups, group_by_dominance
-from accounting.numerics.loss import GridSizeError
+from accounting.numerics.finite import law_delta
+from accounting.numerics.loss import GridSizeError, LossPMF
 from accounting.pairs.composed import ComposedPair, check_grid_size
+from accounting.pairs.finite import exact_laws_of
 from accounting.pairs.mechanism import Mechanism
-from accounting.pairs.pair import CurveT, Pair, of_kind
+from accounting.pairs.pair import CurveT, LawPair, Pair, of_kind
 from accounting.validation import check_count, check_options, check_real
 from accounting.vocabulary import Bound, Direction, InvariantError, as_bound, as_direction
 
@@ -184,6 +187,73 @@ class _Tiered:
                        direction: Direction | str = "max") -> tuple[Any, Any]:
         """(lower, upper) bracket of δ(ε)."""
         return (self.delta(epsilon, direction, "lower"), self.delta(epsilon, direction, "upper"))
+
+
+@attrs.frozen
+class _ClosedAnswers:
+    """The point answers and δ bounds of a composition's exact closed form.
+
+    A μ-GDP pair answers from its profile (``PrivacyProfile``, δ(ε) in closed form);
+    an exact finite law (``finite``) from its atoms: δ(ε) as a sum of non-negative
+    terms (``numerics.finite.law_delta``), ε(δ) solved between atoms
+    (``LossPMF.epsilon``). ``delta_bounds`` brackets the exact δ(ε): the float
+    evaluation trusted to ``CLOSED_DELTA_RTOL`` relative and, for a law, its float
+    losses to ``loss_error`` absolute (δ is non-increasing in ε, so the losses
+    shifted by ±η are ε shifted by ∓η)."""
+
+    profile: PrivacyProfile
+    laws: tuple[LossPMF, LossPMF] | None = None
+    loss_error: float = 0.0
+    #: relative accuracy trusted of δ: ``CLOSED_DELTA_RTOL`` for a profile; for a law
+    #: its masses' error plus the rounding of a sum of its non-negative terms
+    rtol: float = CLOSED_DELTA_RTOL
+
+    @classmethod
+    def of(cls, pair: Pair, profile: PrivacyProfile) -> _ClosedAnswers:
+        laws = exact_laws_of(pair)
+        if laws is None:
+            return cls(profile)
+        law_pair = pair
+        assert isinstance(law_pair, LawPair)      # exact_laws_of found its laws
+        err = max(law.loss_error for law in laws)
+        atoms = max(law.losses.size for law in laws)
+        rtol = (float(getattr(pair, "mass_error", 0.0))
+                + 2.0 ** -52 * (math.log2(atoms + 1) + 4.0))
+        return cls(profile, law_pair.upper, err, rtol)
+
+    @property
+    def finite(self) -> bool:
+        return self.laws is not None
+
+    @property
+    def bounded(self) -> bool:
+        """A finite law without mass at +∞ (its ε(0) is its largest loss)."""
+        return self.laws is not None and all(law.inf_mass == 0 for law in self.laws)
+
+    def _law(self, d: Direction) -> LossPMF:
+        assert self.laws is not None
+        return self.laws[0] if d is Direction.FORWARD else self.laws[1]
+
+    def delta(self, eps: np.ndarray, direction: Direction) -> np.ndarray:
+        if self.laws is None:
+            return np.asarray(self.profile.delta(eps, direction), dtype=float)
+        out: np.ndarray = np.max([law_delta(self._law(d), eps)
+                                  for d in direction.components], axis=0)
+        return out
+
+    def epsilon(self, delta: np.ndarray, direction: Direction) -> np.ndarray:
+        if self.laws is None:
+            return np.asarray(self.profile.epsilon(delta, direction), dtype=float)
+        out: np.ndarray = np.max([self._law(d).epsilon(delta)
+                                  for d in direction.components], axis=0)
+        return out
+
+    def delta_bounds(self, eps: np.ndarray, direction: Direction
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        eta = self.loss_error
+        lo = self.delta(eps + eta, direction) * (1.0 - self.rtol)
+        hi = np.minimum(self.delta(eps - eta, direction) * (1.0 + self.rtol), 1.0)
+        return np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
 
 
 @attrs.define(init=False)
@@ -369,6 +439,9 @@ class Accountant:
                accountant: str | None) -> np.ndarray:
         direction, name = self._legacy(query, direction, accountant)
         d, b = as_direction(direction), as_bound(bound)
+        if name in (None, "pld") and self._pure_answers(query, x):
+            lo, hi = self._pure_interval(x, d)
+            return hi if b is Bound.UPPER else lo
         if name in (None, "pld") and self._closed_answers(query, x):
             lo, hi = self._closed_interval(query, x, d)
             return hi if b is Bound.UPPER else lo
@@ -379,27 +452,89 @@ class Accountant:
         out: np.ndarray = getattr(answerer, query)(x, d, b)
         return out
 
+    def closed_pair(self) -> Pair | None:
+        """The exact pair of the whole composition where it has a closed form, else
+        None (``ComposedPair.closed_form``): every part μᵢ-GDP (every Gaussian, any σ,
+        Δ and count) gives the √(Σkᵢμᵢ²)-GDP pair; every part an exact finite law
+        (randomized response, k-ary randomized response, (ε, δ) guarantees) gives their
+        exact product law. Cached until the next ``compose``."""
+        if not self.ledger:
+            return None
+        key = ("closed pair",)
+        if key not in self._cache:
+            self._cache[key] = self.pair().closed_form()
+        found: Pair | None = self._cache[key]
+        return found
+
     def closed_profile(self) -> PrivacyProfile | None:
         """The exact privacy profile of the whole composition where it has a closed
-        form, else None: a composition of μᵢ-GDP parts (every Gaussian, any σ, Δ and
-        count) is exactly √(Σkᵢμᵢ²)-GDP (``ComposedPair.closed_form``), and ε, δ and
-        their intervals are then answered from δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)
-        (Balle, Wang, arXiv:1805.06530, Thm. 8), labelled exact, without a grid."""
-        if not self.ledger:
+        form (``closed_pair``), else None: ε, δ and their intervals are then answered
+        without a grid, labelled exact — for a μ-GDP composition from δ(ε) =
+        Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Balle, Wang, arXiv:1805.06530, Thm. 8), for
+        a finite law from its atoms, δ(ε) = Σ_{lᵢ>ε} pᵢ(1 − e^{ε−lᵢ})."""
+        pair = self.closed_pair()
+        if pair is None:
             return None
         key = ("closed profile",)
         if key not in self._cache:
-            pair = self.pair().closed_form()
-            self._cache[key] = (None if pair is None
-                                else pair.curve(PrivacyProfile, registry=self.registry))
+            self._cache[key] = pair.curve(PrivacyProfile, registry=self.registry)
         found: PrivacyProfile | None = self._cache[key]
         return found
 
+    def pure_epsilon(self, direction: Direction | str = "max") -> tuple[float, float] | None:
+        """(lower, upper) of ε(δ = 0) where every part is pure DP (a finite largest
+        loss in each direction: Laplace, randomized response, k-ary randomized
+        response, …): Σ kᵢεᵢ in closed form (``ComposedPair.pure_epsilon``), lower =
+        upper for exact parts; None otherwise (a Gaussian part: ε(0) = ∞)."""
+        if not self.ledger:
+            return None
+        d = as_direction(direction)
+        key = ("pure epsilon", d)
+        if key not in self._cache:
+            self._cache[key] = self.pair().pure_epsilon(d)
+        found: tuple[float, float] | None = self._cache[key]
+        return found
+
+    def _closed(self) -> _ClosedAnswers | None:
+        pair = self.closed_pair()
+        if pair is None:
+            return None
+        key = ("closed answers",)
+        if key not in self._cache:
+            profile = self.closed_profile()
+            assert profile is not None     # there is a closed pair
+            self._cache[key] = _ClosedAnswers.of(pair, profile)
+        found: _ClosedAnswers = self._cache[key]
+        return found
+
+    def _pure_answers(self, query: str, x: Any) -> bool:
+        """Whether the pure-DP closed form answers: ε at δ = 0 (every δ given is 0)."""
+        if query != "epsilon":
+            return False
+        try:
+            values = np.asarray(x, dtype=float)
+        except (TypeError, ValueError):
+            return False
+        return (bool(values.size) and bool(np.all(values == 0))
+                and self.pure_epsilon() is not None)
+
+    def _pure_interval(self, x: Any, direction: Direction) -> tuple[np.ndarray, np.ndarray]:
+        found = self.pure_epsilon(direction)
+        assert found is not None    # the callers checked
+        shape = np.shape(x)
+        lo, hi = (np.full(shape, v) for v in found)
+        return (lo[()] if lo.ndim == 0 else lo), (hi[()] if hi.ndim == 0 else hi)
+
     def _closed_answers(self, query: str, x: Any) -> bool:
         """Whether the closed form answers this query: it exists, and (ε at δ) every δ
-        is in (0, 1) (δ = 0 goes to the engine, whose refusal says why ε is unbounded;
-        bad values to its checks)."""
-        if self.closed_profile() is None:
+        is in (0, 1) — or [0, 1) for a finite law without mass at +∞, whose largest
+        loss is ε(0) (δ = 0
+        of a μ-GDP job goes to the engine, whose refusal says why ε is unbounded; bad
+        values to its checks)."""
+        closed = self._closed()
+        if closed is None or (closed.finite and not closed.bounded):
+            # (a law with mass at +∞ — (ε, δ) guarantees, no noise — goes to the grid: at
+            # a δ equal to that mass, float64 cannot certify which side it falls)
             return False
         if query == "delta":
             return True
@@ -407,37 +542,50 @@ class Accountant:
             values = np.asarray(x, dtype=float)
         except (TypeError, ValueError):
             return False
-        return bool(values.size) and bool(np.all((values > 0) & (values < 1)))
+        low = (values >= 0) if closed.bounded else (values > 0)
+        return bool(values.size) and bool(np.all(low & (values < 1)))
 
     def _closed_interval(self, query: str, x: Any, direction: Direction
                          ) -> tuple[np.ndarray, np.ndarray]:
         """A certified bracket of the closed form's ε(δ) or δ(ε): float64 evaluation of
-        δ(ε) is trusted to ``CLOSED_DELTA_RTOL`` relative, so the upper end is moved up
-        and the lower end down until δ at each end clears that margin."""
-        profile = self.closed_profile()
-        assert profile is not None   # the callers checked
+        δ(ε) is trusted to ``CLOSED_DELTA_RTOL`` relative, and a finite law's losses to
+        its ``loss_error`` (``_ClosedAnswers.delta_bounds``), so the upper end is moved
+        up and the lower end down until δ at each end clears that margin."""
+        closed = self._closed()
+        assert closed is not None   # the callers checked
         if query == "delta":
-            value = np.asarray(profile.delta(x, direction), dtype=float)
-            return (value * (1.0 - CLOSED_DELTA_RTOL), value * (1.0 + CLOSED_DELTA_RTOL))
+            lo, hi = closed.delta_bounds(np.asarray(x, dtype=float), direction)
+            return (lo[()] if lo.ndim == 0 else lo), (hi[()] if hi.ndim == 0 else hi)
         delta = np.asarray(x, dtype=float)
-        hi = np.asarray(profile.epsilon(delta, direction), dtype=float)
+        hi = np.asarray(closed.epsilon(delta, direction), dtype=float)
         lo, hi = hi.copy(), hi.copy()
-        finite = np.isfinite(hi) & (hi > 0)
+        finite = np.isfinite(hi)
         for end, sign in ((hi, 1.0), (lo, -1.0)):
             gap = np.full(end.shape, 1e-14)
             for _ in range(40):
-                at = np.where(finite, end * (1.0 + sign * gap), end)
-                got = np.asarray(profile.delta(at, direction), dtype=float)
-                # the upper end needs δ(ε) < δ, the lower end δ(ε) > δ, beyond the margin
-                ok = ~finite | ((got * (1.0 + CLOSED_DELTA_RTOL) <= delta) if sign > 0
-                                else (got * (1.0 - CLOSED_DELTA_RTOL) >= delta))
+                at = np.where(finite, end + sign * (gap * np.abs(end) + closed.loss_error),
+                              end)
+                got_lo, got_hi = closed.delta_bounds(at, direction)
+                # the upper end needs δ(ε) ≤ δ, the lower end δ(ε) ≥ δ, beyond the margin
+                ok = ~finite | ((got_hi <= delta) if sign > 0 else
+                                ((got_lo >= delta) | (at <= 0.0)))
                 if np.all(ok):
                     break
                 gap = np.where(ok, gap, gap * 4.0)
             else:
-                raise InvariantError("the closed-form bracket did not clear its margin")
-            end[...] = np.where(finite, end * (1.0 + sign * gap), end)
-        lo = np.maximum(lo, 0.0)
+                if not closed.finite:
+                    raise InvariantError("the closed-form bracket did not clear its margin")
+                # a law's δ at a δ it equals (its mass at +∞, within the margin): the
+                # sound ends, ∞ above and 0 below, where the margin cannot be cleared
+                ok_end = ok
+                end[...] = np.where(ok_end, end, np.inf if sign > 0 else 0.0)
+                gap = np.where(ok_end, gap, 0.0)
+            end[...] = np.where(finite & np.isfinite(end),
+                                end + sign * (gap * np.abs(end) + closed.loss_error), end)
+        lo = np.where(np.isfinite(lo), np.maximum(lo, 0.0), 0.0)
+        if not closed.finite:
+            # (a μ-GDP answer of 0 is exact: δ(0) ≤ δ)
+            hi = np.where(hi == 0.0, 0.0, hi)
         return (lo[()] if lo.ndim == 0 else lo), (hi[()] if hi.ndim == 0 else hi)
 
     def under(self, accountant: str) -> Accountant | Curve:
@@ -535,6 +683,11 @@ class Accountant:
                 raise TypeError(f"{name}: give rtol (refine the grid) or group (group by "
                                 f"dominance), not both")
             return self._grouped_interval(query, x, d, group)
+        if self._pure_answers(query, x):
+            lo, hi = self._pure_interval(x, d)
+            if rtol is not None:
+                check_real("rtol", rtol, lo=0.0, hi=1.0, lo_open=True)
+            return lo, hi
         if self._closed_answers(query, x):
             lo, hi = self._closed_interval(query, x, d)
             if rtol is not None:

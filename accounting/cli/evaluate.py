@@ -14,11 +14,12 @@ import numpy as np
 from accounting.accountant import ACCOUNTANTS
 from accounting.cli.base import CLIError, nan_is_internal, refusal_reason
 from accounting.cli.output import is_certified, show_num
+from accounting.curves.curve import Provenance
 from accounting.curves.pld import DEFAULT_STEP
 from accounting.curves.profile import PrivacyProfile
 from accounting.curves.zcdp import ZCDP
 from accounting.validation import check_array, check_positive
-from accounting.vocabulary import Direction, bind_direction
+from accounting.vocabulary import Direction, Exactness, bind_direction
 from accounting.workload import Workload
 
 __all__: list[str] = []
@@ -117,8 +118,20 @@ def evaluate_workload(workload: Workload, query: str, values: np.ndarray, names:
 def _evaluate_one(acct: Any, name: str, query: str, values: np.ndarray) -> dict[str, Any]:
     res: dict[str, Any] = {}
     kind = ACCOUNTANTS[name]
-    # an all-Gaussian job is answered by its exact closed form, with no grid at all;
-    # otherwise the full PLD first: the queries below reuse it
+    pure = (acct.pure_epsilon() if name == "pld" and query == "epsilon"
+            and bool(np.all(values == 0)) else None)
+    if pure is not None:
+        # ε(0) of pure-DP parts: Σ kᵢεᵢ in closed form, no grid at all
+        lo, hi = acct.epsilon_interval(values)
+        res[query] = np.atleast_1d(acct.epsilon(values))
+        res["interval"] = np.stack([np.atleast_1d(lo), np.atleast_1d(hi)], axis=1)
+        exactness = Exactness.EXACT if pure[0] == pure[1] else Exactness.UPPER
+        res["provenance"] = str(Provenance(exactness, ("pure DP: ε(0) = Σ kᵢεᵢ",)))
+        res["exactness"] = exactness.value
+        return res
+    # an all-Gaussian job, or an all-finite-law one (randomized responses), is answered
+    # by its exact closed form, with no grid at all; otherwise the full PLD first: the
+    # queries below reuse it
     closed = acct.closed_profile() if name == "pld" else None
     curve = closed if closed is not None else acct.curve(kind)
     sweep = name == "rdp" and values.size > _SWEEP_MIN_VALUES

@@ -13,9 +13,11 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import numpy as np
 
 from accounting.curves.curve import Curve
 from accounting.curves.pld import DEFAULT_STEP, DEFAULT_TAIL, PLD, RefiningPLD, compose_plds
@@ -27,11 +29,12 @@ from accounting.numerics.discretise import atoms_to_grid, profile_support
 from accounting.numerics.fourier import composed_grid_points
 from accounting.numerics.loss import check_grid_points, check_held_points
 from accounting.numerics.summed_cgf import FAR_TAIL
+from accounting.pairs.finite import exact_laws_of, exact_product
 from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import CurveT, LawPair, Pair, of_kind
 from accounting.progress import progress
 from accounting.validation import check_count, check_positive
-from accounting.vocabulary import Direction
+from accounting.vocabulary import Bound, Direction, as_direction
 
 if TYPE_CHECKING:
     from accounting.registry.registry import Registry
@@ -202,6 +205,28 @@ _HELD_ADVICE = ("group a noise schedule by dominance (Accountant.epsilon_interva
                 "(acct.curve(RDP))")
 
 
+#: the largest |loss| the profile route discretises in float64 (``discretise``)
+_PROFILE_LOSS_RANGE = 700.0
+
+
+#: above this many atoms a combined finite law goes onto the grid by its atoms: the
+#: profile route is tighter (a 2.7e-8 bracket of δ where the atoms' route gave 3.4e-6,
+#: on ``benchmarks/closed_forms.py``'s mixed job) but its cost grows with the atoms
+#: (211 191 atoms: 71 s, against 0.4 s by the atoms at a one-step-wide bracket)
+_PROFILE_ROUTE_ATOMS = 2048
+
+
+def _beyond_profile_range(pair: Pair) -> bool:
+    """Whether an exact finite law has losses beyond what the profile route can grid
+    (|loss| > 700) or more than ``_PROFILE_ROUTE_ATOMS`` atoms: its atoms then go
+    onto the grid directly (``_law_pld``)."""
+    laws = exact_laws_of(pair)
+    return laws is not None and any(
+        law.losses.size > _PROFILE_ROUTE_ATOMS
+        or (law.losses.size and float(np.max(np.abs(law.losses))) > _PROFILE_LOSS_RANGE)
+        for law in laws)
+
+
 def _cut_tails(options: dict[str, Any], uses: int) -> dict[str, Any]:
     """``options`` with the discretisation tail of each use set to ``DEFAULT_TAIL``
     divided by the number of uses composed by FFT powers (unless the caller set
@@ -237,29 +262,105 @@ class ComposedPair(Pair):
     def closed_form(self) -> Pair | None:
         """An exact pair equivalent to the whole composition, or None: when every
         component is μᵢ-GDP, the one μ-GDP pair of ``gdp_mu`` (its curves are closed
-        forms, so the composition needs no grid)."""
-        mu = self.gdp_mu()
-        if mu is None:
+        forms, so the composition needs no grid); when every component is an exact
+        finite law (randomized response, k-ary randomized response, (ε, δ) guarantees,
+        ``discrete_pair``), their exact product law (``pairs.finite.exact_product``:
+        the convolution of the laws, Kairouz, Oh, Viswanath, arXiv:1311.0776, §3), while
+        its support stays within ``MAX_ATOMS``."""
+        merged = self.merged_components()
+        if len(merged) != 1 or merged[0][1] != 1:
             return None
-        first: Pair = self.components[0][0]
-        return first.gdp_pair(mu)
+        only: Pair = merged[0][0]
+        if only.gdp_mu() is not None:
+            return only
+        return only if exact_laws_of(only) is not None else None
+
+    def merged_components(self) -> tuple[tuple[Pair, int], ...]:
+        """The components with the closed-form parts combined exactly: every μᵢ-GDP
+        component into one √(Σkᵢμᵢ²)-GDP pair (Dong, Roth, Su, arXiv:1905.02383, Cor.
+        3.3), every exact finite law into one product law (``exact_product``; left
+        apart when that law would exceed ``MAX_ATOMS``), each then used once, before
+        the others in their order. A composition discretises each part once, so the
+        combined parts cost one discretisation error each instead of one per
+        component (cached: the product law of many uses is computed once)."""
+        return self._merged
+
+    @functools.cached_property
+    def _merged(self) -> tuple[tuple[Pair, int], ...]:
+        gdp = [(p, c) for p, c in self.components if p.gdp_mu() is not None]
+        finite = [(p, c) for p, c in self.components
+                  if p.gdp_mu() is None and exact_laws_of(p) is not None]
+        rest = [(p, c) for p, c in self.components
+                if p.gdp_mu() is None and exact_laws_of(p) is None]
+        out: list[tuple[Pair, int]] = []
+        if gdp:
+            mu = math.sqrt(math.fsum(c * float(p.gdp_mu() or 0.0) ** 2 for p, c in gdp))
+            combined = gdp[0][0].gdp_pair(mu) if len(gdp) > 1 or gdp[0][1] > 1 else gdp[0][0]
+            if combined is None:
+                out.extend(gdp)
+            else:
+                out.append((combined, 1))
+        if len(finite) == 1:
+            # (one finite part keeps its own route: its closed n-fold law if it has one)
+            out.extend(finite)
+        elif finite:
+            try:
+                out.append((exact_product(finite), 1))
+            except ValueError:          # the product law outgrew MAX_ATOMS
+                out.extend(finite)
+        return tuple(out + rest)
+
+    def pure_epsilon(self, direction: Direction | str = "max"
+                     ) -> tuple[float, float] | None:
+        """(lower, upper) of ε(δ = 0), the largest privacy loss of the composition, when
+        every component has a finite largest loss D_∞ in each direction (pure DP: a
+        finite largest loss and no mass at +∞), else None.
+
+        The largest loss of a sum of independent losses is the sum of their largest
+        losses, so ε(0) = max over the directions of Σ kᵢ D_∞,ᵢ (the basic composition
+        of pure DP, Dwork, Roth, "The Algorithmic Foundations of Differential
+        Privacy", Thm. 3.16, tight as the essential supremum of the summed loss). Each
+        D_∞ is the pair's own (``Pair._renyi_limit``) on each side of its bracket; the
+        sums are correctly rounded (exact rational arithmetic on the float terms), so
+        lower = upper for exact pairs: ε(0) in closed form, no grid."""
+        sides = []
+        for side in (Bound.LOWER, Bound.UPPER):
+            per_direction = []
+            for d in as_direction(direction).components:
+                total = Fraction(0)
+                for p, c in self.components:
+                    sup = p._renyi_limit(math.inf, d, side)
+                    if sup is None or not math.isfinite(float(sup)):
+                        return None
+                    total += Fraction(float(sup)) * c
+                per_direction.append(total)
+            sides.append(max(float(max(per_direction)), 0.0))
+        return sides[0], sides[1]
 
     def _pld_parts(self, registry: Registry | None = None, **options: Any) -> list[Any]:
         """(PLD, count) of each component, at the discretisation ``options``, each
         derived through ``registry``."""
         # a closed-form n-fold product (Gaussians: μ ↦ μ√n) beats an FFT power
         parts = []
-        closed = [p._self_compose(c) if c > 1 else None for p, c in self.components]
-        options = _cut_tails(options, sum(c for (_, c), cl in zip(self.components, closed)
+        # the closed-form parts combined exactly first (all μ-GDP parts into one pair,
+        # all finite laws into one law), so each is discretised once
+        components = self.merged_components()
+        originals = [q for q, _ in self.components]
+        closed = [p._self_compose(c) if c > 1 else None for p, c in components]
+        options = _cut_tails(options, sum(c for (_, c), cl in zip(components, closed)
                                           if cl is None))
         # discretising many distinct mechanisms takes seconds: progress on stderr
         # (silent for short runs; see accounting.progress)
         held = 0
-        for k, ((p, c), cl) in enumerate(progress(list(zip(self.components, closed)),
+        for k, ((p, c), cl) in enumerate(progress(list(zip(components, closed)),
                                                   desc="discretising mechanisms")):
             # each single-use PLD refuses its own grid beyond the limit when built
-            if isinstance(cl, LawPair):
-                parts.append((_law_pld(cl, **options), 1))
+            # (the product law of the finite parts, used once, takes the pair route:
+            # its profile on the grid and its atoms for the upper side, 5× tighter
+            # there than its atoms moved onto the grid on both sides)
+            if isinstance(cl, LawPair) or (c == 1 and p not in originals
+                                           and _beyond_profile_range(p)):
+                parts.append((_law_pld(cl if cl is not None else p, **options), 1))
             else:
                 parts.append((cl.curve(PLD, registry=registry, **options), 1) if cl is not None
                              else (p.curve(PLD, registry=registry, **options), c))

@@ -23,6 +23,7 @@ from accounting.analysis.calibration.search import (
     check_flag,
     log_slope,
     solve_bracket,
+    solve_pure,
 )
 from accounting.curves.pld import DEFAULT_STEP
 from accounting.ledger import Ledger
@@ -79,7 +80,10 @@ class Calibration:
 
     @property
     def epsilon_label(self) -> str:
-        """What ``epsilon`` is, in words: "upper bound" or "numerical (not a certified bound)"."""
+        """What ``epsilon`` is, in words: "exact" (a closed form: pure DP at δ = 0),
+        "upper bound" or "numerical (not a certified bound)"."""
+        if self.exactness is Exactness.EXACT:
+            return "exact"
         return "upper bound" if self.certified else "numerical (not a certified bound)"
 
     @property
@@ -131,6 +135,8 @@ def calibrate_workload(family: Any, *, epsilon: float, delta: float,
     slope = None
     if start is not None:
         start = check_positive("start", start)
+    elif accountant == "pld" and delta == 0.0:
+        start = 1.0      # pure DP: solved in closed form or searched on the exact ε(0)
     elif accountant == "pld" and not integer:
         # a coarse calibration first: on a grid COARSE_STEPS times coarser each
         # evaluation costs a fraction, and its root (a few % off: the coarse grid is
@@ -147,7 +153,10 @@ def calibrate_workload(family: Any, *, epsilon: float, delta: float,
 
     problem = Problem(fn, delta, accountant, step, direction, zero=scales_noise(family))
     try:
-        lo, hi = solve_bracket(problem, start, target, label, rtol, integer, slope)
+        # pure DP (δ = 0) in closed form where ε(0; x) ∝ 1/x, else the search
+        closed = None if integer else solve_pure(problem, start, target)
+        lo, hi = closed if closed is not None else solve_bracket(problem, start, target,
+                                                                 label, rtol, integer, slope)
     finally:
         problem.bar.close()
     eps, order = problem.seen[hi]

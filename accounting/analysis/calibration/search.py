@@ -48,7 +48,7 @@ from accounting.vocabulary import (
     bind_direction,
 )
 
-__all__ = ["DEFAULT_RTOL", "Problem", "solve_bracket", "log_slope", "epsilon_label", "label_of",
+__all__ = ["DEFAULT_RTOL", "Problem", "solve_bracket", "solve_pure", "log_slope", "epsilon_label", "label_of",
            "check_flag"]
 
 #: default relative width of the final bracket
@@ -127,6 +127,12 @@ class Problem:
                 read = acct.curve(RDP) if self.accountant == "rdp" else acct.curve(ZCDP)
             self.labels[x] = epsilon_label(read)
             return float(self.metric(acct)), None
+        if self.accountant == "pld" and self.delta == 0.0:
+            # pure DP: ε(0) = Σ kᵢεᵢ in closed form, no grid (``Accountant.pure_epsilon``)
+            pure = acct.pure_epsilon(self.direction)
+            if pure is not None:
+                self.labels[x] = Exactness.EXACT if pure[0] == pure[1] else Exactness.UPPER
+                return pure[1], None
         if self.accountant == "pld":
             if self.direction is Direction.MAX:
                 eps = float(acct.epsilon(self.delta))
@@ -370,3 +376,47 @@ def solve_bracket(problem: Problem, start: float, target: float, label: str, rto
                          f"{n - 1} meets the target but the continuous search put the "
                          f"threshold above it")
     return (float(n - 1), float(n)) if n > 1 else (0.0, 1.0)
+
+
+#: how far apart (relative) x·ε(0; x) may be at two points for ε(0) to count as ∝ 1/x
+_HOMOGENEOUS_RTOL = 1e-12
+#: how many float64 steps ``solve_pure`` may move the closed-form root to make it feasible
+_ULP_STEPS = 64
+
+
+def solve_pure(problem: Problem, start: float, target: float) -> tuple[float, float] | None:
+    """(lo, hi) of a pure-DP calibration (δ = 0 under ``pld``) in closed form, or None.
+
+    ε(0; x) = Σ kᵢΔᵢ/(x·bᵢ) for Laplace-type parts whose noise scales with x: x·ε(0; x)
+    is then a constant c, read at ``start`` and 2·``start`` (equal to
+    ``_HOMOGENEOUS_RTOL``, from exact evaluations: ``Problem`` labels them), and the
+    root is x* = c/ε. It is checked, not trusted: x* is moved up by float64 steps
+    until ε(0; x*) ≤ ε, and the float just below must miss the target, so (lo, x*] is
+    the bracket with nothing between its ends: the answer is exact (10 × Laplace at
+    ε = 1 gives b = 10). None — the general search then runs — when δ > 0, the
+    accountant is not ``pld``, ε(0) is not exact, or it is not ∝ 1/x."""
+    if problem.accountant != "pld" or problem.delta != 0.0 or problem.metric is not None:
+        return None
+    try:
+        x1, x2 = start, 2.0 * start
+        c1, c2 = x1 * problem.epsilon(x1), x2 * problem.epsilon(x2)
+    except ValueError:
+        return None
+    exact = all(problem.labels.get(x) is Exactness.EXACT for x in (x1, x2))
+    if not (exact and math.isfinite(c1) and c1 > 0
+            and abs(c1 - c2) <= _HOMOGENEOUS_RTOL * c1):
+        return None
+    x = c1 / target
+    try:
+        for _ in range(_ULP_STEPS):
+            if problem.epsilon(x) <= target:
+                break
+            x = math.nextafter(x, math.inf)
+        else:
+            return None
+        lo = math.nextafter(x, 0.0)
+        if not problem.epsilon(lo) > target or problem.labels.get(x) is not Exactness.EXACT:
+            return None
+    except ValueError:
+        return None
+    return lo, x
