@@ -660,12 +660,19 @@ class Accountant:
         accountants = self._cache.get(key)
         if accountants is None:
             groups = self.grouped(key[1])
-            accountants = tuple(Accountant.of(ledger, self.step, registry=self.registry)
-                                for ledger in (groups.lower, groups.upper))
+            if groups.distinct_after == groups.distinct_before:
+                # nothing to group: the composition itself, both sides from one
+                accountants = (self, self)
+            else:
+                accountants = tuple(Accountant.of(ledger, self.step, registry=self.registry)
+                                    for ledger in (groups.lower, groups.upper))
             self._cache[key] = accountants
-        name = f"{query}_interval"
-        lo = getattr(accountants[0], name)(x, direction)[0]
-        hi = getattr(accountants[1], name)(x, direction)[1]
+        if accountants[0] is self:
+            return self._interval(query, x, direction, None)
+        # each grouped composition is asked for its one side only (the dominating one's
+        # upper laws cost a fraction of both sides)
+        lo = getattr(accountants[0], query)(x, direction, Bound.LOWER)
+        hi = getattr(accountants[1], query)(x, direction, Bound.UPPER)
         return lo, hi
 
     def _interval(self, query: str, x: Any, direction: Any, rtol: Any, group: Any = None
