@@ -95,10 +95,11 @@ def test_monte_carlo_agrees(direction):
 def test_amplification_and_poisson_comparison():
     """σ = 1, t = 100 steps of one epoch: ε(1e-5) of random allocation (certified
     upper) is below Poisson subsampling at q = 1/t over t steps (0.718), as
-    arXiv:2602.17284 reports for the Gaussian; measured 0.6209, bracket width 1e-4."""
+    arXiv:2602.17284 reports for the Gaussian; measured [0.6192, 0.6219] at resolution
+    0.05 ([0.62088, 0.62095] at the default 0.02)."""
     m = RandomAllocation(base=Gaussian(sigma=1.0), steps=100, resolution=0.05)
     lo, up = m.curve(PLD).epsilon_interval(1e-5)
-    assert 0.60 < lo <= up < 0.64 and up - lo < 2e-3
+    assert 0.60 < lo <= up < 0.64 and up - lo < 4e-3   # measured 2.7e-3 at resolution 0.05
     poisson = accounting.mechanism("poisson_subsampled", base=Gaussian(sigma=1.0), q=0.01)
     eps_p = float(accounting.Accountant().compose(poisson, count=100).epsilon(1e-5))
     assert up < eps_p
@@ -147,3 +148,33 @@ def test_bad_input():
 def test_registered():
     m = accounting.mechanism("random_allocation", base=Gaussian(sigma=1.0), steps=2)
     assert isinstance(m, RandomAllocation)
+
+
+def _exact_remove_renyi(mu: float, t: int, alpha: int) -> float:
+    """D_α(P_t‖Q_t) at integer α by exact enumeration of the mixture, in mpmath:
+    E_Q[(S/t)^α] = t^{−α} Σ_{j₁+…+j_t=α} α!/Π j_i! · Π E[Y^{j_i}], E[Y^j] = e^{μ² j(j−1)/2}."""
+    import itertools
+
+    import mpmath as mp
+    mp.mp.dps = 40
+    total = mp.mpf(0)
+    for js in itertools.product(range(alpha + 1), repeat=t):
+        if sum(js) != alpha:
+            continue
+        term = mp.factorial(alpha)
+        for j in js:
+            term *= mp.e ** (mp.mpf(mu) ** 2 * j * (j - 1) / 2) / mp.factorial(j)
+        total += term
+    return float(mp.log(total / mp.mpf(t) ** alpha) / (alpha - 1))
+
+
+@pytest.mark.parametrize("t", [3, 4])
+def test_renyi_brackets_exact_enumeration(t):
+    """The engine's Rényi curve of the certified PLD brackets the exact remove-direction
+    D_α (α = 2, 3, 4) of the t-step allocation, and its lower side is within 1 %."""
+    pld = RandomAllocation(base=Gaussian(sigma=1.0), steps=t).curve(PLD)
+    for alpha in (2, 3, 4):
+        exact = _exact_remove_renyi(1.0, t, alpha)
+        lo, up = pld.renyi_interval(float(alpha), "forward")
+        assert lo <= exact * (1 + 1e-9) and exact <= up * (1 + 1e-9)
+        assert lo >= 0.99 * exact, (alpha, lo, exact, up)

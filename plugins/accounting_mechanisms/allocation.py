@@ -71,9 +71,10 @@ from typing import Any
 import attrs
 import numpy as np
 from scipy.signal import fftconvolve
+from scipy.special import ndtr
 
 from accounting.pairs.mechanism import Mechanism, Neighbouring, Range
-from accounting.pairs.pair import Pair, identical_pair
+from accounting.pairs.pair import LawPair, Pair, disjoint_pair, identical_pair
 from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.registry.registry import Registry
 from accounting.validation import check_count, check_positive
@@ -95,13 +96,17 @@ _U = float(np.finfo(float).eps) / 2
 class AllocationTables:
     """The final laws of S = Σ Y_i on their grids (index j ↦ value j·step), one per
     direction and side, with the additive terms of δ: ``inf_mass`` (p_∞), ``excess``
-    (E of what the caps cut, remove upper only) and ``roundoff`` (FFT allowance)."""
+    (E of what the caps cut, remove upper only), ``roundoff`` (ℓ2 FFT allowance) and
+    ``law_error`` (ℓ1 allowance for the base's grid masses)."""
 
     step: float
     masses: np.ndarray
     inf_mass: float
     excess: float
     roundoff: float
+    #: ℓ1 error bound of the final masses from those of the base's grid law (t times
+    #: the base's, to first order)
+    law_error: float = 0.0
 
 
 def _coarsen(a: np.ndarray, mode: str) -> np.ndarray:
@@ -207,9 +212,101 @@ def _power(base: _State, count: int, mode: str, cap: float, excess: bool, h: flo
     return result
 
 
-def _grid_law(base: Pair, h: float, n: int, lower: bool) -> tuple[np.ndarray, float]:
+def _grid_law(base: Pair, h: float, n: int, lower: bool) -> tuple[np.ndarray, float, float]:
     """Masses of Y′ on the nodes 0, h, …, n·h (the spread law of the module docstring)
-    and the P-mass sent to +∞ (p_∞ + φ(c_n)), from the base's profiles."""
+    and the P-mass sent to +∞ (p_∞ + φ(c_n)): from closed-form cell masses for a μ-GDP
+    base, from the atoms of a loss-law base, else from the base's profiles (second
+    differences, which lose ~u/h of absolute accuracy per mass)."""
+    mu = base.gdp_mu()
+    if mu is not None:
+        return _gaussian_grid_law(float(mu), h, n)
+    if isinstance(base, LawPair):
+        law = base.law(Direction.FORWARD, "lower" if lower else "upper")
+        w, p_inf = _atoms_grid_law(law.losses, law.masses, law.inf_mass, h, n)
+        # each atom's y, Q-mass and split carry a few ulps: ℓ1 ≤ 8u·Σ q(2 + y/h)
+        y = np.exp(law.losses)
+        q = law.masses / y
+        return w, p_inf, 8.0 * _U * float(np.sum(q * (2.0 + y / h))) + 8.0 * _U
+    return _profile_grid_law(base, h, n, lower)
+
+
+def _spread_cells(q: np.ndarray, p: np.ndarray, h: float, n: int) -> np.ndarray:
+    """Masses on the nodes 0..n of the cells [c_j, c_{j+1}] (j = 0..n−1) of Q-mass q_j
+    and P-mass p_j (= E_Q[Y; cell]): each cell's two-point spread onto its ends, the
+    mean p_j/q_j kept."""
+    c = np.arange(n + 1) * h
+    w = np.zeros(n + 1)
+    w[:-1] += np.maximum(q * c[1:] - p, 0.0) / h
+    w[1:] += np.maximum(p - q * c[:-1], 0.0) / h
+    return w
+
+
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
+
+
+def _gaussian_grid_law(mu: float, h: float, n: int) -> tuple[np.ndarray, float, float]:
+    """The μ-GDP pair: Y = e^{μx − μ²/2}, x ~ N(0, 1) under Q and N(μ, 1) under P, cells
+    in x at a_j = (log c_j + μ²/2)/μ. Each cell's two-point spread puts
+    ∫(c_{j+1} − y)/h dQ on its left node and ∫(y − c_j)/h dQ on its right one: both
+    integrands are non-negative, so 8-point Gauss–Legendre on the cell gives them with
+    a small relative error (no cancellation; ~1e-15 measured); the first cell (x from −∞) and the tail above
+    the top node from Φ in closed form."""
+    c = np.arange(n + 1) * h
+    with np.errstate(divide="ignore"):
+        a = (np.log(c) + 0.5 * mu * mu) / mu
+    lo, hi = a[1:-1], a[2:]                       # cells j = 1..n−1
+    mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+    x = mid[:, None] + half[:, None] * _GL_X[None, :]
+    dens = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi) * (half[:, None] * _GL_W[None, :])
+    y = np.exp(mu * x - 0.5 * mu * mu)
+    left = np.sum(dens * np.maximum(c[2:, None] - y, 0.0), axis=1) / h
+    right = np.sum(dens * np.maximum(y - c[1:-1, None], 0.0), axis=1) / h
+    w = np.zeros(n + 1)
+    w[1:-1] += left
+    w[2:] += right
+    # cell 0: y ∈ [0, h], Q-mass Φ(a_1), P-mass Φ(a_1 − μ)
+    q0, p0 = float(ndtr(a[1])), float(ndtr(a[1] - mu))
+    w[0] += max(q0 - p0 / h, 0.0)
+    w[1] += p0 / h
+    q_top, p_top = float(ndtr(-a[n])), float(ndtr(-(a[n] - mu)))
+    w[n] += q_top
+    # 8-point Gauss–Legendre on a cell (x-width ≤ log 2/μ) of this smooth integrand:
+    # allowed 16u relative per mass (a measured, not a proved, accuracy)
+    err = 16.0 * _U * float(w.sum()) + 8.0 * _U
+    return w, max(p_top - c[n] * q_top, 0.0), err
+
+
+def _atoms_grid_law(losses: np.ndarray, masses: np.ndarray, inf_mass: float, h: float,
+                    n: int) -> tuple[np.ndarray, float]:
+    """A loss law (forward atoms ℓ with P-masses m, P-mass at +∞): likelihood ratios
+    y = e^ℓ of Q-mass m e^{−ℓ}, each split onto its two neighbouring nodes (mean kept);
+    Q-mass left over is at y = 0 (loss −∞); atoms above c_n keep Q-mass at c_n and send
+    their P-excess to +∞."""
+    y = np.exp(np.asarray(losses, dtype=float))
+    q = np.asarray(masses, dtype=float) * np.exp(-np.asarray(losses, dtype=float))
+    w = np.zeros(n + 1)
+    top = y >= n * h
+    x = y[~top] / h
+    i = np.floor(x).astype(np.int64)
+    frac = x - i
+    np.add.at(w, i, q[~top] * (1.0 - frac))
+    np.add.at(w, np.minimum(i + 1, n), q[~top] * frac)
+    w[n] += float(q[top].sum())
+    p_inf = float(inf_mass) + float(np.sum(q[top] * (y[top] - n * h)))
+    w[0] += max(1.0 - float(w.sum()), 0.0)
+    return w, p_inf
+
+
+#: relative accuracy assumed of a base's profile values (ulps), for the allowance on the
+#: masses computed from their second differences
+PROFILE_ULPS = 64.0
+
+
+def _profile_grid_law(base: Pair, h: float, n: int, lower: bool
+                      ) -> tuple[np.ndarray, float, float]:
+    """``_grid_law`` from the base's profiles alone, with the ℓ1 error bound of its
+    masses: each second difference of values accurate to ``PROFILE_ULPS`` ulps errs by
+    at most PROFILE_ULPS·u·(|g_{j−1}| + 2|g_j| + |g_{j+1}|)/h."""
     bound = "lower" if lower else "upper"
     c = np.arange(n + 1) * h
     with np.errstate(divide="ignore"):
@@ -238,12 +335,16 @@ def _grid_law(base: Pair, h: float, n: int, lower: bool) -> tuple[np.ndarray, fl
                          f"{w.min():.3g} < 0 on the likelihood-ratio grid); random "
                          "allocation needs the profile of one pair")
     w = np.maximum(w, 0.0)
-    return w, p_inf + max(float(fwd[n]), 0.0)
+    vals = np.abs(np.where(low, psi, fwd))
+    err = PROFILE_ULPS * _U * (4.0 * float(vals.sum()) + 1.0) / h
+    return w, p_inf + max(float(fwd[n]), 0.0), err
 
 
-def _lower_laws(w: np.ndarray, h: float, steps: int) -> tuple[np.ndarray, np.ndarray]:
+def _lower_laws(w: np.ndarray, h: float, steps: int
+                ) -> tuple[np.ndarray, np.ndarray, bool, bool]:
     """Grid laws Z_f ≤_icx Y (remove side) and Z_b ≤_dcx Y∧t (add side) from the
-    spread law's masses ``w``.
+    spread law's masses ``w``, and whether each needed a large repair (then the
+    stochastic bounds Y′ − h, Y′ + h may be tighter: ``_tables`` computes those too).
 
     φ is convex and known at the nodes; on cell j its chord exceeds it by at most
     4G_j·λ(1 − λ), G_j = h(w_j + w_{j+1})/4 (the derivative on the cell lies between
@@ -253,50 +354,45 @@ def _lower_laws(w: np.ndarray, h: float, steps: int) -> tuple[np.ndarray, np.nda
     τ_j = T_j − (e_j − e_{j+1})/h, T the spread law's survival), with no mass at the top
     node. The same for the put function ψ gives Z_b (c.d.f. ρ_j = F_j − (e_{j+1} −
     e_j)/h), its missing mass put at a node ≥ t, where the add integrand vanishes.
-    Where roundoff leaves τ or ρ non-monotone, the stochastic bounds Y′ − h and Y′ + h
-    are used instead (looser by O(h))."""
+    Where the result is not a law (τ or ρ not monotone, or the function negative near
+    a large atom) it is repaired only downwards: lowering a survival or c.d.f. entry
+    lowers the call or put function, and the maximum of a convex function and 0 is
+    convex and still below φ or ψ."""
     n = w.size - 1
-    g = h * (w[:-1] + w[1:]) / 4.0          # G_j, cells j = 0..n−1
-    surv = np.cumsum(w[::-1])[::-1]          # Q(Y′ ≥ c_j)
-    cdf = np.cumsum(w)                       # Q(Y′ ≤ c_j)
     fallback_down = np.concatenate(([w[0] + w[1]], w[2:])) if n >= 2 else np.array([1.0])
     fallback_up = np.concatenate(([0.0], w))
     if n < 4:
-        return fallback_down, fallback_up
+        return fallback_down, fallback_up, True, True
+    g = h * (w[:-1] + w[1:]) / 4.0          # G_j, cells j = 0..n−1
+    surv = np.cumsum(w[::-1])[::-1]          # Q(Y′ ≥ c_j)
+    cdf = np.cumsum(w)                       # Q(Y′ ≤ c_j)
     # remove side: e_0..e_{n−1}, e_{n−1} = 0, e_{n−2} with 4G
     e = np.zeros(n)
     e[: n - 2] = np.maximum(np.concatenate(([0.0], g[: n - 3])), g[: n - 2])
     e[n - 2] = max(g[n - 3], 4.0 * g[n - 2])
-    tau = surv[1:n] - (e[: n - 1] - e[1:n]) / h      # Q(Z ≥ c_{j+1}), j = 0..n−2
-    tau = np.append(tau, 0.0)
-    # a running minimum only lowers the survival (still below Y in the icx order)
-    tau = np.minimum.accumulate(np.clip(tau, 0.0, 1.0))
-    ok_f = True
-    if ok_f:
-        tau = np.clip(tau, 0.0, 1.0)
-        down = -np.diff(np.concatenate(([1.0], tau)))
-        down = np.maximum(down, 0.0)
-    else:
-        down = fallback_down
+    raw = np.append(surv[1:n] - (e[: n - 1] - e[1:n]) / h, 0.0)   # Q(Z ≥ c_{j+1})
+    tau = np.minimum.accumulate(np.minimum(raw, 1.0))
+    call = np.maximum(h * np.cumsum(tau[::-1])[::-1], 0.0)     # at c_0..c_{n−1}
+    tau = np.clip(-np.diff(np.append(call, 0.0)) / h, 0.0, 1.0)
+    tau = np.minimum.accumulate(tau)
+    down = np.maximum(-np.diff(np.concatenate(([1.0], tau))), 0.0)
+    big_f = float(np.abs(tau - raw).sum()) > 1e-6
     # add side: e_0 = 0, e_1 with 4G_0, e_n = e_{n−1}
     eb = np.zeros(n + 1)
     eb[1] = max(4.0 * g[0], g[1])
     eb[2:n] = np.maximum(g[1: n - 1], g[2:n])
     eb[n] = eb[n - 1]
-    rho = cdf[:n] - (eb[1:] - eb[:-1]) / h            # Q(Z ≤ c_j), j = 0..n−1
-    # a running minimum from the right only lowers the c.d.f. (the put function)
-    rho = np.minimum.accumulate(np.clip(rho, 0.0, 1.0)[::-1])[::-1]
-    ok_b = True
-    if ok_b:
-        rho = np.clip(rho, 0.0, 1.0)
-        body = np.maximum(np.diff(np.concatenate(([0.0], rho))), 0.0)
-        top = int(math.ceil(steps / h)) + 1
-        up = np.zeros(max(top, n) + 1)
-        up[:n] = body
-        up[-1] += max(1.0 - float(body.sum()), 0.0)
-    else:
-        up = fallback_up
-    return down, up
+    raw_b = cdf[:n] - (eb[1:] - eb[:-1]) / h            # Q(Z ≤ c_j), j = 0..n−1
+    rho = np.minimum.accumulate(np.minimum(raw_b, 1.0)[::-1])[::-1]
+    put = np.maximum(np.concatenate(([0.0], h * np.cumsum(rho))), 0.0)
+    rho = np.clip(np.diff(put) / h, 0.0, 1.0)
+    big_b = float(np.abs(rho - raw_b).sum()) > 1e-6
+    body = np.maximum(np.diff(np.concatenate(([0.0], rho))), 0.0)
+    top = int(math.ceil(steps / h)) + 1
+    up = np.zeros(max(top, n) + 1)
+    up[:n] = body
+    up[-1] += max(1.0 - float(body.sum()), 0.0)
+    return down, up, big_f, big_b
 
 
 def _top_ratio(base: Pair, tail: float) -> float:
@@ -330,7 +426,7 @@ def _tables(base: Pair, steps: int, resolution: float, tail: float
     top = _top_ratio(base, tail)
     # a first look at the law on a coarse grid sets the step
     n0 = 4096
-    w0, _ = _grid_law(base, top / n0, n0, lower=False)
+    w0, _, _ = _grid_law(base, top / n0, n0, lower=False)
     sd = math.sqrt(_variance(w0, top / n0)) or 1.0
     h = max(resolution * sd, top / MAX_POINTS, 1e-12)
     n = max(int(math.ceil(top / h)), 2)
@@ -344,26 +440,44 @@ def _tables(base: Pair, steps: int, resolution: float, tail: float
     hb = max(t / (1 << 20), min(h, t * 1e-5))
     nb = max(int(math.ceil(min(top, t) / hb)), 4)
     hb = min(top, t) / nb
+    if base.gdp_mu() is None and not isinstance(base, LawPair):
+        # masses from second differences lose u/h each: not much finer than h
+        hb = max(hb, h / 4)
+        nb = max(int(math.ceil(min(top, t) / hb)), 4)
+        hb = min(top, t) / nb
     laws = {side: _grid_law(base, h, n, lower) for side, lower in sides}
     laws_b = {side: _grid_law(base, hb, nb, lower) for side, lower in sides}
     for side in ("upper", "lower"):
-        w, p_up = laws["upper" if base.exact else side]
-        wb, _ = laws_b["upper" if base.exact else side]
+        w, p_up, err_f = laws["upper" if base.exact else side]
+        wb, _, err_b = laws_b["upper" if base.exact else side]
         p_inf = float(base.profile(np.array([np.inf]), "forward", side)[0])
         if side == "upper":
             fwd = _power(_State(w, h, 0.0, 0.0), steps, "spread", cap_fwd, True, h)
             bwd = _power(_State(wb, hb, 0.0, 0.0), steps, "spread", t, False, hb)
             out[("forward", side)] = AllocationTables(fwd.step, fwd.masses, p_up, fwd.excess,
-                                                      fwd.roundoff)
+                                                      fwd.roundoff, steps * err_f)
         else:
-            down, _ = _lower_laws(w, h, steps)
-            _, up = _lower_laws(wb, hb, steps)
+            down, _, big_f, _ = _lower_laws(w, h, steps)
+            _, up, _, big_b = _lower_laws(wb, hb, steps)
             fwd = _power(_State(down, h, 0.0, 0.0), steps, "floor", cap_fwd, False, h)
             bwd = _power(_State(up, hb, 0.0, 0.0), steps, "ceil", t, False, hb)
             out[("forward", side)] = AllocationTables(fwd.step, fwd.masses, p_inf, 0.0,
-                                                      fwd.roundoff)
+                                                      fwd.roundoff, steps * err_f)
+            # two valid lower bounds: the larger counts (``RandomAllocationPair``)
+            if big_f:
+                alt = _power(_State(np.concatenate(([w[0] + w[1]], w[2:])), h, 0.0, 0.0),
+                             steps, "floor", cap_fwd, False, h)
+                out[("forward", "lower_alt")] = AllocationTables(
+                    alt.step, alt.masses, p_inf, 0.0, alt.roundoff, steps * err_f)
+            if big_b:
+                top_b = int(math.ceil(t / hb)) + 1
+                shifted = np.zeros(max(top_b, wb.size) + 1)
+                shifted[1: wb.size + 1] = wb
+                alt = _power(_State(shifted, hb, 0.0, 0.0), steps, "ceil", t, False, hb)
+                out[("backward", "lower_alt")] = AllocationTables(
+                    alt.step, alt.masses, 0.0, 0.0, alt.roundoff, steps * err_b)
         out[("backward", side)] = AllocationTables(bwd.step, bwd.masses, 0.0, 0.0,
-                                                   bwd.roundoff)
+                                                   bwd.roundoff, steps * err_b)
     return out
 
 
@@ -389,6 +503,8 @@ def _remove_delta(tab: AllocationTables, steps: int, eps: np.ndarray, upper: boo
     sq = np.where(inside, np.maximum(suf_q[j] - 2 * xi * suf_l[j] + xi * xi * suf_1[j], 0.0),
                   0.0)
     slack = tab.roundoff * np.sqrt(sq) / steps * 1.01 + tab.roundoff * 1e-9
+    # the ℓ1 allowance times the largest integrand on the grid
+    slack = slack + tab.law_error * np.where(inside, np.maximum(s[-1] - xi, 0.0), 0.0) / steps
     if upper:
         val = tab.inf_mass + (part + tab.excess) / steps + slack
     else:
@@ -409,7 +525,7 @@ def _add_delta(tab: AllocationTables, steps: int, eps: np.ndarray, upper: bool) 
     j = np.maximum(np.searchsorted(s, x, side="left"), 1)
     with np.errstate(invalid="ignore"):
         part = np.maximum(pre_m[j] - np.where(np.isfinite(c), c * pre_s[j], 0.0) / steps, 0.0)
-    slack = tab.roundoff * np.sqrt(j.astype(float))
+    slack = tab.roundoff * np.sqrt(j.astype(float)) + tab.law_error
     val = part + (slack if upper else -slack)
     out: np.ndarray = np.clip(val, 0.0, 1.0)
     return out
@@ -437,9 +553,12 @@ class RandomAllocationPair(Pair):
         other = "backward" if own == "forward" else "forward"
 
         def native(d: str, e: np.ndarray) -> np.ndarray:
-            tab = self.tables[(d, side)]
             fn = _remove_delta if d == "forward" else _add_delta
-            return fn(tab, self.steps, e, upper)
+            val = fn(self.tables[(d, side)], self.steps, e, upper)
+            alt = self.tables.get((d, "lower_alt")) if not upper else None
+            if alt is not None:
+                val = np.maximum(val, fn(alt, self.steps, e, False))
+            return val
         if pos.any():
             out[pos] = native(own, flat[pos])
         neg = ~pos
@@ -581,6 +700,9 @@ class RandomAllocation(Mechanism):
             return base
         if base.profile(np.array([0.0]), "max")[0] == 0.0:
             return identical_pair(f"{self.name} (base without privacy loss)")
+        if float(base.profile(np.array([np.inf]), "forward")[0]) == 1.0:
+            # P₀ ⊥ Q₀: every output reveals the record's step, P_t ⊥ Q_t
+            return disjoint_pair(f"{self.name} (base without noise: non-private)")
         return allocation_pair(base, self.steps, resolution=self.resolution)
 
 
