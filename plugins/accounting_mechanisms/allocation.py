@@ -65,6 +65,7 @@ is an independent estimate for tests.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -615,7 +616,19 @@ def allocation_pair(base: Pair, steps: int, *, resolution: float = DEFAULT_RESOL
     check_positive("tail", tail)
     if not tail < 1e-3:
         raise ValueError(f"tail must be in (0, 1e-3), got {tail}")
-    return RandomAllocationPair(base, steps, _tables(base, steps, resolution, tail))
+    try:
+        tables = _cached_tables(base, steps, float(resolution), float(tail))
+    except TypeError:     # an unhashable base: computed afresh
+        tables = _tables(base, steps, resolution, tail)
+    return RandomAllocationPair(base, steps, tables)
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_tables(base: Pair, steps: int, resolution: float, tail: float
+                   ) -> dict[tuple[str, str], AllocationTables]:
+    """``_tables``, remembered: a mechanism rebuilds its pair for every curve, and the
+    tables (never mutated) take seconds at t ≥ 1000."""
+    return _tables(base, steps, resolution, tail)
 
 
 def monte_carlo_delta(mu: float, steps: int, eps: FloatArray, direction: str, samples: int,
