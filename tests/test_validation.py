@@ -300,6 +300,7 @@ def _valid(name: str) -> dict:
         "sampled_without_replacement": dict(
             base=accounting.mechanism("gaussian", sigma=1.0, neighbouring="replace_one"),
             batch_size=10, dataset_size=100),
+        "random_allocation": dict(base=accounting.mechanism("gaussian", sigma=1.0), steps=4),
     }
     if name in special:
         return special[name]
