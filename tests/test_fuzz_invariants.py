@@ -167,13 +167,13 @@ _ADDITIVE = ("gaussian", "laplace", "discrete_gaussian", "discrete_laplace")
 _ANY_BASE = _ADDITIVE + ("randomized_response", "approx_dp", "permute_and_flip")
 BASE_NAMES = {"poisson_replace_one": _ADDITIVE, "poisson_subsampled": _ADDITIVE + ("approx_dp",),
               "repeat_and_select": _ANY_BASE, "mechanism_mixture": _ANY_BASE,
-              "sampled_without_replacement": _ANY_BASE}
+              "sampled_without_replacement": _ANY_BASE, "random_allocation": ("gaussian", "laplace")}
 #: mechanisms accounted under either relation: the fuzzer draws it
 BOTH_RELATIONS = frozenset(
     n for n in NAMES if n not in {"mechanism_mixture", "poisson_replace_one", "poisson_subsampled",
                                   "poisson_replace_one_gaussian", "sampled_without_replacement",
                                   "subsampled_gaussian", "subsampled_laplace",
-                                  "truncated_poisson_gaussian"}) | {"mechanism_mixture"}
+                                  "truncated_poisson_gaussian", "random_allocation"}) | {"mechanism_mixture"}
 
 
 def spec(m: Any) -> str:

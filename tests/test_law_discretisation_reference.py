@@ -86,6 +86,11 @@ FLOORS = (0.0, 1e-9)
 SUP_CASES = ((0.01, 0.5), (0.01, 0.9), (0.01, 1.0), (0.01, 3.0), (0.3, 1.1), (1e-4, 0.7))
 
 
+#: contract mechanisms added after the arrays were generated (their laws are not pinned;
+#: random allocation is checked against brute force in tests/test_allocation.py)
+NOT_PINNED = frozenset({"TestRandomAllocationContract"})
+
+
 def contract_mechanisms():
     """Every mechanism of the contract suite (``tests/plugins/test_contract.py``)."""
     import sys
@@ -113,6 +118,8 @@ def law_cases():
         for name, options in WORKLOAD_OPTIONS.items():
             yield f"issue11 sigma[{i}] {name}", mech, options
     for label, mech in contract_mechanisms().items():
+        if label in NOT_PINNED:
+            continue
         yield f"contract {label} coarse", mech, COARSE
         if label in FINE_KEPT:
             yield f"contract {label} fine", mech, FINE

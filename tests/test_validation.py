@@ -302,6 +302,7 @@ def _valid(name: str) -> dict:
             batch_size=10, dataset_size=100),
         "shuffled": dict(base=accounting.mechanism("gaussian", sigma=1.0), batch_size=10,
                          dataset_size=100),
+        "random_allocation": dict(base=accounting.mechanism("gaussian", sigma=1.0), steps=4),
     }
     if name in special:
         return special[name]

@@ -99,6 +99,13 @@ class TestShuffledContract(MechanismContract):
                       dict(base=_make("gaussian", sigma=1.0, neighbouring="replace_one"))]
 
 
+class TestRandomAllocationContract(MechanismContract):
+    mechanism = _make("random_allocation", base=_make("gaussian", sigma=1.0), steps=4)
+    bad_parameters = [dict(steps=0), dict(steps=2.5), dict(selected=5), dict(base="gaussian"),
+                      dict(base=_make("gaussian", sigma=1.0, neighbouring="replace_one")),
+                      dict(resolution=0.0)]
+
+
 def test_every_builtin_mechanism_has_a_contract_class():
     covered = {cls.mechanism.name for cls in globals().values()
                if isinstance(cls, type) and issubclass(cls, MechanismContract)
