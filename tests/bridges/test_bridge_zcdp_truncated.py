@@ -206,3 +206,19 @@ def test_truncated_bracket_contains_exact_small_cases():
     assert np.all(lower <= worst + 1e-9)
     # truncation acts here (t is large), so the bracket is a real bracket
     assert np.all(upper[:3] > lower[:3])
+
+
+# ---------------------------------------------------------- RepeatAndSelectDpEvent
+@pytest.mark.parametrize("mean, shape", [(10.0, 1.0), (5.0, 0.0)])
+def test_repeat_and_select_against_dp_accounting_rdp(mean, shape):
+    """Geometric (η = 1) and Poisson (η = 0) repetitions: dp_accounting's RDP accountant
+    (Papernot, Steinke 2022, arXiv:2110.03620, on its grid of orders) against ours."""
+    event = E.RepeatAndSelectDpEvent(E.GaussianDpEvent(3.0 if shape else 2.0), mean, shape)
+    (m, _), = dp_event_entries(event)
+    assert m.name == "repeat_and_select"
+    acc = from_dp_event(event)
+    theirs = their_rdp(event)
+    ours = acc.curve(RDP).epsilon(DELTA)
+    assert ours <= theirs * (1 + 1e-9) and ours == pytest.approx(theirs, rel=1e-4)
+    lo, hi = acc.epsilon_interval(DELTA)
+    assert lo <= hi <= ours * (1 + 1e-6)
