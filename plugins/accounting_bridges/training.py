@@ -6,10 +6,15 @@
 same class an Opacus ``IAccountant``. Call ``step(noise_multiplier=z, sample_rate=q)``
 once per optimiser step and ``get_epsilon(delta)`` when you want the spend.
 
-Each step is one use of the Poisson-subsampled Gaussian mechanism (add/remove
-neighbouring; Abadi et al. 2016, arXiv:1607.00133, §3.1): ``subsampled_gaussian(q,
-σ = z)`` for 0 < q < 1 and ``gaussian(σ = z)`` for q = 1; q = 0 costs nothing and
-z = 0 is non-private (ε = ∞). ``history`` keeps runs of equal steps as
+Each step is one use of the Poisson-subsampled Gaussian mechanism (Abadi et al. 2016,
+arXiv:1607.00133, §3.1). Under add/remove neighbouring (the default, Opacus' own):
+``subsampled_gaussian(q, σ = z)`` for 0 < q < 1 and ``gaussian(σ = z)`` for q = 1.
+Under replace-one (``neighbouring="replace_one"``: one record changed, so two
+clipped records differ by up to 2C): ``poisson_replace_one_gaussian(q, σ = z)``, the
+pair (1 − q)N(0) + qN(C) against (1 − q)N(0) + qN(−C) (its proof in
+``accounting_mechanisms.poisson_replace_one``). q = 0 costs nothing and z = 0 is
+non-private (ε = ∞). ``assumptions()`` states the relation and the sampler in one
+line, and ``get_privacy_spent(delta=…)`` prints it with ε. ``history`` keeps runs of equal steps as
 ``(noise_multiplier, sample_rate, steps)`` triples, the layout of Opacus' own
 accountants, so a state dict moves between them.
 
@@ -27,10 +32,10 @@ from typing import Any
 
 from accounting.accountant import Accountant
 from accounting.curves.pld import DEFAULT_STEP, check_step
-from accounting.pairs.mechanism import Mechanism
+from accounting.pairs.mechanism import Mechanism, Neighbouring, as_neighbouring
 from accounting.validation import check_count, check_options, check_real
 
-__all__ = ["TrainingAccountant", "dpsgd_mechanism", "MECHANISM", "GRID_STEP"]
+__all__ = ["TrainingAccountant", "PrivacySpent", "dpsgd_mechanism", "MECHANISM", "GRID_STEP"]
 
 #: the name this accountant goes by (Opacus' accountant registry, state dicts)
 MECHANISM = "accounting_pld"
@@ -40,22 +45,62 @@ MECHANISM = "accounting_pld"
 GRID_STEP = DEFAULT_STEP
 
 
-def dpsgd_mechanism(noise_multiplier: float, sample_rate: float) -> Mechanism | None:
+def dpsgd_mechanism(noise_multiplier: float, sample_rate: float,
+                    neighbouring: Neighbouring | str = Neighbouring.ADD_REMOVE
+                    ) -> Mechanism | None:
     """The mechanism of one DP-SGD step: the Poisson-subsampled Gaussian with noise
-    multiplier ``noise_multiplier`` (σ/clipping norm) at rate ``sample_rate``; None when
-    the step costs nothing (q = 0: no record is used, whatever the noise, even none).
-    At q > 0 a zero noise multiplier (non-private) is refused here: the caller reports
-    ε = ∞ for it."""
+    multiplier ``noise_multiplier`` (σ/clipping norm) at rate ``sample_rate`` under
+    ``neighbouring`` (see the module docstring); None when the step costs nothing
+    (q = 0: no record is used, whatever the noise, even none). At q > 0 a zero noise
+    multiplier (non-private) is refused here: the caller reports ε = ∞ for it."""
     import accounting
 
+    relation = as_neighbouring(neighbouring)
     q = check_real("sample_rate", sample_rate, lo=0.0, hi=1.0)
     if q == 0.0:
         check_real("noise_multiplier", noise_multiplier, lo=0.0)
         return None
     z = check_real("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
-    mechanism: Mechanism = (accounting.mechanism("gaussian", sigma=z) if q == 1.0 else
-                            accounting.mechanism("subsampled_gaussian", q=q, sigma=z))
+    mechanism: Mechanism
+    if relation is Neighbouring.REPLACE_ONE:
+        mechanism = accounting.mechanism("poisson_replace_one_gaussian", q=q, sigma=z)
+    else:
+        mechanism = (accounting.mechanism("gaussian", sigma=z) if q == 1.0 else
+                     accounting.mechanism("subsampled_gaussian", q=q, sigma=z))
     return mechanism
+
+
+def assumptions(neighbouring: Neighbouring) -> str:
+    """The one line that says what a training accountant's ε assumes."""
+    relation = ("add/remove neighbouring (one record added or removed)"
+                if neighbouring is Neighbouring.ADD_REMOVE else
+                "replace-one neighbouring (one record changed)")
+    return (f"{relation}; Poisson sampling (each record in each batch independently "
+            f"with probability sample_rate); noise_multiplier = noise std / clipping norm")
+
+
+class PrivacySpent(tuple[float, float]):
+    """``(epsilon, delta)`` spent, as ``get_privacy_spent`` returns it (unpacks like
+    Opacus' RDP accountant's pair); also ``epsilon_lower`` (the certified bracket's
+    lower end), ``steps``, ``assumptions``, and ``str()`` one line with all of them."""
+
+    epsilon: float
+    delta: float
+    epsilon_lower: float
+    steps: int
+    assumptions: str
+
+    def __new__(cls, epsilon: float, delta: float, epsilon_lower: float, steps: int,
+                assumptions: str) -> PrivacySpent:
+        self = super().__new__(cls, (epsilon, delta))
+        self.epsilon, self.delta, self.epsilon_lower = epsilon, delta, epsilon_lower
+        self.steps, self.assumptions = steps, assumptions
+        return self
+
+    def __str__(self) -> str:
+        return (f"ε ≤ {self.epsilon:.6g} at δ = {self.delta:g} after {self.steps} steps "
+                f"(certified PLD bound, ε ≥ {self.epsilon_lower:.6g}); assumes "
+                f"{self.assumptions}")
 
 
 def _check_history_entry(i: int, entry: Any) -> tuple[float, float, int]:
@@ -76,19 +121,29 @@ class TrainingAccountant:
     ``grid_step``: the PLD grid step (default ``GRID_STEP``, the core's default step);
     a finer grid gives a slightly tighter certified bound at more cost, a coarser one
     a slightly looser bound for less (``get_epsilon_interval`` shows how much is left
-    to gain).
+    to gain). ``neighbouring``: ``"add_remove"`` (default) or ``"replace_one"``.
     """
 
-    def __init__(self, grid_step: float = GRID_STEP) -> None:
+    #: the name this class is registered under (``mechanism()``, state dicts)
+    registered_name = MECHANISM
+
+    def __init__(self, grid_step: float = GRID_STEP,
+                 neighbouring: Neighbouring | str = Neighbouring.ADD_REMOVE) -> None:
         self.grid_step = check_step(grid_step)
+        self.neighbouring = as_neighbouring(neighbouring)
         #: runs of equal steps: (noise_multiplier, sample_rate, steps)
         self.history: list[tuple[float, float, int]] = []
         self._cache: dict[tuple[tuple[float, float, int], ...], Accountant] = {}
 
     @classmethod
     def mechanism(cls) -> str:
-        """The name this accountant is registered under (``"accounting_pld"``)."""
-        return MECHANISM
+        """The name this accountant is registered under (``"accounting_pld"``, or a
+        variant's from ``accounting_bridges.opacus.accountant_name``)."""
+        return cls.registered_name
+
+    def assumptions(self) -> str:
+        """What ε assumes, in one line: the neighbouring relation and the sampler."""
+        return assumptions(self.neighbouring)
 
     def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
         """Record one optimiser step with noise multiplier z = σ/C at sampling rate q."""
@@ -121,7 +176,7 @@ class TrainingAccountant:
         if cached is None:
             cached = Accountant(step=self.grid_step)
             for z, q, n in history:
-                mechanism = dpsgd_mechanism(z, q)
+                mechanism = dpsgd_mechanism(z, q, self.neighbouring)
                 if mechanism is not None:
                     cached.compose(mechanism, count=n)
             self._cache = {history: cached}  # one history at a time: no growth
@@ -150,6 +205,12 @@ class TrainingAccountant:
         lo, hi = acc.epsilon_interval(delta)
         return float(lo), float(hi)
 
+    def get_privacy_spent(self, *, delta: float) -> PrivacySpent:
+        """``(epsilon, delta)`` spent so far, with the certified bracket's lower end and
+        the one-line ``assumptions`` (``str()`` of the result prints them together)."""
+        lo, hi = self.get_epsilon_interval(delta)
+        return PrivacySpent(hi, float(delta), lo, len(self), self.assumptions())
+
     def get_delta(self, epsilon: float, *, accountant: str = "pld") -> float:
         """δ(ε) spent so far (an upper bound); 0 before any step, 1 if non-private."""
         epsilon = check_real("epsilon", epsilon, lo=0.0)
@@ -162,13 +223,14 @@ class TrainingAccountant:
 
     def state_dict(self, destination: MutableMapping[str, Any] | None = None
                    ) -> MutableMapping[str, Any]:
-        """The history, the mechanism name and the grid step: plain numbers only (what
-        Opacus checkpoints hold; ``load_state_dict`` reads it back)."""
+        """The history, the mechanism name, the grid step and the relation: plain numbers
+        and strings only (what Opacus checkpoints hold; ``load_state_dict`` reads it)."""
         if destination is None:
             destination = OrderedDict()
         destination["history"] = [tuple(e) for e in self._checked_history()]
         destination["mechanism"] = self.mechanism()
         destination["grid_step"] = self.grid_step
+        destination["neighbouring"] = self.neighbouring.value
         return destination
 
     def load_state_dict(self, state_dict: Any) -> None:
@@ -181,19 +243,25 @@ class TrainingAccountant:
             if key not in state_dict:
                 raise ValueError(f"state_dict has no {key!r}: cannot be loaded into "
                                  f"{type(self).__name__}")
-        unknown = sorted(set(state_dict) - {"history", "mechanism", "grid_step"})
+        unknown = sorted(set(state_dict) - {"history", "mechanism", "grid_step", "neighbouring"})
         if unknown:
             raise ValueError(f"state_dict has unknown keys {unknown}; allowed: history, "
-                             f"mechanism, grid_step")
-        if state_dict["mechanism"] != self.mechanism():
-            raise ValueError(f"state_dict of accountant {state_dict['mechanism']!r} cannot be "
+                             f"mechanism, grid_step, neighbouring")
+        # any of this family (a variant's name carries its options, which the state
+        # holds too): the state's options are restored
+        name = state_dict["mechanism"]
+        if not (isinstance(name, str) and name.startswith(MECHANISM)):
+            raise ValueError(f"state_dict of accountant {name!r} cannot be "
                              f"loaded into the {self.mechanism()!r} accountant")
         history = state_dict["history"]
         if not isinstance(history, (list, tuple)):
             raise ValueError(f"history must be a list of triples, got {type(history).__name__}")
         checked = [_check_history_entry(i, e) for i, e in enumerate(history)]
         grid_step = check_step(state_dict.get("grid_step", self.grid_step))
+        relation = as_neighbouring(state_dict.get("neighbouring", Neighbouring.ADD_REMOVE))
         self.history, self.grid_step, self._cache = checked, grid_step, {}
+        self.neighbouring = relation
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(steps={len(self)}, grid_step={self.grid_step:g})"
+        return (f"{type(self).__name__}(steps={len(self)}, grid_step={self.grid_step:g}, "
+                f"neighbouring={self.neighbouring.value!r})")
