@@ -15,7 +15,7 @@ Whether it shows:
 * ``enabled=False``: never.
 
 Nothing appears before ``delay`` seconds (default 2): short calls stay silent.
-Progress never touches stdout, so ``--json`` output stays clean. Use it as::
+Progress never touches stdout, so ``--json`` output stays clean. Use it as:
 
     from accounting.progress import progress
     for x in progress(grid, desc="calibrating"):

@@ -1,7 +1,7 @@
 """An Opacus accountant backed by our PLD, with its certified upper bound.
 
 Importing this module registers ``OpacusAccountant`` in Opacus' accountant registry
-under the name ``"accounting_pld"``, so Opacus builds it like one of its own::
+under the name ``"accounting_pld"``, so Opacus builds it like one of its own:
 
     import accounting_bridges.opacus  # registers "accounting_pld"
     from opacus import PrivacyEngine
@@ -17,7 +17,7 @@ under the name ``"accounting_pld"``, so Opacus builds it like one of its own::
 
 Options through ``PrivacyEngine(accountant=…)``: Opacus builds an accountant from its
 name alone, so ``accountant_name(grid_step=…, neighbouring=…)`` registers a variant
-with those options under a name that spells them and returns it::
+with those options under a name that spells them and returns it:
 
     from accounting_bridges.opacus import accountant_name
 
