@@ -14,6 +14,7 @@ and the error handling that turns every failure into one line and an exit status
     accounting calibrate MECHANISM --solve PARAM … --epsilon E --delta D
     accounting audit --x X.npy --y Y.npy --epsilon E --delta D [--auditor NAME]
     accounting audit --mechanism MODULE:FUNCTION --d0 SPEC --d1 SPEC --n N --epsilon E --delta D
+    accounting completion bash|zsh    # a shell-completion script: eval "$(accounting completion bash)"
 
 Each command is a module of this package (``COMMANDS``) with ``add_parser(sub)``,
 which adds its subparser(s) and sets ``handler`` (``run(ns, extras, registry)``) and
@@ -78,6 +79,7 @@ COMMANDS = (
     "accounting.cli.calibrate",
     "accounting.cli.audit",
     "accounting.cli.sweep",
+    "accounting.cli.completion",
 )
 
 
