@@ -81,7 +81,10 @@ def completion_script(parser: argparse.ArgumentParser, registry: Registry,
               "return ;;"]
     mechanisms = _words(registry.mechanisms)
     for name, p in sorted(commands.items()):
-        options, choices, files, valued = [], {}, [], []
+        options: list[str] = []
+        files: list[str] = []
+        valued: list[str] = []
+        choices: dict[str, list[str]] = {}
         takes_mechanism = False
         for action in p._actions:
             if not action.option_strings:
