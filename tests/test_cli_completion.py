@@ -67,3 +67,4 @@ def test_bash_completes_commands_mechanisms_parameters_and_choices(capsys):
     assert complete(text, ["accounting", "calibrate", "--direction", "f"]) == ["forward"]
     assert complete(text, ["accounting", "epsilon", "--delta", ""]) == []   # a number
     assert "zsh" in complete(text, ["accounting", "completion", ""])
+
