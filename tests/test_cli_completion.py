@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 import accounting
-from accounting.cli.app import _build_parser, main
+from accounting.cli.app import build_parser, main
 from accounting.cli.completion import completion_script
 
 BASH = shutil.which("bash")
@@ -36,7 +36,7 @@ def complete(text: str, words: list[str]) -> list[str]:
 def test_the_script_follows_the_parser_and_the_registry(capsys):
     text = script(capsys)
     assert text.rstrip().endswith("complete -o default -F _accounting accounting")
-    commands = next(a for a in _build_parser()._actions if hasattr(a, "choices")
+    commands = next(a for a in build_parser()._actions if hasattr(a, "choices")
                     and isinstance(a.choices, dict)).choices
     for name in commands:
         assert f"        {name})" in text, name
@@ -45,7 +45,7 @@ def test_the_script_follows_the_parser_and_the_registry(capsys):
     zsh = script(capsys, "zsh")
     assert "bashcompinit" in zsh and zsh.endswith(text.split("\n", 1)[1])
     with pytest.raises(ValueError, match="shell must be one of bash, zsh"):
-        completion_script(_build_parser(), accounting.default_registry(), "fish")
+        completion_script(build_parser(), accounting.default_registry(), "fish")
 
 
 def test_an_unknown_shell_is_a_usage_error(capsys):

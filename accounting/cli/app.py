@@ -65,7 +65,7 @@ from accounting.cli.base import (
 )
 from accounting.registry.registry import PluginError, Registry, default_registry
 
-__all__ = ["main", "COMMANDS", "CLIError", "UserCodeError", "EXIT_USAGE",
+__all__ = ["main", "build_parser", "COMMANDS", "CLIError", "UserCodeError", "EXIT_USAGE",
            "EXIT_INTERNAL", "EXIT_REJECTED"]
 
 #: the command modules, in the order ``--help`` lists them; adding a command is one
@@ -108,6 +108,12 @@ def _build_parser() -> Parser:
         # a typo of the command's own option (--delat) from an unknown parameter
         parser.set_defaults(command_options=tuple(parser.option_names()))
     return top
+
+
+def build_parser() -> Parser:
+    """The ``accounting`` parser with every command's subparser (for tools that read
+    it, such as ``accounting completion``)."""
+    return _build_parser()
 
 
 # ---------------------------------------------------------------------- main

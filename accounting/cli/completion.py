@@ -37,8 +37,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
-    from accounting.cli.app import _build_parser  # the app imports this module
-    print(completion_script(_build_parser(), registry, ns.shell), end="")
+    from accounting.cli.app import build_parser  # the app imports this module
+    print(completion_script(build_parser(), registry, ns.shell), end="")
     return 0
 
 

@@ -209,7 +209,9 @@ class Curve:
     PURE_DP: ClassVar[bool] = False
 
     _answerers: dict[type, Curve] = attrs.field(factory=dict, init=False, repr=False, eq=False)
-    _private_answerers: dict[tuple[type, int], tuple[Registry, Curve]] = attrs.field(
+    # (the registry as ``object``: the kinds' annotations are resolved at run time, by
+    # ``_side_spec``, where ``Registry`` is not imported)
+    _private_answerers: dict[tuple[type, int], tuple[object, Curve]] = attrs.field(
         factory=dict, init=False, repr=False, eq=False)
 
     if TYPE_CHECKING:
