@@ -657,7 +657,7 @@ class Accountant:
     def _grouped_interval(self, query: str, x: Any, direction: Any, group: Any
                           ) -> tuple[np.ndarray, np.ndarray]:
         key = ("grouped", check_real("group", group, lo=0.0, hi=1.0, lo_open=True))
-        accountants = self._cache.get(key)
+        accountants: tuple[Accountant, ...] | None = self._cache.get(key)
         if accountants is None:
             groups = self.grouped(key[1])
             if groups.distinct_after == groups.distinct_before:
@@ -671,8 +671,8 @@ class Accountant:
             return self._interval(query, x, direction, None)
         # each grouped composition is asked for its one side only (the dominating one's
         # upper laws cost a fraction of both sides)
-        lo = getattr(accountants[0], query)(x, direction, Bound.LOWER)
-        hi = getattr(accountants[1], query)(x, direction, Bound.UPPER)
+        lo: np.ndarray = getattr(accountants[0], query)(x, direction, Bound.LOWER)
+        hi: np.ndarray = getattr(accountants[1], query)(x, direction, Bound.UPPER)
         return lo, hi
 
     def _interval(self, query: str, x: Any, direction: Any, rtol: Any, group: Any = None

@@ -1,21 +1,20 @@
 """Progress on stderr for computations that take more than a couple of seconds.
 
 ``progress(iterable, total=..., desc=...)`` wraps a loop (or, without an iterable, is
-advanced with ``update(n)``) and shows a bar on stderr through tqdm, an optional
-dependency (the ``progress`` extra: ``pip install "accounting-dp[progress]"``).
+advanced with ``update(n)``) and shows a bar on stderr through tqdm where it is
+installed (the ``progress`` extra: ``pip install "accounting-dp[progress]"``);
+without tqdm, plain lines ``desc: 12/64 done, 8.3 s elapsed, about 35 s left`` (at
+most one every ``interval`` seconds, and the final count) take the bar's place. The
+estimate assumes the remaining steps take as long on average as the finished ones.
 Whether it shows:
 
-* ``enabled=None`` (the default): when tqdm is installed and stderr is a terminal,
-  unless the environment variable ``ACCOUNTING_PROGRESS`` is ``0``; ``1`` forces it
-  on (for logs and CI);
-* ``enabled=True``: always; without tqdm, plain lines
-  ``desc: 12/64 done, 8.3 s elapsed, about 35 s left`` (at most one every ``interval``
-  seconds, and the final count) take the bar's place. The estimate assumes the
-  remaining steps take as long on average as the finished ones;
+* ``enabled=None`` (the default): when stderr is a terminal, unless the environment
+  variable ``ACCOUNTING_PROGRESS`` is ``0``; ``1`` forces it on (for logs and CI);
+* ``enabled=True``: always;
 * ``enabled=False``: never.
 
 Nothing appears before ``delay`` seconds (default 2): short calls stay silent.
-Progress never touches stdout, so ``--json`` output stays clean. Use it as::
+Progress never touches stdout, so ``--json`` output stays clean. Use it as:
 
     from accounting.progress import progress
     for x in progress(grid, desc="calibrating"):
@@ -151,7 +150,7 @@ def _wanted(enabled: bool | None) -> bool:
     if env in ("0", "1"):
         return env == "1"
     try:
-        return bool(sys.stderr.isatty()) and _tqdm() is not None
+        return bool(sys.stderr.isatty())
     except (AttributeError, ValueError):   # no stderr, or a closed one
         return False
 

@@ -1,7 +1,7 @@
 """Workloads: a heterogeneous composition of registered mechanisms, from TOML or code.
 
 A workload file lists the mechanisms used, each with its parameters and how many
-times it runs; optional top-level keys supply defaults for the query::
+times it runs; optional top-level keys supply defaults for the query:
 
     description = "DP-SGD, then a few Laplace counts"   # optional
     delta = 1e-5              # or a list; default δ for ``accounting epsilon``

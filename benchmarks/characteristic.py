@@ -1,4 +1,4 @@
-"""The characteristic-function route against the direct PLD (issue 24, part 5).
+"""The characteristic-function route against the direct PLD.
 
 For a few jobs, the PLD recovered from φ (``characteristic→pld (inversion)``) and the
 direct PLD (``compose_plds``) at the default step: wall time of each and their ratio,

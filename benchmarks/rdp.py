@@ -26,7 +26,7 @@ import numpy as np
 from timing import timed
 
 import accounting
-from accounting.curves.converters import ORDER_GRID
+from accounting.numerics.order_search import ORDER_GRID
 
 CASES = [  # (q, σ, steps, δ)
     (256 / 60000, 1.1, 14062, 1e-5),

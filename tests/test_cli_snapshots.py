@@ -40,7 +40,8 @@ CHANGED: dict[str, str] = {
     "mechanisms-90cc147028":
         "issue 28: each mechanism's summary is its docstring's first paragraph, wrapped "
         "(was its first line, cut mid-sentence); issue 27: the one-run canary auditor is "
-        "listed beside rkrd; issue 25: the shuffled and random-allocation samplers are listed",
+        "listed beside rkrd; issue 25: the shuffled and random-allocation samplers are listed; "
+        "issue 28: the zcdp_guarantee mechanism (dp_accounting's ZCDpEvent)",
     "delta-laplace-b-4-compose-5-epsilon-1-2-accounta-0099b68a59":
         "issue 28: one JSON envelope, whose first key is \"command\" (was \"query\")",
 }

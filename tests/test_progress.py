@@ -68,3 +68,15 @@ def test_calibration_reports_its_evaluations(capsys, monkeypatch):
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith("calibration: evaluations: 1 done, ")
     assert lines[-1].startswith(f"calibration: evaluations: {result.evaluations} done, ")
+
+
+def test_auto_on_a_terminal_without_tqdm_writes_plain_lines(capsys, monkeypatch):
+    """Progress needs no extra: on a terminal without tqdm the plain lines show."""
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setattr(prog, "_tqdm", lambda: None)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    bar = progress(range(3), desc="auto", delay=0.0, interval=0.0)
+    assert type(bar) is prog._TextProgress
+    assert list(bar) == [0, 1, 2]
+    err = capsys.readouterr().err
+    assert "auto: 3/3 done" in err.splitlines()[-1]

@@ -14,6 +14,7 @@ and the error handling that turns every failure into one line and an exit status
     accounting calibrate MECHANISM --solve PARAM … --epsilon E --delta D
     accounting audit --x X.npy --y Y.npy --epsilon E --delta D [--auditor NAME]
     accounting audit --mechanism MODULE:FUNCTION --d0 SPEC --d1 SPEC --n N --epsilon E --delta D
+    accounting completion bash|zsh    # a shell-completion script: eval "$(accounting completion bash)"
 
 Each command is a module of this package (``COMMANDS``) with ``add_parser(sub)``,
 which adds its subparser(s) and sets ``handler`` (``run(ns, extras, registry)``) and
@@ -64,7 +65,7 @@ from accounting.cli.base import (
 )
 from accounting.registry.registry import PluginError, Registry, default_registry
 
-__all__ = ["main", "COMMANDS", "CLIError", "UserCodeError", "EXIT_USAGE",
+__all__ = ["main", "build_parser", "COMMANDS", "CLIError", "UserCodeError", "EXIT_USAGE",
            "EXIT_INTERNAL", "EXIT_REJECTED"]
 
 #: the command modules, in the order ``--help`` lists them; adding a command is one
@@ -78,6 +79,7 @@ COMMANDS = (
     "accounting.cli.calibrate",
     "accounting.cli.audit",
     "accounting.cli.sweep",
+    "accounting.cli.completion",
 )
 
 
@@ -106,6 +108,12 @@ def _build_parser() -> Parser:
         # a typo of the command's own option (--delat) from an unknown parameter
         parser.set_defaults(command_options=tuple(parser.option_names()))
     return top
+
+
+def build_parser() -> Parser:
+    """The ``accounting`` parser with every command's subparser (for tools that read
+    it, such as ``accounting completion``)."""
+    return _build_parser()
 
 
 # ---------------------------------------------------------------------- main

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from accounting.cli.base import PROG, CLIError, count_text, parse_float
-from accounting.cli.output import json_num, print_json, show_num
+from accounting.cli.output import aligned, json_num, print_json, show_num
 from accounting.cli.parser import mechanism_help, mechanism_names, mechanism_use
 from accounting.pairs.composed import compose
 from accounting.pairs.mechanism import Mechanism
@@ -90,9 +90,8 @@ def run(ns: argparse.Namespace, extras: list[str], registry: Registry) -> int:
     for vals in zip(res.t, res.alpha, res.cgf, res.envelope, res.gap, res.gap_per_order,
                     res.relative_gap):
         rows.append(tuple(show_num(v, 6) if i < 2 else show_num(v) for i, v in enumerate(vals)))
-    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
-    for r in rows:
-        print("  " + "  ".join(c.rjust(w) for c, w in zip(r, widths)))
+    for line in aligned(rows, "r" * len(rows[0])):
+        print(line)
     if res.local is not None:
         c, loc = res.local.cumulants, res.local
         print(f"local expansion ({res.rho_direction.value}; {c.method}):")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -95,6 +95,18 @@ def results_json(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def aligned(rows: Sequence[Sequence[str]], align: str) -> list[str]:
+    """``rows`` as text lines, each column padded to its widest cell: ``align`` has one
+    letter per column, ``l`` (left) or ``r`` (right); two spaces indent the table and
+    separate the columns, and trailing blanks are cut."""
+    if any(len(r) != len(align) for r in rows) or set(align) - {"l", "r"}:
+        raise ValueError(f"align must give l or r for each of the rows' columns, got "
+                         f"{align!r}")
+    widths = [max((len(r[k]) for r in rows), default=0) for k in range(len(align))]
+    return ["  " + "  ".join(c.ljust(w) if a == "l" else c.rjust(w)
+                             for c, w, a in zip(r, widths, align)).rstrip() for r in rows]
+
+
 def results_table(query: str, values: np.ndarray, results: dict[str, dict[str, Any]]) -> list[str]:
     """The text table of ``evaluate_workload``'s results: one row per accountant and value,
     the refusals below it."""
@@ -115,12 +127,7 @@ def results_table(query: str, values: np.ndarray, results: dict[str, dict[str, A
                 extra += "  (numerical)"
             rows.append((name, show_num(v, 6), show_num(a) + extra, interval,
                          show_seconds(res["seconds"])))
-    widths = [max(len(r[k]) for r in rows) for k in range(5)]
-    lines = []
-    for r in rows:
-        cells = [r[0].ljust(widths[0]), r[1].rjust(widths[1]), r[2].ljust(widths[2]),
-                 r[3].ljust(widths[3]), r[4].rjust(widths[4])]
-        lines.append("  " + "  ".join(cells).rstrip())
+    lines = aligned(rows, "lrllr")
     for name, res in results.items():
         if "error" in res:
             lines.append(textwrap.fill(f"{name} refused: {res['error']}", width=96,

@@ -209,6 +209,10 @@ class Curve:
     PURE_DP: ClassVar[bool] = False
 
     _answerers: dict[type, Curve] = attrs.field(factory=dict, init=False, repr=False, eq=False)
+    # (the registry as ``object``: the kinds' annotations are resolved at run time, by
+    # ``_side_spec``, where ``Registry`` is not imported)
+    _private_answerers: dict[tuple[type, int], tuple[object, Curve]] = attrs.field(
+        factory=dict, init=False, repr=False, eq=False)
 
     if TYPE_CHECKING:
         # Every kind declares these as attrs fields of its own: ``provenance``, and the
@@ -327,28 +331,38 @@ class Curve:
         """(lower, upper) bracket of ρ."""
         return self.rho(direction, Bound.LOWER), self.rho(direction, Bound.UPPER)
 
-    def answered_by(self, query: str) -> Curve:
+    def answered_by(self, query: str, *, registry: Registry | None = None) -> Curve:
         """The curve whose own formula answers ``query``: this one if the query is in
         ``NATIVE``, else its conversion (default options) to the kind that has the
-        formula, made once and kept."""
+        formula, made once per registry and kept. ``registry``: whose converters make
+        the conversion (default: the process-wide registry)."""
         _check_query(query)
         if query in self.NATIVE:
             return self
         # the converter graph knows the kinds, which import this module: read it late
         from accounting.curves.graph import home_kind
         home = home_kind(query)
-        out = self._answerers.get(home)
-        if out is None:
-            out = self.to(home)
-            self._answerers[home] = out
-        return out
+        if registry is None:
+            out = self._answerers.get(home)
+            if out is None:
+                out = self.to(home)
+                self._answerers[home] = out
+            return out
+        # a private registry's conversions are kept beside it (by identity: registries
+        # are not hashable values), so that a kept one never answers for another
+        key = (home, id(registry))
+        kept = self._private_answerers.get(key)
+        if kept is None or kept[0] is not registry:
+            kept = (registry, self.to(home, registry=registry))
+            self._private_answerers[key] = kept
+        return kept[1]
 
-    def explain(self, query: str) -> Provenance:
+    def explain(self, query: str, *, registry: Registry | None = None) -> Provenance:
         """How ``query`` is answered: the provenance of ``answered_by(query)`` — this
         curve's own if the kind has the formula, else one whose path ends with the
         converters used (``str()`` of it reads e.g. ``upper bound (Gaussian rdp →
-        rdp→profile (improved conversion))``)."""
-        return self.answered_by(query).provenance
+        rdp→profile (improved conversion))``); ``registry`` as for ``answered_by``."""
+        return self.answered_by(query, registry=registry).provenance
 
     def _query(self, query: str, x: np.ndarray | None, direction: Direction | str,
                bound: Bound | str) -> Any:

@@ -1,6 +1,6 @@
 """The ledger's document (schema 1) and the checks every saved document shares.
 
-Layout::
+Layout:
 
     {"kind": "ledger", "schema": 1,
      "entries": [{"mechanism": {"name": "poisson_subsampled", "q": 0.01,

@@ -3,7 +3,7 @@
 A sweep is a dict (from TOML, ``load_sweep``, or built in Python) with the query, a
 base workload in the workload format (``accounting.workload``) — or several
 (``workload``, for heterogeneous compositions) — and a ``grid`` of axes whose
-Cartesian product gives the points::
+Cartesian product gives the points:
 
     query = "calibrate"        # "epsilon" (default), "delta" or "calibrate"
     accountant = "pld"         # "pld" (default), "rdp" or "zcdp"

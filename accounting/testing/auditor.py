@@ -1,6 +1,6 @@
 """The contract test suite of auditor plugins (``accounting.testing.AuditorContract``).
 
-Subclass it in a pytest module with a ``Test…`` name::
+Subclass it in a pytest module with a ``Test…`` name:
 
     from accounting.testing import AuditorContract
 

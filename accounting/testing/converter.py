@@ -1,6 +1,6 @@
 """The contract test suite of converters (``accounting.testing.ConverterContract``).
 
-Subclass it in a pytest module with a ``Test…`` name::
+Subclass it in a pytest module with a ``Test…`` name:
 
     from accounting.testing import ConverterContract
 

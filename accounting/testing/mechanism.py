@@ -5,7 +5,7 @@ satisfy (both directions present, the PLD bracket ordered and consistent with th
 profile, Rényi curve monotone, within discretisation of its own PLD's when exact or
 numerical and on the right side of it when a bound, dominated by zCDP, the trade-off function consistent
 with the profile, parameters validated) by subclassing ``MechanismContract`` in a
-pytest module::
+pytest module:
 
     from accounting.testing import MechanismContract
 

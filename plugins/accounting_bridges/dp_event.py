@@ -35,6 +35,13 @@ the event is read, so a mechanism plugin that is not installed is an error namin
 ``SampledWithoutReplacementDpEvent``    ``sampled_without_replacement`` (either relation,
                                         see below)
 ``RepeatAndSelectDpEvent(e, m, η)``     ``repeat_and_select(base=e, mean=m, shape=η)``
+``ZCDpEvent(ρ, ξ)``                     ``zcdp_guarantee(rho=ρ, xi=ξ)``: the Rényi bound
+                                        ξ + ρα, labelled an upper bound (RDP and zCDP
+                                        accountants; the PLD refuses it)
+``TruncatedSubsampledGaussianDpEvent``  ``truncated_poisson_gaussian(q, sigma=z,
+                                        dataset_size=n, max_batch=B)``: a certified
+                                        bracket (add/remove; the upper side's proof in
+                                        ``accounting_mechanisms.truncated_poisson``)
 ``SelfComposedDpEvent(e, n)``           e's entries, counts × n
 ``ComposedDpEvent([…])``                the entries of each
 ``NoOpDpEvent``                         nothing
@@ -60,9 +67,9 @@ Gaussians on one batch are one Gaussian with σ = (Σ count_i/σ_i²)^(−1/2): 
 losses add and stay Gaussian, as in dp_accounting's own reduction). Degenerate
 parameters follow dp_accounting: zero noise is non-private, q = 0, one bucket or a
 zero-size sample cost nothing. A repeated event's inner tree must be one mechanism
-too (or Gaussians only). Anything else (``ZCDpEvent``, truncated or with-replacement
-sampling, ``UnsupportedDpEvent``) is
-an ``UnsupportedEventError`` naming the event and its place in the tree, such as
+too (or Gaussians only), and not a zCDP guarantee. Anything else (with-replacement
+sampling, ``UnsupportedDpEvent``, a sampled ``ZCDpEvent``) is an
+``UnsupportedEventError`` naming the event and its place in the tree, such as
 ``event.events[1].event``.
 
 Trees of any depth are read: the walk keeps its own stack, so a valid composition
@@ -407,6 +414,32 @@ class _Reader:
         self.check_relation(event, path, Neighbouring.ADD_REMOVE)
         return [(self.build(event, path, "tree_aggregation", sigma=z, step_counts=counts), 1)]
 
+    def _ZCDpEvent(self, event: Any, path: _Path) -> list[Entry]:
+        # (ξ, ρ)-zCDP: D_α ≤ ξ + ρα for every α > 1, a guarantee under the relation in use
+        rho = self.real(event, path, "rho", lo=0.0, allow_inf=False)
+        xi = self.real(event, path, "xi", lo=0.0, allow_inf=False)
+        if rho == 0 and xi == 0:
+            return []
+        return [(self.build(event, path, "zcdp_guarantee", rho=rho, xi=xi,
+                            neighbouring=self.relation), 1)]
+
+    def _TruncatedSubsampledGaussianDpEvent(self, event: Any, path: _Path) -> list[Entry]:
+        n = self.integer(event, path, "dataset_size")
+        q = self.real(event, path, "sampling_probability", lo=0.0, hi=1.0, allow_inf=False)
+        b = self.integer(event, path, "truncated_batch_size")
+        z = self.real(event, path, "noise_multiplier", lo=0.0)
+        if q == 0 or b == 0 or n == 0:
+            return []            # nobody is sampled (dp_accounting: no privacy loss)
+        if z == 0:
+            return self.non_private(event, path)
+        # dp_accounting's analysis conditions on Binomial(n − 1, q) other records:
+        # add/remove, n the larger neighbour's size
+        self.check_relation(event, path, Neighbouring.ADD_REMOVE)
+        if q == 1 and b >= n:
+            return [(self.build(event, path, "gaussian", sigma=z), 1)]
+        return [(self.build(event, path, "truncated_poisson_gaussian", q=q, sigma=z,
+                            dataset_size=n, max_batch=b), 1)]
+
     def single(self, inner: list[Entry], event: Any, path: Any,
                role: str = "a sampled event") -> Mechanism | None:
         """The one mechanism the entries ``inner`` of an inner (sampled or repeated)
@@ -414,6 +447,10 @@ class _Reader:
         used once; None when the tree costs nothing."""
         if not inner:
             return None
+        if any(m.name == "zcdp_guarantee" for m, _ in inner):
+            raise self.fail(event, path, f"{role} holds a zCDP guarantee, which has no "
+                                         "sampling or repetition analysis here (neither "
+                                         "in dp_accounting)")
         if len(inner) == 1 and inner[0][1] == 1:
             return inner[0][0]
         if all(m.name == "gaussian" for m, _ in inner):
@@ -633,6 +670,13 @@ def _event_of(m: Any, relation: Neighbouring, path: str, ev: Any) -> Any:
     if name == "repeat_and_select":
         return ev.RepeatAndSelectDpEvent(event=_event_of(params.base, relation, f"{path}.base", ev),
                                          mean=float(params.mean), shape=float(params.shape))
+    if name == "zcdp_guarantee":
+        return ev.ZCDpEvent(rho=float(params.rho), xi=float(params.xi))
+    if name == "truncated_poisson_gaussian":
+        return ev.TruncatedSubsampledGaussianDpEvent(
+            dataset_size=int(params.dataset_size), sampling_probability=float(params.q),
+            truncated_batch_size=int(params.max_batch),
+            noise_multiplier=float(params.sigma) / params.sensitivity)
     if name == "approx_dp" and params.delta == 1:
         return ev.NonPrivateDpEvent()
     if name == "approx_dp" and params.delta == 0 and params.epsilon == 0:

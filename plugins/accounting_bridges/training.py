@@ -6,10 +6,15 @@
 same class an Opacus ``IAccountant``. Call ``step(noise_multiplier=z, sample_rate=q)``
 once per optimiser step and ``get_epsilon(delta)`` when you want the spend.
 
-Each step is one use of the Poisson-subsampled Gaussian mechanism (add/remove
-neighbouring; Abadi et al. 2016, arXiv:1607.00133, §3.1): ``subsampled_gaussian(q,
-σ = z)`` for 0 < q < 1 and ``gaussian(σ = z)`` for q = 1; q = 0 costs nothing and
-z = 0 is non-private (ε = ∞). ``history`` keeps runs of equal steps as
+Each step is one use of the Poisson-subsampled Gaussian mechanism (Abadi et al. 2016,
+arXiv:1607.00133, §3.1). Under add/remove neighbouring (the default, Opacus' own):
+``subsampled_gaussian(q, σ = z)`` for 0 < q < 1 and ``gaussian(σ = z)`` for q = 1.
+Under replace-one (``neighbouring="replace_one"``: one record changed, so two
+clipped records differ by up to 2C): ``poisson_replace_one_gaussian(q, σ = z)``, the
+pair (1 − q)N(0) + qN(C) against (1 − q)N(0) + qN(−C) (its proof in
+``accounting_mechanisms.poisson_replace_one``). q = 0 costs nothing and z = 0 is
+non-private (ε = ∞). ``assumptions()`` states the relation and the sampler in one
+line, and ``get_privacy_spent(delta=…)`` prints it with ε. ``history`` keeps runs of equal steps as
 ``(noise_multiplier, sample_rate, steps)`` triples, the layout of Opacus' own
 accountants, so a state dict moves between them.
 
@@ -48,7 +53,7 @@ from typing import Any
 
 from accounting.accountant import Accountant
 from accounting.curves.pld import DEFAULT_STEP, check_step
-from accounting.pairs.mechanism import Mechanism
+from accounting.pairs.mechanism import Mechanism, Neighbouring, as_neighbouring
 from accounting.validation import check_count, check_options, check_positive, check_real
 from accounting_mechanisms.per_example import (
     HistoryCounter,
@@ -57,7 +62,8 @@ from accounting_mechanisms.per_example import (
     account_individuals,
 )
 
-__all__ = ["TrainingAccountant", "dpsgd_mechanism", "MECHANISM", "GRID_STEP", "SAMPLERS"]
+__all__ = ["TrainingAccountant", "PrivacySpent", "dpsgd_mechanism", "MECHANISM", "GRID_STEP",
+           "SAMPLERS"]
 
 #: the batch samplers a training accountant can assume
 SAMPLERS = ("poisson", "shuffle")
@@ -70,21 +76,28 @@ MECHANISM = "accounting_pld"
 GRID_STEP = DEFAULT_STEP
 
 
-def dpsgd_mechanism(noise_multiplier: float, sample_rate: float) -> Mechanism | None:
+def dpsgd_mechanism(noise_multiplier: float, sample_rate: float,
+                    neighbouring: Neighbouring | str = Neighbouring.ADD_REMOVE
+                    ) -> Mechanism | None:
     """The mechanism of one DP-SGD step: the Poisson-subsampled Gaussian with noise
-    multiplier ``noise_multiplier`` (σ/clipping norm) at rate ``sample_rate``; None when
-    the step costs nothing (q = 0: no record is used, whatever the noise, even none).
-    At q > 0 a zero noise multiplier (non-private) is refused here: the caller reports
-    ε = ∞ for it."""
+    multiplier ``noise_multiplier`` (σ/clipping norm) at rate ``sample_rate`` under
+    ``neighbouring`` (see the module docstring); None when the step costs nothing
+    (q = 0: no record is used, whatever the noise, even none). At q > 0 a zero noise
+    multiplier (non-private) is refused here: the caller reports ε = ∞ for it."""
     import accounting
 
+    relation = as_neighbouring(neighbouring)
     q = check_real("sample_rate", sample_rate, lo=0.0, hi=1.0)
     if q == 0.0:
         check_real("noise_multiplier", noise_multiplier, lo=0.0)
         return None
     z = check_real("noise_multiplier", noise_multiplier, lo=0.0, lo_open=True)
-    mechanism: Mechanism = (accounting.mechanism("gaussian", sigma=z) if q == 1.0 else
-                            accounting.mechanism("subsampled_gaussian", q=q, sigma=z))
+    mechanism: Mechanism
+    if relation is Neighbouring.REPLACE_ONE:
+        mechanism = accounting.mechanism("poisson_replace_one_gaussian", q=q, sigma=z)
+    else:
+        mechanism = (accounting.mechanism("gaussian", sigma=z) if q == 1.0 else
+                     accounting.mechanism("subsampled_gaussian", q=q, sigma=z))
     return mechanism
 
 
@@ -120,6 +133,42 @@ def _compose_shuffled(acc: Accountant, z: float, q: float, steps: int) -> None:
                                  s), count=1)
 
 
+def assumptions(neighbouring: Neighbouring, sampler: str = "poisson") -> str:
+    """The one line that says what a training accountant's ε assumes."""
+    relation = ("add/remove neighbouring (one record added or removed)"
+                if neighbouring is Neighbouring.ADD_REMOVE else
+                "replace-one neighbouring (one record changed)")
+    sampling = ("Poisson sampling (each record in each batch independently with "
+                "probability sample_rate)" if sampler == "poisson" else
+                "shuffled batches (each epoch a fresh permutation, 1/sample_rate steps an "
+                "epoch)")
+    return f"{relation}; {sampling}; noise_multiplier = noise std / clipping norm"
+
+
+class PrivacySpent(tuple[float, float]):
+    """``(epsilon, delta)`` spent, as ``get_privacy_spent`` returns it (unpacks like
+    Opacus' RDP accountant's pair); also ``epsilon_lower`` (the certified bracket's
+    lower end), ``steps``, ``assumptions``, and ``str()`` one line with all of them."""
+
+    epsilon: float
+    delta: float
+    epsilon_lower: float
+    steps: int
+    assumptions: str
+
+    def __new__(cls, epsilon: float, delta: float, epsilon_lower: float, steps: int,
+                assumptions: str) -> PrivacySpent:
+        self = super().__new__(cls, (epsilon, delta))
+        self.epsilon, self.delta, self.epsilon_lower = epsilon, delta, epsilon_lower
+        self.steps, self.assumptions = steps, assumptions
+        return self
+
+    def __str__(self) -> str:
+        return (f"ε ≤ {self.epsilon:.6g} at δ = {self.delta:g} after {self.steps} steps "
+                f"(certified PLD bound, ε ≥ {self.epsilon_lower:.6g}); assumes "
+                f"{self.assumptions}")
+
+
 def _check_history_entry(i: int, entry: Any) -> tuple[float, float, int]:
     where = f"history[{i}]"
     if not isinstance(entry, (tuple, list)) or len(entry) != 3:
@@ -138,13 +187,22 @@ class TrainingAccountant:
     ``grid_step``: the PLD grid step (default ``GRID_STEP``, the core's default step);
     a finer grid gives a slightly tighter certified bound at more cost, a coarser one
     a slightly looser bound for less (``get_epsilon_interval`` shows how much is left
-    to gain).
+    to gain). ``neighbouring``: ``"add_remove"`` (default) or ``"replace_one"``.
     """
 
-    def __init__(self, grid_step: float = GRID_STEP, *, sampler: str = "poisson") -> None:
+    #: the name this class is registered under (``mechanism()``, state dicts)
+    registered_name = MECHANISM
+
+    def __init__(self, grid_step: float = GRID_STEP,
+                 neighbouring: Neighbouring | str = Neighbouring.ADD_REMOVE, *,
+                 sampler: str = "poisson") -> None:
         self.grid_step = check_step(grid_step)
+        self.neighbouring = as_neighbouring(neighbouring)
         if not isinstance(sampler, str) or sampler.lower() not in SAMPLERS:
             raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+        if sampler.lower() == "shuffle" and self.neighbouring is not Neighbouring.ADD_REMOVE:
+            raise ValueError("sampler='shuffle' is accounted under add/remove neighbouring "
+                             "only; got neighbouring='replace_one'")
         #: the batch sampler assumed ("poisson" or "shuffle"; the module docstring)
         self.sampler = sampler.lower()
         #: runs of equal steps: (noise_multiplier, sample_rate, steps)
@@ -159,8 +217,13 @@ class TrainingAccountant:
 
     @classmethod
     def mechanism(cls) -> str:
-        """The name this accountant is registered under (``"accounting_pld"``)."""
-        return MECHANISM
+        """The name this accountant is registered under (``"accounting_pld"``, or a
+        variant's from ``accounting_bridges.opacus.accountant_name``)."""
+        return cls.registered_name
+
+    def assumptions(self) -> str:
+        """What ε assumes, in one line: the neighbouring relation and the sampler."""
+        return assumptions(self.neighbouring, self.sampler)
 
     def describe(self) -> str:
         """One line: the sampler this accountant assumes, and how it accounts it."""
@@ -169,8 +232,9 @@ class TrainingAccountant:
                     f"1/sample_rate steps per epoch); ε certified by one Gaussian use per "
                     f"epoch, lower end from the worst-case datasets of arXiv:2403.17673 §4")
         return (f"{MECHANISM}: assumes Poisson subsampling at each step's sample_rate "
-                f"(add/remove); for a shuffling data loader use sampler='shuffle', Poisson "
-                f"accounting can understate its ε (arXiv:2403.17673 §4)")
+                f"({self.neighbouring.value}); for a shuffling data loader use "
+                f"sampler='shuffle', Poisson accounting can understate its ε "
+                f"(arXiv:2403.17673 §4)")
 
     def step(self, *, noise_multiplier: float, sample_rate: float,
              per_sample_norms: Any = None, indices: Any = None) -> None:
@@ -273,7 +337,7 @@ class TrainingAccountant:
                 if self.sampler == "shuffle":
                     _compose_shuffled(cached, z, q, n)
                     continue
-                mechanism = dpsgd_mechanism(z, q)
+                mechanism = dpsgd_mechanism(z, q, self.neighbouring)
                 if mechanism is not None:
                     cached.compose(mechanism, count=n)
             self._cache = {history: cached}  # one history at a time: no growth
@@ -302,6 +366,12 @@ class TrainingAccountant:
         lo, hi = acc.epsilon_interval(delta)
         return float(lo), float(hi)
 
+    def get_privacy_spent(self, *, delta: float) -> PrivacySpent:
+        """``(epsilon, delta)`` spent so far, with the certified bracket's lower end and
+        the one-line ``assumptions`` (``str()`` of the result prints them together)."""
+        lo, hi = self.get_epsilon_interval(delta)
+        return PrivacySpent(hi, float(delta), lo, len(self), self.assumptions())
+
     def get_delta(self, epsilon: float, *, accountant: str = "pld") -> float:
         """δ(ε) spent so far (an upper bound); 0 before any step, 1 if non-private."""
         epsilon = check_real("epsilon", epsilon, lo=0.0)
@@ -314,8 +384,8 @@ class TrainingAccountant:
 
     def state_dict(self, destination: MutableMapping[str, Any] | None = None
                    ) -> MutableMapping[str, Any]:
-        """The history, the mechanism name and the grid step: plain numbers only (what
-        Opacus checkpoints hold; ``load_state_dict`` reads it back)."""
+        """The history, the mechanism name, the grid step and the relation: plain numbers
+        and strings only (what Opacus checkpoints hold; ``load_state_dict`` reads it)."""
         if destination is None:
             destination = OrderedDict()
         destination["history"] = [tuple(e) for e in self._checked_history()]
@@ -323,6 +393,7 @@ class TrainingAccountant:
         destination["grid_step"] = self.grid_step
         if self.sampler != "poisson":
             destination["sampler"] = self.sampler
+        destination["neighbouring"] = self.neighbouring.value
         return destination
 
     def load_state_dict(self, state_dict: Any) -> None:
@@ -335,25 +406,32 @@ class TrainingAccountant:
             if key not in state_dict:
                 raise ValueError(f"state_dict has no {key!r}: cannot be loaded into "
                                  f"{type(self).__name__}")
-        unknown = sorted(set(state_dict) - {"history", "mechanism", "grid_step", "sampler"})
+        keys = {"history", "mechanism", "grid_step", "sampler", "neighbouring"}
+        unknown = sorted(set(state_dict) - keys)
         if unknown:
             raise ValueError(f"state_dict has unknown keys {unknown}; allowed: history, "
-                             f"mechanism, grid_step, sampler")
+                             f"mechanism, grid_step, sampler, neighbouring")
         sampler = state_dict.get("sampler", "poisson")
         if sampler not in SAMPLERS:
             raise ValueError(f"state_dict sampler must be one of {', '.join(SAMPLERS)}, "
                              f"got {sampler!r}")
-        if state_dict["mechanism"] != self.mechanism():
-            raise ValueError(f"state_dict of accountant {state_dict['mechanism']!r} cannot be "
+        # any of this family (a variant's name carries its options, which the state
+        # holds too): the state's options are restored
+        name = state_dict["mechanism"]
+        if not (isinstance(name, str) and name.startswith(MECHANISM)):
+            raise ValueError(f"state_dict of accountant {name!r} cannot be "
                              f"loaded into the {self.mechanism()!r} accountant")
         history = state_dict["history"]
         if not isinstance(history, (list, tuple)):
             raise ValueError(f"history must be a list of triples, got {type(history).__name__}")
         checked = [_check_history_entry(i, e) for i, e in enumerate(history)]
         grid_step = check_step(state_dict.get("grid_step", self.grid_step))
+        relation = as_neighbouring(state_dict.get("neighbouring", Neighbouring.ADD_REMOVE))
         self.history, self.grid_step, self._cache = checked, grid_step, {}
         self.sampler = sampler
+        self.neighbouring = relation
 
     def __repr__(self) -> str:
         sampler = "" if self.sampler == "poisson" else f", sampler={self.sampler!r}"
-        return f"{type(self).__name__}(steps={len(self)}, grid_step={self.grid_step:g}{sampler})"
+        return (f"{type(self).__name__}(steps={len(self)}, grid_step={self.grid_step:g}, "
+                f"neighbouring={self.neighbouring.value!r}{sampler})")

@@ -32,6 +32,7 @@ is non-private (all P-mass at loss +∞: ε(δ') = +∞ for every δ' < 1, D_α 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -42,10 +43,10 @@ from scipy.special import expit
 
 from accounting.numerics.loss import LossPMF
 from accounting.pairs.mechanism import Mechanism, Range, parameter
-from accounting.pairs.pair import LawPair, Pair, not_provided
+from accounting.pairs.pair import LawPair, Pair, identical_pair, not_provided
 from accounting.registry.hookspecs import RegisterMechanism, hookimpl
 from accounting.validation import check_count
-from accounting.vocabulary import Direction, FloatArray
+from accounting.vocabulary import Direction, Exactness, FloatArray
 
 from .finite_product import exact_product
 from .gaussian_mixture import float_tuple
@@ -62,7 +63,7 @@ def scalar_or_tuple(name: str) -> Callable[[Any], tuple[float, ...]]:
     return conv
 
 __all__ = ["ApproxDP", "ApproxDPComposition", "ApproxDPPair", "approx_dp_law",
-           "EPSILON", "DELTA"]
+           "EPSILON", "DELTA", "ZCDPGuarantee", "ZCDPGuaranteePair"]
 
 #: ε ∈ [0, 1e8] (beyond, e^{−ε} underflows and the pair is already non-private in
 #: float64) and δ ∈ [0, 1] (δ = 1: no guarantee at all)
@@ -211,7 +212,167 @@ class ApproxDPComposition(Mechanism):
         return exact_product(parts)
 
 
+# ------------------------------------------------------------ a zCDP guarantee
+#: ρ and ξ of a (ξ, ρ)-zCDP guarantee, each in [0, 5000] (ρ = 5000 is the Gaussian of
+#: μ = 100, the least noise the ``gaussian`` mechanism takes)
+RHO = Range(0.0, 5000.0)
+XI = Range(0.0, 5000.0)
+
+
+#: the ε grid of a zCDP guarantee's profile: points from 0 to the ε where the Rényi
+#: conversion's δ falls to ``_ZCDP_FLOOR``
+_ZCDP_POINTS = 2049
+_ZCDP_FLOOR = 1e-300
+
+
+@functools.lru_cache(maxsize=64)
+def zcdp_profile_hull(rho: float, xi: float) -> tuple[np.ndarray, np.ndarray]:
+    """The vertices (ε_j, δ_j) of the profile ``ZCDPGuaranteePair`` answers, the first
+    at ε = −∞ (γ = e^ε = 0, δ = 1): the lower convex hull, in γ, of (0, 1), the points
+    (e^{ε_i}, δ_i) for ε_i ≥ 0, δ_i the Rényi conversion of D_α ≤ ξ + ρα at ε_i
+    (``converters.rdp_delta``: Canonne, Kamath, Steinke 2020, arXiv:2004.00010,
+    Prop. 12, over continuous α), and their mirror images (e^{−ε_i},
+    1 − e^{−ε_i}(1 − δ_i)), the bound the other order of neighbours puts on ε < 0.
+    Kept in ε: every γ ratio is an exp of a difference."""
+    from accounting.curves.converters import rdp_delta, rdp_epsilon
+
+    def cgf(t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, dtype=float)
+        k: np.ndarray = t * (xi + rho * (t + 1.0))
+        return k
+
+    top = float(rdp_epsilon(cgf, np.array([_ZCDP_FLOOR]))[0])
+    pos = np.linspace(0.0, max(top, 1e-6), _ZCDP_POINTS)
+    d_pos = np.minimum(rdp_delta(cgf, pos), 1.0)
+    # below ε = 0 a profile is fixed by the other order's: δ(−ε) = 1 − e^{−ε}(1 − δ(ε))
+    # (H_γ(P‖Q) = 1 − γ + γ·H_{1/γ}(Q‖P)); the guarantee bounds both orders alike
+    d_neg = -np.expm1(-pos[:0:-1]) + np.exp(-pos[:0:-1]) * d_pos[:0:-1]
+    eps = np.concatenate([[-np.inf], -pos[:0:-1], pos])
+    delta = np.concatenate([[1.0], np.minimum(d_neg, 1.0), d_pos])
+    hull: list[int] = []
+    for i in range(eps.size):   # Andrew's monotone chain, lower hull, in γ / γ_i
+        while len(hull) >= 2:
+            j, k = hull[-2], hull[-1]
+            xj, xk = math.exp(eps[j] - eps[i]), math.exp(eps[k] - eps[i])
+            if (xk - xj) * (delta[i] - delta[j]) - (delta[k] - delta[j]) * (1.0 - xj) <= 0:
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    return eps[hull], delta[hull]
+
+
+def hull_profile(vertices: tuple[np.ndarray, np.ndarray], eps: FloatArray) -> FloatArray:
+    """δ(ε) of ``zcdp_profile_hull``'s vertices: linear in γ = e^ε between vertices
+    (weight expm1(ε − ε_j)/expm1(ε_{j+1} − ε_j); from γ = 0, e^{ε − ε_1}), the last δ
+    beyond the last vertex."""
+    ve, vd = vertices
+    eps = np.asarray(eps, dtype=float)
+    j = np.clip(np.searchsorted(ve, eps, side="right") - 1, 0, ve.size - 1)
+    nxt = np.minimum(j + 1, ve.size - 1)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        w = np.where(j == 0, np.exp(eps - ve[1]),
+                     np.expm1(eps - ve[j]) / np.expm1(ve[nxt] - ve[j]))
+    w = np.clip(np.nan_to_num(w, nan=1.0), 0.0, 1.0)
+    out: FloatArray = np.where(j == ve.size - 1, vd[-1], vd[j] + (vd[nxt] - vd[j]) * w)
+    return out
+
+
+@attrs.frozen(eq=False)
+class ZCDPGuaranteePair(Pair):
+    """A dominating pair of every mechanism meeting a (ξ, ρ)-zCDP guarantee.
+
+    Rényi side: upper CGF K(t) = t·(ξ + ρ(t + 1)), i.e. D_α ≤ ξ + ρα for every
+    α = t + 1 > 1, in both directions (Bun, Steinke 2016, arXiv:1605.02065, Def. 1.1;
+    dp_accounting's ``ZCDpEvent``), labelled an upper bound; lower CGF 0 (a mechanism
+    meeting the guarantee may leak nothing). ρ* ≤ ρ + ξ (D_α ≤ (ξ + ρ)α, α ≥ 1).
+
+    Profile side (so that it composes in a PLD): δ(ε) in γ = e^ε is the lower convex
+    hull ``zcdp_profile_hull`` of (0, 1), the conversion's points (e^{ε_i}, δ_i) and
+    their mirror images for ε < 0, linear between vertices, δ_N beyond the last (kept
+    as mass at +∞). Why it dominates: for any mechanism M meeting the guarantee and
+    either order of neighbours, γ ↦ H_γ(M(D)‖M(D′)) is convex and non-increasing with
+    H_0 = 1; H_γ ≤ δ_i at γ_i (the conversion bounds both orders) and, by
+    H_γ(P‖Q) = 1 − γ + γH_{1/γ}(Q‖P), H ≤ the mirror points below γ = 1; so H lies
+    below the chord of any two points and below δ_N past γ_N, i.e. below the hull. The
+    hull is itself a privacy profile (convex, non-increasing, 1 at γ = 0, slopes ≥ −1)
+    and is its own mirror image (the set of points is, and the mirror map keeps
+    convexity and order), so it is the profile of a symmetric pair, which then
+    dominates M in both orders (Zhu, Dong, Wang 2022, arXiv:2106.08567, §2: pairs
+    whose profile is pointwise larger dominate; composition keeps it, their Thm 10). The lower side is
+    a mechanism that meets the guarantee (``member``). Coarse points only loosen the
+    upper side.
+    """
+
+    rho: float
+    xi: float = 0.0
+
+    exact = False
+    symmetric = True
+
+    def _profile(self, eps: FloatArray, direction: Direction) -> FloatArray:
+        delta = hull_profile(zcdp_profile_hull(self.rho, self.xi), eps)
+        # the interpolation rounds: a few ulps up keeps the side certified
+        out: FloatArray = np.minimum(delta * (1.0 + 1e-12), 1.0)
+        return out
+
+    def member(self) -> Pair:
+        """A pair that meets the guarantee, the lower side: the Gaussian of μ = √(2ρ)
+        (D_α = ρα exactly, Bun, Steinke 2016, Prop. 1.6), or for ρ = 0 the pure ξ-DP
+        pair (D_α ≤ ξ, ibid. Prop. 1.4's setting)."""
+        if self.rho > 0:
+            from .gaussian import GaussianPair
+            return GaussianPair(math.sqrt(2.0 * self.rho))
+        return approx_dp_pair(self.xi, 0.0)
+
+    def _profile_lower(self, eps: FloatArray, direction: Direction) -> FloatArray:
+        return self.member()._profile(eps, direction)
+
+    def _cgf(self, t: FloatArray, direction: Direction) -> FloatArray:
+        t = np.asarray(t, dtype=float)
+        k: FloatArray = t * (self.xi + self.rho * (t + 1.0))
+        return k
+
+    def cgf_lower(self, t: FloatArray, direction: Direction) -> FloatArray:
+        return self.member()._cgf(t, direction)
+
+    def cgf_exactness(self) -> Exactness:
+        return Exactness.UPPER
+
+    def rho_bound(self, direction: Direction) -> float | None:
+        return self.rho + self.xi
+
+    def describe(self) -> str:
+        xi = f", ξ={self.xi:g}" if self.xi else ""
+        return f"zCDP guarantee (ρ={self.rho:g}{xi})"
+
+
+@attrs.frozen
+class ZCDPGuarantee(Mechanism):
+    """A mechanism known only by its (ξ, ρ)-zCDP guarantee (ξ = 0: ρ-zCDP): its Rényi
+    curve is the bound D_α ≤ ξ + ρα (arXiv:1605.02065, Def. 1.1; ``ZCDPGuaranteePair``),
+    labelled an upper bound, and a dominating pair built from that bound's (ε, δ)
+    conversion for the PLD (see ``ZCDPGuaranteePair``). Composed with other
+    guarantees, the RDP or zCDP accountant (``curve(RDP)``) may answer a smaller ε than
+    the PLD: both are certified.
+
+    ``rho``, ``xi`` ∈ [0, 5000]. ``sensitivity`` is not used (it must be 1).
+    """
+
+    name = "zcdp_guarantee"
+    sensitivity: float = attrs.field(default=1.0, kw_only=True, validator=one_sensitivity,
+                                     metadata={"range": Range(1.0, 1.0)})
+    rho: float = parameter(RHO)
+    xi: float = parameter(XI, default=0.0)
+
+    def pair(self) -> Pair:
+        if self.rho == 0 and self.xi == 0:
+            return identical_pair("zCDP guarantee (ρ=0): no privacy loss")
+        return ZCDPGuaranteePair(float(self.rho), float(self.xi))
+
+
 @hookimpl
 def accounting_register_mechanisms(register: RegisterMechanism) -> None:
     register(ApproxDP)
     register(ApproxDPComposition)
+    register(ZCDPGuarantee)

@@ -207,8 +207,9 @@ def test_self_composition_multiplies_counts_and_merges():
 
 
 @pytest.mark.parametrize("event, where, what", [
-    (E.ComposedDpEvent([E.GaussianDpEvent(1.0), E.ZCDpEvent(0.5, 0.0)]),
-     "event.events[1]", "ZCDpEvent"),
+    (E.ComposedDpEvent([E.GaussianDpEvent(1.0),
+                        E.PoissonSampledDpEvent(0.1, E.ZCDpEvent(0.5, 0.0))]),
+     "event.events[1].event", "ZCDpEvent"),
     (E.SelfComposedDpEvent(E.PoissonSampledDpEvent(0.1, E.UnsupportedDpEvent()), 3),
      "event.event.event", "UnsupportedDpEvent"),
     (E.SampledWithReplacementDpEvent(100, 10, E.GaussianDpEvent(1.0)),

@@ -19,7 +19,8 @@ from opacus import PrivacyEngine  # noqa: E402
 from opacus.accountants import IAccountant, create_accountant  # noqa: E402
 
 import accounting  # noqa: E402
-from accounting_bridges.opacus import MECHANISM, OpacusAccountant, register  # noqa: E402
+from accounting_bridges.opacus import (MECHANISM, OpacusAccountant, accountant_name,  # noqa: E402
+                                      register)
 from accounting_bridges.training import GRID_STEP, TrainingAccountant  # noqa: E402
 
 DELTA = 1e-5
@@ -139,3 +140,48 @@ def test_non_private_training_is_infinite():
     engine = PrivacyEngine(accountant=MECHANISM)
     engine.accountant.step(noise_multiplier=0.0, sample_rate=0.1)
     assert engine.get_epsilon(DELTA) == math.inf
+
+
+def test_options_through_privacy_engine_names():
+    assert accountant_name() == MECHANISM
+    name = accountant_name(grid_step=1e-3, neighbouring="replace_one")
+    assert name == "accounting_pld[grid_step=0.001,neighbouring=replace_one]"
+    assert accountant_name(grid_step=1e-3, neighbouring="replace_one") == name  # again
+    engine = PrivacyEngine(accountant=name)
+    acc = engine.accountant
+    assert isinstance(acc, OpacusAccountant) and acc.mechanism() == name
+    assert acc.grid_step == 1e-3 and acc.neighbouring is accounting.Neighbouring.REPLACE_ONE
+    model, optimizer, loader = setup(engine, noise_multiplier=1.0)
+    train(model, optimizer, loader, epochs=1)
+    core = accounting.Accountant(step=1e-3).compose(
+        accounting.mechanism("poisson_replace_one_gaussian", q=BATCH / N, sigma=1.0), count=10)
+    assert engine.get_epsilon(DELTA) == core.epsilon(DELTA)
+    # the state names the variant and restores into a default accountant
+    state = acc.state_dict()
+    plain = PrivacyEngine(accountant=MECHANISM)
+    plain.accountant.load_state_dict(state)
+    assert plain.get_epsilon(DELTA) == engine.get_epsilon(DELTA)
+    with pytest.raises(ValueError, match="neighbouring"):
+        accountant_name(neighbouring="swap")
+
+
+def test_calibration_uses_the_variant_options():
+    name = accountant_name(neighbouring="replace_one")
+    engine = PrivacyEngine(accountant=name)
+    model, optimizer, loader = setup(engine, target_epsilon=3.0, target_delta=DELTA, epochs=2)
+    train(model, optimizer, loader, epochs=2)
+    assert 3.0 - 0.01 <= engine.get_epsilon(DELTA) <= 3.0
+    # replace-one asks for more noise than add/remove at the same budget
+    plain = PrivacyEngine(accountant=MECHANISM)
+    _, plain_optimizer, _ = setup(plain, target_epsilon=3.0, target_delta=DELTA, epochs=2)
+    assert optimizer.noise_multiplier > plain_optimizer.noise_multiplier
+
+
+def test_get_privacy_spent_through_the_engine():
+    engine = PrivacyEngine(accountant=MECHANISM)
+    model, optimizer, loader = setup(engine, noise_multiplier=1.0)
+    train(model, optimizer, loader, epochs=1)
+    eps, delta = engine.accountant.get_privacy_spent(delta=DELTA)
+    assert eps == engine.get_epsilon(DELTA) and delta == DELTA
+    line = str(engine.accountant.get_privacy_spent(delta=DELTA))
+    assert "add/remove neighbouring" in line and "Poisson sampling" in line

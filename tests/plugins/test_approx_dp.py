@@ -31,6 +31,12 @@ class TestPureDPContract(MechanismContract):
     bad_parameters = [dict(epsilon="1")]
 
 
+class TestZCDPGuaranteeContract(MechanismContract):
+    mechanism = _mech("zcdp_guarantee", rho=0.3, xi=0.05)
+    bad_parameters = [dict(rho=-0.1), dict(rho=NAN), dict(rho=math.inf), dict(xi=-1.0),
+                      dict(rho=6000.0), dict(sensitivity=2.0), dict(rho="0.3")]
+
+
 class TestApproxDPCompositionContract(MechanismContract):
     mechanism = _mech("approx_dp_composition", epsilons=(1.0, 2.0, 0.5), deltas=(0.1, 0.2, 0.0))
     bad_parameters = [dict(deltas=(0.1,)), dict(epsilons=()), dict(deltas=(0.1, 0.2, 2.0)),

@@ -175,7 +175,8 @@ def test_contract_detects_unvalidated_parameters():
 # Their contract classes live beside their specific tests; bound here under private
 # names (pytest does not collect them twice) so the coverage checks above see them.
 from test_approx_dp import (TestApproxDPCompositionContract as _ApproxDPComposition,  # noqa: E402
-                            TestApproxDPContract as _ApproxDP)
+                            TestApproxDPContract as _ApproxDP,
+                            TestZCDPGuaranteeContract as _ZCDPGuarantee)
 from test_kary_randomized_response import TestKaryRRContract as _KaryRR  # noqa: E402
 from test_truncated_discrete_gaussian import (  # noqa: E402
     TestTruncatedDiscreteGaussianContract as _TruncatedDiscreteGaussian)
