@@ -237,7 +237,7 @@ CASES = [
     _case("option", "delta(directon=…)", lambda: acc().delta(1.0, directon="forward"),
           TypeError, r"'directon'.*allowed: accountant, bound, direction, epsilon"),
     _case("option", "epsilon_interval(rtl=…)", lambda: acc().epsilon_interval(1e-5, rtl=1e-3),
-          TypeError, r"'rtl'.*allowed: delta, direction, rtol"),
+          TypeError, r"'rtl'.*allowed: delta, direction, group, rtol"),
     _case("option", "tradeoff(step=…)", lambda: acc().tradeoff(step=1e-3), TypeError,
           r"'step'.*allowed: none"),
     _case("option", "Accountant.curve(stpe=…)", lambda: acc().curve(PLD, stpe=1e-2), TypeError,

@@ -170,8 +170,12 @@ def test_one_signature_everywhere(query):
     want = _shape(getattr(PLD, query))
     assert want[0][0] in ("delta", "epsilon") and [n for n, _, _ in want[1:]] == (
         ["direction", "bound"] if not query.endswith("_interval") else ["direction", "rtol"])
-    for owner in (Accountant, *KINDS, accounting.curves.pld.RefiningPLD):
+    for owner in (*KINDS, accounting.curves.pld.RefiningPLD):
         assert _shape(getattr(owner, query)) == want, owner.__name__
+    # the accountant's intervals also take ``group`` (grouping a composition by
+    # dominance: a curve has no mechanisms to group), keyword-only and off by default
+    extra = [("group", inspect.Parameter.KEYWORD_ONLY, None)] if query.endswith("_interval") else []
+    assert _shape(getattr(Accountant, query)) == want + extra
 
 
 def test_the_accountant_answers_as_its_pld(acct):
