@@ -428,7 +428,7 @@ def one_default_step():
     for q, steps, eps in [(256 / 60000, 10000, 1.0), (0.01, 1000, 3.0), (0.001, 100000, 2.0)]:
         res, t = timed(lambda: calibrate_dpsgd(q, steps, epsilon=eps, delta=1e-5, rtol=1e-6), 3)
         print(f"    q={q:.5g}, {steps} steps, ε = {eps:g}: σ = {res.value:.8f} in {t:.3f} s, "
-              f"{res.evaluations} evaluations at the default step")")
+              f"{res.evaluations} evaluations at the default step")
 
 
 def main():

@@ -713,8 +713,9 @@ class RandomAllocation(Mechanism):
     name = "random_allocation"
     base: Mechanism = attrs.field(validator=_add_remove_base)
     steps: int = attrs.field(converter=_steps, metadata={"range": STEPS})
-    #: no declared range: only 1 is accepted for now
-    selected: int = attrs.field(default=1, converter=_selected)
+    #: only 1 is accepted for now (k-out-of-t is refused)
+    selected: int = attrs.field(default=1, converter=_selected,
+                                metadata={"range": Range(1, 1, integer=True)})
     resolution: float = parameter(Range(5e-3, 1.0, log=True), default=DEFAULT_RESOLUTION,
                                   kw_only=True)
 
