@@ -337,6 +337,8 @@ def known_bug(mech: Mechanism) -> "str | None":
     name = type(mech).name
     if name == "gaussian_mixture" and min(mech.scales) < 1e-2 * mech.noise_width():
         return "mixture components far narrower than the mixture: Rényi curve falls (pinned below)"
+    if name == "random_allocation" and mech.resolution >= 0.1:
+        return "random allocation on coarse cells: optimistic trade-off not convex (pinned below)"
     if name in ("approx_dp", "permute_and_flip") and mech.epsilon >= 20:
         return "an ε-DP pair with ε ≥ 20: PLD mass above 1 (pinned below)"
     if float(mech.curve(PrivacyProfile).delta(LARGE_LOSS)) > 1e-12:
@@ -423,6 +425,18 @@ def test_whole_dataset_without_replacement_is_the_base():
     up = mech.curve(RDP).rdp(ALPHAS, "forward")
     assert not _monotone(up, increasing=True, abs_=1e-12).any(), up
     np.testing.assert_allclose(up, base.curve(RDP).rdp(ALPHAS, "forward"), rtol=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason="random allocation's optimistic laws on coarse cells "
+                   "give a trade-off that is not convex (second difference -4.5e-7)")
+def test_known_bug_random_allocation_coarse_lower_tradeoff():
+    from accounting_mechanisms.allocation import RandomAllocation
+    from accounting_mechanisms.gaussian import Gaussian
+    mech = RandomAllocation(base=Gaussian(sigma=7.059541366409445e+55,
+                                          sensitivity=4.434721918597113e+53),
+                            steps=2, sensitivity=2.0932092052467104e+73,
+                            resolution=0.2054394336148291)
+    check_tradeoff(mech, FAST_STEP)
 
 
 # ------------------------------------------------------------------ the tests
