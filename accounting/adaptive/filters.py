@@ -40,7 +40,7 @@ adaptive choice and the guarantee above still holds).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import numpy as np
@@ -56,6 +56,9 @@ from accounting.pairs.mechanism import Mechanism
 from accounting.pairs.pair import Pair, of_kind
 from accounting.validation import check_array, check_real
 from accounting.vocabulary import Exactness, FloatArray
+
+#: the curve kinds a filter reads its costs from
+_KindT = TypeVar("_KindT", RDP, ZCDP)
 
 __all__ = ["Decision", "BudgetExhausted", "Filter", "RDPFilter", "GaussianFilter", "ZCDPFilter",
            "DEFAULT_ORDERS", "rdp_cost", "gdp_cost", "zcdp_cost", "rdp_budget_for",
@@ -106,6 +109,24 @@ def check_orders(orders: Any) -> FloatArray:
     return a
 
 
+def _certified_curve(proposal: Any, kind: type[_KindT], what: str, registry: Any) -> _KindT:
+    """The ``kind`` curve of a proposal (a ``Mechanism``, a ``Pair``, an ``Accountant`` or
+    any privacy curve, converted), refused unless its sound side is certified."""
+    if isinstance(proposal, (Mechanism, Pair)):
+        curve = proposal.curve(kind, registry=registry)
+    elif isinstance(proposal, Accountant):
+        curve = proposal.curve(kind)
+    elif isinstance(proposal, Curve):
+        curve = of_kind(kind, as_kind(proposal, kind, "proposal"))
+    else:
+        raise TypeError(f"proposal must be a Mechanism, a Pair, an Accountant or a privacy "
+                        f"curve, got {type(proposal).__name__}")
+    if not curve.provenance.exactness.certified:
+        raise ValueError(f"proposal's {what} curve is {curve.provenance}: a filter needs a "
+                         f"certified (exact or upper-bound) curve")
+    return curve
+
+
 def rdp_cost(proposal: Any, orders: FloatArray, *, registry: Any = None) -> FloatArray:
     """D_α at ``orders`` (the larger of both directions, the sound side) of a proposal:
     a ``Mechanism``, a ``Pair``, an ``Accountant`` (its whole composition, one step of
@@ -113,19 +134,7 @@ def rdp_cost(proposal: Any, orders: FloatArray, *, registry: Any = None) -> Floa
 
     A curve whose sound side is not certified (a quadrature, ``Exactness.NUMERICAL``)
     is refused: a filter's guarantee is only as good as the costs it adds."""
-    if isinstance(proposal, (Mechanism, Pair)):
-        rdp = proposal.curve(RDP, registry=registry)
-    elif isinstance(proposal, Accountant):
-        rdp = proposal.curve(RDP)
-    elif isinstance(proposal, Curve):
-        rdp = of_kind(RDP, as_kind(proposal, RDP, "proposal"))
-    else:
-        raise TypeError(f"proposal must be a Mechanism, a Pair, an Accountant or a privacy "
-                        f"curve, got "
-                        f"{type(proposal).__name__}")
-    if not rdp.provenance.exactness.certified:
-        raise ValueError(f"proposal's Rényi curve is {rdp.provenance}: a filter needs a "
-                         f"certified (exact or upper-bound) curve")
+    rdp = _certified_curve(proposal, RDP, "Rényi", registry)
     cost = np.asarray(rdp.renyi(orders, "max", "upper"), dtype=float)
     if np.any(np.isnan(cost)) or np.any(cost < 0):
         raise ValueError(f"proposal's Rényi curve gave {cost!r} at orders {orders!r}: "
@@ -389,18 +398,7 @@ def zcdp_cost(proposal: Any, *, registry: Any = None) -> float:
     """ρ of a proposal (the sound side, the larger of both directions): a Mechanism,
     Pair, Accountant or curve (converted to ``ZCDP``; approximate zCDP counts as the
     plain ρ + ξ it implies). Uncertified curves are refused, as for ``rdp_cost``."""
-    if isinstance(proposal, (Mechanism, Pair)):
-        z = proposal.curve(ZCDP, registry=registry)
-    elif isinstance(proposal, Accountant):
-        z = proposal.curve(ZCDP)
-    elif isinstance(proposal, Curve):
-        z = of_kind(ZCDP, as_kind(proposal, ZCDP, "proposal"))
-    else:
-        raise TypeError(f"proposal must be a Mechanism, a Pair, an Accountant or a privacy "
-                        f"curve, got {type(proposal).__name__}")
-    if not z.provenance.exactness.certified:
-        raise ValueError(f"proposal's zCDP curve is {z.provenance}: a filter needs a "
-                         f"certified (exact or upper-bound) curve")
+    z = _certified_curve(proposal, ZCDP, "zCDP", registry)
     return z.rho("max", "upper")
 
 

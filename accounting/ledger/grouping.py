@@ -26,7 +26,6 @@ are in both ledgers.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -109,7 +108,7 @@ def _with(spec: MechanismSpec, name: str, value: float,
     """``spec`` with parameter ``name`` set to ``value`` (a member's own value: every
     representative is a member, so it is as valid as the entry it came from)."""
     values = dict(spec.params)
-    if math.isclose(float(values[name]), value, rel_tol=0.0, abs_tol=0.0):
+    if float(values[name]) == value:
         return spec
     values[name] = value
     return MechanismSpec.build(spec.name, registry, **{
